@@ -1,0 +1,52 @@
+# SPDX-License-Identifier: Apache-2.0
+# Target helpers: every target gets the same warnings, visibility and sanitizer flags.
+
+function(warpscope_target_defaults target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter
+                         -Wno-missing-field-initializers)
+  if(WARPSCOPE_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(WARPSCOPE_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=${WARPSCOPE_SANITIZE}
+                           -fno-omit-frame-pointer)
+    target_link_options(${target} PRIVATE -fsanitize=${WARPSCOPE_SANITIZE})
+  endif()
+endfunction()
+
+# warpscope_add_library(NAME base SOURCES a.cc DEPS ...) -> target warpscope_base,
+# alias warpscope::base. Include paths are rooted at src/ ("base/status.h").
+function(warpscope_add_library name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  set(target warpscope_${name})
+  if(ARG_SOURCES)
+    add_library(${target} STATIC ${ARG_SOURCES})
+    target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(${target} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+    warpscope_target_defaults(${target})
+  else()
+    add_library(${target} INTERFACE)
+    target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR}/src)
+    target_link_libraries(${target} INTERFACE ${ARG_DEPS})
+  endif()
+  add_library(warpscope::${name} ALIAS ${target})
+endfunction()
+
+# warpscope_add_test(NAME foo_test SOURCES foo_test.cc DEPS ... LABELS unit)
+function(warpscope_add_test name)
+  if(NOT WARPSCOPE_BUILD_TESTS)
+    return()
+  endif()
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  if(NOT ARG_LABELS)
+    set(ARG_LABELS unit)
+  endif()
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
+  warpscope_target_defaults(${name})
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
+  target_compile_definitions(${name} PRIVATE
+    WARPSCOPE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
+    WARPSCOPE_BINARY_DIR="${PROJECT_BINARY_DIR}")
+  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+endfunction()

@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "base/status.h"
+
+namespace warpscope::base {
+
+std::string_view StatusCodeName(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return "OK";
+    case StatusCode::kInvalidArgument: return "InvalidArgument";
+    case StatusCode::kNotFound: return "NotFound";
+    case StatusCode::kUnsupported: return "Unsupported";
+    case StatusCode::kPermissionDenied: return "PermissionDenied";
+    case StatusCode::kUnavailable: return "Unavailable";
+    case StatusCode::kResourceExhausted: return "ResourceExhausted";
+    case StatusCode::kInternal: return "Internal";
+  }
+  return "Unknown";
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "OK";
+  return fmt::format("{}: {}", StatusCodeName(code_), message_);
+}
+
+Status Status::WithContext(std::string_view context) const {
+  if (ok()) return *this;
+  return Status(code_, fmt::format("{}: {}", context, message_));
+}
+
+}  // namespace warpscope::base
