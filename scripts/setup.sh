@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Installs everything warpscope needs to build, run and test on Debian 12. Idempotent: packages
+# already present are not touched, so a second run takes a second.
+#   scripts/setup.sh            build + run dependencies
+#   scripts/setup.sh --test     also the test peers (Prometheus, node_exporter)
+set -euo pipefail
+
+build_pkgs=(cmake ninja-build g++ pkg-config libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
+  libcli11-dev libfmt-dev libexpected-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev)
+test_pkgs=(prometheus prometheus-node-exporter curl)
+
+want=("${build_pkgs[@]}")
+if [[ "${1:-}" == "--test" ]]; then
+  want+=("${test_pkgs[@]}")
+fi
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo_cmd=()
+  if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
+  "${sudo_cmd[@]}" apt-get update -qq
+  # Debian's prometheus packages start services where systemd runs; tests start their own peers.
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Sets up a Debian 12 machine, builds warpscope with warnings as errors, and runs every test
+# (labels unit and integration; gpu tests skip themselves without a device).
+#   scripts/test.sh              everything
+#   scripts/test.sh -L unit      only the unit tests (extra args go to ctest)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/setup.sh --test
+
+jobs=$(nproc)
+cmake --preset ci >/dev/null
+cmake --build --preset ci -j "$jobs"
+ctest --preset ci -j "$jobs" --timeout 300 "$@"

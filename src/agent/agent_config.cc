@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent/agent_config.h"
+
+#include <cctype>
+
+#include "base/file_util.h"
+
+namespace warpscope::agent {
+namespace {
+
+bool IsLabelName(std::string_view s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') return false;
+  }
+  return !(s.size() >= 2 && s[0] == '_' && s[1] == '_');
+}
+
+}  // namespace
+
+base::Result<AgentConfig::KeyValues> ParseTags(std::string_view text) {
+  AgentConfig::KeyValues out;
+  for (std::string_view item : base::SplitString(text, ";,")) {
+    item = base::TrimWhitespace(item);
+    if (item.empty()) continue;
+    size_t sep = item.find_first_of(":=");
+    if (sep == std::string_view::npos) {
+      return base::Error(base::InvalidArgument(
+          "--tags: '{}' has no value; write key:value pairs separated by ';', e.g. "
+          "--tags 'team:ml;cluster:a'",
+          item));
+    }
+    std::string_view key = base::TrimWhitespace(item.substr(0, sep));
+    std::string_view value = base::TrimWhitespace(item.substr(sep + 1));
+    if (!IsLabelName(key)) {
+      return base::Error(base::InvalidArgument(
+          "--tags: key '{}' is not a valid label name; use letters, digits and '_', not starting "
+          "with a digit or '__'",
+          key));
+    }
+    out.emplace_back(std::string(key), std::string(value));
+  }
+  return out;
+}
+
+base::Status AgentConfig::Validate() const {
+  using std::chrono::hours;
+  using std::chrono::milliseconds;
+  if (collect_interval < milliseconds(100) || collect_interval > hours(1)) {
+    return base::InvalidArgument(
+        "--collect-metrics-interval={}: must be between 100ms and 1h (e.g. 30s)",
+        base::FormatDuration(collect_interval));
+  }
+  if (export_interval < collect_interval) {
+    return base::InvalidArgument(
+        "--export-metrics-interval={} is shorter than --collect-metrics-interval={}: a window "
+        "must hold at least one sample; raise the export interval or lower the collect interval",
+        base::FormatDuration(export_interval), base::FormatDuration(collect_interval));
+  }
+  if (export_interval > hours(24)) {
+    return base::InvalidArgument("--export-metrics-interval={}: must be at most 24h",
+                                 base::FormatDuration(export_interval));
+  }
+  if (top_processes < 0 || top_processes > 10000) {
+    return base::InvalidArgument("--top-processes={}: must be between 0 and 10000",
+                                 top_processes);
+  }
+  if (!otlp_endpoint.empty() && otlp_endpoint.rfind("http://", 0) != 0 &&
+      otlp_endpoint.rfind("https://", 0) != 0) {
+    return base::InvalidArgument(
+        "--otlp-endpoint={}: must start with http:// or https:// (e.g. http://127.0.0.1:4318)",
+        otlp_endpoint);
+  }
+  if (!prometheus_listen_address.empty() &&
+      prometheus_listen_address.find(':') == std::string::npos) {
+    return base::InvalidArgument(
+        "--listen-address={}: expected host:port or :port (e.g. :9400 or 127.0.0.1:9400)",
+        prometheus_listen_address);
+  }
+  if (!enable_gpu_metrics && !enable_host_metrics) {
+    return base::InvalidArgument(
+        "nothing to collect: --enable-host-metrics=false and GPU metrics are off; add "
+        "--enable-gpu-metrics");
+  }
+  return base::OkStatus();
+}
+
+}  // namespace warpscope::agent

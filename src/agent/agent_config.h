@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef WARPSCOPE_AGENT_AGENT_CONFIG_H_
+#define WARPSCOPE_AGENT_AGENT_CONFIG_H_
+
+#include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "base/time.h"
+
+namespace warpscope::agent {
+
+// Everything `warpscope agent` can be told. Defaults live here; flags, WARPSCOPE_* environment
+// variables and the config file only override them (precedence: flag > env > file > default).
+// Every field is documented in docs/design/config.md.
+struct AgentConfig {
+  using KeyValues = std::vector<std::pair<std::string, std::string>>;
+
+  // Collect GPU metrics through NVML. Opt-in, as GPU metrics need the NVIDIA driver.
+  bool enable_gpu_metrics = false;
+  // Collect host metrics from /proc and /sys.
+  bool enable_host_metrics = true;
+  // How often sources are polled. Bounds: [100ms, 1h]; GPM rates need >= 100ms between samples.
+  base::Duration collect_interval = std::chrono::seconds(30);
+  // How often a window (avg/min/max/last per series) is closed and pushed. >= collect_interval.
+  base::Duration export_interval = std::chrono::minutes(1);
+  // NVML library to dlopen; empty = libnvidia-ml.so.1 from the loader's search path.
+  std::string nvml_path;
+  // Run on the NVML simulator with this scenario (a path, or the name of a shipped scenario).
+  std::string simulate;
+  // Constant labels for every series and resource attributes for OTLP, from "k:v;k:v".
+  KeyValues tags;
+  // Host name used in labels and entity ids; empty = gethostname().
+  std::string hostname;
+  // Root of the host file system for /proc and /sys ("/host" when the agent runs in a container
+  // with the host's / mounted there).
+  std::string host_root = "/";
+  // Prometheus /metrics listen address, "host:port" or ":port" (all interfaces); "" disables.
+  std::string prometheus_listen_address = ":9400";
+  // OTLP/HTTP base URL (e.g. http://collector:4318); "" disables OTLP push.
+  std::string otlp_endpoint;
+  KeyValues otlp_headers;
+  // Processes reported by CPU use besides every GPU process.
+  int top_processes = 10;
+
+  [[nodiscard]] base::Status Validate() const;
+};
+
+// Parses "k:v;k:v" (also accepts "k=v" and "," separators). Keys must be valid label names.
+base::Result<AgentConfig::KeyValues> ParseTags(std::string_view text);
+
+}  // namespace warpscope::agent
+
+#endif  // WARPSCOPE_AGENT_AGENT_CONFIG_H_

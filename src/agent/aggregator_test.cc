@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent/aggregator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+namespace warpscope::agent {
+namespace {
+
+using model::EntityKind;
+using model::MetricDesc;
+using model::MetricKind;
+
+constexpr MetricDesc kUtil{"gpu.utilization", EntityKind::kGpu, MetricKind::kGauge, "1", "util",
+                           "DCGM_FI_DEV_GPU_UTIL", 100, "hw.gpu.utilization"};
+constexpr MetricDesc kEnergy{"gpu.energy", EntityKind::kGpu, MetricKind::kCounter, "J", "energy",
+                             "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 1000, "hw.energy"};
+
+base::TimePoint T(int s) { return base::FromUnixNanos(int64_t{s} * 1'000'000'000); }
+
+model::Entity Gpu(const std::string& id) {
+  return model::Entity{EntityKind::kGpu, id, "", model::Labels{{"gpu.index", "0"}}};
+}
+
+void Cycle(Aggregator& agg, int t, double util, double energy) {
+  agg.BeginCycle(T(t));
+  agg.AddEntity(Gpu("GPU-a"));
+  agg.AddValue(kUtil, "GPU-a", util);
+  agg.AddValue(kEnergy, "GPU-a", energy);
+  agg.EndCycle();
+}
+
+TEST(AggregatorTest, WindowKeepsAvgMinMaxLastOfGauges) {
+  Aggregator agg;
+  Cycle(agg, 0, 0.2, 10);
+  Cycle(agg, 1, 0.9, 20);  // a spike shorter than the window
+  Cycle(agg, 2, 0.4, 30);
+  model::Frame w = agg.CloseWindow(T(3));
+  ASSERT_EQ(w.series.size(), 2u);
+  const auto& util = w.series[0].metric == &kUtil ? w.series[0] : w.series[1];
+  EXPECT_NEAR(util.avg, 0.5, 1e-12);
+  EXPECT_DOUBLE_EQ(util.min, 0.2);
+  EXPECT_DOUBLE_EQ(util.max, 0.9);
+  EXPECT_DOUBLE_EQ(util.last, 0.4);
+  EXPECT_EQ(util.count, 3u);
+  EXPECT_EQ(w.start, T(0));
+  EXPECT_EQ(w.end, T(3));
+}
+
+TEST(AggregatorTest, CountersStayCumulative) {
+  Aggregator agg;
+  Cycle(agg, 0, 0.1, 10);
+  Cycle(agg, 1, 0.1, 25);
+  model::Frame w = agg.CloseWindow(T(2));
+  const auto& energy = w.series[0].metric == &kEnergy ? w.series[0] : w.series[1];
+  EXPECT_DOUBLE_EQ(energy.last, 25);
+  EXPECT_DOUBLE_EQ(energy.avg, 25);
+  EXPECT_DOUBLE_EQ(energy.min, 25);
+}
+
+TEST(AggregatorTest, NewWindowStartsWhereTheLastEnded) {
+  Aggregator agg;
+  Cycle(agg, 0, 0.1, 1);
+  model::Frame w1 = agg.CloseWindow(T(10));
+  Cycle(agg, 10, 0.3, 2);
+  model::Frame w2 = agg.CloseWindow(T(20));
+  EXPECT_EQ(w2.start, T(10));
+  EXPECT_EQ(w2.sequence, w1.sequence + 1);
+  ASSERT_EQ(w2.series.size(), 2u);
+  EXPECT_EQ(w2.series[0].count, 1u);
+}
+
+TEST(AggregatorTest, LatestHoldsOnlyTheLastCycle) {
+  Aggregator agg;
+  agg.BeginCycle(T(0));
+  agg.AddEntity(Gpu("GPU-a"));
+  agg.AddEntity(Gpu("GPU-b"));
+  agg.AddValue(kUtil, "GPU-a", 0.1);
+  agg.AddValue(kUtil, "GPU-b", 0.2);
+  agg.EndCycle();
+  agg.BeginCycle(T(1));
+  agg.AddEntity(Gpu("GPU-a"));
+  agg.AddValue(kUtil, "GPU-a", 0.7);
+  agg.EndCycle();
+  ASSERT_EQ(agg.latest().series.size(), 1u);
+  EXPECT_EQ(agg.latest().series[0].entity, "GPU-a");
+  EXPECT_DOUBLE_EQ(agg.latest().series[0].last, 0.7);
+  // The window still remembers GPU-b.
+  EXPECT_EQ(agg.CloseWindow(T(2)).entities.size(), 2u);
+}
+
+TEST(AggregatorTest, LabelsDistinguishSeries) {
+  Aggregator agg;
+  agg.BeginCycle(T(0));
+  agg.AddValue(kUtil, "GPU-a", model::Labels{{"link", "0"}}, 0.1);
+  agg.AddValue(kUtil, "GPU-a", model::Labels{{"link", "1"}}, 0.2);
+  agg.AddValue(kUtil, "GPU-a", model::Labels{{"link", "1"}}, 0.3);  // overwrite in the cycle
+  agg.EndCycle();
+  ASSERT_EQ(agg.latest().series.size(), 2u);
+  EXPECT_DOUBLE_EQ(agg.latest().series[1].last, 0.3);
+}
+
+TEST(AggregatorTest, NanIsAbsentNotZero) {
+  Aggregator agg;
+  agg.BeginCycle(T(0));
+  agg.AddValue(kUtil, "GPU-a", std::nan(""));
+  agg.EndCycle();
+  EXPECT_TRUE(agg.latest().series.empty());
+}
+
+TEST(AggregatorTest, SeriesLimitDropsAndCounts) {
+  Aggregator agg(/*max_series=*/2);
+  agg.BeginCycle(T(0));
+  for (int i = 0; i < 5; ++i) {
+    agg.AddValue(kUtil, "GPU-" + std::to_string(i), 0.5);
+  }
+  agg.EndCycle();
+  EXPECT_EQ(agg.window_series(), 2u);
+  EXPECT_EQ(agg.dropped_values_total(), 3u);
+}
+
+TEST(AggregatorTest, EventsReachTheWindow) {
+  Aggregator agg;
+  agg.BeginCycle(T(0));
+  agg.AddEvent(model::Event{T(0), "GPU-a", "xid", 79, "GPU has fallen off the bus", {}});
+  agg.EndCycle();
+  EXPECT_EQ(agg.latest().events.size(), 1u);
+  model::Frame w = agg.CloseWindow(T(1));
+  ASSERT_EQ(w.events.size(), 1u);
+  EXPECT_EQ(w.events[0].code, 79);
+  EXPECT_TRUE(agg.CloseWindow(T(2)).events.empty());
+}
+
+}  // namespace
+}  // namespace warpscope::agent
+
+namespace warpscope::agent {
+namespace {
+
+TEST(AggregatorTest, EntityWrittenTwiceInACycleIsMerged) {
+  Aggregator agg;
+  agg.BeginCycle(T(0));
+  agg.AddEntity(model::Entity{EntityKind::kHost, "node1", "", {{"host.name", "node1"}}});
+  agg.AddEntity(model::Entity{EntityKind::kHost, "node1", "", {{"os.type", "linux"}}});
+  agg.EndCycle();
+  ASSERT_EQ(agg.latest().entities.size(), 1u);
+  EXPECT_EQ(agg.latest().entities[0].attributes.Get("host.name"), "node1");
+  EXPECT_EQ(agg.latest().entities[0].attributes.Get("os.type"), "linux");
+}
+
+}  // namespace
+}  // namespace warpscope::agent

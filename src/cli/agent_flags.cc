@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/agent_flags.h"
+
+namespace warpscope::cli {
+
+void AgentFlags::Register(CLI::App& sub) {
+  sub.add_flag("--enable-gpu-metrics", enable_gpu_metrics_,
+               "Collect GPU metrics through NVML (needs the NVIDIA driver, or --simulate)")
+      ->envname("WARPSCOPE_ENABLE_GPU_METRICS");
+  sub.add_flag("--enable-host-metrics", enable_host_metrics_,
+               "Collect host metrics from /proc and /sys (default true; "
+               "--enable-host-metrics=false turns them off)")
+      ->envname("WARPSCOPE_ENABLE_HOST_METRICS");
+  sub.add_option("--collect-metrics-interval", collect_interval_,
+                 "How often to read every source, as a duration (100ms..1h)")
+      ->envname("WARPSCOPE_COLLECT_METRICS_INTERVAL")
+      ->capture_default_str();
+  sub.add_option("--export-metrics-interval", export_interval_,
+                 "How often to close a window (avg/min/max/last) and push it; >= the collect "
+                 "interval")
+      ->envname("WARPSCOPE_EXPORT_METRICS_INTERVAL")
+      ->capture_default_str();
+  sub.add_option("--nvml-path", nvml_path_,
+                 "NVML library to load (default: libnvidia-ml.so.1 from the loader path)")
+      ->envname("WARPSCOPE_NVML_PATH");
+  sub.add_option("--simulate", simulate_,
+                 "Run on the NVML simulator with this scenario: a YAML path or a shipped scenario "
+                 "name (see docs/simulator.md); implies --enable-gpu-metrics")
+      ->envname("WARPSCOPE_SIMULATE");
+  sub.add_option("--tags", tags_,
+                 "Constant labels for every series and OTLP resource attributes: 'k:v;k:v'")
+      ->envname("WARPSCOPE_TAGS");
+  sub.add_option("--hostname", hostname_, "Host name for labels and ids (default: gethostname)")
+      ->envname("WARPSCOPE_HOSTNAME");
+  sub.add_option("--host-root", host_root_,
+                 "Where the host's / is mounted (for /proc and /sys), e.g. /host in a container")
+      ->envname("WARPSCOPE_HOST_ROOT")
+      ->capture_default_str();
+  sub.add_option("--listen-address", listen_address_,
+                 "Prometheus /metrics address, host:port or :port; empty disables")
+      ->envname("WARPSCOPE_LISTEN_ADDRESS")
+      ->capture_default_str();
+  sub.add_option("--otlp-endpoint", otlp_endpoint_,
+                 "Push each window as OTLP/HTTP JSON to this base URL (e.g. "
+                 "http://127.0.0.1:4318)")
+      ->envname("WARPSCOPE_OTLP_ENDPOINT");
+  sub.add_option("--otlp-header", otlp_headers_, "Extra OTLP request header 'Name=value' (repeat)")
+      ->envname("WARPSCOPE_OTLP_HEADERS")
+      ->delimiter(',');
+  sub.add_option("--top-processes", top_processes_,
+                 "Processes reported by CPU use, besides every GPU process")
+      ->envname("WARPSCOPE_TOP_PROCESSES")
+      ->capture_default_str();
+  sub.add_flag("--once", once,
+               "Collect two cycles one collect interval apart, print the Prometheus exposition "
+               "to stdout and exit");
+  sub.add_option("--log-level", log_level, "error, warning, info or verbose")
+      ->envname("WARPSCOPE_LOG_LEVEL")
+      ->check(CLI::IsMember({"error", "warning", "info", "verbose"}));
+  sub.add_flag("-v,--verbose", verbosity, "More detail in the log (repeat for more)");
+}
+
+base::Status AgentFlags::Finish(agent::AgentConfig& config) const {
+  config = defaults_;
+  config.enable_gpu_metrics = enable_gpu_metrics_;
+  config.enable_host_metrics = enable_host_metrics_;
+  auto collect = base::ParseDuration(collect_interval_);
+  if (!collect) return collect.error().WithContext("--collect-metrics-interval");
+  config.collect_interval = *collect;
+  auto exp = base::ParseDuration(export_interval_);
+  if (!exp) return exp.error().WithContext("--export-metrics-interval");
+  config.export_interval = *exp;
+  config.nvml_path = nvml_path_;
+  config.simulate = simulate_;
+  if (!simulate_.empty()) config.enable_gpu_metrics = true;
+  auto tags = agent::ParseTags(tags_);
+  if (!tags) return tags.error();
+  config.tags = *tags;
+  config.hostname = hostname_;
+  config.host_root = host_root_;
+  config.prometheus_listen_address = listen_address_;
+  config.otlp_endpoint = otlp_endpoint_;
+  for (const auto& h : otlp_headers_) {
+    auto eq = h.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return base::InvalidArgument("--otlp-header '{}': expected Name=value", h);
+    }
+    config.otlp_headers.emplace_back(h.substr(0, eq), h.substr(eq + 1));
+  }
+  config.top_processes = top_processes_;
+  return config.Validate();
+}
+
+}  // namespace warpscope::cli

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef WARPSCOPE_CLI_AGENT_FLAGS_H_
+#define WARPSCOPE_CLI_AGENT_FLAGS_H_
+
+#include <CLI/CLI.hpp>
+
+#include <memory>
+#include <string>
+
+#include "agent/agent_config.h"
+#include "base/status.h"
+
+namespace warpscope::cli {
+
+// Binds the `agent` subcommand's flags (each with a WARPSCOPE_* environment twin) to raw strings;
+// Finish() converts and validates them into an AgentConfig.
+class AgentFlags {
+ public:
+  // Adds the options to `sub`. `this` must outlive parsing.
+  void Register(CLI::App& sub);
+  // Converts the parsed values into `config` (starting from its defaults) and validates it.
+  [[nodiscard]] base::Status Finish(agent::AgentConfig& config) const;
+
+  int verbosity = 0;
+  bool once = false;
+  std::string log_level = "info";
+
+ private:
+  agent::AgentConfig defaults_;
+  bool enable_gpu_metrics_ = false;
+  bool enable_host_metrics_ = true;
+  std::string collect_interval_ = "30s";
+  std::string export_interval_ = "1m";
+  std::string nvml_path_;
+  std::string simulate_;
+  std::string tags_;
+  std::string hostname_;
+  std::string host_root_ = "/";
+  std::string listen_address_ = ":9400";
+  std::string otlp_endpoint_;
+  std::vector<std::string> otlp_headers_;
+  int top_processes_ = 10;
+};
+
+}  // namespace warpscope::cli
+
+#endif  // WARPSCOPE_CLI_AGENT_FLAGS_H_

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/agent_flags.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+namespace warpscope::cli {
+namespace {
+
+using std::chrono::seconds;
+
+// Parses `args` (after the program name) for the agent subcommand.
+base::Status Parse(std::vector<std::string> args, agent::AgentConfig& config) {
+  CLI::App app("test");
+  auto* sub = app.add_subcommand("agent");
+  AgentFlags flags;
+  flags.Register(*sub);
+  args.insert(args.begin(), "agent");
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return base::InvalidArgument("{}", e.what());
+  }
+  return flags.Finish(config);
+}
+
+TEST(AgentFlagsTest, DefaultsMatchTheProductBrief) {
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({}, c).ok());
+  EXPECT_FALSE(c.enable_gpu_metrics);
+  EXPECT_TRUE(c.enable_host_metrics);
+  EXPECT_EQ(c.collect_interval, seconds(30));
+  EXPECT_EQ(c.export_interval, seconds(60));
+  EXPECT_EQ(c.prometheus_listen_address, ":9400");
+}
+
+TEST(AgentFlagsTest, ParsesDurationsAndBooleans) {
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({"--enable-gpu-metrics", "--enable-host-metrics=false",
+                     "--collect-metrics-interval", "5s", "--export-metrics-interval=2m"},
+                    c)
+                  .ok());
+  EXPECT_TRUE(c.enable_gpu_metrics);
+  EXPECT_FALSE(c.enable_host_metrics);
+  EXPECT_EQ(c.collect_interval, seconds(5));
+  EXPECT_EQ(c.export_interval, seconds(120));
+}
+
+TEST(AgentFlagsTest, BadDurationNamesTheFlag) {
+  agent::AgentConfig c;
+  base::Status s = Parse({"--collect-metrics-interval=30"}, c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("--collect-metrics-interval"), std::string::npos);
+  EXPECT_NE(s.message().find("missing unit"), std::string::npos);
+}
+
+TEST(AgentFlagsTest, SimulateImpliesGpuMetrics) {
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({"--simulate", "healthy-8xh100"}, c).ok());
+  EXPECT_TRUE(c.enable_gpu_metrics);
+  EXPECT_EQ(c.simulate, "healthy-8xh100");
+}
+
+TEST(AgentFlagsTest, EnvironmentTwinAppliesAndFlagWins) {
+  setenv("WARPSCOPE_COLLECT_METRICS_INTERVAL", "10s", 1);
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({}, c).ok());
+  EXPECT_EQ(c.collect_interval, seconds(10));
+  ASSERT_TRUE(Parse({"--collect-metrics-interval=20s"}, c).ok());
+  EXPECT_EQ(c.collect_interval, seconds(20));
+  unsetenv("WARPSCOPE_COLLECT_METRICS_INTERVAL");
+}
+
+TEST(AgentFlagsTest, TagsAndHeaders) {
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({"--tags", "team:ml;zone:a", "--otlp-header", "X-Token=abc"}, c).ok());
+  ASSERT_EQ(c.tags.size(), 2u);
+  ASSERT_EQ(c.otlp_headers.size(), 1u);
+  EXPECT_EQ(c.otlp_headers[0].second, "abc");
+  EXPECT_FALSE(Parse({"--otlp-header", "novalue"}, c).ok());
+}
+
+}  // namespace
+}  // namespace warpscope::cli

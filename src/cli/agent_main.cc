@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: Apache-2.0
+// Wiring of `warpscope agent`: builds the sources and exporters the config asks for, runs the
+// main sequence until SIGINT/SIGTERM.
+#include <signal.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "agent/agent.h"
+#include "agent/sources/nvml/nvml_source.h"
+#include "agent/sources/procfs/procfs_process_resolver.h"
+#include "agent/sources/procfs/procfs_source.h"
+#include "base/file_util.h"
+#include "base/logging.h"
+#include "base/task_runner.h"
+#include "cli/commands.h"
+#include "cli/simulation.h"
+#include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/prometheus/metrics_http_server.h"
+#include "exporters/prometheus/prometheus_exporter.h"
+
+namespace warpscope::cli {
+namespace {
+
+std::string HostName(const agent::AgentConfig& config) {
+  if (!config.hostname.empty()) return config.hostname;
+  char buf[256] = {};
+  if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
+  return buf;
+}
+
+// The pids of the processes the cycle has seen so far (the GPU processes NVML reported).
+std::vector<int> ProcessPids(const agent::Aggregator& agg) {
+  std::vector<int> pids;
+  for (const auto& e : agg.cycle_entities()) {
+    if (e.kind != model::EntityKind::kProcess) continue;
+    std::string_view pid = e.attributes.Get(model::attr::kPid);
+    int value = 0;
+    if (std::from_chars(pid.data(), pid.data() + pid.size(), value).ec == std::errc()) {
+      pids.push_back(value);
+    }
+  }
+  return pids;
+}
+
+}  // namespace
+
+int RunAgent(const agent::AgentConfig& config_in, bool once) {
+  agent::AgentConfig config = config_in;
+  if (!config.simulate.empty()) {
+    auto sim = PrepareSimulation(config.simulate);
+    if (!sim) {
+      std::fprintf(stderr, "warpscope agent: --simulate: %s\n", sim.error().message().c_str());
+      return 2;
+    }
+    config.nvml_path = sim->library_path;
+    WARPSCOPE_LOG(INFO, "simulating NVML with scenario {} ({})", config.simulate,
+                  sim->scenario_path);
+  }
+
+  // Signals are handled by one thread with sigwait; block them before any thread starts so no
+  // other thread receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  const std::string host = HostName(config);
+  base::RealClock& clock = base::RealClock::Get();
+  base::ThreadTaskRunner runner(clock);
+
+  model::Entity host_entity{model::EntityKind::kHost, host, "", {}};
+  host_entity.attributes.Set(model::attr::kHostName, host);
+  agent::Agent agent({config.collect_interval, config.export_interval, host_entity,
+                      std::string(kVersion)},
+                     runner, clock);
+
+  agent::ProcfsProcessResolver resolver(config.host_root);
+  agent.SetBeforeCycle([&resolver] { resolver.BeginCycle(); });
+
+  if (config.enable_gpu_metrics) {
+    agent::NvmlSourceOptions nvml_options;
+    nvml_options.library_path = config.nvml_path;
+    agent::ErrorCounter& nvml_errors = agent.self_stats().ErrorsFor("nvml");
+    agent.AddSource({agent::NvmlSource::Create(
+                         nvml_options, clock, resolver,
+                         [&nvml_errors](std::string_view reason) { nvml_errors.Count(reason); }),
+                     nullptr});
+  }
+  if (config.enable_host_metrics) {
+    agent::ProcfsSourceOptions procfs_options;
+    procfs_options.root = config.host_root;
+    procfs_options.host_id = host;
+    procfs_options.top_processes = static_cast<size_t>(config.top_processes);
+    auto procfs = std::make_unique<agent::ProcfsSource>(procfs_options, clock, resolver);
+    agent::ProcfsSource* procfs_ptr = procfs.get();
+    agent.AddSource({std::move(procfs), [procfs_ptr](const agent::Aggregator& agg) {
+                       procfs_ptr->SetPidsOfInterest(ProcessPids(agg));
+                     }});
+  }
+
+  auto store = std::make_shared<exporters::MetricsSnapshotStore>();
+  std::unique_ptr<exporters::MetricsHttpServer> http;
+  if (!config.prometheus_listen_address.empty() || once) {
+    exporters::PrometheusExporter::Options prom;
+    prom.render.hostname = host;
+    prom.render.constant_labels = config.tags;
+    prom.render.service_version = std::string(kVersion);
+    agent.AddCycleExporter(std::make_unique<exporters::PrometheusExporter>(prom, store));
+  }
+  if (!config.prometheus_listen_address.empty() && !once) {
+    exporters::MetricsHttpServer::Options http_options;
+    http_options.listen_address = config.prometheus_listen_address;
+    http = std::make_unique<exporters::MetricsHttpServer>(http_options, store);
+    auto port = http->Start();
+    if (!port) {
+      std::fprintf(stderr, "warpscope agent: %s\n", port.error().message().c_str());
+      return 1;
+    }
+    WARPSCOPE_LOG(INFO, "serving Prometheus metrics on {} (port {})",
+                  config.prometheus_listen_address, *port);
+  }
+  if (!config.otlp_endpoint.empty()) {
+    exporters::OtlpHttpExporter::Options otlp;
+    otlp.endpoint = config.otlp_endpoint;
+    otlp.headers = config.otlp_headers;
+    otlp.encoder.host_name = host;
+    otlp.encoder.service_version = std::string(kVersion);
+    otlp.encoder.resource_attributes = config.tags;
+    auto exporter = exporters::OtlpHttpExporter::Create(otlp);
+    if (!exporter) {
+      std::fprintf(stderr, "warpscope agent: --otlp-endpoint: %s\n",
+                   exporter.error().message().c_str());
+      return 2;
+    }
+    agent.AddWindowExporter(std::move(*exporter));
+  }
+
+  agent.Start();
+
+  if (once) {
+    // Two cycles: rates (CPU utilization, NVLink, GPM) need a previous sample.
+    runner.PostDelayedTask([&] { runner.Quit(); },
+                           config.collect_interval + std::chrono::milliseconds(50));
+    runner.Run();
+    agent.CollectCycle();
+    agent.Stop();
+    const std::string& body = store->Get()->body(exporters::ExpositionFormat::kText004);
+    std::fwrite(body.data(), 1, body.size(), stdout);
+    return 0;
+  }
+
+  std::jthread signal_thread([&](std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      timespec timeout{0, 200 * 1000 * 1000};
+      int sig = sigtimedwait(&signals, nullptr, &timeout);
+      if (sig == SIGINT || sig == SIGTERM) {
+        WARPSCOPE_LOG(INFO, "received signal {}, shutting down", sig);
+        runner.PostTask([&] {
+          agent.Stop();
+          runner.Quit();
+        });
+        return;
+      }
+    }
+  });
+  runner.Run();
+  signal_thread.request_stop();
+  if (http) http->Stop();
+  return 0;
+}
+
+}  // namespace warpscope::cli

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// `warpscope`: one binary, one subcommand per role. Parses flags, wires objects, runs the loop.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "agent/agent_config.h"
+#include "base/logging.h"
+#include "cli/agent_flags.h"
+#include "cli/commands.h"
+
+namespace {
+
+warpscope::base::LogSeverity SeverityFromName(const std::string& name) {
+  using warpscope::base::LogSeverity;
+  if (name == "error") return LogSeverity::kError;
+  if (name == "warning") return LogSeverity::kWarning;
+  if (name == "verbose") return LogSeverity::kVerbose;
+  return LogSeverity::kInfo;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("warpscope: GPU metrics, CUDA kernel profiles and insights in one place");
+  app.require_subcommand(1);
+  app.set_config("--config", "",
+                 "Read options from this TOML file (sections per subcommand, e.g. [agent]); "
+                 "flags and WARPSCOPE_* environment variables override it");
+  app.set_version_flag("--version", std::string(warpscope::cli::kVersion));
+
+  CLI::App* agent_cmd = app.add_subcommand(
+      "agent", "Per-host daemon: GPU (NVML) and host metrics, served on /metrics and pushed");
+  warpscope::cli::AgentFlags agent_flags;
+  agent_flags.Register(*agent_cmd);
+
+  CLI::App* metrics_cmd =
+      app.add_subcommand("metrics", "Print the reference of every metric warpscope can produce");
+  std::string metrics_format = "markdown";
+  metrics_cmd->add_option("--format", metrics_format, "markdown or tsv")
+      ->check(CLI::IsMember({"markdown", "tsv"}))
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    if (rc != 0) {
+      std::fprintf(stderr, "Run '%s --help' for the options.\n", argv[0]);
+    }
+    return rc;
+  }
+
+  if (*metrics_cmd) {
+    std::cout << warpscope::cli::MetricsReference(metrics_format);
+    return 0;
+  }
+  if (*agent_cmd) {
+    warpscope::base::SetMinLogSeverity(SeverityFromName(agent_flags.log_level));
+    warpscope::base::SetVerboseLevel(agent_flags.verbosity);
+    warpscope::agent::AgentConfig config;
+    warpscope::base::Status st = agent_flags.Finish(config);
+    if (!st.ok()) {
+      std::fprintf(stderr, "warpscope agent: %s\n", st.message().c_str());
+      return 2;
+    }
+    return warpscope::cli::RunAgent(config, agent_flags.once);
+  }
+  return 0;
+}

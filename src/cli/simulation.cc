@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/simulation.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
+#include "base/file_util.h"
+
+namespace warpscope::cli {
+
+namespace fs = std::filesystem;
+
+base::Result<Simulation> PrepareSimulation(std::string_view scenario,
+                                           const std::string& search_root) {
+  const fs::path bin = search_root.empty() ? fs::path(base::ExecutableDir()) : fs::path(search_root);
+  const fs::path scenarios = bin / ".." / "share" / "warpscope" / "scenarios";
+  std::error_code ec;
+  Simulation sim;
+  fs::path as_path(scenario);
+  if (fs::is_regular_file(as_path, ec)) {
+    sim.scenario_path = fs::absolute(as_path, ec).string();
+  } else if (fs::is_regular_file(scenarios / (std::string(scenario) + ".yaml"), ec)) {
+    sim.scenario_path = fs::canonical(scenarios / (std::string(scenario) + ".yaml"), ec).string();
+  } else {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(scenarios, ec)) {
+      if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+    }
+    std::sort(names.begin(), names.end());
+    std::string list;
+    for (const auto& n : names) list += (list.empty() ? "" : ", ") + n;
+    return base::Error(base::NotFound(
+        "scenario '{}' is neither a file nor a shipped scenario; shipped scenarios: {}", scenario,
+        list.empty() ? "(none found in " + scenarios.string() + ")" : list));
+  }
+  fs::path lib = bin / ".." / "lib" / "sim" / "libnvidia-ml.so.1";
+  if (!fs::is_regular_file(lib, ec)) {
+    return base::Error(base::NotFound(
+        "the NVML simulator library is missing ({}); rebuild warpscope (target warpscope_nvml_sim)",
+        lib.string()));
+  }
+  sim.library_path = fs::canonical(lib, ec).string();
+  setenv("WARPSCOPE_SIM_SCENARIO", sim.scenario_path.c_str(), 1);
+  return sim;
+}
+
+}  // namespace warpscope::cli
