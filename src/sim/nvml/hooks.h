@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a test needs to drive the simulated libnvidia-ml.so.1 besides NVML itself: the
+// environment variable naming the scenario, and the two extra exported C functions with their
+// function-pointer types (resolve them with dlsym on the library handle).
+//
+//   setenv(kScenarioEnvVar, "/path/scenario.yaml", 1);
+//   auto set_time = reinterpret_cast<SetTimeNsFn>(dlsym(lib, kSetTimeNsSymbol));
+//   set_time(30'000'000'000);  // from now on simulated time only moves when set
+#ifndef WARPSCOPE_SIM_NVML_HOOKS_H_
+#define WARPSCOPE_SIM_NVML_HOOKS_H_
+
+namespace warpscope::sim {
+
+// Path of the scenario YAML; read by nvmlInit_v2/nvmlInit when the init count goes 0 -> 1.
+inline constexpr char kScenarioEnvVar[] = "WARPSCOPE_SIM_SCENARIO";
+
+// void warpscope_sim_set_time_ns(long long t_ns): switches to the manual clock and sets the
+// simulated time (nanoseconds since start). Callable before init; wakes nvmlEventSetWait_v2.
+inline constexpr char kSetTimeNsSymbol[] = "warpscope_sim_set_time_ns";
+using SetTimeNsFn = void (*)(long long t_ns);
+
+// const char* warpscope_sim_last_error(void): why the last init returned NVML_ERROR_UNKNOWN
+// ("" after a successful init). The string stays valid until the next init.
+inline constexpr char kLastErrorSymbol[] = "warpscope_sim_last_error";
+using LastErrorFn = const char* (*)();
+
+}  // namespace warpscope::sim
+
+#endif  // WARPSCOPE_SIM_NVML_HOOKS_H_

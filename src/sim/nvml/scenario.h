@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+// The typed form of an NVML simulator scenario (see docs/simulator.md for the YAML format) and
+// its parser. Parsing validates everything the simulator relies on, so a Scenario that parsed
+// is safe to simulate: errors name the file, the line, the key path such as
+// `devices[0].signals.power`, what was wrong and how to fix it.
+#ifndef WARPSCOPE_SIM_NVML_SCENARIO_H_
+#define WARPSCOPE_SIM_NVML_SCENARIO_H_
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "sim/nvml/signal.h"
+
+namespace warpscope::sim {
+
+inline constexpr double kForever = std::numeric_limits<double>::infinity();
+// Upper bound on simulated GPUs (and the size of the handle table).
+inline constexpr unsigned kMaxDevices = 64;
+// MIG slots per GPU (A100/H100 support at most 7 MIG devices).
+inline constexpr unsigned kMaxMigSlots = 8;
+
+// nvmlDeviceArchitecture_t values.
+enum class Architecture : unsigned {
+  kKepler = 2,
+  kMaxwell = 3,
+  kPascal = 4,
+  kVolta = 5,
+  kTuring = 6,
+  kAmpere = 7,
+  kAda = 8,
+  kHopper = 9,
+  kBlackwell = 10,
+};
+std::string_view ArchitectureName(Architecture arch);
+
+enum class ProcessType { kCompute, kGraphics };
+
+enum class FaultKind {
+  kXid,           // XID event delivered by nvmlEventSetWait_v2 at/after `at`
+  kGpuLost,       // every call on the device returns GPU_IS_LOST in [at, until)
+  kNotSupported,  // the query for `what` returns NOT_SUPPORTED in [at, until)
+  kNoPermission,  // nvmlDeviceGetHandleByIndex* returns NO_PERMISSION in [at, until)
+};
+
+// Optional per-signal specs, indexed by SignalId; absent = documented default.
+using SignalTable = std::array<std::optional<Signal>, kSignalCount>;
+
+struct ProcessSpec {
+  unsigned pid = 0;
+  std::string name = "python3";
+  ProcessType type = ProcessType::kCompute;
+  double start_s = 0;                       // present from start_s (inclusive) ...
+  double stop_s = kForever;                 // ... to stop_s (exclusive)
+  Signal memory;                            // bytes of device memory
+  Signal sm_util;                           // %
+  Signal mem_util;                          // %
+  std::optional<unsigned> gpu_instance_id;  // MIG only
+  unsigned compute_instance_id = 0;         // MIG only
+};
+
+struct MigInstanceSpec {
+  unsigned slot = 0;  // index for nvmlDeviceGetMigDeviceHandleByIndex
+  unsigned gpu_instance_id = 0;
+  unsigned compute_instance_id = 0;
+  std::string profile;      // "1g.10gb"
+  std::string uuid;         // "MIG-..."
+  double memory_total = 0;  // bytes
+  SignalTable signals;      // memory_used and GPM signals only
+};
+
+struct MigSpec {
+  bool enabled = false;
+  unsigned max_devices = 7;
+  std::vector<MigInstanceSpec> instances;
+};
+
+struct FaultSpec {
+  FaultKind kind = FaultKind::kXid;
+  double at_s = 0;
+  double until_s = kForever;
+  unsigned code = 0;                       // kXid
+  std::string what;                        // kNotSupported: a signal name or an NVML function name
+  unsigned gpu_instance_id = 0xFFFFFFFFu;  // kXid on a MIG GPU
+  unsigned compute_instance_id = 0xFFFFFFFFu;  // kXid on a MIG GPU
+};
+
+struct DeviceSpec {
+  unsigned index = 0;  // NVML index
+  std::string name = "NVIDIA H100 80GB HBM3";
+  Architecture architecture = Architecture::kHopper;
+  std::string uuid;
+  unsigned pci_domain = 0;
+  unsigned pci_bus = 0;
+  unsigned pci_device = 0;
+  unsigned pci_device_id = 0;  // 16-bit PCI device id (vendor 0x10DE is added by the simulator)
+  std::string serial;
+  unsigned minor_number = 0;
+  int cc_major = 9;
+  int cc_minor = 0;
+  double memory_total = 0;     // bytes
+  double memory_reserved = 0;  // bytes
+  double power_limit_w = 700;
+  double enforced_power_limit_w = 700;
+  unsigned max_sm_clock = 1980;  // MHz
+  unsigned max_mem_clock = 2619;
+  unsigned nvlink_links = 0;
+  bool ecc = true;
+  SignalTable signals;
+  std::vector<ProcessSpec> processes;
+  MigSpec mig;
+  std::vector<FaultSpec> faults;
+
+  bool SupportsGpm() const { return architecture >= Architecture::kHopper; }
+  bool SupportsMig() const { return architecture >= Architecture::kAmpere; }
+};
+
+struct DriverSpec {
+  std::string version = "550.127.08";
+  std::string nvml_version = "12.550.127.08";
+  int cuda_version = 12040;
+  std::set<std::string, std::less<>> missing_symbols;
+  unsigned process_stride = 24;
+};
+
+struct Scenario {
+  std::string name;
+  std::string description;
+  uint64_t seed = 1;
+  DriverSpec driver;
+  std::vector<DeviceSpec> devices;  // expanded: one per NVML index, `repeat` already applied
+  std::string source;               // file name used in messages
+};
+
+// Parses YAML text. `source_name` (a file path) prefixes every error message.
+[[nodiscard]] base::Result<Scenario> ParseScenario(std::string_view yaml_text,
+                                                   std::string_view source_name);
+// Reads and parses a scenario file.
+[[nodiscard]] base::Result<Scenario> LoadScenarioFile(const std::string& path);
+
+// True for every NVML function the simulator exports (current and legacy names).
+bool IsKnownNvmlFunction(std::string_view name);
+
+}  // namespace warpscope::sim
+
+#endif  // WARPSCOPE_SIM_NVML_SCENARIO_H_

@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every scenario shipped in scenarios/ parses, and each shows the behaviour its insight rule
+// needs (checked on the device model, so a later edit cannot silently defuse a scenario).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "sim/nvml/scenario.h"
+#include "sim/nvml/simulation.h"
+
+namespace warpscope::sim {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr double kMinute = 60;
+
+std::string ScenarioPath(const std::string& name) {
+  return std::string(WARPSCOPE_SOURCE_DIR) + "/scenarios/" + name + ".yaml";
+}
+
+std::unique_ptr<Simulation> Load(const std::string& name) {
+  auto s = LoadScenarioFile(ScenarioPath(name));
+  EXPECT_TRUE(s) << s.error().ToString();
+  if (!s) {
+    return nullptr;
+  }
+  return std::make_unique<Simulation>(std::move(*s));
+}
+
+double Mean(Simulation& sim, size_t d, SignalId id, double t1, double t2) {
+  return sim.Average(d, std::nullopt, id, t1, t2);
+}
+
+double MedianOfOthers(Simulation& sim, size_t skip, SignalId id, double t) {
+  std::vector<double> v;
+  for (size_t d = 0; d < sim.device_count(); ++d) {
+    if (d != skip) {
+      v.push_back(sim.Value(d, id, t));
+    }
+  }
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+TEST(ShippedScenariosTest, EveryScenarioParses) {
+  int count = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(WARPSCOPE_SOURCE_DIR) + "/scenarios")) {
+    if (entry.path().extension() != ".yaml") {
+      continue;
+    }
+    auto s = LoadScenarioFile(entry.path().string());
+    EXPECT_TRUE(s) << s.error().ToString();
+    if (s) {
+      EXPECT_EQ(s->name, entry.path().stem().string()) << "name must match the file name";
+      EXPECT_FALSE(s->description.empty()) << entry.path();
+    }
+    ++count;
+  }
+  EXPECT_GE(count, 10);
+}
+
+TEST(ShippedScenariosTest, MemoryStaysWithinTheCards) {
+  for (const char* name : {"healthy-8xh100", "memory-leak", "mig-node", "idle-allocated",
+                           "inference-overprovisioned", "old-driver"}) {
+    auto sim = Load(name);
+    ASSERT_TRUE(sim);
+    for (size_t d = 0; d < sim->device_count(); ++d) {
+      const DeviceSpec& dev = sim->device(d);
+      for (double t : {0.0, 5 * kMinute, 60 * kMinute, 200 * kMinute}) {
+        double used = sim->Value(d, SignalId::kMemoryUsed, t);
+        double procs = 0;
+        for (size_t p = 0; p < dev.processes.size(); ++p) {
+          if (sim->ProcessActive(d, p, t)) {
+            procs += sim->ProcessValue(d, p, ProcessSignal::kMemory, t);
+          }
+        }
+        EXPECT_LE(procs, used + 1) << name << " device " << d << " t=" << t;
+      }
+    }
+  }
+}
+
+TEST(ShippedScenariosTest, HealthyNodeIsBusyEvenAndFlat) {
+  auto sim = Load("healthy-8xh100");
+  ASSERT_TRUE(sim);
+  ASSERT_EQ(sim->device_count(), 8u);
+  for (size_t d = 0; d < 8; ++d) {
+    EXPECT_GT(Mean(*sim, d, SignalId::kGpuUtil, 5 * kMinute, 15 * kMinute), 90);
+    double power = Mean(*sim, d, SignalId::kPower, 5 * kMinute, 15 * kMinute);
+    EXPECT_GT(power, 600);
+    EXPECT_LT(power, 700);
+    for (double t : {1 * kMinute, 10 * kMinute, 33 * kMinute, 71 * kMinute}) {
+      EXPECT_LT(std::abs(sim->Value(d, SignalId::kTemperature, t) -
+                         MedianOfOthers(*sim, d, SignalId::kTemperature, t)),
+                5)
+          << "device " << d << " t=" << t;
+    }
+    EXPECT_EQ(sim->Value(d, SignalId::kMemoryUsed, 5 * kMinute),
+              sim->Value(d, SignalId::kMemoryUsed, 60 * kMinute));
+    EXPECT_GT(Mean(*sim, d, SignalId::kTensorActive, 5 * kMinute, 15 * kMinute), 60);
+  }
+}
+
+TEST(ShippedScenariosTest, DataloaderBoundIsSpikyAndUnderPowered) {
+  auto sim = Load("dataloader-bound");
+  ASSERT_TRUE(sim);
+  for (size_t d = 0; d < sim->device_count(); ++d) {
+    double util = Mean(*sim, d, SignalId::kGpuUtil, 0, 10 * kMinute);
+    EXPECT_GT(util, 20);
+    EXPECT_LT(util, 40);
+    EXPECT_LT(Mean(*sim, d, SignalId::kPower, 0, 10 * kMinute), 0.5 * sim->device(d).power_limit_w);
+    EXPECT_FALSE(sim->device(d).processes.empty());
+  }
+}
+
+TEST(ShippedScenariosTest, ThermalOutlierIsHotterAtSimilarPower) {
+  auto sim = Load("thermal-outlier");
+  ASSERT_TRUE(sim);
+  for (double t : {1 * kMinute, 10 * kMinute, 33 * kMinute}) {
+    EXPECT_GT(sim->Value(5, SignalId::kTemperature, t) -
+                  MedianOfOthers(*sim, 5, SignalId::kTemperature, t),
+              5);
+  }
+  double outlier_power = Mean(*sim, 5, SignalId::kPower, 0, 10 * kMinute);
+  double peer_power = Mean(*sim, 0, SignalId::kPower, 0, 10 * kMinute);
+  EXPECT_NEAR(outlier_power / peer_power, 1.0, 0.05);
+}
+
+TEST(ShippedScenariosTest, CoolingFailureHeatsFasterThanTenDegreesPerMinute) {
+  auto sim = Load("cooling-failure");
+  ASSERT_TRUE(sim);
+  double rise = sim->Value(2, SignalId::kTemperature, 6.5 * kMinute) -
+                sim->Value(2, SignalId::kTemperature, 5.5 * kMinute);
+  EXPECT_GT(rise, 10);
+  for (size_t d : {0u, 7u}) {
+    EXPECT_LT(std::abs(sim->Value(d, SignalId::kTemperature, 6.5 * kMinute) -
+                       sim->Value(d, SignalId::kTemperature, 5.5 * kMinute)),
+              5);
+  }
+  EXPECT_GT(sim->Value(2, SignalId::kPower, 6.9 * kMinute) -
+                sim->Value(2, SignalId::kPower, 7.3 * kMinute),
+            300);
+  EXPECT_EQ(sim->Value(2, SignalId::kClockEventReasons, 8 * kMinute), 0x60);
+}
+
+TEST(ShippedScenariosTest, MemoryLeakKeepsGrowingAfterWarmUp) {
+  auto sim = Load("memory-leak");
+  ASSERT_TRUE(sim);
+  for (size_t d = 0; d < sim->device_count(); ++d) {
+    double previous = 0;
+    for (double t = 3 * kMinute; t <= 90 * kMinute; t += 5 * kMinute) {
+      double used = sim->Value(d, SignalId::kMemoryUsed, t);
+      EXPECT_GT(used, previous);
+      previous = used;
+    }
+    double growth = sim->Value(d, SignalId::kMemoryUsed, 60 * kMinute) -
+                    sim->Value(d, SignalId::kMemoryUsed, 10 * kMinute);
+    EXPECT_GT(growth, 0.02 * 79 * kGiB);
+  }
+}
+
+TEST(ShippedScenariosTest, XidCrashLosesGpuFour) {
+  auto sim = Load("xid-crash");
+  ASSERT_TRUE(sim);
+  const auto& faults = sim->device(4).faults;
+  ASSERT_EQ(faults.size(), 2u);
+  EXPECT_EQ(faults[0].kind, FaultKind::kXid);
+  EXPECT_EQ(faults[0].code, 79u);
+  EXPECT_FALSE(sim->Lost(4, 5 * kMinute - 1));
+  EXPECT_TRUE(sim->Lost(4, 5 * kMinute));
+  EXPECT_TRUE(sim->Lost(4, 600 * kMinute));
+  EXPECT_FALSE(sim->Lost(3, 10 * kMinute));
+  EXPECT_TRUE(sim->device(3).faults.empty());
+}
+
+TEST(ShippedScenariosTest, IdleAllocatedHoldsMemoryWithoutWork) {
+  auto sim = Load("idle-allocated");
+  ASSERT_TRUE(sim);
+  for (size_t d = 0; d < sim->device_count(); ++d) {
+    EXPECT_GT(sim->Value(d, SignalId::kMemoryUsed, 30 * kMinute), 50 * kGiB);
+    EXPECT_LT(Mean(*sim, d, SignalId::kGpuUtil, 0, 30 * kMinute), 1);
+    EXPECT_LT(Mean(*sim, d, SignalId::kPower, 0, 30 * kMinute), 80);
+  }
+}
+
+TEST(ShippedScenariosTest, OverprovisionedInferenceHasNoGpmAndLowUse) {
+  auto sim = Load("inference-overprovisioned");
+  ASSERT_TRUE(sim);
+  ASSERT_EQ(sim->device_count(), 4u);
+  for (size_t d = 0; d < 4; ++d) {
+    EXPECT_FALSE(sim->device(d).SupportsGpm());
+    EXPECT_EQ(sim->device(d).nvlink_links, 0u);
+    EXPECT_LT(Mean(*sim, d, SignalId::kGpuUtil, 0, 10 * kMinute), 30);
+    EXPECT_LT(Mean(*sim, d, SignalId::kPower, 0, 10 * kMinute), 0.5 * sim->device(d).power_limit_w);
+    EXPECT_TRUE(sim->Unsupported(d, "memory_temperature", 0));
+  }
+}
+
+TEST(ShippedScenariosTest, MigNodeHasInstancesAndEmptySlots) {
+  auto sim = Load("mig-node");
+  ASSERT_TRUE(sim);
+  const MigSpec& mig = sim->device(0).mig;
+  EXPECT_TRUE(mig.enabled);
+  EXPECT_EQ(mig.instances.size(), 4u);
+  std::vector<bool> used(mig.max_devices, false);
+  for (const auto& inst : mig.instances) {
+    used[inst.slot] = true;
+  }
+  EXPECT_NE(std::count(used.begin(), used.end(), false), 0);
+  EXPECT_FALSE(sim->device(1).mig.enabled);
+}
+
+TEST(ShippedScenariosTest, OldDriverUsesTheWideStride) {
+  auto sim = Load("old-driver");
+  ASSERT_TRUE(sim);
+  EXPECT_EQ(sim->scenario().driver.process_stride, 32u);
+  EXPECT_TRUE(sim->scenario().driver.missing_symbols.contains("nvmlDeviceGetMemoryInfo_v2"));
+  EXPECT_EQ(sim->device(0).architecture, Architecture::kAmpere);
+  EXPECT_GE(sim->device(0).processes.size(), 2u);
+}
+
+}  // namespace
+}  // namespace warpscope::sim
