@@ -1,0 +1,108 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef WARPSCOPE_EXPORTERS_OTLP_OTLP_HTTP_EXPORTER_H_
+#define WARPSCOPE_EXPORTERS_OTLP_OTLP_HTTP_EXPORTER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "base/time.h"
+#include "exporters/exporter.h"
+#include "exporters/otlp/otlp_json_encoder.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace warpscope::exporters {
+
+// Where and how to POST. The base URL is e.g. "http://127.0.0.1:4318"; "/v1/metrics" is
+// appended unless the URL has a path of its own.
+struct OtlpEndpoint {
+  std::string scheme_host_port;  // "http://127.0.0.1:4318"
+  std::string path;              // "/v1/metrics"
+};
+[[nodiscard]] base::Result<OtlpEndpoint> ParseOtlpEndpoint(std::string_view url);
+
+// Pushes export windows to an OTLP/HTTP receiver as JSON.
+//
+// Export() copies the frame into a bounded queue and returns at once (kSuccess when queued,
+// kDropped after Shutdown). When the queue is full the oldest frame is dropped and counted. A
+// worker thread ("otlp-export") encodes and POSTs one frame at a time; 429, 502, 503, 504 and
+// connection failures are retried with exponential backoff (Retry-After honoured, capped) up to
+// `max_attempts`; other statuses are not retried. Shutdown(timeout) stops accepting frames,
+// sends what it can before the deadline, then abandons the rest (counted as dropped) and joins.
+class OtlpHttpExporter : public Exporter {
+ public:
+  struct Options {
+    std::string endpoint;                                      // --otlp-endpoint
+    std::vector<std::pair<std::string, std::string>> headers;  // e.g. authorization
+    base::Duration timeout = std::chrono::seconds(10);         // per request
+    size_t max_queue = 8;                                      // frames
+    int max_attempts = 5;                                      // per frame, first try included
+    base::Duration initial_backoff = std::chrono::seconds(1);
+    base::Duration max_backoff = std::chrono::seconds(30);
+    bool gzip = false;  // Content-Encoding: gzip request bodies
+    OtlpJsonEncoder::Options encoder;
+  };
+
+  struct Stats {
+    uint64_t sent = 0;     // frames accepted by the receiver (2xx)
+    uint64_t failed = 0;   // frames given up on: non-retryable status or attempts exhausted
+    uint64_t dropped = 0;  // frames discarded unsent: queue overflow or shutdown
+    uint64_t retries = 0;  // extra attempts
+    uint64_t queued = 0;   // frames waiting now
+  };
+
+  // Validates the options and starts the worker thread.
+  [[nodiscard]] static base::Result<std::unique_ptr<OtlpHttpExporter>> Create(Options options);
+  ~OtlpHttpExporter() override;  // Shutdown(0) if not shut down yet
+
+  ExportResult Export(const model::Frame& frame) noexcept override;
+  void Shutdown(base::Duration timeout) override;
+  std::string_view name() const override { return "otlp"; }
+
+  // Thread-safe.
+  Stats stats() const;
+
+ private:
+  OtlpHttpExporter(Options options, OtlpEndpoint endpoint);
+  void Run(std::stop_token stop);
+  // Sends one body with retries. Returns false when it gave up.
+  bool Send(const std::string& body, std::stop_token& stop);
+  // Waits up to `d`; returns false when woken by a stop or by the shutdown deadline.
+  bool Backoff(base::Duration d, std::stop_token& stop);
+
+  const Options options_;
+  const OtlpEndpoint endpoint_;
+  OtlpJsonEncoder encoder_;                  // worker thread only
+  std::unique_ptr<httplib::Client> client_;  // worker thread only (stop() from Shutdown)
+
+  mutable std::mutex mu_;
+  std::condition_variable_any cv_;
+  std::deque<model::Frame> queue_;  // guarded by mu_
+  bool accepting_ = true;           // guarded by mu_
+  bool draining_ = false;           // guarded by mu_: Shutdown waits for the queue to empty
+  bool busy_ = false;               // guarded by mu_: a frame is being sent
+  std::chrono::steady_clock::time_point deadline_;  // guarded by mu_, valid while draining_
+
+  std::atomic<uint64_t> sent_{0};
+  std::atomic<uint64_t> failed_{0};
+  std::atomic<uint64_t> dropped_{0};
+  std::atomic<uint64_t> retries_{0};
+
+  std::jthread worker_;  // last: starts after everything above is constructed
+};
+
+}  // namespace warpscope::exporters
+
+#endif  // WARPSCOPE_EXPORTERS_OTLP_OTLP_HTTP_EXPORTER_H_
