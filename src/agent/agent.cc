@@ -67,6 +67,7 @@ void Agent::CollectCycle() {
   self_stats_.WriteTo(aggregator_);
   aggregator_.EndCycle();
   ++cycles_;
+  ++cycles_in_window_;
 
   for (auto& e : cycle_exporters_) {
     auto r = e->Export(aggregator_.latest());
@@ -83,6 +84,8 @@ void Agent::CollectCycle() {
 }
 
 void Agent::ExportWindow() {
+  if (cycles_in_window_ == 0) return;  // nothing collected since the last window
+  cycles_in_window_ = 0;
   model::Frame window = aggregator_.CloseWindow(clock_.Now());
   for (auto& e : window_exporters_) {
     auto r = e->Export(window);
@@ -115,7 +118,7 @@ void Agent::Stop(base::Duration exporter_timeout) {
   for (size_t i = 0; i < sources_.size(); ++i) {
     if (source_running_[i]) sources_[i].source->Stop();
   }
-  if (started_ && cycles_ > 0) ExportWindow();
+  if (started_) ExportWindow();
   for (auto& e : window_exporters_) e->Shutdown(exporter_timeout);
   for (auto& e : cycle_exporters_) e->Shutdown(exporter_timeout);
 }

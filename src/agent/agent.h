@@ -79,6 +79,7 @@ class Agent {
   base::Duration next_cycle_{0};
   base::Duration next_export_{0};
   int cycles_ = 0;
+  int cycles_in_window_ = 0;
   bool started_ = false;
   bool stopped_ = false;
   // Delayed tasks check this token so that nothing runs after Stop or destruction.

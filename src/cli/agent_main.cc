@@ -137,7 +137,13 @@ int RunAgent(const agent::AgentConfig& config_in, bool once) {
                    exporter.error().message().c_str());
       return 2;
     }
+    exporters::OtlpHttpExporter* otlp_ptr = exporter->get();
     agent.AddWindowExporter(std::move(*exporter));
+    // The sender drops frames on its own thread; report the count with the self-metrics.
+    agent.SetBeforeCycle([&resolver, &agent, otlp_ptr] {
+      resolver.BeginCycle();
+      agent.self_stats().SetExporterDropped("otlp", otlp_ptr->stats().dropped);
+    });
   }
 
   agent.Start();

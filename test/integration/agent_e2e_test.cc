@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: Apache-2.0
+// The real `warpscope agent` binary on the NVML simulator: its /metrics is checked against the
+// scenario, scraped by a real Prometheus that answers dashboard 12239's queries, and its OTLP
+// push is decoded by an independent receiver.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "base/file_util.h"
+#include "child_process.h"
+#include "prometheus_peer.h"
+
+namespace warpscope::test {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kScenario[] = R"(
+name: e2e
+seed: 7
+driver: {version: "550.127.08", nvml_version: "12.550.127.08", cuda_version: 12040}
+devices:
+  - repeat: 2
+    name: "NVIDIA H100 80GB HBM3"
+    architecture: hopper
+    memory_total: 80GiB
+    memory_reserved: 512MiB
+    power_limit: 700
+    nvlink_links: 4
+    signals:
+      gpu_util: 97
+      memory_used: 20GiB
+      power: 650
+      temperature: 62
+      memory_temperature: 70
+      sm_clock: 1980
+      mem_clock: 2619
+      sm_active: 88
+      sm_occupancy: 45
+      tensor_active: 55
+      dram_active: 40
+    processes:
+      - {pid: "424{i}", name: python3, type: compute, memory: 8GiB, sm_util: 90, mem_util: 40}
+    overrides:
+      "1":
+        faults:
+          - {kind: not_supported, what: memory_temperature}
+          - {kind: xid, at: 1s, code: 79}
+)";
+
+// The value of the first sample of `name` whose label text contains every `needle`.
+std::optional<double> Sample(const std::string& text, const std::string& name,
+                             std::vector<std::string> needles = {}) {
+  for (std::string_view line : base::SplitString(text, "\n")) {
+    if (line.rfind(name + "{", 0) != 0 && line.rfind(name + " ", 0) != 0) continue;
+    bool all = true;
+    for (const auto& n : needles) all = all && line.find(n) != std::string_view::npos;
+    if (!all) continue;
+    auto space = line.rfind(' ');
+    return std::stod(std::string(line.substr(space + 1)));
+  }
+  return std::nullopt;
+}
+
+class AgentE2ETest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    binary_ = std::string(WARPSCOPE_BINARY_DIR) + "/bin/warpscope";
+    scenario_ = tmp_.path() + "/e2e.yaml";
+    ASSERT_TRUE(base::WriteFile(scenario_, kScenario).ok());
+    // An independent OTLP receiver: parses what arrives with nlohmann::json.
+    otlp_.Post("/v1/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      otlp_bodies_.push_back(req.body);
+      otlp_content_types_.push_back(req.get_header_value("Content-Type"));
+      res.status = 200;
+      res.set_content("{}", "application/json");
+    });
+    otlp_port_ = otlp_.bind_to_any_port("127.0.0.1");
+    otlp_thread_ = std::thread([this] { otlp_.listen_after_bind(); });
+  }
+  void TearDown() override {
+    otlp_.stop();
+    if (otlp_thread_.joinable()) otlp_thread_.join();
+  }
+
+  // Polls the agent's /metrics until `ready(body)` holds (bounded), returning the last body.
+  std::string WaitForMetrics(int port, const std::function<bool(const std::string&)>& ready) {
+    httplib::Client client("127.0.0.1", port);
+    client.set_connection_timeout(1);
+    std::string body;
+    for (int attempt = 0; attempt < 200; ++attempt) {
+      auto res = client.Get("/metrics");
+      if (res && res->status == 200) {
+        body = res->body;
+        if (ready(body)) return body;
+      }
+      std::this_thread::sleep_for(milliseconds(100));  // bounded polling of a peer process
+    }
+    return body;
+  }
+
+  TempDir tmp_;
+  std::string binary_;
+  std::string scenario_;
+  httplib::Server otlp_;
+  int otlp_port_ = 0;
+  std::thread otlp_thread_;
+  std::mutex mu_;
+  std::vector<std::string> otlp_bodies_;
+  std::vector<std::string> otlp_content_types_;
+};
+
+TEST_F(AgentE2ETest, ServesScenarioValuesToPrometheusAndOtlp) {
+  const int port = PickFreePort();
+  auto agent = ChildProcess::Start(
+      {binary_, "agent", "--simulate", scenario_, "--collect-metrics-interval=500ms",
+       "--export-metrics-interval=1s", "--listen-address=127.0.0.1:" + std::to_string(port),
+       "--hostname=e2e-node", "--tags=cluster:ci", "--top-processes=3",
+       "--otlp-endpoint=http://127.0.0.1:" + std::to_string(otlp_port_)},
+      tmp_.path());
+  ASSERT_TRUE(agent) << agent.error().message();
+
+  std::string body = WaitForMetrics(port, [](const std::string& b) {
+    return b.find("DCGM_FI_PROF_SM_ACTIVE{") != std::string::npos &&
+           b.find("warpscope_gpu_xid_errors_total{") != std::string::npos;
+  });
+  ASSERT_NE(body.find("DCGM_FI_PROF_SM_ACTIVE{"), std::string::npos) << "agent stderr:\n"
+                                                                     << (*agent)->Stderr();
+
+  // Values after unit conversion to dcgm-exporter's units, with its labels.
+  const std::string gpu0 = "gpu=\"0\"";
+  EXPECT_EQ(Sample(body, "DCGM_FI_DEV_GPU_UTIL",
+                   {gpu0, "device=\"nvidia0\"", "modelName=\"NVIDIA H100 80GB HBM3\"",
+                    "Hostname=\"e2e-node\"", "cluster=\"ci\""}),
+            97);
+  EXPECT_EQ(Sample(body, "DCGM_FI_DEV_FB_USED", {gpu0}), 20480);
+  EXPECT_EQ(Sample(body, "DCGM_FI_DEV_POWER_USAGE", {gpu0}), 650);
+  EXPECT_EQ(Sample(body, "DCGM_FI_DEV_GPU_TEMP", {gpu0}), 62);
+  EXPECT_EQ(Sample(body, "DCGM_FI_DEV_SM_CLOCK", {gpu0}), 1980);
+  EXPECT_NEAR(*Sample(body, "DCGM_FI_PROF_SM_ACTIVE", {gpu0}), 0.88, 1e-6);
+  EXPECT_NEAR(*Sample(body, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", {gpu0}), 0.55, 1e-6);
+  // NOT_SUPPORTED is absent, never zero.
+  EXPECT_EQ(Sample(body, "DCGM_FI_DEV_MEMORY_TEMP", {gpu0}), 70);
+  EXPECT_EQ(Sample(body, "DCGM_FI_DEV_MEMORY_TEMP", {"gpu=\"1\""}), std::nullopt);
+  // The XID: last code and a per-code counter.
+  EXPECT_EQ(Sample(body, "DCGM_FI_DEV_XID_ERRORS", {"gpu=\"1\""}), 79);
+  EXPECT_EQ(Sample(body, "warpscope_gpu_xid_errors_total", {"gpu=\"1\"", "xid=\"79\""}), 1);
+  // The GPU consumer, attributed by pid and executable.
+  EXPECT_EQ(Sample(body, "warpscope_gpu_process_memory_used_bytes",
+                   {"pid=\"4240\"", "executable=\"python3\"", gpu0}),
+            8.0 * (1 << 30));
+  // Host metrics and self-metrics ride along.
+  EXPECT_TRUE(Sample(body, "warpscope_host_memory_total_bytes").has_value());
+  EXPECT_EQ(Sample(body, "warpscope_agent_source_up", {"source=\"nvml\""}), 1);
+
+  // A real Prometheus scrapes the agent and answers dashboard 12239's queries.
+  if (PrometheusPeer::Available()) {
+    PrometheusPeer::Options options;
+    options.targets.push_back({"dcgm", "127.0.0.1:" + std::to_string(port)});
+    auto prom = PrometheusPeer::Start(options);
+    ASSERT_TRUE(prom) << prom.error().message();
+    auto two_series = [](const nlohmann::json& r) { return r.is_array() && r.size() == 2; };
+    auto temp = (*prom)->WaitForQuery("max(DCGM_FI_DEV_GPU_TEMP) by (Hostname, gpu)", two_series);
+    ASSERT_TRUE(temp) << temp.error().message();
+    for (const auto& series : *temp) {
+      EXPECT_EQ(series["metric"]["Hostname"], "e2e-node");
+      EXPECT_EQ(series["value"][1], "62");
+    }
+    auto util = (*prom)->WaitForQuery("avg(DCGM_FI_DEV_GPU_UTIL) by (Hostname, gpu)", two_series);
+    ASSERT_TRUE(util) << util.error().message();
+    EXPECT_EQ((*util)[0]["value"][1], "97");
+    auto power = (*prom)->WaitForQuery("sum(DCGM_FI_DEV_POWER_USAGE) by (Hostname)",
+                                       [](const nlohmann::json& r) { return r.size() == 1; });
+    ASSERT_TRUE(power) << power.error().message();
+    EXPECT_EQ((*power)[0]["value"][1], "1300");
+    auto fb = (*prom)->WaitForQuery(
+        "DCGM_FI_DEV_FB_USED{gpu=\"1\"} / (DCGM_FI_DEV_FB_USED{gpu=\"1\"} + "
+        "DCGM_FI_DEV_FB_FREE{gpu=\"1\"})",
+        [](const nlohmann::json& r) { return r.size() == 1; });
+    ASSERT_TRUE(fb) << fb.error().message();
+    EXPECT_GT(std::stod((*fb)[0]["value"][1].get<std::string>()), 0.2);
+  }
+
+  // SIGTERM: a clean exit that flushes a final window to OTLP.
+  int status = (*agent)->Signal(SIGTERM, seconds(10));
+  ASSERT_TRUE(WIFEXITED(status)) << (*agent)->Stderr();
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+
+  std::lock_guard<std::mutex> lock(mu_);
+  ASSERT_FALSE(otlp_bodies_.empty()) << (*agent)->Stderr();
+  EXPECT_EQ(otlp_content_types_[0], "application/json");
+  bool found_util = false;
+  for (const std::string& body_text : otlp_bodies_) {
+    nlohmann::json req = nlohmann::json::parse(body_text);
+    const auto& rm = req["resourceMetrics"][0];
+    bool host_attr = false;
+    for (const auto& a : rm["resource"]["attributes"]) {
+      if (a["key"] == "host.name") host_attr = a["value"]["stringValue"] == "e2e-node";
+    }
+    EXPECT_TRUE(host_attr);
+    for (const auto& sm : rm["scopeMetrics"]) {
+      for (const auto& m : sm["metrics"]) {
+        if (m["name"] != "hw.gpu.utilization" || !m.contains("gauge")) continue;
+        for (const auto& dp : m["gauge"]["dataPoints"]) {
+          bool general = false;
+          for (const auto& a : dp["attributes"]) {
+            if (a["key"] == "hw.gpu.task") general = a["value"]["stringValue"] == "general";
+          }
+          if (general) {
+            found_util = true;
+            EXPECT_NEAR(dp["asDouble"].get<double>(), 0.97, 1e-9);
+          }
+        }
+      }
+    }
+  }
+  EXPECT_TRUE(found_util) << otlp_bodies_.back().substr(0, 2000);
+}
+
+TEST_F(AgentE2ETest, BadFlagExitsWithAClearMessage) {
+  auto agent =
+      ChildProcess::Start({binary_, "agent", "--collect-metrics-interval=30"}, tmp_.path());
+  ASSERT_TRUE(agent);
+  int status = (*agent)->Wait(seconds(10));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE((*agent)->Stderr().find("--collect-metrics-interval"), std::string::npos);
+}
+
+TEST_F(AgentE2ETest, NoNvmlCarriesOnWithHostMetrics) {
+  const int port = PickFreePort();
+  auto agent = ChildProcess::Start(
+      {binary_, "agent", "--enable-gpu-metrics", "--nvml-path=/nonexistent/libnvidia-ml.so.1",
+       "--collect-metrics-interval=200ms", "--listen-address=127.0.0.1:" + std::to_string(port)},
+      tmp_.path());
+  ASSERT_TRUE(agent);
+  std::string body = WaitForMetrics(port, [](const std::string& b) {
+    return b.find("warpscope_host_memory_total_bytes") != std::string::npos;
+  });
+  EXPECT_EQ(Sample(body, "warpscope_agent_source_up", {"source=\"nvml\""}), 0);
+  EXPECT_EQ(Sample(body, "warpscope_agent_source_up", {"source=\"procfs\""}), 1);
+  EXPECT_EQ(body.find("DCGM_FI_DEV_GPU_UTIL"), std::string::npos);
+  int status = (*agent)->Signal(SIGTERM, seconds(10));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // One clear line about NVML, not one per cycle.
+  std::string log = (*agent)->Stderr();
+  size_t first = log.find("source nvml disabled");
+  ASSERT_NE(first, std::string::npos) << log;
+  EXPECT_EQ(log.find("source nvml disabled", first + 1), std::string::npos);
+}
+
+}  // namespace
+}  // namespace warpscope::test

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef WARPSCOPE_TEST_INTEGRATION_CHILD_PROCESS_H_
+#define WARPSCOPE_TEST_INTEGRATION_CHILD_PROCESS_H_
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace warpscope::test {
+
+// A program started by a test: stdout and stderr go to files in `log_dir`; the child dies with
+// the test process (PR_SET_PDEATHSIG) and is killed by the destructor if still running.
+class ChildProcess {
+ public:
+  [[nodiscard]] static base::Result<std::unique_ptr<ChildProcess>> Start(
+      std::vector<std::string> argv, const std::string& log_dir,
+      std::vector<std::string> extra_env = {});
+  ~ChildProcess();
+
+  pid_t pid() const { return pid_; }
+  // Sends `sig` and waits up to `timeout` for the exit; returns the exit status as from
+  // waitpid (use WIFEXITED/WEXITSTATUS), or -1 on timeout (the child is then SIGKILLed).
+  int Signal(int sig, std::chrono::milliseconds timeout);
+  // Waits up to `timeout` for the child to exit by itself; -1 on timeout.
+  int Wait(std::chrono::milliseconds timeout);
+  std::string Stdout() const;
+  std::string Stderr() const;
+
+ private:
+  ChildProcess() = default;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  std::string out_path_;
+  std::string err_path_;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bind port 0, read it, close), for peers
+// that cannot report the port they bound.
+int PickFreePort();
+
+// A fresh temporary directory under $TMPDIR (or /tmp), removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace warpscope::test
+
+#endif  // WARPSCOPE_TEST_INTEGRATION_CHILD_PROCESS_H_
