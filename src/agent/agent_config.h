@@ -38,7 +38,9 @@ struct AgentConfig {
   // with the host's / mounted there).
   std::string host_root = "/";
   // Prometheus /metrics listen address, "host:port" or ":port" (all interfaces); "" disables.
-  std::string prometheus_listen_address = ":9400";
+  // Loopback by default: nothing listens on other addresses unless asked (":9400" exposes it to
+  // a remote Prometheus, as dcgm-exporter does).
+  std::string prometheus_listen_address = "127.0.0.1:9400";
   // OTLP/HTTP base URL (e.g. http://collector:4318); "" disables OTLP push.
   std::string otlp_endpoint;
   KeyValues otlp_headers;

@@ -37,7 +37,8 @@ void AgentFlags::Register(CLI::App& sub) {
       ->envname("WARPSCOPE_HOST_ROOT")
       ->capture_default_str();
   sub.add_option("--listen-address", listen_address_,
-                 "Prometheus /metrics address, host:port or :port; empty disables")
+                 "Prometheus /metrics address, host:port, or :port for every interface (to be "
+                 "scraped from another machine); empty disables")
       ->envname("WARPSCOPE_LISTEN_ADDRESS")
       ->capture_default_str();
   sub.add_option("--otlp-endpoint", otlp_endpoint_,

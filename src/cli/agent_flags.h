@@ -36,7 +36,7 @@ class AgentFlags {
   std::string tags_;
   std::string hostname_;
   std::string host_root_ = "/";
-  std::string listen_address_ = ":9400";
+  std::string listen_address_ = "127.0.0.1:9400";
   std::string otlp_endpoint_;
   std::vector<std::string> otlp_headers_;
   int top_processes_ = 10;

@@ -32,7 +32,7 @@ TEST(AgentFlagsTest, DefaultsMatchTheProductBrief) {
   EXPECT_TRUE(c.enable_host_metrics);
   EXPECT_EQ(c.collect_interval, seconds(30));
   EXPECT_EQ(c.export_interval, seconds(60));
-  EXPECT_EQ(c.prometheus_listen_address, ":9400");
+  EXPECT_EQ(c.prometheus_listen_address, "127.0.0.1:9400");
 }
 
 TEST(AgentFlagsTest, ParsesDurationsAndBooleans) {

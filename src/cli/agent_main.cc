@@ -96,7 +96,10 @@ int RunAgent(const agent::AgentConfig& config_in, bool once) {
     procfs_options.root = config.host_root;
     procfs_options.host_id = host;
     procfs_options.top_processes = static_cast<size_t>(config.top_processes);
-    auto procfs = std::make_unique<agent::ProcfsSource>(procfs_options, clock, resolver);
+    agent::ErrorCounter& procfs_errors = agent.self_stats().ErrorsFor("procfs");
+    auto procfs = std::make_unique<agent::ProcfsSource>(
+        procfs_options, clock, resolver,
+        [&procfs_errors](std::string_view reason) { procfs_errors.Count(reason); });
     agent::ProcfsSource* procfs_ptr = procfs.get();
     agent.AddSource({std::move(procfs), [procfs_ptr](const agent::Aggregator& agg) {
                        procfs_ptr->SetPidsOfInterest(ProcessPids(agg));

@@ -2,6 +2,7 @@
 #ifndef WARPSCOPE_AGENT_SOURCES_SOURCE_H_
 #define WARPSCOPE_AGENT_SOURCES_SOURCE_H_
 
+#include <functional>
 #include <string_view>
 
 #include "base/status.h"
@@ -9,6 +10,11 @@
 #include "model/sample_sink.h"
 
 namespace warpscope::agent {
+
+// Reports one degraded-mode event of a source ("not_supported", "gpu_lost",
+// "meminfo_unreadable"). Called on the agent main sequence; the agent counts them in
+// warpscope_agent_source_errors_total{source,reason}. May be empty.
+using SourceErrorHook = std::function<void(std::string_view reason)>;
 
 // A Source reads one kind of telemetry. All methods run on the agent main sequence.
 // Poll() must not block for long; blocking readers own a thread and hand results back through

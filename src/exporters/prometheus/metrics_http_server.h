@@ -45,7 +45,7 @@ class MetricsHttpServer {
  public:
   struct Options {
     // dcgm-exporter's default. Tests and `warpscope up` pass a loopback address.
-    std::string listen_address = ":9400";
+    std::string listen_address = "127.0.0.1:9400";
     bool openmetrics = true;  // false: always serve the 0.0.4 text format
     int worker_threads = 2;
     // Idle keep-alive connections are closed after this; it also bounds how long Stop() waits

@@ -58,11 +58,6 @@ struct NvmlSourceOptions {
   std::chrono::milliseconds gpm_min_interval{100};
 };
 
-// Self-metrics hook: called on the agent main sequence with a short snake_case reason each time
-// an error path is taken, e.g. "library_load", "init", "no_permission", "not_supported",
-// "gpu_is_lost", "unknown", "event_queue_full", "event_wait", "process_name". The agent turns the
-// calls into warpscope_source_errors_total{source="nvml",reason=...}. May be empty.
-using SourceErrorHook = std::function<void(std::string_view reason)>;
 
 class NvmlSource final : public Source {
  public:

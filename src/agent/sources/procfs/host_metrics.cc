@@ -400,22 +400,6 @@ const MetricDesc kProcessThreads{
     .otel_name = "process.thread.count",
 };
 
-// Self ---------------------------------------------------------------------------------------
-
-const MetricDesc kProcfsErrors{
-    .key = "host.procfs.errors",
-    .entity = EntityKind::kHost,
-    .kind = MetricKind::kCounter,
-    .unit = "{error}",
-    .help =
-        "Reads of /proc files by the host metrics source that failed or could not be "
-        "parsed, by reason (\"meminfo_unreadable\", ...). A process that exits between "
-        "listing /proc and reading its stat file is not an error.",
-    .prom_name = "warpscope_host_procfs_errors_total",
-    .otel_name = "warpscope.host.procfs.errors",
-    .labels = "reason",
-};
-
 namespace {
 
 constexpr const MetricDesc* kAll[] = {
@@ -450,7 +434,6 @@ constexpr const MetricDesc* kAll[] = {
     &kProcessMemoryRss,
     &kProcessMemoryVirtual,
     &kProcessThreads,
-    &kProcfsErrors,
 };
 
 bool IsDiskMetric(const MetricDesc& m) { return m.key.starts_with("host.disk."); }

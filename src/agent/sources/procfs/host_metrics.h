@@ -8,7 +8,6 @@
 //   device     block device name, "sda", "nvme0n1"
 //   interface  network interface name, "eth0"
 //   direction  read/write (disk) or receive/transmit (network)
-//   reason     why a read failed (host.procfs.errors only)
 // Memory and swap "states" are separate metrics (separate Prometheus families) that share one
 // OTel metric through a fixed `system.memory.state` / `system.paging.state` attribute; see
 // docs/design/host-metrics.md for why `used` is MemTotal - MemAvailable.
@@ -66,9 +65,6 @@ extern const model::MetricDesc kProcessCpuUtilization;
 extern const model::MetricDesc kProcessMemoryRss;
 extern const model::MetricDesc kProcessMemoryVirtual;
 extern const model::MetricDesc kProcessThreads;
-
-// Self-metric of the source: failed or unparsable reads, {reason}.
-extern const model::MetricDesc kProcfsErrors;
 
 // Every metric above, in declaration order. The pointers are stable for the program's life.
 std::span<const model::MetricDesc* const> AllHostMetrics();

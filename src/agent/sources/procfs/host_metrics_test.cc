@@ -20,7 +20,7 @@ TEST(HostMetricsTest, KeysAndPrometheusNamesAreUnique) {
     EXPECT_TRUE(keys.insert(m->key).second) << m->key;
     EXPECT_TRUE(prom.insert(m->prom_name).second) << m->prom_name;
   }
-  EXPECT_EQ(keys.size(), 32u);
+  EXPECT_EQ(keys.size(), 31u);
 }
 
 TEST(HostMetricsTest, PrometheusNamesFollowNamingRules) {
@@ -83,7 +83,6 @@ TEST(HostMetricsTest, OtelAttributeKeys) {
   EXPECT_EQ(OtelAttributeKey(kNetworkIo, "direction"), "network.io.direction");
   EXPECT_EQ(OtelAttributeKey(kNetworkIo, "interface"), "network.interface.name");
   EXPECT_EQ(OtelAttributeKey(kDiskIo, "device"), "system.device");
-  EXPECT_EQ(OtelAttributeKey(kProcfsErrors, "reason"), "reason");
 }
 
 }  // namespace

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <limits>
 
 namespace warpscope::agent::procfs {
 namespace {
@@ -48,10 +50,11 @@ bool ParseInt(std::string_view s, T& out) {
   return ec == std::errc() && ptr == s.data() + s.size();
 }
 
-bool ParseDouble(std::string_view s, double& out) {
+// A finite, non-negative decimal number (from_chars alone would also take "nan", "inf", "-1").
+bool ParseNonNegativeDouble(std::string_view s, double& out) {
   if (s.empty()) return false;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), out);
-  return ec == std::errc() && ptr == s.data() + s.size();
+  return ec == std::errc() && ptr == s.data() + s.size() && std::isfinite(out) && out >= 0;
 }
 
 bool IsHex64(std::string_view s) {
@@ -197,7 +200,7 @@ bool ParseCpuStat(std::string_view text, CpuTimes& total, std::vector<CpuTimes>&
     std::string_view name = NextToken(line);
     CpuTimes times;
     if (name.size() > 3) {
-      if (!ParseInt(name.substr(3), times.cpu) || times.cpu < 0) {
+      if (!ParseInt(name.substr(3), times.cpu) || times.cpu < 0 || times.cpu >= kMaxCpus) {
         ok = false;
         continue;
       }
@@ -264,7 +267,11 @@ std::optional<MemInfo> ParseMeminfo(std::string_view text) {
     uint64_t value = 0;
     if (!ParseInt(number, value)) continue;
     // Every size line of meminfo is in "kB", which the kernel means as KiB.
-    (*slot) = unit == "kB" ? value * 1024 : value;
+    if (unit == "kB") {
+      if (value > std::numeric_limits<uint64_t>::max() / 1024) continue;  // would wrap
+      value *= 1024;
+    }
+    (*slot) = value;
   }
   if (!info.mem_total || !info.mem_free) return std::nullopt;
   return info;
@@ -274,8 +281,9 @@ std::optional<MemInfo> ParseMeminfo(std::string_view text) {
 
 std::optional<LoadAvg> ParseLoadavg(std::string_view text) {
   LoadAvg load;
-  if (!ParseDouble(NextToken(text), load.load1) || !ParseDouble(NextToken(text), load.load5) ||
-      !ParseDouble(NextToken(text), load.load15)) {
+  if (!ParseNonNegativeDouble(NextToken(text), load.load1) ||
+      !ParseNonNegativeDouble(NextToken(text), load.load5) ||
+      !ParseNonNegativeDouble(NextToken(text), load.load15)) {
     return std::nullopt;
   }
   return load;
@@ -418,7 +426,9 @@ CgroupIds ParseCgroupFile(std::string_view text) {
 // ---- cmdline, exe -----------------------------------------------------------------------------
 
 std::string JoinCmdline(std::string_view raw, size_t max_bytes) {
-  std::string out(raw.substr(0, std::min(raw.size(), max_bytes + 4)));
+  // One byte past the limit is enough to see whether the cut splits a UTF-8 sequence (and
+  // max_bytes + 1 cannot wrap: it is only computed when max_bytes < raw.size()).
+  std::string out(raw.substr(0, raw.size() > max_bytes ? max_bytes + 1 : raw.size()));
   for (char& c : out) {
     if (c == '\0') c = ' ';
   }

@@ -45,20 +45,26 @@ inline constexpr size_t kCpuModeCount = 8;
 // columns that follow are already included in user and nice, so they are not read.
 std::string_view CpuModeName(size_t mode);
 
+// Logical CPU numbers are below this: the largest CONFIG_NR_CPUS of any Linux architecture.
+// Callers index per-CPU state by the number, so a larger one is treated as malformed.
+inline constexpr int kMaxCpus = 8192;
+
 struct CpuTimes {
-  int cpu = -1;  // logical CPU number; -1 for the aggregate "cpu" line
+  int cpu = -1;  // logical CPU number in [0, kMaxCpus); -1 for the aggregate "cpu" line
   std::array<uint64_t, kCpuModeCount> ticks{};
 };
 
 // Parses the "cpu" and "cpuN" lines of /proc/stat into `total` and `per_cpu` (cleared first, in
 // file order). Columns missing on old kernels read as 0. Returns false when the aggregate line is
-// absent or any cpu line has fewer than 4 numbers; the well-formed lines are still filled in.
+// absent, a cpu number is not in [0, kMaxCpus) or any cpu line has fewer than 4 numbers; the
+// well-formed lines are still filled in.
 [[nodiscard]] bool ParseCpuStat(std::string_view text, CpuTimes& total,
                                 std::vector<CpuTimes>& per_cpu);
 
 // ---- /proc/meminfo ----------------------------------------------------------------------------
 
-// Values in bytes (the file's kB are KiB). Absent lines stay nullopt.
+// Values in bytes (the file's kB are KiB). Absent lines, and values whose size in bytes would not
+// fit in 64 bits, stay nullopt.
 struct MemInfo {
   std::optional<uint64_t> mem_total;
   std::optional<uint64_t> mem_free;
@@ -79,7 +85,8 @@ struct LoadAvg {
   double load5 = 0;
   double load15 = 0;
 };
-// "0.52 0.58 0.59 2/613 12345". Returns nullopt unless the first three fields are numbers.
+// "0.52 0.58 0.59 2/613 12345". Returns nullopt unless the first three fields are finite,
+// non-negative numbers.
 std::optional<LoadAvg> ParseLoadavg(std::string_view text);
 
 // ---- /proc/diskstats --------------------------------------------------------------------------

@@ -3,9 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace warpscope::agent::procfs {
 namespace {
@@ -450,6 +452,42 @@ TEST(ParsersTest, SurviveEveryPrefixOfRealFiles) {
       (void)LooksLikePartition(view);
     }
   }
+}
+
+
+// ---- regressions found by procfs_parse_fuzzer.cc ----------------------------------------------
+
+TEST(ParseCpuStatTest, CpuNumberBeyondKMaxCpusIsMalformed) {
+  // The source indexes per-CPU state by this number; 2^31-1 would allocate gigabytes.
+  CpuTimes total;
+  std::vector<CpuTimes> cores;
+  EXPECT_FALSE(ParseCpuStat("cpu 1 2 3 4\ncpu0 1 2 3 4\ncpu2147483647 1 2 3 4\n", total, cores));
+  ASSERT_EQ(cores.size(), 1u);
+  EXPECT_EQ(cores[0].cpu, 0);
+  EXPECT_TRUE(ParseCpuStat("cpu 1 2 3 4\ncpu8191 1 2 3 4\n", total, cores));
+  EXPECT_FALSE(ParseCpuStat("cpu 1 2 3 4\ncpu8192 1 2 3 4\n", total, cores));
+}
+
+TEST(ParseMeminfoTest, KibibyteValueThatWouldWrapIsAbsent) {
+  std::optional<MemInfo> info =
+      ParseMeminfo("MemTotal: 18014398509481984 kB\nMemFree: 1 kB\nCached: 18014398509481983 kB\n");
+  EXPECT_FALSE(info.has_value());  // MemTotal * 1024 does not fit in 64 bits
+  info = ParseMeminfo("MemTotal: 2 kB\nMemFree: 1 kB\nCached: 18014398509481983 kB\n");
+  ASSERT_TRUE(info.has_value());
+  EXPECT_EQ(info->cached, 18014398509481983ull * 1024);
+}
+
+TEST(ParseLoadavgTest, RejectsNonFiniteAndNegativeAverages) {
+  EXPECT_FALSE(ParseLoadavg("nan 0.1 0.1 1/2 3"));
+  EXPECT_FALSE(ParseLoadavg("0.1 inf 0.1 1/2 3"));
+  EXPECT_FALSE(ParseLoadavg("0.1 0.1 -1 1/2 3"));
+  EXPECT_TRUE(ParseLoadavg("0 0.00 1e2 1/2 3"));
+}
+
+TEST(JoinCmdlineTest, HugeLimitKeepsTheWholeCommandLine) {
+  // max_bytes + 4 used to wrap around to 3.
+  EXPECT_EQ(JoinCmdline(std::string_view("python3\0train.py\0", 17), SIZE_MAX),
+            "python3 train.py");
 }
 
 }  // namespace

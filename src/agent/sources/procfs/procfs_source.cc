@@ -64,8 +64,11 @@ std::string_view ProcfsErrorName(ProcfsError error) {
 }
 
 ProcfsSource::ProcfsSource(ProcfsSourceOptions options, const base::Clock& clock,
-                           ProcessResolver& resolver)
-    : options_(std::move(options)), clock_(clock), resolver_(resolver) {
+                           ProcessResolver& resolver, SourceErrorHook on_error)
+    : options_(std::move(options)),
+      clock_(clock),
+      resolver_(resolver),
+      on_error_(std::move(on_error)) {
   root_ = procfs::NormalizeRoot(options_.root);
   stat_path_ = root_ + "/proc/stat";
   meminfo_path_ = root_ + "/proc/meminfo";
@@ -80,7 +83,6 @@ ProcfsSource::ProcfsSource(ProcfsSourceOptions options, const base::Clock& clock
   for (size_t m = 0; m < procfs::kCpuModeCount; ++m) {
     mode_labels_[m].Set("mode", procfs::CpuModeName(m));
   }
-  for (size_t e = 0; e < kProcfsErrorCount; ++e) error_labels_[e].Set("reason", kErrorNames[e]);
 }
 
 ProcfsSource::~ProcfsSource() = default;
@@ -131,12 +133,12 @@ void ProcfsSource::Poll(base::TimePoint now, model::SampleSink& out) {
   PollDisks(out);
   PollNetwork(out);
   PollProcesses(out);
-  EmitErrors(out);
 }
 
 void ProcfsSource::CountError(ProcfsError error, std::string_view path, int err) {
   size_t i = static_cast<size_t>(error);
   ++errors_[i];
+  if (on_error_) on_error_(ProcfsErrorName(error));
   if (error_logged_[i]) return;
   error_logged_[i] = true;
   if (err != 0) {
@@ -491,12 +493,6 @@ void ProcfsSource::PollProcesses(model::SampleSink& out) {
   std::swap(prev_procs_, procs_);
   prev_scan_time_ = scan_time;
   have_prev_scan_ = true;
-}
-
-void ProcfsSource::EmitErrors(model::SampleSink& out) {
-  for (size_t e = 0; e < kProcfsErrorCount; ++e) {
-    out.AddValue(hm::kProcfsErrors, host_id_, error_labels_[e], static_cast<double>(errors_[e]));
-  }
 }
 
 }  // namespace warpscope::agent

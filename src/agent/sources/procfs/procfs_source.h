@@ -49,7 +49,7 @@ struct ProcfsSourceOptions {
   long page_size = 0;
 };
 
-// Why a read failed; the label value of host.procfs.errors{reason}.
+// Why a read failed; the reason passed to the error hook (warpscope_agent_source_errors_total).
 enum class ProcfsError : uint8_t {
   kStatUnreadable,  // /proc/stat
   kStatMalformed,
@@ -80,7 +80,7 @@ std::string_view ProcfsErrorName(ProcfsError error);
 //   /proc/[pid]/stat process count; CPU time and utilization, RSS, virtual size and threads of
 //                    the top-N processes by CPU plus every pid of interest, each with its
 //                    process entity (and container entity) from the ProcessResolver
-// and host.procfs.errors{reason} for every reason. A file that cannot be read or parsed skips
+// and reports every failure through the error hook. A file that cannot be read or parsed skips
 // the metrics that come from it, increments its error counter and logs a WARNING the first time;
 // a process that exits between listing /proc and reading its files is skipped silently.
 //
@@ -88,7 +88,8 @@ std::string_view ProcfsErrorName(ProcfsError error);
 // methods run on the agent main sequence. `clock` and `resolver` must outlive the source.
 class ProcfsSource : public Source {
  public:
-  ProcfsSource(ProcfsSourceOptions options, const base::Clock& clock, ProcessResolver& resolver);
+  ProcfsSource(ProcfsSourceOptions options, const base::Clock& clock, ProcessResolver& resolver,
+               SourceErrorHook on_error = {});
   ~ProcfsSource() override;
 
   std::string_view name() const override { return "procfs"; }
@@ -144,7 +145,6 @@ class ProcfsSource : public Source {
   void PollProcesses(model::SampleSink& out);
   bool ScanProcesses(bool want_stats, size_t& count);
   void SelectProcesses();
-  void EmitErrors(model::SampleSink& out);
 
   const DiskEntry& Disk(std::string_view device);
   const InterfaceEntry& Interface(std::string_view interface);
@@ -188,7 +188,7 @@ class ProcfsSource : public Source {
 
   std::array<uint64_t, kProcfsErrorCount> errors_{};
   std::array<bool, kProcfsErrorCount> error_logged_{};
-  std::array<model::Labels, kProcfsErrorCount> error_labels_;
+  SourceErrorHook on_error_;
 };
 
 }  // namespace warpscope::agent
