@@ -38,7 +38,7 @@ void AgentFlags::Register(CLI::App& sub) {
       ->capture_default_str();
   sub.add_option("--listen-address", listen_address_,
                  "Prometheus /metrics address, host:port, or :port for every interface (to be "
-                 "scraped from another machine); empty disables")
+                 "scraped from another machine); 'off' disables")
       ->envname("WARPSCOPE_LISTEN_ADDRESS")
       ->capture_default_str();
   sub.add_option("--otlp-endpoint", otlp_endpoint_,
@@ -79,7 +79,7 @@ base::Status AgentFlags::Finish(agent::AgentConfig& config) const {
   config.tags = *tags;
   config.hostname = hostname_;
   config.host_root = host_root_;
-  config.prometheus_listen_address = listen_address_;
+  config.prometheus_listen_address = listen_address_ == "off" ? "" : listen_address_;
   config.otlp_endpoint = otlp_endpoint_;
   for (const auto& h : otlp_headers_) {
     auto eq = h.find('=');

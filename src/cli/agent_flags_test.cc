@@ -72,6 +72,12 @@ TEST(AgentFlagsTest, EnvironmentTwinAppliesAndFlagWins) {
   unsetenv("WARPSCOPE_COLLECT_METRICS_INTERVAL");
 }
 
+TEST(AgentFlagsTest, ListenAddressOffDisablesTheEndpoint) {
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({"--listen-address=off"}, c).ok());
+  EXPECT_EQ(c.prometheus_listen_address, "");
+}
+
 TEST(AgentFlagsTest, TagsAndHeaders) {
   agent::AgentConfig c;
   ASSERT_TRUE(Parse({"--tags", "team:ml;zone:a", "--otlp-header", "X-Token=abc"}, c).ok());

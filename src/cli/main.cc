@@ -29,6 +29,8 @@ int main(int argc, char** argv) {
                  "Read options from this TOML file (sections per subcommand, e.g. [agent]); "
                  "flags and WARPSCOPE_* environment variables override it");
   app.set_version_flag("--version", std::string(warpscope::cli::kVersion));
+  // A misspelt key in the config file is an error, not silently ignored.
+  app.allow_config_extras(CLI::config_extras_mode::error);
 
   CLI::App* agent_cmd = app.add_subcommand(
       "agent", "Per-host daemon: GPU (NVML) and host metrics, served on /metrics and pushed");
