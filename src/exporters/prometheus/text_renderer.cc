@@ -7,6 +7,7 @@
 
 #include "base/logging.h"
 #include "model/entity.h"
+#include "model/xid.h"
 
 namespace warpscope::exporters {
 
@@ -15,49 +16,6 @@ namespace {
 namespace attr = model::attr;
 
 constexpr std::string_view kXidFamily = "DCGM_FI_DEV_XID_ERRORS";
-
-// Descriptions of the most common XID errors, from NVIDIA's XID catalog; used for the err_msg
-// label when the frame carries no event text for the code.
-std::string_view XidMessage(int64_t code) {
-  switch (code) {
-    case 13:
-      return "Graphics Engine Exception";
-    case 31:
-      return "GPU memory page fault";
-    case 32:
-      return "Invalid or corrupted push buffer stream";
-    case 43:
-      return "GPU stopped processing";
-    case 45:
-      return "Preemptive cleanup, due to previous errors";
-    case 48:
-      return "Double Bit ECC Error";
-    case 61:
-      return "Internal micro-controller breakpoint/warning";
-    case 62:
-      return "Internal micro-controller halt";
-    case 63:
-      return "ECC page retirement or row remapping recording event";
-    case 64:
-      return "ECC page retirement or row remapper recording failure";
-    case 74:
-      return "NVLINK Error";
-    case 79:
-      return "GPU has fallen off the bus";
-    case 92:
-      return "High single-bit ECC error rate";
-    case 94:
-      return "Contained ECC error";
-    case 95:
-      return "Uncontained ECC error";
-    case 119:
-      return "GSP RPC Timeout";
-    case 120:
-      return "GSP Error";
-    default:
-      return {};
-  }
-}
 
 bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9'); }
@@ -444,7 +402,7 @@ void TextRenderer::AppendSeriesLabels(const model::Frame& frame, const model::Se
       }
     }
     if (msg.empty()) {
-      msg = XidMessage(code);
+      msg = model::XidDescription(static_cast<uint64_t>(code));
     }
     add_extra("err_code", std::string_view(buf, r.ptr - buf));
     add_extra("err_msg", msg);

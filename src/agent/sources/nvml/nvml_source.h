@@ -97,9 +97,6 @@ class NvmlSource final : public Source {
   std::unique_ptr<Impl> impl_;
 };
 
-// Short text for an XID number ("GPU has fallen off the bus" for 79), or "" when the number is
-// not in the table of common XIDs.
-std::string_view XidDescription(uint64_t xid);
 
 }  // namespace warpscope::agent
 

@@ -155,13 +155,6 @@ model::Labels GpuLabels(std::string_view uuid, std::string_view index, std::stri
   return l;
 }
 
-TEST(XidDescriptionTest, CommonXidsHaveText) {
-  EXPECT_EQ(XidDescription(79), "GPU has fallen off the bus");
-  EXPECT_EQ(XidDescription(48), "Double Bit ECC Error");
-  EXPECT_EQ(XidDescription(94), "Contained ECC error");
-  EXPECT_EQ(XidDescription(12345), "");
-}
-
 TEST(NvmlSourceStartTest, MissingLibraryIsAClearStatusAndCounted) {
   base::FakeClock clock;
   FakeProcessResolver resolver;

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "base/file_util.h"
+
 namespace warpscope::agent::procfs {
 namespace {
 
@@ -34,13 +36,6 @@ std::string_view NextLine(std::string_view& s) {
   std::string_view line = s.substr(0, e);
   s.remove_prefix(e == std::string_view::npos ? s.size() : e + 1);
   return line;
-}
-
-std::string_view Trim(std::string_view s) {
-  size_t b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return {};
-  size_t e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
 }
 
 template <typename T>
@@ -141,7 +136,7 @@ std::optional<ProcStat> ParseProcStat(std::string_view text) {
     return std::nullopt;
   }
   ProcStat st;
-  if (!ParseInt(Trim(text.substr(0, open)), st.pid)) return std::nullopt;
+  if (!ParseInt(base::TrimWhitespace(text.substr(0, open)), st.pid)) return std::nullopt;
   st.comm = text.substr(open + 1, close - open - 1);
   std::string_view rest = text.substr(close + 1);
   for (int field = 3; field <= 24; ++field) {
@@ -296,7 +291,7 @@ bool ParseDiskstats(std::string_view text, std::vector<DiskStats>& out) {
   bool ok = true;
   while (!text.empty()) {
     std::string_view line = NextLine(text);
-    if (Trim(line).empty()) continue;
+    if (base::TrimWhitespace(line).empty()) continue;
     std::string_view tokens[13];
     size_t n = 0;
     while (n < 13) {
@@ -325,14 +320,14 @@ bool ParseNetDev(std::string_view text, std::vector<NetDevStats>& out) {
   bool ok = true;
   while (!text.empty()) {
     std::string_view line = NextLine(text);
-    if (Trim(line).empty()) continue;
+    if (base::TrimWhitespace(line).empty()) continue;
     size_t colon = line.find(':');
     if (colon == std::string_view::npos) {
       if (line.find('|') == std::string_view::npos) ok = false;  // not a header line
       continue;
     }
     NetDevStats s;
-    s.interface = Trim(line.substr(0, colon));
+    s.interface = base::TrimWhitespace(line.substr(0, colon));
     std::string_view rest = line.substr(colon + 1);
     uint64_t v[16];
     size_t n = 0;
