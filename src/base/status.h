@@ -63,6 +63,10 @@ Status Unsupported(fmt::format_string<Args...> f, Args&&... args) {
   return ErrStatus(StatusCode::kUnsupported, f, std::forward<Args>(args)...);
 }
 template <typename... Args>
+Status PermissionDenied(fmt::format_string<Args...> f, Args&&... args) {
+  return ErrStatus(StatusCode::kPermissionDenied, f, std::forward<Args>(args)...);
+}
+template <typename... Args>
 Status Unavailable(fmt::format_string<Args...> f, Args&&... args) {
   return ErrStatus(StatusCode::kUnavailable, f, std::forward<Args>(args)...);
 }

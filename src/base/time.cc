@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <cctype>
+#include <cmath>
 
 namespace warpscope::base {
 
@@ -47,29 +48,44 @@ Result<Duration> ParseDuration(std::string_view text) {
       return Error(InvalidArgument("bad duration '{}': unknown unit '{}'; use ms, s, m, h or d",
                                    text, unit));
     }
-    total += Duration(static_cast<int64_t>(number * ns_per_unit));
+    // Round to the nearest nanosecond ("1.001s" is 1001000000ns although 1.001 * 1e9 is a hair
+    // below that in binary), and refuse what does not fit in the int64 nanoseconds of Duration
+    // instead of overflowing.
+    double ns = std::round(number * ns_per_unit);
+    if (!(ns < 0x1p63) || static_cast<int64_t>(ns) > Duration::max().count() - total.count()) {
+      return Error(InvalidArgument("bad duration '{}': too long; the maximum is about 292 years",
+                                   text));
+    }
+    total += Duration(static_cast<int64_t>(ns));
   }
   return total;
 }
 
 std::string FormatDuration(Duration d) {
-  int64_t ns = d.count();
-  if (ns == 0) return "0s";
+  if (d.count() == 0) return "0s";
   std::string out;
-  if (ns < 0) {
+  // The magnitude as unsigned: -INT64_MIN does not fit in int64_t.
+  uint64_t ns = static_cast<uint64_t>(d.count());
+  if (d.count() < 0) {
     out = "-";
-    ns = -ns;
+    ns = 0 - ns;
   }
+  // A sub-second amount in the coarsest unit that keeps it exact.
+  auto sub_second = [](uint64_t v) {
+    if (v % 1'000'000 == 0) return fmt::format("{}ms", v / 1'000'000);
+    if (v % 1'000 == 0) return fmt::format("{}us", v / 1'000);
+    return fmt::format("{}ns", v);
+  };
   if (ns % 1'000'000'000 != 0 && ns < 60'000'000'000) {
-    if (ns % 1'000'000 == 0) return out + fmt::format("{}ms", ns / 1'000'000);
-    if (ns % 1'000 == 0) return out + fmt::format("{}us", ns / 1'000);
-    return out + fmt::format("{}ns", ns);
+    return out + sub_second(ns);
   }
-  int64_t s = ns / 1'000'000'000;
-  int64_t h = s / 3600, m = (s % 3600) / 60, sec = s % 60;
+  uint64_t s = ns / 1'000'000'000;
+  uint64_t h = s / 3600, m = (s % 3600) / 60, sec = s % 60;
   if (h) out += fmt::format("{}h", h);
   if (m) out += fmt::format("{}m", m);
   if (sec) out += fmt::format("{}s", sec);
+  // Keep the sub-second rest of a long duration, so that the text parses back to the same value.
+  if (ns % 1'000'000'000 != 0) out += sub_second(ns % 1'000'000'000);
   return out;
 }
 

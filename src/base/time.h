@@ -21,9 +21,10 @@ inline TimePoint FromUnixNanos(int64_t ns) { return TimePoint(Duration(ns)); }
 inline double ToSeconds(Duration d) { return std::chrono::duration<double>(d).count(); }
 
 // Parses "500ms", "5s", "2m", "1h", "1m30s". A bare number is rejected (the unit is required) so
-// that "--collect-metrics-interval=30" cannot silently mean 30 ns.
+// that "--collect-metrics-interval=30" cannot silently mean 30 ns. Fractions are rounded to the
+// nearest nanosecond; a total beyond Duration::max() (about 292 years) is an error.
 Result<Duration> ParseDuration(std::string_view text);
-// "1m30s", "250ms", "0s".
+// "1m30s", "250ms", "0s", "1m1s500ms"; exact, so ParseDuration(FormatDuration(d)) == d for d >= 0.
 std::string FormatDuration(Duration d);
 
 // Source of time. Everything that reads time takes a Clock& so tests can drive it.

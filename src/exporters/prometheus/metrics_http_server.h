@@ -9,6 +9,7 @@
 #include <string_view>
 #include <thread>
 
+#include "base/listen_address.h"
 #include "base/status.h"
 #include "base/time.h"
 #include "exporters/prometheus/prometheus_exporter.h"
@@ -20,13 +21,9 @@ class Server;
 
 namespace warpscope::exporters {
 
-struct ListenAddress {
-  std::string host;  // "0.0.0.0" for ":port"; IPv6 without brackets
-  int port = 0;      // 0: any free port
-};
 
-// Parses "host:port", ":port" (all IPv4 interfaces) or "[v6addr]:port".
-[[nodiscard]] base::Result<ListenAddress> ParseListenAddress(std::string_view text);
+using base::ListenAddress;
+using base::ParseListenAddress;
 
 // Picks the exposition format from an Accept header: OpenMetrics when an
 // application/openmetrics-text entry has a q-value > 0 that is not lower than the best

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <new>
 #include <tuple>
 #include <vector>
@@ -30,12 +31,23 @@ nvmlReturn_t CopyString(const std::string& value, char* out, unsigned length) {
   return abi::kSuccess;
 }
 
+// Both saturate: a double outside the target range (or NaN, read as 0) must not reach the
+// conversion, where it would be undefined behaviour (FloorU64) or an unspecified llround.
 unsigned RoundU32(double v) {
-  return static_cast<unsigned>(std::clamp(std::llround(v), 0LL, 0xFFFFFFFFLL));
+  if (!(v > 0)) {
+    return 0;
+  }
+  return static_cast<unsigned>(std::llround(std::min(v, 4294967295.0)));
 }
 
 unsigned long long FloorU64(double v) {
-  return v <= 0 ? 0ULL : static_cast<unsigned long long>(std::floor(v));
+  if (!(v > 0)) {
+    return 0;
+  }
+  if (v >= 0x1p64) {
+    return std::numeric_limits<unsigned long long>::max();
+  }
+  return static_cast<unsigned long long>(std::floor(v));
 }
 
 long long TimestampUs(double t) {

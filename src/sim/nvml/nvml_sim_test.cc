@@ -82,5 +82,25 @@ TEST(NvmlSimTest, RealClockAdvancesFromInit) {
   EXPECT_EQ(sim.Shutdown(), abi::kSuccess);
 }
 
+// Regression found by scenario_fuzzer.cc: values at kMaxQuantity overflow the NVML integer
+// types; they must saturate instead of converting out of range.
+TEST(NvmlSimTest, CountersSaturateInsteadOfOverflowing) {
+  NvmlSim sim;
+  setenv(kScenarioEnvVar,
+         WriteScenario("huge", "name: h\ndevices: [{signals: {power: 1e18}}]\n").c_str(), 1);
+  sim.SetTimeNs(0);
+  ASSERT_EQ(sim.Init("nvmlInit_v2"), abi::kSuccess);
+  sim.SetTimeNs(2'000'000'000);
+  abi::nvmlDevice_t d = nullptr;
+  ASSERT_EQ(sim.DeviceGetHandleByIndex("nvmlDeviceGetHandleByIndex_v2", 0, &d), abi::kSuccess);
+  unsigned milliwatts = 0;
+  ASSERT_EQ(sim.DeviceGetPowerUsage(d, &milliwatts), abi::kSuccess);
+  EXPECT_EQ(milliwatts, 0xFFFFFFFFu);
+  unsigned long long millijoules = 0;
+  ASSERT_EQ(sim.DeviceGetTotalEnergyConsumption(d, &millijoules), abi::kSuccess);
+  EXPECT_EQ(millijoules, ~0ULL);  // 2e21 mJ
+  EXPECT_EQ(sim.Shutdown(), abi::kSuccess);
+}
+
 }  // namespace
 }  // namespace warpscope::sim

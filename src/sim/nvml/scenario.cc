@@ -287,6 +287,12 @@ class Parser {
       return Error(
           Err(n, path, fmt::format("{}; expected {}", v.error().message(), UnitHint(unit))));
     }
+    if (std::fabs(*v) > kMaxQuantity) {
+      return Error(Err(n, path,
+                       fmt::format("'{}' is too large; scenario values are limited to +-{:g} so "
+                                   "that the simulated counters cannot overflow",
+                                   text, kMaxQuantity)));
+    }
     return *v;
   }
 

@@ -25,6 +25,9 @@ inline constexpr double kForever = std::numeric_limits<double>::infinity();
 inline constexpr unsigned kMaxDevices = 64;
 // MIG slots per GPU (A100/H100 support at most 7 MIG devices).
 inline constexpr unsigned kMaxMigSlots = 8;
+// Largest magnitude of any quantity in a scenario (bytes, W, %, rates, ...; about 888 PiB as a
+// size). Sums, noise and integrals of such values stay finite and fit NVML's 64-bit counters.
+inline constexpr double kMaxQuantity = 1e18;
 
 // nvmlDeviceArchitecture_t values.
 enum class Architecture : unsigned {

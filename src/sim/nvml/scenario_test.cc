@@ -355,5 +355,20 @@ TEST(ScenarioTest, KnowsEveryExportedFunctionName) {
   EXPECT_FALSE(IsKnownNvmlFunction("nvmlDeviceGetTemperatureV"));
 }
 
+// Regression found by scenario_fuzzer.cc: a ramp from -1e308 to 1e308 parsed, and then
+// evaluated to infinity (and undefined integer conversions in the NVML layer).
+TEST(ScenarioTest, RejectsQuantitiesBeyondKMaxQuantity) {
+  auto s = ParseScenario(
+      "name: h\ndevices: [{signals: {ecc_dbe_rate: {ramp: {from: -1e308, to: 1e308, "
+      "duration: 1s}}}}]\n",
+      "huge.yaml");
+  ASSERT_FALSE(s);
+  EXPECT_THAT(s.error().message(), HasSubstr("huge.yaml:2"));
+  EXPECT_THAT(s.error().message(), HasSubstr("ramp.from"));
+  EXPECT_THAT(s.error().message(), HasSubstr("too large"));
+  EXPECT_FALSE(ParseScenario("name: h\ndevices: [{memory_total: 1e30}]\n", "huge.yaml"));
+  EXPECT_TRUE(ParseScenario("name: h\ndevices: [{memory_total: 1e18}]\n", "huge.yaml"));
+}
+
 }  // namespace
 }  // namespace warpscope::sim

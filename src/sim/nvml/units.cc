@@ -75,6 +75,9 @@ base::Result<double> ParseNumber(std::string_view text) {
   std::string_view digits = text;
   if (!digits.empty() && digits[0] == '+') {
     digits.remove_prefix(1);
+    if (!digits.empty() && (digits[0] == '-' || digits[0] == '+')) {
+      return base::Error(base::InvalidArgument("'{}' has two signs; it is not a number", text));
+    }
   }
   double v = 0;
   auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
@@ -120,6 +123,9 @@ base::Result<double> ParseBytes(std::string_view text) {
   if (*v < 0) {
     return base::Error(base::InvalidArgument("size '{}' is negative", text));
   }
+  if (!std::isfinite(*v * scale)) {
+    return base::Error(base::InvalidArgument("size '{}' is too large", text));
+  }
   return *v * scale;
 }
 
@@ -151,6 +157,9 @@ base::Result<double> ParseWatts(std::string_view text) {
     return *v;
   }
   if (suffix == "kW") {
+    if (!std::isfinite(*v * 1000)) {
+      return base::Error(base::InvalidArgument("power '{}' is too large", text));
+    }
     return *v * 1000;
   }
   if (suffix == "mW") {

@@ -65,5 +65,18 @@ TEST(UnitsTest, ParsesNumbers) {
   EXPECT_FALSE(ParseNumber("nan"));
 }
 
+// Regressions found by units_fuzzer.cc.
+TEST(UnitsTest, RejectsTwoSigns) {
+  EXPECT_FALSE(ParseNumber("+-5"));
+  EXPECT_FALSE(ParseNumber("++5"));
+  EXPECT_FALSE(ParseBytes("+-5GiB"));
+}
+
+TEST(UnitsTest, RejectsSizesAndPowersThatOverflowToInfinity) {
+  EXPECT_TRUE(ParseBytes("1e300"));
+  EXPECT_FALSE(ParseBytes("1e308TiB"));
+  EXPECT_FALSE(ParseWatts("1e308kW"));
+}
+
 }  // namespace
 }  // namespace warpscope::sim

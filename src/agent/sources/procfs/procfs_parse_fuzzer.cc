@@ -13,7 +13,8 @@
 //   - diskstats / net/dev: non-empty names without ' ', '\t' or '\n' (net/dev: no ':').
 //   - cgroup: ids are either empty or well-formed (64 lowercase hex, pod UID, decimal job id).
 //   - cmdline: at most max_bytes, no NUL, no trailing space, a prefix of the NUL-to-space input,
-//     the whole input when it fits, and never cut inside a UTF-8 sequence.
+//     the whole input when it fits, and never cut inside a UTF-8 sequence (input that is not
+//     UTF-8 may be cut shorter, down to nothing).
 //   - passwd: user names are non-empty and hold no ':' or newline.
 #include <algorithm>
 #include <charconv>
@@ -211,8 +212,10 @@ void CheckCmdline(std::string_view raw, size_t max_bytes) {
                          Quote(trimmed), Quote(out));
   } else {
     // What follows the output is a trimmed space or the first byte left out, which must not be
-    // a UTF-8 continuation byte (10xxxxxx).
-    WARPSCOPE_FUZZ_CHECK((static_cast<unsigned char>(spaced[out.size()]) & 0xC0) != 0x80,
+    // a UTF-8 continuation byte (10xxxxxx) - unless the cut backed up to the start, which
+    // happens only when every byte up to the limit is one (the input is not UTF-8).
+    WARPSCOPE_FUZZ_CHECK(out.empty() ||
+                             (static_cast<unsigned char>(spaced[out.size()]) & 0xC0) != 0x80,
                          "JoinCmdline(max_bytes={}) split a UTF-8 sequence: {}", max_bytes,
                          Quote(out));
   }
