@@ -11,8 +11,8 @@ base::Result<ListenAddress> ParseListenAddress(std::string_view text) {
   if (!text.empty() && text.front() == '[') {
     size_t close = text.find(']');
     if (close == std::string_view::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      return Error(InvalidArgument(
-          "listen address '{}': expected [ipv6]:port, e.g. [::1]:9400", text));
+      return Error(
+          InvalidArgument("listen address '{}': expected [ipv6]:port, e.g. [::1]:9400", text));
     }
     out.host = std::string(text.substr(1, close - 1));
     port = text.substr(close + 2);
@@ -31,13 +31,21 @@ base::Result<ListenAddress> ParseListenAddress(std::string_view text) {
   }
   int p = -1;
   auto r = std::from_chars(port.data(), port.data() + port.size(), p);
-  if (port.empty() || r.ec != std::errc() || r.ptr != port.data() + port.size() || p < 0 ||
-      p > 65535) {
-    return Error(InvalidArgument(
-        "listen address '{}': port '{}' is not a number from 0 to 65535", text, port));
+  if (port.empty() || port[0] == '-' || r.ec != std::errc() || r.ptr != port.data() + port.size() ||
+      p < 0 || p > 65535) {
+    return Error(InvalidArgument("listen address '{}': port '{}' is not a number from 0 to 65535",
+                                 text, port));
   }
   if (out.host.empty()) {
     return Error(InvalidArgument("listen address '{}': empty host", text));
+  }
+  for (char c : out.host) {
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              c == '.' || c == '-' || c == ':' || c == '_' || c == '%';
+    if (!ok) {
+      return Error(InvalidArgument("listen address '{}': '{}' is not a host name or IP address",
+                                   text, out.host));
+    }
   }
   out.port = p;
   return out;

@@ -24,8 +24,8 @@ TEST(ParseListenAddressTest, AcceptsTheUsualForms) {
 }
 
 TEST(ParseListenAddressTest, RejectsBadForms) {
-  for (const char* bad :
-       {"", "9400", "host:", "host:65536", "host:-1", "host:12ab", "::1:9400", "[::1]9400", ":"}) {
+  for (const char* bad : {"", "9400", "host:", "host:65536", "host:-1", "host:12ab", "::1:9400",
+                          "[::1]9400", ":", ":-0", "[::1]:-0", "[[]:80", "a b:80", "\n:80"}) {
     auto r = ParseListenAddress(bad);
     EXPECT_FALSE(r.has_value()) << bad;
     if (!r) {
