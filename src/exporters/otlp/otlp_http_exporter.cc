@@ -5,9 +5,7 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <charconv>
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "base/logging.h"
 
@@ -19,57 +17,14 @@ bool Retryable(int status) {
   return status == 429 || status == 502 || status == 503 || status == 504;
 }
 
-// Retry-After in seconds; the HTTP-date form is ignored (the backoff applies).
-std::optional<base::Duration> RetryAfter(const httplib::Response& res) {
-  std::string v = res.get_header_value("Retry-After");
-  int64_t secs = 0;
-  auto r = std::from_chars(v.data(), v.data() + v.size(), secs);
-  if (v.empty() || r.ec != std::errc() || r.ptr != v.data() + v.size() || secs < 0) {
-    return std::nullopt;
-  }
-  return std::chrono::seconds(secs);
-}
-
-std::string Snippet(const std::string& body) {
-  return body.size() <= 200 ? body : body.substr(0, 200) + "...";
-}
-
 }  // namespace
 
 base::Result<OtlpEndpoint> ParseOtlpEndpoint(std::string_view url) {
-  std::string_view rest;
-  std::string_view scheme;
-  if (url.starts_with("http://")) {
-    scheme = "http://";
-  } else if (url.starts_with("https://")) {
-    scheme = "https://";
-  } else {
-    return base::Error(base::InvalidArgument(
-        "--otlp-endpoint '{}': expected an http:// or https:// URL, e.g. http://127.0.0.1:4318",
-        url));
+  WARPSCOPE_ASSIGN_OR_RETURN(HttpEndpoint out,
+                             ParseHttpEndpoint(url, "--otlp-endpoint", "http://collector:4318"));
+  if (out.path.empty() || out.path == "/") {
+    out.path = "/v1/metrics";
   }
-  rest = url.substr(scheme.size());
-  size_t slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  std::string_view path = slash == std::string_view::npos ? std::string_view() : rest.substr(slash);
-  if (authority.empty() || authority.find_first_of(" @?#") != std::string_view::npos) {
-    return base::Error(base::InvalidArgument(
-        "--otlp-endpoint '{}': missing or invalid host, e.g. http://collector:4318", url));
-  }
-  size_t colon = authority.rfind(':');
-  if (colon != std::string_view::npos && authority.back() != ']') {
-    std::string_view port = authority.substr(colon + 1);
-    int p = 0;
-    auto r = std::from_chars(port.data(), port.data() + port.size(), p);
-    if (port.empty() || r.ec != std::errc() || r.ptr != port.data() + port.size() || p <= 0 ||
-        p > 65535) {
-      return base::Error(base::InvalidArgument(
-          "--otlp-endpoint '{}': port '{}' is not a number from 1 to 65535", url, port));
-    }
-  }
-  OtlpEndpoint out;
-  out.scheme_host_port = std::string(scheme) + std::string(authority);
-  out.path = (path.empty() || path == "/") ? "/v1/metrics" : std::string(path);
   return out;
 }
 
@@ -85,8 +40,7 @@ base::Result<std::unique_ptr<OtlpHttpExporter>> OtlpHttpExporter::Create(Options
     return base::Error(base::InvalidArgument("OTLP exporter: the request timeout must be > 0"));
   }
   for (const auto& [k, v] : options.headers) {
-    if (k.empty() || k.find_first_of(":\r\n ") != std::string::npos ||
-        v.find_first_of("\r\n") != std::string::npos) {
+    if (!IsValidHeaderName(k) || !IsValidHeaderValue(v)) {
       return base::Error(base::InvalidArgument(
           "OTLP exporter: header '{}' is not a valid HTTP header name/value", k));
     }
@@ -99,15 +53,7 @@ OtlpHttpExporter::OtlpHttpExporter(Options options, OtlpEndpoint endpoint)
     : options_(std::move(options)),
       endpoint_(std::move(endpoint)),
       encoder_(options_.encoder),
-      client_(std::make_unique<httplib::Client>(endpoint_.scheme_host_port)) {
-  auto split = [](base::Duration d, auto set) {
-    auto us = std::chrono::duration_cast<std::chrono::microseconds>(d).count();
-    set(static_cast<time_t>(us / 1000000), static_cast<time_t>(us % 1000000));
-  };
-  split(options_.timeout, [&](time_t s, time_t us) { client_->set_connection_timeout(s, us); });
-  split(options_.timeout, [&](time_t s, time_t us) { client_->set_read_timeout(s, us); });
-  split(options_.timeout, [&](time_t s, time_t us) { client_->set_write_timeout(s, us); });
-  client_->set_compress(options_.gzip);
+      client_(MakeHttpClient(endpoint_, {.timeout = options_.timeout, .gzip = options_.gzip})) {
   worker_ = std::jthread([this](std::stop_token stop) { Run(std::move(stop)); });
 }
 
@@ -188,7 +134,7 @@ bool OtlpHttpExporter::Send(const std::string& body, std::stop_token& stop) {
   for (const auto& [k, v] : options_.headers) {
     headers.emplace(k, v);
   }
-  base::Duration backoff = options_.initial_backoff;
+  ExponentialBackoff backoff({.initial = options_.initial_backoff, .max = options_.max_backoff});
   for (int attempt = 1;; ++attempt) {
     if (stop.stop_requested()) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -208,8 +154,9 @@ bool OtlpHttpExporter::Send(const std::string& body, std::stop_token& stop) {
       return true;
     }
     const bool retryable = !res || Retryable(res->status);
-    const std::string what = res ? "HTTP " + std::to_string(res->status) + " " + Snippet(res->body)
-                                 : httplib::to_string(res.error());
+    const std::string what =
+        res ? "HTTP " + std::to_string(res->status) + " " + BodySnippet(res->body)
+            : httplib::to_string(res.error());
     if (!retryable || attempt >= options_.max_attempts) {
       failed_.fetch_add(1, std::memory_order_relaxed);
       WARPSCOPE_LOG_EVERY_N(WARNING, 10, "OTLP export to {}{} failed after {} attempt(s): {}{}",
@@ -217,7 +164,7 @@ bool OtlpHttpExporter::Send(const std::string& body, std::stop_token& stop) {
                             retryable ? "" : " (not retryable; check the endpoint and headers)");
       return false;
     }
-    base::Duration wait = backoff;
+    base::Duration wait = backoff.Next();
     if (res) {
       if (auto ra = RetryAfter(*res)) {
         wait = *ra;
@@ -229,7 +176,6 @@ bool OtlpHttpExporter::Send(const std::string& body, std::stop_token& stop) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
-    backoff = std::min(backoff * 2, options_.max_backoff);
   }
 }
 

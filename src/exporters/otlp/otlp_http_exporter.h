@@ -17,20 +17,14 @@
 #include "base/status.h"
 #include "base/time.h"
 #include "exporters/exporter.h"
+#include "exporters/http_push.h"
 #include "exporters/otlp/otlp_json_encoder.h"
-
-namespace httplib {
-class Client;
-}
 
 namespace warpscope::exporters {
 
 // Where and how to POST. The base URL is e.g. "http://127.0.0.1:4318"; "/v1/metrics" is
-// appended unless the URL has a path of its own.
-struct OtlpEndpoint {
-  std::string scheme_host_port;  // "http://127.0.0.1:4318"
-  std::string path;              // "/v1/metrics"
-};
+// used unless the URL has a path of its own.
+using OtlpEndpoint = HttpEndpoint;
 [[nodiscard]] base::Result<OtlpEndpoint> ParseOtlpEndpoint(std::string_view url);
 
 // Pushes export windows to an OTLP/HTTP receiver as JSON.
