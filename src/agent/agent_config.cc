@@ -71,6 +71,16 @@ base::Status AgentConfig::Validate() const {
         "--otlp-endpoint={}: must start with http:// or https:// (e.g. http://127.0.0.1:4318)",
         otlp_endpoint);
   }
+  if (!server_url.empty() && server_url.rfind("http://", 0) != 0 &&
+      server_url.rfind("https://", 0) != 0) {
+    return base::InvalidArgument(
+        "--server={}: must start with http:// or https:// (e.g. http://127.0.0.1:9410)",
+        server_url);
+  }
+  if (server_url.empty() && (!buffer_dir.empty() || !auth_token_file.empty())) {
+    return base::InvalidArgument(
+        "--buffer-dir and --auth-token-file need --server (the server to push to)");
+  }
   if (!prometheus_listen_address.empty() &&
       prometheus_listen_address.find(':') == std::string::npos) {
     return base::InvalidArgument(

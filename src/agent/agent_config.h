@@ -46,6 +46,15 @@ struct AgentConfig {
   KeyValues otlp_headers;
   // Processes reported by CPU use besides every GPU process.
   int top_processes = 10;
+  // Push every window to a warpscope server at this base URL ("" = no push).
+  std::string server_url;
+  // Bearer token for the server (file content, trimmed).
+  std::string auth_token_file;
+  // CA bundle to verify an https server with (default: the system's).
+  std::string tls_ca_file;
+  // Disk spool for windows the server has not acknowledged yet ("" = memory only).
+  std::string buffer_dir;
+  uint64_t buffer_max_bytes = 256ull << 20;
 
   [[nodiscard]] base::Status Validate() const;
 };

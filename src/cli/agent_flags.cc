@@ -52,6 +52,23 @@ void AgentFlags::Register(CLI::App& sub) {
                  "Processes reported by CPU use, besides every GPU process")
       ->envname("WARPSCOPE_TOP_PROCESSES")
       ->capture_default_str();
+  sub.add_option("--server", server_url_,
+                 "Push every window to this warpscope server (e.g. http://10.0.0.5:9410)")
+      ->envname("WARPSCOPE_SERVER");
+  sub.add_option("--auth-token-file", auth_token_file_,
+                 "File with the bearer token the server expects (chmod 600)")
+      ->envname("WARPSCOPE_AUTH_TOKEN_FILE");
+  sub.add_option("--tls-ca-file", tls_ca_file_,
+                 "CA bundle to verify an https --server with (default: the system's)")
+      ->envname("WARPSCOPE_TLS_CA_FILE");
+  sub.add_option("--buffer-dir", buffer_dir_,
+                 "Keep unacknowledged windows on disk here, so they survive agent restarts and "
+                 "long server outages")
+      ->envname("WARPSCOPE_BUFFER_DIR");
+  sub.add_option("--buffer-max-bytes", buffer_max_bytes_,
+                 "Disk spool bound; beyond it the oldest windows are dropped and counted")
+      ->envname("WARPSCOPE_BUFFER_MAX_BYTES")
+      ->capture_default_str();
   sub.add_flag("--once", once,
                "Collect two cycles one collect interval apart, print the Prometheus exposition "
                "to stdout and exit");
@@ -89,6 +106,11 @@ base::Status AgentFlags::Finish(agent::AgentConfig& config) const {
     config.otlp_headers.emplace_back(h.substr(0, eq), h.substr(eq + 1));
   }
   config.top_processes = top_processes_;
+  config.server_url = server_url_;
+  config.auth_token_file = auth_token_file_;
+  config.tls_ca_file = tls_ca_file_;
+  config.buffer_dir = buffer_dir_;
+  config.buffer_max_bytes = buffer_max_bytes_;
   return config.Validate();
 }
 

@@ -40,6 +40,11 @@ class AgentFlags {
   std::string otlp_endpoint_;
   std::vector<std::string> otlp_headers_;
   int top_processes_ = 10;
+  std::string server_url_;
+  std::string auth_token_file_;
+  std::string tls_ca_file_;
+  std::string buffer_dir_;
+  uint64_t buffer_max_bytes_ = 256ull << 20;
 };
 
 }  // namespace warpscope::cli

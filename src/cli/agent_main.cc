@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "cli/simulation.h"
 #include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/server/server_exporter.h"
 #include "exporters/prometheus/metrics_http_server.h"
 #include "exporters/prometheus/prometheus_exporter.h"
 
@@ -80,7 +81,8 @@ int RunAgent(const agent::AgentConfig& config_in, bool once) {
                      runner, clock);
 
   agent::ProcfsProcessResolver resolver(config.host_root);
-  agent.SetBeforeCycle([&resolver] { resolver.BeginCycle(); });
+  exporters::OtlpHttpExporter* otlp_exporter = nullptr;
+  exporters::ServerExporter* server_exporter = nullptr;
 
   if (config.enable_gpu_metrics) {
     agent::NvmlSourceOptions nvml_options;
@@ -140,15 +142,43 @@ int RunAgent(const agent::AgentConfig& config_in, bool once) {
                    exporter.error().message().c_str());
       return 2;
     }
-    exporters::OtlpHttpExporter* otlp_ptr = exporter->get();
+    otlp_exporter = exporter->get();
     agent.AddWindowExporter(std::move(*exporter));
-    // The sender drops frames on its own thread; report the count with the self-metrics.
-    agent.SetBeforeCycle([&resolver, &agent, otlp_ptr] {
-      resolver.BeginCycle();
-      agent.self_stats().SetExporterDropped("otlp", otlp_ptr->stats().dropped);
-    });
   }
 
+  if (!config.server_url.empty()) {
+    exporters::ServerExporter::Options so;
+    so.server_url = config.server_url;
+    so.agent_id = host;
+    so.host = host;
+    so.tags = config.tags;
+    so.agent_version = std::string(kVersion);
+    so.auth_token_file = config.auth_token_file;
+    so.tls_ca_file = config.tls_ca_file;
+    so.buffer_dir = config.buffer_dir;
+    so.buffer_max_bytes = config.buffer_max_bytes;
+    auto exporter = exporters::ServerExporter::Create(so);
+    if (!exporter) {
+      std::fprintf(stderr, "warpscope agent: %s\n", exporter.error().message().c_str());
+      return 2;
+    }
+    server_exporter = exporter->get();
+    agent.AddWindowExporter(std::move(*exporter));
+    WARPSCOPE_LOG(INFO, "pushing every window to {}", config.server_url);
+  }
+
+  // Push exporters drop frames on their own threads; report the counts with the self-metrics.
+  agent.SetBeforeCycle([&resolver, &agent, otlp_exporter, server_exporter] {
+    resolver.BeginCycle();
+    if (otlp_exporter != nullptr) {
+      agent.self_stats().SetExporterDropped("otlp", otlp_exporter->stats().dropped);
+    }
+    if (server_exporter != nullptr) {
+      auto s = server_exporter->stats();
+      agent.self_stats().SetExporterDropped(
+          "server", s.dropped_full + s.dropped_rejected + s.dropped_shutdown);
+    }
+  });
   agent.Start();
 
   if (once) {
@@ -163,22 +193,7 @@ int RunAgent(const agent::AgentConfig& config_in, bool once) {
     return 0;
   }
 
-  std::jthread signal_thread([&](std::stop_token stop) {
-    while (!stop.stop_requested()) {
-      timespec timeout{0, 200 * 1000 * 1000};
-      int sig = sigtimedwait(&signals, nullptr, &timeout);
-      if (sig == SIGINT || sig == SIGTERM) {
-        WARPSCOPE_LOG(INFO, "received signal {}, shutting down", sig);
-        runner.PostTask([&] {
-          agent.Stop();
-          runner.Quit();
-        });
-        return;
-      }
-    }
-  });
-  runner.Run();
-  signal_thread.request_stop();
+  RunUntilSignal(runner, signals, [&] { agent.Stop(); });
   if (http) http->Stop();
   return 0;
 }

@@ -2,10 +2,21 @@
 #ifndef WARPSCOPE_CLI_COMMANDS_H_
 #define WARPSCOPE_CLI_COMMANDS_H_
 
+#include <signal.h>
+
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 
 #include "agent/agent_config.h"
+#include "base/task_runner.h"
+#include "server/server_config.h"
+
+namespace warpscope::server {
+class ApiServer;
+class SqliteStorage;
+}  // namespace warpscope::server
 
 namespace warpscope::cli {
 
@@ -15,8 +26,38 @@ inline constexpr std::string_view kVersion = "0.1.0";
 // interval apart, prints the Prometheus exposition and returns). Returns the exit code.
 int RunAgent(const agent::AgentConfig& config, bool once);
 
+// `warpscope server`: runs until SIGINT/SIGTERM. Returns the exit code.
+int RunServer(const server::ServerConfig& config);
+
 // `warpscope metrics`: the reference of every metric (docs/metrics.md is this output).
 std::string MetricsReference(std::string_view format);
+
+// The server's parts in one process: storage, HTTP API, compaction scheduled on `runner`.
+class ServerProcess {
+ public:
+  [[nodiscard]] static base::Result<std::unique_ptr<ServerProcess>> Start(
+      const server::ServerConfig& config, base::TaskRunner& runner, const base::Clock& clock);
+  ~ServerProcess();
+  void Stop();
+  int port() const { return port_; }
+
+ private:
+  ServerProcess(base::TaskRunner& runner, const base::Clock& clock);
+  void ScheduleCompaction();
+
+  base::TaskRunner& runner_;
+  const base::Clock& clock_;
+  std::unique_ptr<server::SqliteStorage> storage_;
+  std::unique_ptr<server::ApiServer> api_;
+  int port_ = 0;
+  base::Duration compact_interval_{0};
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+// Runs `runner` until SIGINT or SIGTERM (which must be blocked in every thread, see
+// pthread_sigmask), then runs `on_stop` on the runner and returns.
+void RunUntilSignal(base::ThreadTaskRunner& runner, const sigset_t& signals,
+                    std::function<void()> on_stop);
 
 }  // namespace warpscope::cli
 

@@ -9,6 +9,7 @@
 #include "base/logging.h"
 #include "cli/agent_flags.h"
 #include "cli/commands.h"
+#include "cli/server_flags.h"
 
 namespace {
 
@@ -37,6 +38,11 @@ int main(int argc, char** argv) {
   warpscope::cli::AgentFlags agent_flags;
   agent_flags.Register(*agent_cmd);
 
+  CLI::App* server_cmd = app.add_subcommand(
+      "server", "Ingest, embedded storage and the query API for a fleet of agents");
+  warpscope::cli::ServerFlags server_flags;
+  server_flags.Register(*server_cmd);
+
   CLI::App* metrics_cmd =
       app.add_subcommand("metrics", "Print the reference of every metric warpscope can produce");
   std::string metrics_format = "markdown";
@@ -57,6 +63,15 @@ int main(int argc, char** argv) {
   if (*metrics_cmd) {
     std::cout << warpscope::cli::MetricsReference(metrics_format);
     return 0;
+  }
+  if (*server_cmd) {
+    warpscope::server::ServerConfig config;
+    warpscope::base::Status st = server_flags.Finish(config);
+    if (!st.ok()) {
+      std::fprintf(stderr, "warpscope server: %s\n", st.message().c_str());
+      return 2;
+    }
+    return warpscope::cli::RunServer(config);
   }
   if (*agent_cmd) {
     warpscope::base::SetMinLogSeverity(SeverityFromName(agent_flags.log_level));

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/server_flags.h"
+
+namespace warpscope::cli {
+
+void ServerFlags::Register(CLI::App& sub) {
+  sub.add_option("--listen-address", listen_address_,
+                 "HTTP address for ingest and the query API (host:port; :port for every "
+                 "interface)")
+      ->envname("WARPSCOPE_SERVER_LISTEN_ADDRESS")
+      ->capture_default_str();
+  sub.add_option("--data-dir", data_dir_, "Directory of the embedded database (created if missing)")
+      ->envname("WARPSCOPE_DATA_DIR")
+      ->capture_default_str();
+  sub.add_option("--auth-token-file", auth_token_file_,
+                 "File with the bearer token agents must send (chmod 600); without it ingest is "
+                 "open")
+      ->envname("WARPSCOPE_AUTH_TOKEN_FILE");
+  sub.add_flag("--auth-read", auth_read_, "Require the token on the query API too")
+      ->envname("WARPSCOPE_AUTH_READ");
+  sub.add_option("--max-body-bytes", max_body_bytes_, "Largest request body accepted (413 above)")
+      ->envname("WARPSCOPE_MAX_BODY_BYTES")
+      ->capture_default_str();
+  sub.add_option("--max-series-per-host", max_series_per_host_,
+                 "Cardinality cap: active series per host; new series above it are dropped and "
+                 "counted")
+      ->envname("WARPSCOPE_MAX_SERIES_PER_HOST")
+      ->capture_default_str();
+  sub.add_option("--retention-raw", retention_raw_, "How long raw windows are kept")
+      ->envname("WARPSCOPE_RETENTION_RAW")
+      ->capture_default_str();
+  sub.add_option("--retention-1m", retention_1m_, "How long 1-minute rollups are kept")
+      ->envname("WARPSCOPE_RETENTION_1M")
+      ->capture_default_str();
+  sub.add_option("--retention-1h", retention_1h_, "How long 1-hour rollups are kept")
+      ->envname("WARPSCOPE_RETENTION_1H")
+      ->capture_default_str();
+  sub.add_option("--compact-interval", compact_interval_,
+                 "How often rollups are built and retention applied")
+      ->envname("WARPSCOPE_COMPACT_INTERVAL")
+      ->capture_default_str();
+}
+
+base::Status ServerFlags::Finish(server::ServerConfig& config) const {
+  config = defaults_;
+  config.listen_address = listen_address_;
+  config.data_dir = data_dir_;
+  config.auth_token_file = auth_token_file_;
+  config.auth_read = auth_read_;
+  config.max_body_bytes = max_body_bytes_;
+  config.max_series_per_host = max_series_per_host_;
+  struct {
+    const std::string& text;
+    const char* flag;
+    base::Duration* out;
+  } durations[] = {{retention_raw_, "--retention-raw", &config.raw_retention},
+                   {retention_1m_, "--retention-1m", &config.minute_retention},
+                   {retention_1h_, "--retention-1h", &config.hour_retention},
+                   {compact_interval_, "--compact-interval", &config.compact_interval}};
+  for (auto& d : durations) {
+    auto parsed = base::ParseDuration(d.text);
+    if (!parsed) return parsed.error().WithContext(d.flag);
+    *d.out = *parsed;
+  }
+  return config.Validate();
+}
+
+}  // namespace warpscope::cli

@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef WARPSCOPE_CLI_SERVER_FLAGS_H_
+#define WARPSCOPE_CLI_SERVER_FLAGS_H_
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "base/status.h"
+#include "server/server_config.h"
+
+namespace warpscope::cli {
+
+// The `server` subcommand's flags, each with a WARPSCOPE_* environment twin.
+class ServerFlags {
+ public:
+  void Register(CLI::App& sub);
+  [[nodiscard]] base::Status Finish(server::ServerConfig& config) const;
+
+ private:
+  server::ServerConfig defaults_;
+  std::string listen_address_ = defaults_.listen_address;
+  std::string data_dir_ = defaults_.data_dir;
+  std::string auth_token_file_;
+  bool auth_read_ = false;
+  size_t max_body_bytes_ = defaults_.max_body_bytes;
+  size_t max_series_per_host_ = defaults_.max_series_per_host;
+  std::string retention_raw_ = "7d";
+  std::string retention_1m_ = "30d";
+  std::string retention_1h_ = "400d";
+  std::string compact_interval_ = "1m";
+};
+
+}  // namespace warpscope::cli
+
+#endif  // WARPSCOPE_CLI_SERVER_FLAGS_H_

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// Wiring of `warpscope server`: storage, HTTP API, periodic compaction on the main sequence.
+#include <signal.h>
+
+#include <cstdio>
+#include <thread>
+
+#include "base/logging.h"
+#include "base/task_runner.h"
+#include "cli/commands.h"
+#include "server/api/api_server.h"
+#include "server/storage/sqlite_storage.h"
+
+namespace warpscope::cli {
+
+base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
+    const server::ServerConfig& config, base::TaskRunner& runner, const base::Clock& clock) {
+  std::unique_ptr<ServerProcess> p(new ServerProcess(runner, clock));
+  std::string token;
+  if (!config.auth_token_file.empty()) {
+    WARPSCOPE_ASSIGN_OR_RETURN(token, server::ReadTokenFile(config.auth_token_file));
+  }
+  server::SqliteStorageOptions storage_options;
+  storage_options.data_dir = config.data_dir;
+  storage_options.storage.max_series_per_host = config.max_series_per_host;
+  storage_options.storage.raw_retention = config.raw_retention;
+  storage_options.storage.minute_retention = config.minute_retention;
+  storage_options.storage.hour_retention = config.hour_retention;
+  WARPSCOPE_ASSIGN_OR_RETURN(p->storage_, server::SqliteStorage::Open(storage_options));
+
+  server::ApiServer::Options api_options;
+  api_options.listen_address = config.listen_address;
+  api_options.auth_token = token;
+  api_options.auth_read = config.auth_read;
+  api_options.max_body_bytes = config.max_body_bytes;
+  p->api_ = std::make_unique<server::ApiServer>(api_options, *p->storage_, clock);
+  WARPSCOPE_ASSIGN_OR_RETURN(p->port_, p->api_->Start());
+  if (token.empty()) {
+    WARPSCOPE_LOG(WARNING, "ingest is open to anyone who can reach {}: pass --auth-token-file",
+                  config.listen_address);
+  }
+  WARPSCOPE_LOG(INFO, "server listening on {} (port {}), data in {}", config.listen_address,
+                p->port_, config.data_dir);
+  p->compact_interval_ = config.compact_interval;
+  p->ScheduleCompaction();
+  return p;
+}
+
+ServerProcess::ServerProcess(base::TaskRunner& runner, const base::Clock& clock)
+    : runner_(runner), clock_(clock) {}
+
+ServerProcess::~ServerProcess() { Stop(); }
+
+void ServerProcess::ScheduleCompaction() {
+  std::weak_ptr<bool> alive = alive_;
+  runner_.PostDelayedTask(
+      [this, alive] {
+        auto a = alive.lock();
+        if (!a || !*a) return;
+        auto result = storage_->Compact(clock_.Now());
+        if (!result) {
+          WARPSCOPE_LOG_EVERY_N(ERROR, 10, "compaction failed: {}", result.error().message());
+        }
+        ScheduleCompaction();
+      },
+      compact_interval_);
+}
+
+void ServerProcess::Stop() {
+  *alive_ = false;
+  if (api_) api_->Stop();
+}
+
+int RunServer(const server::ServerConfig& config) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  base::RealClock& clock = base::RealClock::Get();
+  base::ThreadTaskRunner runner(clock);
+  auto server = ServerProcess::Start(config, runner, clock);
+  if (!server) {
+    std::fprintf(stderr, "warpscope server: %s\n", server.error().message().c_str());
+    return 1;
+  }
+  RunUntilSignal(runner, signals, [&] { (*server)->Stop(); });
+  return 0;
+}
+
+void RunUntilSignal(base::ThreadTaskRunner& runner, const sigset_t& signals,
+                    std::function<void()> on_stop) {
+  std::jthread signal_thread([&](std::stop_token stop) {
+    while (!stop.stop_requested()) {
+      timespec timeout{0, 200 * 1000 * 1000};
+      int sig = sigtimedwait(&signals, nullptr, &timeout);
+      if (sig == SIGINT || sig == SIGTERM) {
+        WARPSCOPE_LOG(INFO, "received signal {}, shutting down", sig);
+        runner.PostTask([&] {
+          on_stop();
+          runner.Quit();
+        });
+        return;
+      }
+    }
+  });
+  runner.Run();
+  signal_thread.request_stop();
+}
+
+}  // namespace warpscope::cli

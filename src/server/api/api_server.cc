@@ -1,0 +1,550 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/api/api_server.h"
+
+#include <httplib.h>
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "base/listen_address.h"
+#include "base/logging.h"
+#include "server/api/query_params.h"
+#include "server/ingest/native_batch.h"
+#include "warpscope/v1/batch.pb.h"
+
+namespace warpscope::server {
+namespace {
+
+using nlohmann::json;
+
+double Seconds(base::TimePoint t) { return static_cast<double>(base::ToUnixNanos(t)) / 1e9; }
+
+json LabelsJson(const model::Labels& labels) {
+  json out = json::object();
+  for (const auto& [k, v] : labels) out[k] = v;
+  return out;
+}
+
+json MetricJson(const MetricInfo& m) {
+  return {{"key", m.key},
+          {"kind", m.kind == model::MetricKind::kCounter ? "counter" : "gauge"},
+          {"unit", m.unit},
+          {"help", m.help},
+          {"prom_name", m.prom_name},
+          {"prom_scale", m.prom_scale},
+          {"otel_name", m.otel_name},
+          {"entity_kind", model::EntityKindName(m.entity_kind)}};
+}
+
+// NaN and infinities are not JSON; a value that is not finite is sent as null.
+json Number(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
+
+void SendJson(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+}
+
+void SendError(httplib::Response& res, int status, std::string_view message) {
+  SendJson(res, status, json{{"error", message}});
+}
+
+int HttpStatusFor(const base::Status& s) {
+  switch (s.code()) {
+    case base::StatusCode::kInvalidArgument: return 400;
+    case base::StatusCode::kNotFound: return 404;
+    case base::StatusCode::kPermissionDenied: return 403;
+    case base::StatusCode::kResourceExhausted: return 413;
+    case base::StatusCode::kUnavailable: return 503;
+    default: return 500;
+  }
+}
+
+Params ParamsOf(const httplib::Request& req) {
+  Params p;
+  for (const auto& [k, v] : req.params) p.emplace(k, v);
+  return p;
+}
+
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+}  // namespace
+
+ApiServer::ApiServer(Options options, Storage& storage, const base::Clock& clock)
+    : options_(std::move(options)), storage_(storage), clock_(clock) {}
+
+ApiServer::~ApiServer() { Stop(); }
+
+ApiServer::Stats ApiServer::stats() const {
+  Stats s;
+  s.batches = batches_.load();
+  s.duplicate_batches = duplicate_batches_.load();
+  s.series_windows = series_windows_.load();
+  s.dropped_series = dropped_series_.load();
+  s.rejected = rejected_.load();
+  s.unauthorized = unauthorized_.load();
+  s.profiles = profiles_.load();
+  s.queries = queries_.load();
+  return s;
+}
+
+bool ApiServer::Authorized(const httplib::Request& req, httplib::Response& res, bool ingest) {
+  if (options_.auth_token.empty() || (!ingest && !options_.auth_read)) return true;
+  std::string header = req.get_header_value("Authorization");
+  constexpr std::string_view kBearer = "Bearer ";
+  if (header.rfind(kBearer, 0) == 0 &&
+      ConstantTimeEquals(std::string_view(header).substr(kBearer.size()), options_.auth_token)) {
+    return true;
+  }
+  ++unauthorized_;
+  res.set_header("WWW-Authenticate", "Bearer");
+  SendError(res, 401,
+            header.empty() ? "missing bearer token: send 'Authorization: Bearer <token>' (the "
+                             "agent's --auth-token-file)"
+                           : "invalid bearer token: use the token from the server's "
+                             "--auth-token-file");
+  return false;
+}
+
+void ApiServer::InstallRoutes() {
+  auto bind = [this](Handler h) {
+    return [this, h](const httplib::Request& req, httplib::Response& res) {
+      try {
+        (this->*h)(req, res);
+      } catch (const std::exception& e) {
+        WARPSCOPE_LOG_EVERY_N(ERROR, 100, "{} {}: {}", req.method, req.path, e.what());
+        SendError(res, 500, "internal error");
+      } catch (...) {
+        SendError(res, 500, "internal error");
+      }
+    };
+  };
+  http_->Post("/api/v1/ingest/batch", bind(&ApiServer::IngestBatch));
+  http_->Post("/api/v1/ingest/profile", bind(&ApiServer::IngestProfile));
+  http_->Get("/api/v1/metrics", bind(&ApiServer::Metrics));
+  http_->Get("/api/v1/entities", bind(&ApiServer::Entities));
+  http_->Get("/api/v1/query_range", bind(&ApiServer::QueryRange));
+  http_->Get("/api/v1/top", bind(&ApiServer::Top));
+  http_->Get("/api/v1/events", bind(&ApiServer::Events));
+  http_->Get("/api/v1/profiles", bind(&ApiServer::Profiles));
+  http_->Get(R"(/api/v1/profiles/(\d+))", bind(&ApiServer::ProfileData));
+  http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    SendJson(res, 200, json{{"status", "ok"}});
+  });
+  http_->Get("/readyz", bind(&ApiServer::Ready));
+  http_->Get("/metrics", bind(&ApiServer::SelfMetrics));
+  // Bodies httplib refuses itself (too large) or paths without a route get a JSON error too.
+  http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    if (res.status == 413) {
+      SendError(res, 413, "request body too large: split the batch or raise --max-body-bytes");
+    } else if (res.status == 404) {
+      SendError(res, 404, "no such endpoint: " + req.path + " (see docs/api.md)");
+    } else {
+      SendError(res, res.status, "request failed with HTTP " + std::to_string(res.status));
+    }
+  });
+}
+
+base::Result<int> ApiServer::Start() {
+  WARPSCOPE_ASSIGN_OR_RETURN(base::ListenAddress addr,
+                             base::ParseListenAddress(options_.listen_address));
+  http_ = std::make_unique<httplib::Server>();
+  http_->set_payload_max_length(options_.max_body_bytes);
+  http_->new_task_queue = [n = options_.worker_threads] { return new httplib::ThreadPool(n); };
+  // A second server on the same port must fail loudly, not share the port.
+  http_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  InstallRoutes();
+  int bound = addr.port == 0 ? http_->bind_to_any_port(addr.host)
+                             : (http_->bind_to_port(addr.host, addr.port) ? addr.port : -1);
+  if (bound < 0) {
+    http_.reset();
+    return base::Error(base::Unavailable(
+        "cannot listen on {}: the port is in use or the address is not local; stop the other "
+        "process or pass --listen-address",
+        options_.listen_address));
+  }
+  port_ = bound;
+  thread_ = std::thread([this] {
+    pthread_setname_np(pthread_self(), "api-http");
+    http_->listen_after_bind();
+  });
+  return port_;
+}
+
+void ApiServer::Stop() {
+  if (http_) http_->stop();
+  if (thread_.joinable()) thread_.join();
+  http_.reset();
+}
+
+void ApiServer::IngestBatch(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, /*ingest=*/true)) return;
+  std::string type = req.get_header_value("Content-Type");
+  bool is_json = type.rfind("application/json", 0) == 0;
+  if (!is_json && type.rfind("application/x-protobuf", 0) != 0) {
+    ++rejected_;
+    SendError(res, 415,
+              "Content-Type must be application/x-protobuf or application/json, got '" + type +
+                  "'");
+    return;
+  }
+  auto decoded = is_json ? DecodeNativeBatchJson(req.body) : DecodeNativeBatchProto(req.body);
+  if (!decoded) {
+    ++rejected_;
+    SendError(res, 400, decoded.error().message());
+    return;
+  }
+  if (decoded->rejected_series > 0) {
+    WARPSCOPE_LOG_EVERY_N(WARNING, 100, "batch from {}: {} series left out: {}",
+                          decoded->batch.agent_id, decoded->rejected_series,
+                          decoded->first_rejection);
+  }
+  const server::IngestBatch* batch = &decoded->batch;
+  auto written = storage_.WriteBatch(*batch);
+  if (!written) {
+    int status = HttpStatusFor(written.error());
+    if (status < 500) ++rejected_;
+    SendError(res, status, written.error().message());
+    return;
+  }
+  if (written->duplicate) {
+    ++duplicate_batches_;
+  } else {
+    ++batches_;
+  }
+  series_windows_ += written->stored;
+  dropped_series_ += written->dropped_series;
+  warpscope::v1::BatchResponse reply;
+  reply.set_accepted_sequence(batch->sequence);
+  reply.set_duplicate(written->duplicate);
+  reply.set_dropped_series(written->dropped_series);
+  if (is_json || req.get_header_value("Accept").find("application/json") != std::string::npos) {
+    SendJson(res, 200,
+             json{{"accepted_sequence", batch->sequence},
+                  {"duplicate", written->duplicate},
+                  {"dropped_series", written->dropped_series}});
+  } else {
+    res.status = 200;
+    res.set_content(reply.SerializeAsString(), "application/x-protobuf");
+  }
+}
+
+void ApiServer::IngestProfile(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, /*ingest=*/true)) return;
+  Params params = ParamsOf(req);
+  ProfileMeta meta;
+  auto host = Param(params, "host");
+  auto kind = Param(params, "kind");
+  if (!host || host->empty() || !kind || kind->empty()) {
+    ++rejected_;
+    SendError(res, 400, "host= and kind= are required (e.g. ?host=node1&kind=cpu)");
+    return;
+  }
+  // pprof is gzip-compressed protobuf; accept uncompressed protobuf too.
+  if (req.body.empty()) {
+    ++rejected_;
+    SendError(res, 400, "empty profile body: send a pprof file (.pb.gz)");
+    return;
+  }
+  meta.host = std::string(*host);
+  meta.kind = std::string(*kind);
+  if (auto e = Param(params, "entity")) meta.entity = std::string(*e);
+  if (auto x = Param(params, "executable")) meta.executable = std::string(*x);
+  if (auto p = Param(params, "pid")) {
+    try {
+      meta.pid = std::stoll(std::string(*p));
+    } catch (...) {
+      ++rejected_;
+      SendError(res, 400, "pid= must be a number");
+      return;
+    }
+  }
+  auto range = ParseRange(params, clock_.Now(), std::chrono::minutes(1));
+  if (!range) {
+    ++rejected_;
+    SendError(res, 400, range.error().message());
+    return;
+  }
+  meta.start = range->start;
+  meta.end = range->end;
+  for (const auto& [k, v] : params) {
+    if (k.rfind("label.", 0) == 0) meta.labels.Set(k.substr(6), v);
+  }
+  auto id = storage_.WriteProfile(meta, req.body);
+  if (!id) {
+    int status = HttpStatusFor(id.error());
+    if (status < 500) ++rejected_;
+    SendError(res, status, id.error().message());
+    return;
+  }
+  ++profiles_;
+  SendJson(res, 200, json{{"id", *id}});
+}
+
+void ApiServer::Metrics(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, false)) return;
+  ++queries_;
+  auto metrics = storage_.ListMetrics();
+  if (!metrics) return SendError(res, HttpStatusFor(metrics.error()), metrics.error().message());
+  json out = json::array();
+  for (const auto& m : *metrics) out.push_back(MetricJson(m));
+  SendJson(res, 200, json{{"metrics", out}});
+}
+
+void ApiServer::Entities(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, false)) return;
+  ++queries_;
+  Params params = ParamsOf(req);
+  EntityQuery q;
+  if (auto k = Param(params, "kind")) {
+    auto kind = ParseEntityKind(*k);
+    if (!kind) return SendError(res, 400, kind.error().message());
+    q.kind = *kind;
+  }
+  if (auto h = Param(params, "host")) q.host = std::string(*h);
+  if (auto p = Param(params, "prefix")) q.id_prefix = std::string(*p);
+  if (auto s = Param(params, "q")) q.id_contains = std::string(*s);
+  for (const auto& [k, v] : params) {
+    if (k.rfind("attr.", 0) == 0) q.attributes.Set(k.substr(5), v);
+  }
+  if (auto since = Param(params, "since")) {
+    auto t = ParseTime(*since, clock_.Now());
+    if (!t) return SendError(res, 400, t.error().WithContext("since").message());
+    q.seen_since = *t;
+  }
+  auto limit = ParseCount(params, "limit", 1000, 100000);
+  if (!limit) return SendError(res, 400, limit.error().message());
+  q.limit = *limit;
+  auto entities = storage_.ListEntities(q);
+  if (!entities) return SendError(res, HttpStatusFor(entities.error()), entities.error().message());
+  json out = json::array();
+  for (const auto& e : *entities) {
+    out.push_back({{"host", e.host},
+                   {"kind", model::EntityKindName(e.entity.kind)},
+                   {"id", e.entity.id},
+                   {"parent", e.entity.parent},
+                   {"attributes", LabelsJson(e.entity.attributes)},
+                   {"first_seen", Seconds(e.first_seen)},
+                   {"last_seen", Seconds(e.last_seen)}});
+  }
+  SendJson(res, 200, json{{"entities", out}});
+}
+
+void ApiServer::QueryRange(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, false)) return;
+  ++queries_;
+  Params params = ParamsOf(req);
+  RangeQuery q;
+  auto metric = Param(params, "metric");
+  if (!metric || metric->empty()) {
+    return SendError(res, 400, "metric= is required (a metric key such as gpu.utilization; "
+                               "GET /api/v1/metrics lists them)");
+  }
+  q.metric = std::string(*metric);
+  auto match = ParseMatcher(params);
+  if (!match) return SendError(res, 400, match.error().message());
+  q.match = *match;
+  auto range = ParseRange(params, clock_.Now());
+  if (!range) return SendError(res, 400, range.error().message());
+  q.start = range->start;
+  q.end = range->end;
+  if (auto s = Param(params, "step")) {
+    auto step = base::ParseDuration(*s);
+    if (!step || step->count() <= 0) {
+      return SendError(res, 400, "step: expected a positive duration such as 30s or 5m");
+    }
+    q.step = *step;
+  } else {
+    // About 300 points across the range, at least 10 s.
+    q.step = std::max<base::Duration>(std::chrono::seconds(10), (q.end - q.start) / 300);
+  }
+  if (auto a = Param(params, "agg")) {
+    auto agg = ParseAggregation(*a);
+    if (!agg) return SendError(res, 400, agg.error().message());
+    q.aggregation = *agg;
+  }
+  auto result = storage_.QueryRange(q);
+  if (!result) return SendError(res, HttpStatusFor(result.error()), result.error().message());
+  json series = json::array();
+  for (const auto& s : result->series) {
+    json points = json::array();
+    for (const auto& p : s.points) points.push_back({Seconds(p.time), Number(p.value)});
+    series.push_back({{"host", s.series.host},
+                      {"entity", s.series.entity},
+                      {"kind", model::EntityKindName(s.series.entity_kind)},
+                      {"labels", LabelsJson(s.series.labels)},
+                      {"attributes", LabelsJson(s.series.entity_attributes)},
+                      {"points", points}});
+  }
+  json resolutions = json::array();
+  for (Resolution r : result->resolutions) resolutions.push_back(ResolutionName(r));
+  SendJson(res, 200,
+           json{{"metric", MetricJson(result->metric)},
+                {"start", Seconds(q.start)},
+                {"end", Seconds(q.end)},
+                {"step", base::ToSeconds(q.step)},
+                {"aggregation", AggregationName(q.aggregation)},
+                {"resolutions", resolutions},
+                {"series", series}});
+}
+
+void ApiServer::Top(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, false)) return;
+  ++queries_;
+  Params params = ParamsOf(req);
+  TopQuery q;
+  auto metric = Param(params, "metric");
+  if (!metric || metric->empty()) return SendError(res, 400, "metric= is required");
+  q.metric = std::string(*metric);
+  auto match = ParseMatcher(params);
+  if (!match) return SendError(res, 400, match.error().message());
+  q.match = *match;
+  auto range = ParseRange(params, clock_.Now());
+  if (!range) return SendError(res, 400, range.error().message());
+  q.start = range->start;
+  q.end = range->end;
+  if (auto a = Param(params, "agg")) {
+    auto agg = ParseAggregation(*a);
+    if (!agg) return SendError(res, 400, agg.error().message());
+    q.aggregation = *agg;
+  }
+  auto limit = ParseCount(params, "limit", 10, 10000);
+  if (!limit) return SendError(res, 400, limit.error().message());
+  q.limit = *limit;
+  if (auto o = Param(params, "order")) {
+    if (*o != "asc" && *o != "desc") return SendError(res, 400, "order= must be asc or desc");
+    q.ascending = *o == "asc";
+  }
+  auto top = storage_.TopEntities(q);
+  if (!top) return SendError(res, HttpStatusFor(top.error()), top.error().message());
+  json out = json::array();
+  for (const auto& e : *top) {
+    out.push_back({{"host", e.host},
+                   {"entity", e.entity},
+                   {"kind", model::EntityKindName(e.entity_kind)},
+                   {"attributes", LabelsJson(e.entity_attributes)},
+                   {"value", Number(e.value)},
+                   {"latest", Number(e.latest)},
+                   {"latest_time", Seconds(e.latest_time)}});
+  }
+  SendJson(res, 200, json{{"metric", q.metric}, {"entries", out}});
+}
+
+void ApiServer::Events(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, false)) return;
+  ++queries_;
+  Params params = ParamsOf(req);
+  EventQuery q;
+  if (auto h = Param(params, "host")) q.host = std::string(*h);
+  if (auto e = Param(params, "entity")) q.entity = std::string(*e);
+  if (auto k = Param(params, "kind")) q.kind = std::string(*k);
+  auto range = ParseRange(params, clock_.Now(), std::chrono::hours(24));
+  if (!range) return SendError(res, 400, range.error().message());
+  q.start = range->start;
+  q.end = range->end;
+  auto limit = ParseCount(params, "limit", 1000, 100000);
+  if (!limit) return SendError(res, 400, limit.error().message());
+  q.limit = *limit;
+  auto events = storage_.QueryEvents(q);
+  if (!events) return SendError(res, HttpStatusFor(events.error()), events.error().message());
+  json out = json::array();
+  for (const auto& r : *events) {
+    out.push_back({{"host", r.host},
+                   {"entity", r.event.entity},
+                   {"time", Seconds(r.event.time)},
+                   {"kind", r.event.kind},
+                   {"code", r.event.code},
+                   {"message", r.event.message},
+                   {"attributes", LabelsJson(r.event.attributes)}});
+  }
+  SendJson(res, 200, json{{"events", out}});
+}
+
+void ApiServer::Profiles(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, false)) return;
+  ++queries_;
+  Params params = ParamsOf(req);
+  ProfileQuery q;
+  if (auto h = Param(params, "host")) q.host = std::string(*h);
+  if (auto e = Param(params, "entity")) q.entity = std::string(*e);
+  if (auto k = Param(params, "kind")) q.kind = std::string(*k);
+  auto range = ParseRange(params, clock_.Now(), std::chrono::hours(24));
+  if (!range) return SendError(res, 400, range.error().message());
+  q.start = range->start;
+  q.end = range->end;
+  auto limit = ParseCount(params, "limit", 100, 10000);
+  if (!limit) return SendError(res, 400, limit.error().message());
+  q.limit = *limit;
+  auto list = storage_.ListProfiles(q);
+  if (!list) return SendError(res, HttpStatusFor(list.error()), list.error().message());
+  json out = json::array();
+  for (const auto& m : *list) {
+    out.push_back({{"id", m.id},
+                   {"host", m.host},
+                   {"entity", m.entity},
+                   {"pid", m.pid},
+                   {"executable", m.executable},
+                   {"kind", m.kind},
+                   {"start", Seconds(m.start)},
+                   {"end", Seconds(m.end)},
+                   {"labels", LabelsJson(m.labels)},
+                   {"size_bytes", m.size_bytes}});
+  }
+  SendJson(res, 200, json{{"profiles", out}});
+}
+
+void ApiServer::ProfileData(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, false)) return;
+  ++queries_;
+  int64_t id = 0;
+  try {
+    id = std::stoll(req.matches[1].str());
+  } catch (...) {
+    return SendError(res, 400, "bad profile id");
+  }
+  auto profile = storage_.ReadProfile(id);
+  if (!profile) return SendError(res, HttpStatusFor(profile.error()), profile.error().message());
+  res.status = 200;
+  res.set_header("Content-Disposition",
+                 "attachment; filename=\"profile-" + std::to_string(id) + ".pb.gz\"");
+  res.set_content(profile->data, "application/octet-stream");
+}
+
+void ApiServer::Ready(const httplib::Request&, httplib::Response& res) {
+  auto metrics = storage_.ListMetrics();
+  if (!metrics) return SendError(res, 503, "storage not ready: " + metrics.error().message());
+  SendJson(res, 200, json{{"status", "ready"}});
+}
+
+void ApiServer::SelfMetrics(const httplib::Request&, httplib::Response& res) {
+  Stats s = stats();
+  std::string out;
+  auto counter = [&out](std::string_view name, std::string_view help, uint64_t v) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, v);
+  };
+  counter("warpscope_server_batches_total", "Agent batches stored.", s.batches);
+  counter("warpscope_server_duplicate_batches_total",
+          "Agent batches received again after being stored (retries), not stored twice.",
+          s.duplicate_batches);
+  counter("warpscope_server_series_windows_total", "Series windows stored.", s.series_windows);
+  counter("warpscope_server_dropped_series_total",
+          "New series refused by the per-host cardinality cap.", s.dropped_series);
+  counter("warpscope_server_rejected_requests_total", "Ingest requests answered with a 4xx.",
+          s.rejected);
+  counter("warpscope_server_unauthorized_requests_total", "Requests answered with 401.",
+          s.unauthorized);
+  counter("warpscope_server_profiles_total", "Profiles stored.", s.profiles);
+  counter("warpscope_server_queries_total", "Query API requests.", s.queries);
+  res.status = 200;
+  res.set_content(out, "text/plain; version=0.0.4; charset=utf-8");
+}
+
+}  // namespace warpscope::server

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef WARPSCOPE_SERVER_API_API_SERVER_H_
+#define WARPSCOPE_SERVER_API_API_SERVER_H_
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "base/status.h"
+#include "base/time.h"
+#include "server/storage/storage.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace warpscope::server {
+
+// The server's HTTP front: ingest endpoints, the JSON query API (docs/api.md), health and
+// self-metrics. Request threads call the Storage directly (it is thread-safe); nothing else is
+// shared. Errors are JSON bodies {"error": "..."} with a 4xx status for bad requests.
+class ApiServer {
+ public:
+  struct Options {
+    std::string listen_address = "127.0.0.1:9410";
+    // Bearer token required on ingest endpoints when non-empty.
+    std::string auth_token;
+    // Also require the token on the read API (query endpoints, profiles download).
+    bool auth_read = false;
+    // Request bodies larger than this get 413 (after decompression for gzip bodies).
+    size_t max_body_bytes = 32u << 20;
+    int worker_threads = 8;
+  };
+  struct Stats {
+    uint64_t batches = 0;          // stored
+    uint64_t duplicate_batches = 0;
+    uint64_t series_windows = 0;   // stored
+    uint64_t dropped_series = 0;   // over the cardinality cap
+    uint64_t rejected = 0;         // 4xx answers on ingest endpoints
+    uint64_t unauthorized = 0;     // 401 answers
+    uint64_t profiles = 0;
+    uint64_t queries = 0;
+  };
+
+  ApiServer(Options options, Storage& storage, const base::Clock& clock);
+  ~ApiServer();
+  ApiServer(const ApiServer&) = delete;
+  ApiServer& operator=(const ApiServer&) = delete;
+
+  // Binds and starts serving on its own threads; returns the bound port (the listen address may
+  // use port 0). Errors name the address and the remedy.
+  [[nodiscard]] base::Result<int> Start();
+  void Stop();
+  Stats stats() const;
+
+ private:
+  using Handler = void (ApiServer::*)(const httplib::Request&, httplib::Response&);
+  void InstallRoutes();
+  bool Authorized(const httplib::Request& req, httplib::Response& res, bool ingest);
+
+  void IngestBatch(const httplib::Request& req, httplib::Response& res);
+  void IngestProfile(const httplib::Request& req, httplib::Response& res);
+  void Metrics(const httplib::Request& req, httplib::Response& res);
+  void Entities(const httplib::Request& req, httplib::Response& res);
+  void QueryRange(const httplib::Request& req, httplib::Response& res);
+  void Top(const httplib::Request& req, httplib::Response& res);
+  void Events(const httplib::Request& req, httplib::Response& res);
+  void Profiles(const httplib::Request& req, httplib::Response& res);
+  void ProfileData(const httplib::Request& req, httplib::Response& res);
+  void Ready(const httplib::Request& req, httplib::Response& res);
+  void SelfMetrics(const httplib::Request& req, httplib::Response& res);
+
+  Options options_;
+  Storage& storage_;
+  const base::Clock& clock_;
+  std::unique_ptr<httplib::Server> http_;
+  std::thread thread_;
+  int port_ = 0;
+
+  std::atomic<uint64_t> batches_{0};
+  std::atomic<uint64_t> duplicate_batches_{0};
+  std::atomic<uint64_t> series_windows_{0};
+  std::atomic<uint64_t> dropped_series_{0};
+  std::atomic<uint64_t> rejected_{0};
+  std::atomic<uint64_t> unauthorized_{0};
+  std::atomic<uint64_t> profiles_{0};
+  std::atomic<uint64_t> queries_{0};
+};
+
+}  // namespace warpscope::server
+
+#endif  // WARPSCOPE_SERVER_API_API_SERVER_H_

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/api/api_server.h"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "server/storage/sqlite_storage.h"
+#include <google/protobuf/util/json_util.h>
+
+#include "warpscope/v1/batch.pb.h"
+
+namespace warpscope::server {
+namespace {
+
+using nlohmann::json;
+constexpr char kToken[] = "s3cret-token";
+const int64_t kT0 = 1'700'000'000'000'000'000;  // ns
+
+warpscope::v1::Batch MakeBatch(uint64_t sequence, int64_t start_ns, double util) {
+  warpscope::v1::Batch b;
+  b.set_version(1);
+  b.set_agent_id("agent-1");
+  b.set_sequence(sequence);
+  b.set_start_unix_nano(start_ns);
+  b.set_end_unix_nano(start_ns + 10'000'000'000);
+  b.set_host("node1");
+  auto* host = b.add_entities();
+  host->set_kind(warpscope::v1::ENTITY_KIND_HOST);
+  host->set_id("node1");
+  auto* gpu = b.add_entities();
+  gpu->set_kind(warpscope::v1::ENTITY_KIND_GPU);
+  gpu->set_id("GPU-a");
+  auto* attr = gpu->add_attributes();
+  attr->set_key("gpu.index");
+  attr->set_value("0");
+  auto* m = b.add_metrics();
+  m->set_key("gpu.utilization");
+  m->set_kind(warpscope::v1::METRIC_KIND_GAUGE);
+  m->set_unit("1");
+  m->set_prom_name("DCGM_FI_DEV_GPU_UTIL");
+  m->set_prom_scale(100);
+  m->set_entity_kind(warpscope::v1::ENTITY_KIND_GPU);
+  auto* s = b.add_series();
+  s->set_metric(0);
+  s->set_entity("GPU-a");
+  s->set_avg(util);
+  s->set_min(util - 0.1);
+  s->set_max(util + 0.1);
+  s->set_last(util);
+  s->set_count(10);
+  auto* e = b.add_events();
+  e->set_time_unix_nano(start_ns + 1'000'000'000);
+  e->set_entity("GPU-a");
+  e->set_kind("xid");
+  e->set_code(79);
+  e->set_message("GPU has fallen off the bus");
+  return b;
+}
+
+class ApiServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/warpscope_api_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    SqliteStorageOptions so;
+    so.data_dir = dir_;
+    auto storage = SqliteStorage::Open(so);
+    ASSERT_TRUE(storage) << storage.error().message();
+    storage_ = std::move(*storage);
+    ApiServer::Options opts;
+    opts.listen_address = "127.0.0.1:0";
+    opts.auth_token = kToken;
+    opts.max_body_bytes = 64 * 1024;
+    api_ = std::make_unique<ApiServer>(opts, *storage_, clock_);
+    auto port = api_->Start();
+    ASSERT_TRUE(port) << port.error().message();
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", *port);
+  }
+  void TearDown() override {
+    api_.reset();
+    storage_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+
+  httplib::Result Post(const std::string& body, const std::string& type = "application/x-protobuf",
+                       const std::string& token = kToken) {
+    httplib::Headers h;
+    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+    return client_->Post("/api/v1/ingest/batch", h, body, type.c_str());
+  }
+
+  base::FakeClock clock_{base::FromUnixNanos(kT0 + 3'600'000'000'000)};
+  std::string dir_;
+  std::unique_ptr<SqliteStorage> storage_;
+  std::unique_ptr<ApiServer> api_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(ApiServerTest, StoresABatchOnceAndAnswersQueries) {
+  auto res = Post(MakeBatch(1, kT0, 0.9).SerializeAsString());
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  warpscope::v1::BatchResponse reply;
+  ASSERT_TRUE(reply.ParseFromString(res->body));
+  EXPECT_EQ(reply.accepted_sequence(), 1u);
+  EXPECT_FALSE(reply.duplicate());
+
+  auto again = Post(MakeBatch(1, kT0, 0.9).SerializeAsString());
+  ASSERT_EQ(again->status, 200);
+  ASSERT_TRUE(reply.ParseFromString(again->body));
+  EXPECT_TRUE(reply.duplicate());
+  EXPECT_EQ(api_->stats().batches, 1u);
+  EXPECT_EQ(api_->stats().duplicate_batches, 1u);
+
+  auto range = client_->Get(
+      "/api/v1/query_range?metric=gpu.utilization&start=1700000000&end=1700000060&step=60s&"
+      "kind=gpu&agg=max");
+  ASSERT_EQ(range->status, 200) << range->body;
+  json r = json::parse(range->body);
+  ASSERT_EQ(r["series"].size(), 1u);
+  EXPECT_EQ(r["series"][0]["entity"], "GPU-a");
+  EXPECT_EQ(r["series"][0]["attributes"]["gpu.index"], "0");
+  EXPECT_NEAR(r["series"][0]["points"][0][1].get<double>(), 1.0, 1e-9);
+  EXPECT_EQ(r["metric"]["prom_name"], "DCGM_FI_DEV_GPU_UTIL");
+
+  json entities = json::parse(client_->Get("/api/v1/entities?kind=gpu")->body);
+  ASSERT_EQ(entities["entities"].size(), 1u);
+  EXPECT_EQ(entities["entities"][0]["id"], "GPU-a");
+
+  json top = json::parse(
+      client_->Get("/api/v1/top?metric=gpu.utilization&kind=gpu&start=1700000000&end=1700000060")
+          ->body);
+  ASSERT_EQ(top["entries"].size(), 1u);
+  EXPECT_NEAR(top["entries"][0]["value"].get<double>(), 0.9, 1e-9);
+
+  json events =
+      json::parse(client_->Get("/api/v1/events?start=1700000000&end=1700000060")->body);
+  ASSERT_EQ(events["events"].size(), 1u);
+  EXPECT_EQ(events["events"][0]["code"], 79);
+
+  json metrics = json::parse(client_->Get("/api/v1/metrics")->body);
+  EXPECT_EQ(metrics["metrics"][0]["key"], "gpu.utilization");
+}
+
+TEST_F(ApiServerTest, JsonBatchesWork) {
+  std::string body;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(MakeBatch(7, kT0, 0.5), &body).ok());
+  auto res = Post(body, "application/json");
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(json::parse(res->body)["accepted_sequence"], 7);
+}
+
+TEST_F(ApiServerTest, RejectsMissingAndWrongTokens) {
+  std::string body = MakeBatch(1, kT0, 0.9).SerializeAsString();
+  auto none = Post(body, "application/x-protobuf", "");
+  ASSERT_EQ(none->status, 401);
+  EXPECT_NE(json::parse(none->body)["error"].get<std::string>().find("bearer token"),
+            std::string::npos);
+  EXPECT_EQ(Post(body, "application/x-protobuf", "wrong")->status, 401);
+  EXPECT_EQ(api_->stats().unauthorized, 2u);
+  EXPECT_EQ(api_->stats().batches, 0u);
+}
+
+TEST_F(ApiServerTest, MalformedBodiesGetAClearJsonError) {
+  auto garbage = Post("\xff\xff\xff not a protobuf");
+  ASSERT_EQ(garbage->status, 400);
+  EXPECT_FALSE(json::parse(garbage->body)["error"].get<std::string>().empty());
+
+  auto bad_json = Post("{\"version\": 1, \"agentId\": ", "application/json");
+  ASSERT_EQ(bad_json->status, 400);
+
+  warpscope::v1::Batch future = MakeBatch(1, kT0, 0.9);
+  future.set_version(99);
+  auto version = Post(future.SerializeAsString());
+  ASSERT_EQ(version->status, 400);
+  EXPECT_NE(json::parse(version->body)["error"].get<std::string>().find("version"),
+            std::string::npos);
+
+  auto type = Post("x", "text/plain");
+  EXPECT_EQ(type->status, 415);
+  // Nothing above was stored.
+  EXPECT_EQ(api_->stats().batches, 0u);
+}
+
+TEST_F(ApiServerTest, OversizedBodyIs413WithJson) {
+  auto res = Post(std::string(128 * 1024, 'x'));
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  EXPECT_NE(res->body.find("too large"), std::string::npos);
+}
+
+TEST_F(ApiServerTest, BadQueriesAre400AndUnknownPathsAre404) {
+  EXPECT_EQ(client_->Get("/api/v1/query_range")->status, 400);
+  EXPECT_EQ(client_->Get("/api/v1/query_range?metric=x&start=yesterday")->status, 400);
+  EXPECT_EQ(client_->Get("/api/v1/entities?kind=toaster")->status, 400);
+  auto unknown = client_->Get("/api/v1/query_range?metric=no.such.metric");
+  EXPECT_EQ(unknown->status, 404);
+  auto nowhere = client_->Get("/nowhere");
+  EXPECT_EQ(nowhere->status, 404);
+  EXPECT_TRUE(json::parse(nowhere->body).contains("error"));
+}
+
+TEST_F(ApiServerTest, ProfilesRoundTrip) {
+  httplib::Headers h{{"Authorization", std::string("Bearer ") + kToken}};
+  std::string pprof = "\x1f\x8b\x08\x00fake-pprof-bytes";
+  auto res = client_->Post(
+      "/api/v1/ingest/profile?host=node1&kind=gpu&pid=42&executable=python3&start=1700000000&"
+      "end=1700000060",
+      h, pprof, "application/octet-stream");
+  ASSERT_EQ(res->status, 200) << res->body;
+  int64_t id = json::parse(res->body)["id"];
+  json list = json::parse(
+      client_->Get("/api/v1/profiles?host=node1&start=1700000000&end=1700000100")->body);
+  ASSERT_EQ(list["profiles"].size(), 1u);
+  EXPECT_EQ(list["profiles"][0]["executable"], "python3");
+  auto data = client_->Get("/api/v1/profiles/" + std::to_string(id));
+  ASSERT_EQ(data->status, 200);
+  EXPECT_EQ(data->body, pprof);
+  EXPECT_EQ(client_->Get("/api/v1/profiles/999999")->status, 404);
+  EXPECT_EQ(client_->Post("/api/v1/ingest/profile?kind=cpu", h, pprof, "application/octet-stream")
+                ->status,
+            400);
+}
+
+TEST_F(ApiServerTest, HealthReadinessAndSelfMetrics) {
+  EXPECT_EQ(client_->Get("/healthz")->status, 200);
+  EXPECT_EQ(client_->Get("/readyz")->status, 200);
+  auto m = client_->Get("/metrics");
+  ASSERT_EQ(m->status, 200);
+  EXPECT_NE(m->body.find("warpscope_server_batches_total 0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace warpscope::server

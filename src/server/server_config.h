@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef WARPSCOPE_SERVER_SERVER_CONFIG_H_
+#define WARPSCOPE_SERVER_SERVER_CONFIG_H_
+
+#include <chrono>
+#include <string>
+
+#include "base/status.h"
+#include "base/time.h"
+
+namespace warpscope::server {
+
+// Everything `warpscope server` can be told (docs/design/config.md). Defaults live here.
+struct ServerConfig {
+  // HTTP address for ingest and the query API. Loopback unless told otherwise.
+  std::string listen_address = "127.0.0.1:9410";
+  // Where the embedded database lives (created if missing).
+  std::string data_dir = "/var/lib/warpscope";
+  // File holding the bearer token agents must send; empty = no auth (loopback use only).
+  std::string auth_token_file;
+  // Require the token on the read API too.
+  bool auth_read = false;
+  size_t max_body_bytes = 32u << 20;
+  size_t max_series_per_host = 50000;
+  base::Duration raw_retention = std::chrono::hours(24 * 7);
+  base::Duration minute_retention = std::chrono::hours(24 * 30);
+  base::Duration hour_retention = std::chrono::hours(24 * 400);
+  // How often rollups are built and retention applied.
+  base::Duration compact_interval = std::chrono::minutes(1);
+
+  [[nodiscard]] base::Status Validate() const;
+};
+
+// Reads a token file: its content with surrounding whitespace removed. Errors name the file and
+// the remedy (missing, unreadable, empty, readable by others).
+base::Result<std::string> ReadTokenFile(const std::string& path);
+
+}  // namespace warpscope::server
+
+#endif  // WARPSCOPE_SERVER_SERVER_CONFIG_H_

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/storage/label_codec.h"
+
+namespace warpscope::server {
+namespace {
+
+void AppendEscaped(std::string& out, std::string_view s) {
+  for (char c : s) {
+    if (c == '\\' || c == ',' || c == '=') {
+      out.push_back('\\');
+    }
+    out.push_back(c);
+  }
+}
+
+}  // namespace
+
+std::string EncodeLabels(const model::Labels& labels) {
+  std::string out;
+  for (const auto& [key, value] : labels) {
+    if (!out.empty()) {
+      out.push_back(',');
+    }
+    AppendEscaped(out, key);
+    out.push_back('=');
+    AppendEscaped(out, value);
+  }
+  return out;
+}
+
+model::Labels DecodeLabels(std::string_view text) {
+  model::Labels labels;
+  std::string key;
+  std::string value;
+  std::string* current = &key;
+  bool have_pair = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\\' && i + 1 < text.size()) {
+      current->push_back(text[++i]);
+      have_pair = true;
+    } else if (c == '=' && current == &key) {
+      current = &value;
+      have_pair = true;
+    } else if (c == ',') {
+      labels.Set(key, value);
+      key.clear();
+      value.clear();
+      current = &key;
+      have_pair = false;
+    } else {
+      current->push_back(c);
+      have_pair = true;
+    }
+  }
+  if (have_pair) {
+    labels.Set(key, value);
+  }
+  return labels;
+}
+
+}  // namespace warpscope::server

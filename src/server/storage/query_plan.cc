@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/storage/query_plan.h"
+
+#include <algorithm>
+
+namespace warpscope::server {
+namespace {
+
+struct Span {
+  int64_t from;
+  int64_t to;
+  int64_t bucket;  // 0 for raw windows: no alignment
+};
+
+Span SpanOf(Resolution r, const Availability& a) {
+  switch (r) {
+    case Resolution::kRaw:
+      return {a.raw_from, std::numeric_limits<int64_t>::max(), 0};
+    case Resolution::kMinute:
+      return {a.minute_from, a.minute_to, kMinuteMs};
+    case Resolution::kHour:
+      return {a.hour_from, a.hour_to, kHourMs};
+  }
+  return {0, 0, 0};
+}
+
+void Plan(int64_t from, int64_t to, const std::vector<Resolution>& order, const Availability& a,
+          std::vector<Segment>& out) {
+  if (from >= to) {
+    return;
+  }
+  for (Resolution r : order) {
+    Span span = SpanOf(r, a);
+    int64_t lo = std::max(from, span.from);
+    int64_t hi = std::min(to, span.to);
+    if (span.bucket > 0) {
+      lo = CeilTo(lo, span.bucket);
+      hi = FloorTo(hi, span.bucket);
+    }
+    if (lo < hi) {
+      Plan(from, lo, order, a, out);
+      out.push_back(Segment{r, lo, hi});
+      Plan(hi, to, order, a, out);
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+Resolution PreferredResolution(int64_t step_ms) {
+  if (step_ms >= kHourMs) {
+    return Resolution::kHour;
+  }
+  if (step_ms >= kMinuteMs) {
+    return Resolution::kMinute;
+  }
+  return Resolution::kRaw;
+}
+
+std::vector<Segment> PlanSegments(int64_t from, int64_t to, int64_t step_ms,
+                                  const Availability& availability) {
+  // Preferred first, then finer (more detail), then coarser (only where nothing finer is left).
+  std::vector<Resolution> order;
+  switch (PreferredResolution(step_ms)) {
+    case Resolution::kHour:
+      order = {Resolution::kHour, Resolution::kMinute, Resolution::kRaw};
+      break;
+    case Resolution::kMinute:
+      order = {Resolution::kMinute, Resolution::kRaw, Resolution::kHour};
+      break;
+    case Resolution::kRaw:
+      order = {Resolution::kRaw, Resolution::kMinute, Resolution::kHour};
+      break;
+  }
+  std::vector<Segment> out;
+  Plan(from, to, order, availability, out);
+  return out;
+}
+
+std::optional<double> Bucket::Value(Aggregation aggregation) const {
+  if (empty()) {
+    return std::nullopt;
+  }
+  switch (aggregation) {
+    case Aggregation::kAvg:
+      return weighted_sum / static_cast<double>(count);
+    case Aggregation::kMin:
+      return min;
+    case Aggregation::kMax:
+      return max;
+    case Aggregation::kLast:
+      return last;
+    case Aggregation::kRate: {
+      if (!has_increase || last_start <= increase_from) {
+        return std::nullopt;
+      }
+      return increase / (static_cast<double>(last_start - increase_from) / 1000.0);
+    }
+  }
+  return std::nullopt;
+}
+
+SeriesFolder::SeriesFolder(int64_t origin, int64_t step, size_t buckets)
+    : origin_(origin), step_(step), buckets_(buckets) {}
+
+void SeriesFolder::Add(const Row& row) {
+  double prev_last = prev_last_;
+  int64_t prev_start = prev_start_;
+  bool had_prev = has_prev_;
+  has_prev_ = true;
+  prev_last_ = row.last;
+  prev_start_ = row.start;
+  if (row.start < origin_) {
+    return;
+  }
+  size_t index = static_cast<size_t>((row.start - origin_) / step_);
+  if (index >= buckets_.size()) {
+    return;
+  }
+  Bucket& b = buckets_[index];
+  int64_t count = std::max<int64_t>(row.count, 1);
+  b.count += count;
+  b.weighted_sum += row.avg * static_cast<double>(count);
+  b.min = std::min(b.min, row.min);
+  b.max = std::max(b.max, row.max);
+  if (row.start >= b.last_start || b.count == count) {
+    b.last = row.last;
+    b.last_start = row.start;
+  }
+  if (had_prev) {
+    if (!b.has_increase) {
+      b.has_increase = true;
+      b.increase_from = prev_start;
+    }
+    b.increase += row.last >= prev_last ? row.last - prev_last : row.last;
+  }
+}
+
+}  // namespace warpscope::server

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// The backend-independent half of range queries: which resolution serves which part of the
+// range (PlanSegments), and how windows fold into step buckets (SeriesFolder). Times are Unix
+// milliseconds, the storage precision.
+#ifndef WARPSCOPE_SERVER_STORAGE_QUERY_PLAN_H_
+#define WARPSCOPE_SERVER_STORAGE_QUERY_PLAN_H_
+
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <vector>
+
+#include "server/storage/storage.h"
+
+namespace warpscope::server {
+
+inline constexpr int64_t kMinuteMs = 60'000;
+inline constexpr int64_t kHourMs = 3'600'000;
+
+inline int64_t FloorTo(int64_t t, int64_t unit) {
+  int64_t q = t / unit;
+  if (t % unit != 0 && t < 0) {
+    --q;
+  }
+  return q * unit;
+}
+inline int64_t CeilTo(int64_t t, int64_t unit) {
+  int64_t f = FloorTo(t, unit);
+  return f == t ? t : f + unit;
+}
+
+// Where each resolution has data, as half-open ranges of window/bucket start times. Raw data is
+// kept from `raw_from` on; rollups exist up to their watermark (`*_to`, exclusive) and from
+// their retention cutoff (`*_from`) on.
+struct Availability {
+  int64_t raw_from = std::numeric_limits<int64_t>::min();
+  int64_t minute_from = 0;
+  int64_t minute_to = 0;
+  int64_t hour_from = 0;
+  int64_t hour_to = 0;
+};
+
+struct Segment {
+  Resolution resolution = Resolution::kRaw;
+  int64_t from = 0;  // window/bucket starts in [from, to)
+  int64_t to = 0;
+
+  bool operator==(const Segment&) const = default;
+};
+
+// The coarsest resolution whose bucket is <= step (raw windows count as bucket 0).
+Resolution PreferredResolution(int64_t step_ms);
+
+// Splits [from, to) into segments, in time order, each served by one resolution: the preferred
+// one where it has data, otherwise finer ones, otherwise coarser ones. Rollup segments cover
+// whole rollup buckets only; parts no resolution has are left out.
+std::vector<Segment> PlanSegments(int64_t from, int64_t to, int64_t step_ms,
+                                  const Availability& availability);
+
+// One stored row: a raw window or a rollup bucket.
+struct Row {
+  int64_t start = 0;  // window or bucket start
+  double avg = 0;
+  double min = 0;
+  double max = 0;
+  double last = 0;
+  int64_t count = 1;
+};
+
+// The rows that fell into one step bucket, combined.
+struct Bucket {
+  int64_t count = 0;  // samples; 0 = no rows
+  double weighted_sum = 0;
+  double min = std::numeric_limits<double>::infinity();
+  double max = -std::numeric_limits<double>::infinity();
+  double last = 0;
+  int64_t last_start = 0;
+  // Counter increase from the row before this bucket's first row to its last row, with
+  // decreases read as resets to 0, and the start time of that earlier row.
+  double increase = 0;
+  int64_t increase_from = 0;
+  bool has_increase = false;
+
+  bool empty() const { return count == 0; }
+  // The bucket's value; nullopt when undefined (empty, or kRate without two rows).
+  std::optional<double> Value(Aggregation aggregation) const;
+};
+
+// Folds the rows of one series, in ascending start order, into `buckets` step buckets of
+// `step` ms starting at `origin`. Rows before `origin` only seed the counter for kRate; rows at
+// or after the last bucket are ignored.
+class SeriesFolder {
+ public:
+  SeriesFolder(int64_t origin, int64_t step, size_t buckets);
+  void Add(const Row& row);
+  const std::vector<Bucket>& buckets() const { return buckets_; }
+
+ private:
+  int64_t origin_;
+  int64_t step_;
+  std::vector<Bucket> buckets_;
+  bool has_prev_ = false;
+  double prev_last_ = 0;
+  int64_t prev_start_ = 0;
+};
+
+}  // namespace warpscope::server
+
+#endif  // WARPSCOPE_SERVER_STORAGE_QUERY_PLAN_H_

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef WARPSCOPE_SERVER_STORAGE_SQLITE_STORAGE_H_
+#define WARPSCOPE_SERVER_STORAGE_SQLITE_STORAGE_H_
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "server/storage/query_plan.h"
+#include "server/storage/storage.h"
+
+namespace warpscope::server {
+
+namespace sqlite {
+class Connection;
+}
+
+struct SqliteStorageOptions {
+  std::string data_dir;  // --data-dir; created if missing; the database is <data_dir>/warpscope.db
+  StorageOptions storage;
+  // false: WAL with synchronous=NORMAL. A committed batch survives a crash of the server
+  // process (kill -9, OOM kill); the last commits can be lost if the machine itself loses power.
+  // true: synchronous=FULL, an fsync per commit, so commits also survive power loss.
+  bool sync_every_commit = false;
+  size_t max_idle_readers = 8;  // read connections kept open for reuse
+};
+
+// Storage in one SQLite database (WAL mode) under --data-dir. Schema and reasoning:
+// docs/design/storage.md.
+//
+// One write connection, guarded by a mutex, serves WriteBatch/WriteProfile and Compact's
+// chunks; it keeps in-memory id caches (hosts, agents, metrics, entities, series) that mirror
+// the database and are reloaded if a write transaction fails. Reads use a pool of separate
+// connections, each read in one transaction (a consistent snapshot); WAL lets them run while
+// the writer commits.
+class SqliteStorage : public Storage {
+ public:
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens or creates the store. Errors name the path and the remedy: a data dir that cannot be
+  // created or written, a file that is not a warpscope database, or one written by a newer
+  // warpscope (schema version above kSchemaVersion).
+  [[nodiscard]] static base::Result<std::unique_ptr<SqliteStorage>> Open(
+      const SqliteStorageOptions& options);
+  ~SqliteStorage() override;
+
+  base::Result<WriteResult> WriteBatch(const IngestBatch& batch) override;
+  base::Result<std::vector<EntityRecord>> ListEntities(const EntityQuery& query) override;
+  base::Result<std::vector<MetricInfo>> ListMetrics() override;
+  base::Result<RangeResult> QueryRange(const RangeQuery& query) override;
+  base::Result<std::vector<TopEntry>> TopEntities(const TopQuery& query) override;
+  base::Result<std::vector<EventRecord>> QueryEvents(const EventQuery& query) override;
+  base::Result<int64_t> WriteProfile(const ProfileMeta& meta, std::string_view data) override;
+  base::Result<std::vector<ProfileMeta>> ListProfiles(const ProfileQuery& query) override;
+  base::Result<Profile> ReadProfile(int64_t id) override;
+  base::Result<CompactResult> Compact(base::TimePoint now) override;
+  base::Result<StorageStats> Stats() override;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  struct HostEntry {
+    int64_t id = 0;
+    std::string tags;  // encoded
+  };
+  struct MetricEntry {
+    int64_t id = 0;
+    MetricInfo info;
+  };
+  struct EntityEntry {
+    int64_t id = 0;
+    model::EntityKind kind = model::EntityKind::kHost;
+    std::string parent;
+    std::string attributes;  // encoded
+    int64_t first_seen = 0;
+    int64_t last_seen = 0;
+  };
+  struct SeriesEntry {
+    int64_t id = 0;
+    int64_t host_id = 0;
+    int64_t persisted_last_seen = 0;  // series.last_seen_ms, refreshed every kLastSeenPersist
+    int64_t last_seen = 0;            // end of the latest window written
+    bool active = true;               // counted in active_series_ for the cardinality cap
+  };
+  struct MatchedSeries;
+  class ReaderLease;
+
+  SqliteStorage(SqliteStorageOptions options, std::string path,
+                std::unique_ptr<sqlite::Connection> writer);
+
+  // Open helpers.
+  [[nodiscard]] base::Status InitSchema();
+  [[nodiscard]] base::Status LoadState();  // caches and compaction state; write_mu_ held
+
+  // WriteBatch pieces; write_mu_ held, inside the batch transaction.
+  [[nodiscard]] base::Result<WriteResult> WriteBatchLocked(const IngestBatch& batch);
+  [[nodiscard]] base::Result<int64_t> InternAgent(const std::string& name);
+  [[nodiscard]] base::Result<int64_t> InternHost(const std::string& name,
+                                                 const model::Labels& tags);
+  [[nodiscard]] base::Status UpsertMetric(const MetricInfo& info);
+  [[nodiscard]] base::Result<EntityEntry*> TouchEntity(int64_t host_id, const model::Entity& entity,
+                                                       bool declared, int64_t start_ms,
+                                                       int64_t end_ms);
+  [[nodiscard]] base::Status SetMeta(const char* key, int64_t value);
+
+  // Reads.
+  [[nodiscard]] base::Result<ReaderLease> AcquireReader();
+  [[nodiscard]] base::Result<std::vector<MatchedSeries>> MatchSeries(
+      sqlite::Connection& db, int64_t metric_id, const SeriesMatcher& match, int64_t start_ms,
+      int64_t end_ms);
+  [[nodiscard]] base::Result<Availability> ReadAvailability(sqlite::Connection& db);
+  // Feeds the rows of one series in `segments` to `folder`; marks the resolutions that had rows.
+  [[nodiscard]] base::Status FoldSeries(sqlite::Connection& db, int64_t series_id,
+                                        const std::vector<Segment>& segments,
+                                        SeriesFolder& folder, bool used[3]);
+
+  // Compaction; compact_mu_ held, write_mu_ taken per chunk.
+  [[nodiscard]] base::Status RollUpNew(Resolution target, int64_t until_ms, CompactResult& result);
+  [[nodiscard]] base::Status RollUpDirty(Resolution target, CompactResult& result);
+  [[nodiscard]] base::Status RollUpRange(Resolution target, int64_t host_id, int64_t from_ms,
+                                         int64_t to_ms, CompactResult& result);
+  [[nodiscard]] base::Result<uint64_t> RollUpChunk(Resolution target, int64_t host_id,
+                                                   int64_t id_lo, int64_t id_hi, int64_t from_ms,
+                                                   int64_t to_ms);
+  [[nodiscard]] base::Status ApplyRetention(int64_t now_ms, CompactResult& result);
+  [[nodiscard]] base::Status DeleteSeriesRows(const char* table, const char* time_column,
+                                              int64_t before_ms, CompactResult& result);
+  [[nodiscard]] base::Status DeleteInChunks(const std::string& sql, int64_t before_ms,
+                                            CompactResult& result);
+  // Series ids (of one host, or all with host_id 0) cut into chunks of at most kChunkSeries,
+  // as inclusive [lo, hi] id ranges. Takes write_mu_.
+  std::vector<std::pair<int64_t, int64_t>> SeriesChunks(int64_t host_id);
+  void RecountActiveSeries(int64_t now_ms);  // write_mu_ held
+
+  const SqliteStorageOptions options_;
+  const std::string path_;
+
+  std::mutex compact_mu_;  // one Compact at a time
+
+  std::mutex write_mu_;  // guards everything below up to the reader pool
+  std::unique_ptr<sqlite::Connection> writer_;
+  std::unordered_map<std::string, HostEntry> hosts_;
+  std::unordered_map<std::string, int64_t> agents_;
+  std::unordered_map<std::string, MetricEntry> metrics_;
+  std::unordered_map<std::string, EntityEntry> entities_;  // key: host_id '\x1f' entity id
+  std::unordered_map<std::string, SeriesEntry> series_;    // key: see SeriesKey in the .cc
+  std::unordered_map<int64_t, size_t> active_series_;      // host_id -> active series
+  // Compaction state (mirrors of the meta table) plus the end of the slice being rolled up, so
+  // that WriteBatch can flag windows that land behind a rollup in progress.
+  int64_t first_window_ms_ = 0;  // 0: nothing written yet
+  int64_t minute_watermark_ = 0;
+  int64_t hour_watermark_ = 0;
+  int64_t minute_building_to_ = 0;
+  int64_t raw_cutoff_ = 0;  // 0: nothing deleted yet
+  int64_t minute_cutoff_ = 0;
+  int64_t hour_cutoff_ = 0;
+  int64_t other_retention_ms_ = 0;  // last time events/profiles/ingested were trimmed
+
+  std::mutex pool_mu_;
+  std::vector<std::unique_ptr<sqlite::Connection>> idle_readers_;  // guarded by pool_mu_
+};
+
+}  // namespace warpscope::server
+
+#endif  // WARPSCOPE_SERVER_STORAGE_SQLITE_STORAGE_H_

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/storage/storage.h"
+
+namespace warpscope::server {
+
+std::string_view AggregationName(Aggregation a) {
+  switch (a) {
+    case Aggregation::kAvg:
+      return "avg";
+    case Aggregation::kMin:
+      return "min";
+    case Aggregation::kMax:
+      return "max";
+    case Aggregation::kLast:
+      return "last";
+    case Aggregation::kRate:
+      return "rate";
+  }
+  return "avg";
+}
+
+base::Result<Aggregation> ParseAggregation(std::string_view name) {
+  for (Aggregation a : {Aggregation::kAvg, Aggregation::kMin, Aggregation::kMax,
+                        Aggregation::kLast, Aggregation::kRate}) {
+    if (AggregationName(a) == name) {
+      return a;
+    }
+  }
+  return base::Error(base::InvalidArgument(
+      "aggregation \"{}\" is unknown: use one of avg, min, max, last, rate", name));
+}
+
+base::Result<model::EntityKind> ParseEntityKind(std::string_view name) {
+  for (model::EntityKind k :
+       {model::EntityKind::kHost, model::EntityKind::kGpu, model::EntityKind::kMigInstance,
+        model::EntityKind::kProcess, model::EntityKind::kExecutable,
+        model::EntityKind::kContainer}) {
+    if (model::EntityKindName(k) == name) {
+      return k;
+    }
+  }
+  return base::Error(base::InvalidArgument(
+      "entity kind \"{}\" is unknown: use one of host, gpu, mig, process, executable, container",
+      name));
+}
+
+std::string_view ResolutionName(Resolution r) {
+  switch (r) {
+    case Resolution::kRaw:
+      return "raw";
+    case Resolution::kMinute:
+      return "1m";
+    case Resolution::kHour:
+      return "1h";
+  }
+  return "raw";
+}
+
+base::Status StorageOptions::Validate() const {
+  if (max_series_per_host == 0) {
+    return base::InvalidArgument("storage: max_series_per_host must be at least 1");
+  }
+  if (series_active_window <= base::Duration::zero()) {
+    return base::InvalidArgument("storage: series_active_window must be positive");
+  }
+  if (raw_retention < std::chrono::hours(1)) {
+    return base::InvalidArgument("storage: raw retention {} is too short: keep at least 1h",
+                                 base::FormatDuration(raw_retention));
+  }
+  if (minute_retention < raw_retention || hour_retention < minute_retention) {
+    return base::InvalidArgument(
+        "storage: retention must grow with the resolution (raw {} <= 1m {} <= 1h {})",
+        base::FormatDuration(raw_retention), base::FormatDuration(minute_retention),
+        base::FormatDuration(hour_retention));
+  }
+  if (event_retention <= base::Duration::zero() || profile_retention <= base::Duration::zero()) {
+    return base::InvalidArgument("storage: event and profile retention must be positive");
+  }
+  if (rollup_delay < base::Duration::zero()) {
+    return base::InvalidArgument("storage: rollup_delay must not be negative");
+  }
+  return base::OkStatus();
+}
+
+}  // namespace warpscope::server
