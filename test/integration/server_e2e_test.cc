@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// Agent -> server delivery with the real binaries: windows pushed through a server outage
+// (kill -9 and restart on the same data dir) all arrive, once, and the query API serves them.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "base/file_util.h"
+#include "child_process.h"
+
+namespace warpscope::test {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kScenario[] = R"(
+name: push
+devices:
+  - name: "NVIDIA H100 80GB HBM3"
+    architecture: hopper
+    memory_total: 80GiB
+    signals: {gpu_util: 97, power: 650, temperature: 62, memory_used: 20GiB}
+)";
+
+// The first sample value of `name` (with every needle in its line) in a Prometheus text body.
+std::optional<double> Sample(const std::string& text, const std::string& name,
+                             const std::string& needle = "") {
+  for (std::string_view line : base::SplitString(text, "\n")) {
+    if (line.rfind(name, 0) != 0 || line.find(needle) == std::string_view::npos) continue;
+    if (line.size() > name.size() && line[name.size()] != ' ' && line[name.size()] != '{') {
+      continue;
+    }
+    return std::stod(std::string(line.substr(line.rfind(' ') + 1)));
+  }
+  return std::nullopt;
+}
+
+// Polls GET `path` on 127.0.0.1:`port` until `done(body)` (bounded: ~20 s).
+std::string WaitFor(int port, const std::string& path,
+                    const std::function<bool(const std::string&)>& done) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(1);
+  std::string body;
+  for (int i = 0; i < 200; ++i) {
+    auto res = c.Get(path.c_str());
+    if (res && res->status == 200) {
+      body = res->body;
+      if (done(body)) return body;
+    }
+    std::this_thread::sleep_for(milliseconds(100));  // bounded polling of another process
+  }
+  return body;
+}
+
+TEST(ServerE2ETest, WindowsSurviveAServerKillAndArriveOnce) {
+  TempDir tmp;
+  const std::string bin = std::string(WARPSCOPE_BINARY_DIR) + "/bin/warpscope";
+  const std::string scenario = tmp.path() + "/push.yaml";
+  ASSERT_TRUE(base::WriteFile(scenario, kScenario).ok());
+  const std::string token = tmp.path() + "/token";
+  ASSERT_TRUE(base::WriteFile(token, "e2e-secret-token\n").ok());
+  chmod(token.c_str(), 0600);
+  const int server_port = PickFreePort();
+  const int agent_port = PickFreePort();
+  const std::vector<std::string> server_argv = {
+      bin, "server", "--data-dir=" + tmp.path() + "/data",
+      "--listen-address=127.0.0.1:" + std::to_string(server_port), "--auth-token-file=" + token};
+
+  auto server = ChildProcess::Start(server_argv, tmp.path());
+  ASSERT_TRUE(server);
+  WaitFor(server_port, "/healthz", [](const std::string&) { return true; });
+  auto agent = ChildProcess::Start(
+      {bin, "agent", "--simulate", scenario, "--enable-host-metrics=false",
+       "--collect-metrics-interval=200ms", "--export-metrics-interval=400ms",
+       "--listen-address=127.0.0.1:" + std::to_string(agent_port), "--hostname=push-node",
+       "--server=http://127.0.0.1:" + std::to_string(server_port), "--auth-token-file=" + token,
+       "--buffer-dir=" + tmp.path() + "/spool"},
+      tmp.path());
+  ASSERT_TRUE(agent);
+
+  // Some windows arrive.
+  WaitFor(server_port, "/metrics", [](const std::string& b) {
+    return Sample(b, "warpscope_server_batches_total").value_or(0) >= 3;
+  });
+  // The server dies hard; the agent keeps producing windows meanwhile.
+  ASSERT_NE((*server)->Signal(SIGKILL, seconds(5)), -1);
+  auto exported = [&](const std::string& b) {
+    return Sample(b, "warpscope_agent_exports_total", "exporter=\"server\"").value_or(0);
+  };
+  double before = exported(WaitFor(agent_port, "/metrics", [](const std::string&) { return true; }));
+  WaitFor(agent_port, "/metrics", [&](const std::string& b) { return exported(b) >= before + 4; });
+
+  // Back on the same port and data: the queued windows are delivered.
+  auto restarted = ChildProcess::Start(server_argv, tmp.path());
+  ASSERT_TRUE(restarted);
+  WaitFor(server_port, "/healthz", [](const std::string&) { return true; });
+  std::string agent_metrics = WaitFor(agent_port, "/metrics", [](const std::string&) {
+    return true;
+  });
+  const double windows = exported(agent_metrics);
+  int status = (*agent)->Signal(SIGTERM, seconds(15));
+  ASSERT_TRUE(WIFEXITED(status)) << (*agent)->Stderr();
+
+  // Every window the agent produced is stored once: one point per window at a fine step.
+  httplib::Client api("127.0.0.1", server_port);
+  auto res = api.Get(
+      "/api/v1/query_range?metric=gpu.utilization&host=push-node&kind=gpu&start=now-10m&"
+      "end=now%2B1m&step=100ms&agg=last");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  json r = json::parse(res->body);
+  ASSERT_EQ(r["series"].size(), 1u) << res->body.substr(0, 500);
+  const size_t points = r["series"][0]["points"].size();
+  EXPECT_GE(points, static_cast<size_t>(windows)) << "windows lost across the outage";
+  EXPECT_LE(points, static_cast<size_t>(windows) + 1);  // + the final window flushed at exit
+  for (const auto& p : r["series"][0]["points"]) EXPECT_DOUBLE_EQ(p[1].get<double>(), 0.97);
+}
+
+TEST(ServerE2ETest, BadServerFlagsExitWithAMessage) {
+  TempDir tmp;
+  const std::string bin = std::string(WARPSCOPE_BINARY_DIR) + "/bin/warpscope";
+  auto s = ChildProcess::Start({bin, "server", "--data-dir=" + tmp.path(),
+                                "--retention-raw=30d", "--retention-1m=1d"},
+                               tmp.path());
+  ASSERT_TRUE(s);
+  int status = (*s)->Wait(seconds(10));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE((*s)->Stderr().find("retention"), std::string::npos);
+  auto t = ChildProcess::Start({bin, "server", "--data-dir=" + tmp.path(),
+                                "--auth-token-file=" + tmp.path() + "/missing"},
+                               tmp.path());
+  ASSERT_TRUE(t);
+  status = (*t)->Wait(seconds(10));
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  EXPECT_NE((*t)->Stderr().find("--auth-token-file"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace warpscope::test
