@@ -3,7 +3,6 @@
 #define WARPSCOPE_CLI_AGENT_FLAGS_H_
 
 #include <CLI/CLI.hpp>
-
 #include <memory>
 #include <string>
 

@@ -19,9 +19,9 @@
 #include "cli/commands.h"
 #include "cli/simulation.h"
 #include "exporters/otlp/otlp_http_exporter.h"
-#include "exporters/server/server_exporter.h"
 #include "exporters/prometheus/metrics_http_server.h"
 #include "exporters/prometheus/prometheus_exporter.h"
+#include "exporters/server/server_exporter.h"
 
 namespace warpscope::cli {
 namespace {
@@ -49,40 +49,33 @@ std::vector<int> ProcessPids(const agent::Aggregator& agg) {
 
 }  // namespace
 
-int RunAgent(const agent::AgentConfig& config_in, bool once) {
+AgentProcess::AgentProcess() = default;
+AgentProcess::~AgentProcess() { Stop(); }
+
+base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::AgentConfig& config_in,
+                                                                base::TaskRunner& runner,
+                                                                const base::Clock& clock,
+                                                                bool force_prometheus_exporter) {
+  std::unique_ptr<AgentProcess> p(new AgentProcess());
   agent::AgentConfig config = config_in;
   if (!config.simulate.empty()) {
     auto sim = PrepareSimulation(config.simulate);
-    if (!sim) {
-      std::fprintf(stderr, "warpscope agent: --simulate: %s\n", sim.error().message().c_str());
-      return 2;
-    }
+    if (!sim) return base::Error(sim.error().WithContext("--simulate"));
     config.nvml_path = sim->library_path;
     WARPSCOPE_LOG(INFO, "simulating NVML with scenario {} ({})", config.simulate,
                   sim->scenario_path);
   }
 
-  // Signals are handled by one thread with sigwait; block them before any thread starts so no
-  // other thread receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-
   const std::string host = HostName(config);
-  base::RealClock& clock = base::RealClock::Get();
-  base::ThreadTaskRunner runner(clock);
-
   model::Entity host_entity{model::EntityKind::kHost, host, "", {}};
   host_entity.attributes.Set(model::attr::kHostName, host);
-  agent::Agent agent({config.collect_interval, config.export_interval, host_entity,
-                      std::string(kVersion)},
-                     runner, clock);
-
-  agent::ProcfsProcessResolver resolver(config.host_root);
-  exporters::OtlpHttpExporter* otlp_exporter = nullptr;
-  exporters::ServerExporter* server_exporter = nullptr;
+  p->agent_ = std::make_unique<agent::Agent>(
+      agent::Agent::Options{config.collect_interval, config.export_interval, host_entity,
+                            std::string(kVersion)},
+      runner, clock);
+  agent::Agent& agent = *p->agent_;
+  p->resolver_ = std::make_unique<agent::ProcfsProcessResolver>(config.host_root);
+  agent::ProcfsProcessResolver& resolver = *p->resolver_;
 
   if (config.enable_gpu_metrics) {
     agent::NvmlSourceOptions nvml_options;
@@ -108,27 +101,23 @@ int RunAgent(const agent::AgentConfig& config_in, bool once) {
                      }});
   }
 
-  auto store = std::make_shared<exporters::MetricsSnapshotStore>();
-  std::unique_ptr<exporters::MetricsHttpServer> http;
-  if (!config.prometheus_listen_address.empty() || once) {
+  p->store_ = std::make_shared<exporters::MetricsSnapshotStore>();
+  if (!config.prometheus_listen_address.empty() || force_prometheus_exporter) {
     exporters::PrometheusExporter::Options prom;
     prom.render.hostname = host;
     prom.render.constant_labels = config.tags;
     prom.render.service_version = std::string(kVersion);
-    agent.AddCycleExporter(std::make_unique<exporters::PrometheusExporter>(prom, store));
+    agent.AddCycleExporter(std::make_unique<exporters::PrometheusExporter>(prom, p->store_));
   }
-  if (!config.prometheus_listen_address.empty() && !once) {
+  if (!config.prometheus_listen_address.empty()) {
     exporters::MetricsHttpServer::Options http_options;
     http_options.listen_address = config.prometheus_listen_address;
-    http = std::make_unique<exporters::MetricsHttpServer>(http_options, store);
-    auto port = http->Start();
-    if (!port) {
-      std::fprintf(stderr, "warpscope agent: %s\n", port.error().message().c_str());
-      return 1;
-    }
+    p->http_ = std::make_unique<exporters::MetricsHttpServer>(http_options, p->store_);
+    WARPSCOPE_ASSIGN_OR_RETURN(int port, p->http_->Start());
     WARPSCOPE_LOG(INFO, "serving Prometheus metrics on {} (port {})",
-                  config.prometheus_listen_address, *port);
+                  config.prometheus_listen_address, port);
   }
+  exporters::OtlpHttpExporter* otlp_exporter = nullptr;
   if (!config.otlp_endpoint.empty()) {
     exporters::OtlpHttpExporter::Options otlp;
     otlp.endpoint = config.otlp_endpoint;
@@ -136,16 +125,11 @@ int RunAgent(const agent::AgentConfig& config_in, bool once) {
     otlp.encoder.host_name = host;
     otlp.encoder.service_version = std::string(kVersion);
     otlp.encoder.resource_attributes = config.tags;
-    auto exporter = exporters::OtlpHttpExporter::Create(otlp);
-    if (!exporter) {
-      std::fprintf(stderr, "warpscope agent: --otlp-endpoint: %s\n",
-                   exporter.error().message().c_str());
-      return 2;
-    }
-    otlp_exporter = exporter->get();
-    agent.AddWindowExporter(std::move(*exporter));
+    WARPSCOPE_ASSIGN_OR_RETURN(auto exporter, exporters::OtlpHttpExporter::Create(otlp));
+    otlp_exporter = exporter.get();
+    agent.AddWindowExporter(std::move(exporter));
   }
-
+  exporters::ServerExporter* server_exporter = nullptr;
   if (!config.server_url.empty()) {
     exporters::ServerExporter::Options so;
     so.server_url = config.server_url;
@@ -157,13 +141,9 @@ int RunAgent(const agent::AgentConfig& config_in, bool once) {
     so.tls_ca_file = config.tls_ca_file;
     so.buffer_dir = config.buffer_dir;
     so.buffer_max_bytes = config.buffer_max_bytes;
-    auto exporter = exporters::ServerExporter::Create(so);
-    if (!exporter) {
-      std::fprintf(stderr, "warpscope agent: %s\n", exporter.error().message().c_str());
-      return 2;
-    }
-    server_exporter = exporter->get();
-    agent.AddWindowExporter(std::move(*exporter));
+    WARPSCOPE_ASSIGN_OR_RETURN(auto exporter, exporters::ServerExporter::Create(so));
+    server_exporter = exporter.get();
+    agent.AddWindowExporter(std::move(exporter));
     WARPSCOPE_LOG(INFO, "pushing every window to {}", config.server_url);
   }
 
@@ -180,21 +160,50 @@ int RunAgent(const agent::AgentConfig& config_in, bool once) {
     }
   });
   agent.Start();
+  return p;
+}
 
+void AgentProcess::Stop() {
+  if (agent_) agent_->Stop();
+  if (http_) http_->Stop();
+}
+
+const std::string& AgentProcess::LatestExposition() const {
+  return store_->Get()->body(exporters::ExpositionFormat::kText004);
+}
+
+int RunAgent(const agent::AgentConfig& config, bool once) {
+  // Signals are handled by one thread with sigwait; block them before any thread starts so no
+  // other thread receives them.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  base::RealClock& clock = base::RealClock::Get();
+  base::ThreadTaskRunner runner(clock);
+  agent::AgentConfig effective = config;
+  if (once) effective.prometheus_listen_address.clear();
+  auto process = AgentProcess::Start(effective, runner, clock, /*force_prometheus_exporter=*/once);
+  if (!process) {
+    std::fprintf(stderr, "warpscope agent: %s\n", process.error().message().c_str());
+    base::StatusCode code = process.error().code();
+    return code == base::StatusCode::kInvalidArgument || code == base::StatusCode::kNotFound ? 2
+                                                                                             : 1;
+  }
   if (once) {
     // Two cycles: rates (CPU utilization, NVLink, GPM) need a previous sample.
     runner.PostDelayedTask([&] { runner.Quit(); },
                            config.collect_interval + std::chrono::milliseconds(50));
     runner.Run();
-    agent.CollectCycle();
-    agent.Stop();
-    const std::string& body = store->Get()->body(exporters::ExpositionFormat::kText004);
+    (*process)->agent().CollectCycle();
+    (*process)->Stop();
+    const std::string& body = (*process)->LatestExposition();
     std::fwrite(body.data(), 1, body.size(), stdout);
     return 0;
   }
-
-  RunUntilSignal(runner, signals, [&] { agent.Stop(); });
-  if (http) http->Stop();
+  RunUntilSignal(runner, signals, [&] { (*process)->Stop(); });
   return 0;
 }
 

@@ -13,6 +13,14 @@
 #include "base/task_runner.h"
 #include "server/server_config.h"
 
+namespace warpscope::agent {
+class Agent;
+class ProcfsProcessResolver;
+}  // namespace warpscope::agent
+namespace warpscope::exporters {
+class MetricsHttpServer;
+class MetricsSnapshotStore;
+}  // namespace warpscope::exporters
 namespace warpscope::server {
 class ApiServer;
 class SqliteStorage;
@@ -29,8 +37,42 @@ int RunAgent(const agent::AgentConfig& config, bool once);
 // `warpscope server`: runs until SIGINT/SIGTERM. Returns the exit code.
 int RunServer(const server::ServerConfig& config);
 
+// `warpscope up`: server + local agent in one process (see up_main.cc).
+struct UpOptions {
+  std::string simulate;  // scenario name or path; "" = real NVML only with enable_gpu_metrics
+  bool enable_gpu_metrics = false;
+  std::string data_dir;
+  int server_port = 9410;
+  int agent_port = 9400;
+};
+int RunUp(const UpOptions& options);
+std::string DefaultUpDataDir();
+
 // `warpscope metrics`: the reference of every metric (docs/metrics.md is this output).
 std::string MetricsReference(std::string_view format);
+
+// The agent's parts in one process: sources, exporters, the /metrics server; started on
+// `runner` (cycles run there). `force_prometheus_exporter` renders /metrics text even when no
+// listen address is set (for --once).
+class AgentProcess {
+ public:
+  [[nodiscard]] static base::Result<std::unique_ptr<AgentProcess>> Start(
+      const agent::AgentConfig& config, base::TaskRunner& runner, const base::Clock& clock,
+      bool force_prometheus_exporter = false);
+  ~AgentProcess();
+  // Stops sources, flushes a final window to the push exporters, stops /metrics.
+  void Stop();
+  agent::Agent& agent() { return *agent_; }
+  // The last cycle in the Prometheus text format.
+  const std::string& LatestExposition() const;
+
+ private:
+  AgentProcess();
+  std::unique_ptr<agent::ProcfsProcessResolver> resolver_;
+  std::unique_ptr<agent::Agent> agent_;
+  std::shared_ptr<exporters::MetricsSnapshotStore> store_;
+  std::unique_ptr<exporters::MetricsHttpServer> http_;
+};
 
 // The server's parts in one process: storage, HTTP API, compaction scheduled on `runner`.
 class ServerProcess {

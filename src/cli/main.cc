@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `warpscope`: one binary, one subcommand per role. Parses flags, wires objects, runs the loop.
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 
@@ -43,6 +42,27 @@ int main(int argc, char** argv) {
   warpscope::cli::ServerFlags server_flags;
   server_flags.Register(*server_cmd);
 
+  CLI::App* up_cmd = app.add_subcommand(
+      "up", "Everything on this machine: a server and a local agent pushing to it, on loopback");
+  warpscope::cli::UpOptions up_options;
+  up_options.data_dir = warpscope::cli::DefaultUpDataDir();
+  up_cmd
+      ->add_option("--simulate", up_options.simulate,
+                   "Run the agent on the NVML simulator with this scenario (e.g. "
+                   "healthy-8xh100)")
+      ->envname("WARPSCOPE_SIMULATE");
+  up_cmd->add_flag("--enable-gpu-metrics", up_options.enable_gpu_metrics,
+                   "Collect real GPU metrics through NVML");
+  up_cmd->add_option("--data-dir", up_options.data_dir, "Database, token and spool")
+      ->envname("WARPSCOPE_UP_DATA_DIR")
+      ->capture_default_str();
+  up_cmd->add_option("--port", up_options.server_port, "Server (API) port on 127.0.0.1")
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  up_cmd->add_option("--agent-port", up_options.agent_port, "Agent /metrics port on 127.0.0.1")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+
   CLI::App* metrics_cmd =
       app.add_subcommand("metrics", "Print the reference of every metric warpscope can produce");
   std::string metrics_format = "markdown";
@@ -63,6 +83,9 @@ int main(int argc, char** argv) {
   if (*metrics_cmd) {
     std::cout << warpscope::cli::MetricsReference(metrics_format);
     return 0;
+  }
+  if (*up_cmd) {
+    return warpscope::cli::RunUp(up_options);
   }
   if (*server_cmd) {
     warpscope::server::ServerConfig config;

@@ -32,8 +32,10 @@ std::string PromUnit(const model::MetricDesc& m) {
 std::string Escape(std::string_view s) {
   std::string out;
   for (char c : s) {
-    if (c == '|') out += "\\|";
-    else out += c;
+    if (c == '|')
+      out += "\\|";
+    else
+      out += c;
   }
   return out;
 }

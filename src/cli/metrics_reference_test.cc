@@ -22,8 +22,8 @@ TEST(MetricsReferenceTest, DocsMatchTheCatalogs) {
 TEST(MetricsReferenceTest, NamesAndKeysAreUniqueAcrossCatalogs) {
   std::set<std::string_view> keys;
   std::set<std::string_view> prom;
-  for (auto catalog : {agent::nvml_metrics::AllNvmlMetrics(),
-                       agent::host_metrics::AllHostMetrics(), agent::AllSelfMetrics()}) {
+  for (auto catalog : {agent::nvml_metrics::AllNvmlMetrics(), agent::host_metrics::AllHostMetrics(),
+                       agent::AllSelfMetrics()}) {
     for (const model::MetricDesc* m : catalog) {
       EXPECT_TRUE(keys.insert(m->key).second) << "duplicate key " << m->key;
       EXPECT_TRUE(prom.insert(m->prom_name).second) << "duplicate prom name " << m->prom_name;

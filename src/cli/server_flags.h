@@ -3,7 +3,6 @@
 #define WARPSCOPE_CLI_SERVER_FLAGS_H_
 
 #include <CLI/CLI.hpp>
-
 #include <string>
 
 #include "base/status.h"

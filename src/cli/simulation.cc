@@ -15,7 +15,8 @@ namespace fs = std::filesystem;
 
 base::Result<Simulation> PrepareSimulation(std::string_view scenario,
                                            const std::string& search_root) {
-  const fs::path bin = search_root.empty() ? fs::path(base::ExecutableDir()) : fs::path(search_root);
+  const fs::path bin =
+      search_root.empty() ? fs::path(base::ExecutableDir()) : fs::path(search_root);
   const fs::path scenarios = bin / ".." / "share" / "warpscope" / "scenarios";
   std::error_code ec;
   Simulation sim;

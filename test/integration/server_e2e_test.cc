@@ -124,6 +124,38 @@ TEST(ServerE2ETest, WindowsSurviveAServerKillAndArriveOnce) {
   for (const auto& p : r["series"][0]["points"]) EXPECT_DOUBLE_EQ(p[1].get<double>(), 0.97);
 }
 
+TEST(ServerE2ETest, UpRunsServerAndAgentWithAGeneratedToken) {
+  TempDir tmp;
+  const std::string bin = std::string(WARPSCOPE_BINARY_DIR) + "/bin/warpscope";
+  const std::string scenario = tmp.path() + "/push.yaml";
+  ASSERT_TRUE(base::WriteFile(scenario, kScenario).ok());
+  const int server_port = PickFreePort();
+  const int agent_port = PickFreePort();
+  auto up = ChildProcess::Start({bin, "up", "--simulate", scenario, "--data-dir=" + tmp.path() +
+                                 "/up", "--port=" + std::to_string(server_port),
+                                 "--agent-port=" + std::to_string(agent_port)},
+                                tmp.path());
+  ASSERT_TRUE(up);
+  // The first window reaches the server after one export interval (10 s in `up`).
+  std::string body = WaitFor(server_port, "/api/v1/entities?kind=gpu", [](const std::string& b) {
+    return b.find("\"id\":\"GPU-") != std::string::npos;
+  });
+  ASSERT_NE(body.find("\"id\":\"GPU-"), std::string::npos) << (*up)->Stderr();
+  EXPECT_NE(WaitFor(agent_port, "/metrics", [](const std::string&) { return true; })
+                .find("DCGM_FI_DEV_GPU_UTIL"),
+            std::string::npos);
+  // The generated token protects ingest and is private to its owner.
+  struct stat st {};
+  ASSERT_EQ(stat((tmp.path() + "/up/token").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600);
+  httplib::Client c("127.0.0.1", server_port);
+  EXPECT_EQ(c.Post("/api/v1/ingest/batch", "x", "application/x-protobuf")->status, 401);
+  EXPECT_NE((*up)->Stdout().find("warpscope is up"), std::string::npos);
+  int status = (*up)->Signal(SIGTERM, seconds(15));
+  ASSERT_TRUE(WIFEXITED(status)) << (*up)->Stderr();
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
 TEST(ServerE2ETest, BadServerFlagsExitWithAMessage) {
   TempDir tmp;
   const std::string bin = std::string(WARPSCOPE_BINARY_DIR) + "/bin/warpscope";

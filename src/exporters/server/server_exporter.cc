@@ -169,7 +169,11 @@ base::Result<std::unique_ptr<ServerExporter>> ServerExporter::Create(Options opt
           "file must hold the token alone",
           options.auth_token_file));
     }
-    if (!https) {
+    const std::string& url = options.server_url;
+    const bool loopback = url.rfind("http://127.", 0) == 0 ||
+                          url.rfind("http://localhost", 0) == 0 ||
+                          url.rfind("http://[::1]", 0) == 0;
+    if (!https && !loopback) {
       WARPSCOPE_LOG(WARNING,
                     "--server {} is plain http: the ingest token travels unencrypted; use https "
                     "outside a trusted network",

@@ -246,7 +246,6 @@ std::string CopyString(const char* buf, size_t size) {
 
 }  // namespace
 
-
 namespace {
 
 // Two GPM samples used alternately: each poll fills the older one and computes metrics from
@@ -424,7 +423,7 @@ struct Rollup {
 
 class NvmlSource::Impl {
  public:
-  Impl(const NvmlSourceOptions& options, base::Clock& clock, ProcessResolver& resolver,
+  Impl(const NvmlSourceOptions& options, const base::Clock& clock, ProcessResolver& resolver,
        SourceErrorHook on_error)
       : options_(options), clock_(clock), resolver_(resolver), on_error_(std::move(on_error)) {
     if (options_.lost_retry_polls < 1) {
@@ -517,7 +516,7 @@ class NvmlSource::Impl {
                 int64_t code, std::string message);
 
   NvmlSourceOptions options_;
-  base::Clock& clock_;
+  const base::Clock& clock_;
   ProcessResolver& resolver_;
   SourceErrorHook on_error_;
   std::map<std::string, uint64_t, std::less<>> error_counts_;
@@ -1986,8 +1985,8 @@ void NvmlSource::Impl::FlushPendingEvents(Ctx& ctx) {
 // ------------------------------------------------------------------------------------------------
 // NvmlSource
 
-std::unique_ptr<NvmlSource> NvmlSource::Create(const NvmlSourceOptions& options, base::Clock& clock,
-                                               ProcessResolver& resolver,
+std::unique_ptr<NvmlSource> NvmlSource::Create(const NvmlSourceOptions& options,
+                                               const base::Clock& clock, ProcessResolver& resolver,
                                                SourceErrorHook on_error) {
   return std::unique_ptr<NvmlSource>(
       new NvmlSource(std::make_unique<Impl>(options, clock, resolver, std::move(on_error))));

@@ -58,13 +58,12 @@ struct NvmlSourceOptions {
   std::chrono::milliseconds gpm_min_interval{100};
 };
 
-
 class NvmlSource final : public Source {
  public:
   // `clock` and `resolver` must outlive the source. The resolver's BeginCycle() is the agent's
   // job (once per cycle, before the sources poll); the source only calls Resolve().
-  static std::unique_ptr<NvmlSource> Create(const NvmlSourceOptions& options, base::Clock& clock,
-                                            ProcessResolver& resolver,
+  static std::unique_ptr<NvmlSource> Create(const NvmlSourceOptions& options,
+                                            const base::Clock& clock, ProcessResolver& resolver,
                                             SourceErrorHook on_error = {});
   ~NvmlSource() override;
 
@@ -96,7 +95,6 @@ class NvmlSource final : public Source {
 
   std::unique_ptr<Impl> impl_;
 };
-
 
 }  // namespace warpscope::agent
 

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// `warpscope up`: the whole product on one machine. A server with embedded storage and a local
+// agent pushing to it with a generated token, in one process, on loopback.
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "agent/agent.h"
+#include "base/file_util.h"
+#include "base/logging.h"
+#include "cli/commands.h"
+
+namespace warpscope::cli {
+namespace {
+
+// A random token in `path` (created 0600) unless the file already holds one.
+base::Status EnsureToken(const std::string& path) {
+  if (std::filesystem::exists(path)) return base::OkStatus();
+  unsigned char raw[24];
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || read(fd, raw, sizeof(raw)) != static_cast<ssize_t>(sizeof(raw))) {
+    if (fd >= 0) close(fd);
+    return base::Unavailable("cannot read /dev/urandom to make a token");
+  }
+  close(fd);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (unsigned char c : raw) {
+    token += kHex[c >> 4];
+    token += kHex[c & 15];
+  }
+  int out = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (out < 0) return base::Unavailable("cannot create {}: {}", path, base::ErrnoString(errno));
+  token += "\n";
+  bool ok = write(out, token.data(), token.size()) == static_cast<ssize_t>(token.size());
+  close(out);
+  return ok ? base::OkStatus() : base::Unavailable("cannot write {}", path);
+}
+
+}  // namespace
+
+std::string DefaultUpDataDir() {
+  const char* xdg = getenv("XDG_DATA_HOME");
+  if (xdg != nullptr && *xdg != '\0') return std::string(xdg) + "/warpscope";
+  const char* home = getenv("HOME");
+  if (home != nullptr && *home != '\0') return std::string(home) + "/.local/share/warpscope";
+  return "/tmp/warpscope";
+}
+
+int RunUp(const UpOptions& options) {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::error_code ec;
+  std::filesystem::create_directories(options.data_dir, ec);
+  if (ec) {
+    std::fprintf(stderr, "warpscope up: cannot create --data-dir %s: %s\n",
+                 options.data_dir.c_str(), ec.message().c_str());
+    return 2;
+  }
+  const std::string token_file = options.data_dir + "/token";
+  if (base::Status st = EnsureToken(token_file); !st.ok()) {
+    std::fprintf(stderr, "warpscope up: %s\n", st.message().c_str());
+    return 1;
+  }
+
+  base::RealClock& clock = base::RealClock::Get();
+  base::ThreadTaskRunner runner(clock);
+
+  server::ServerConfig server_config;
+  server_config.listen_address = "127.0.0.1:" + std::to_string(options.server_port);
+  server_config.data_dir = options.data_dir + "/data";
+  server_config.auth_token_file = token_file;
+  auto server = ServerProcess::Start(server_config, runner, clock);
+  if (!server) {
+    std::fprintf(stderr, "warpscope up: %s\n", server.error().message().c_str());
+    return 1;
+  }
+
+  agent::AgentConfig agent_config;
+  agent_config.collect_interval = std::chrono::seconds(1);
+  agent_config.export_interval = std::chrono::seconds(10);
+  agent_config.simulate = options.simulate;
+  agent_config.enable_gpu_metrics = options.enable_gpu_metrics || !options.simulate.empty();
+  agent_config.prometheus_listen_address = "127.0.0.1:" + std::to_string(options.agent_port);
+  agent_config.server_url = "http://127.0.0.1:" + std::to_string((*server)->port());
+  agent_config.auth_token_file = token_file;
+  agent_config.buffer_dir = options.data_dir + "/spool";
+  if (base::Status st = agent_config.Validate(); !st.ok()) {
+    std::fprintf(stderr, "warpscope up: %s\n", st.message().c_str());
+    return 2;
+  }
+  auto agent = AgentProcess::Start(agent_config, runner, clock);
+  if (!agent) {
+    std::fprintf(stderr, "warpscope up: %s\n", agent.error().message().c_str());
+    return 1;
+  }
+
+  std::printf(
+      "warpscope is up%s\n"
+      "  query API      http://127.0.0.1:%d/api/v1/entities   (docs/api.md)\n"
+      "  agent metrics  http://127.0.0.1:%d/metrics\n"
+      "  data           %s  (ingest token in %s)\n"
+      "Ctrl-C stops it.\n",
+      options.simulate.empty() ? "" : (" on the NVML simulator (" + options.simulate + ")").c_str(),
+      (*server)->port(), options.agent_port, options.data_dir.c_str(), token_file.c_str());
+  std::fflush(stdout);
+
+  RunUntilSignal(runner, signals, [&] {
+    (*agent)->Stop();
+    (*server)->Stop();
+  });
+  return 0;
+}
+
+}  // namespace warpscope::cli
