@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/ingest/native_batch.h"
 
+#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <climits>
@@ -206,9 +207,17 @@ Result<DecodedBatch> DecodeNativeBatchProto(std::string_view bytes) {
     return Error(InvalidArgument("batch: {} bytes is too large to decode", bytes.size()));
   }
   pb::Batch batch;
-  if (!batch.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  bool parsed = false;
+  {
+    // protobuf logs an ERROR line for every string field with invalid UTF-8; a bad client must
+    // not be able to flood the server's log. The failure is reported to the caller instead.
+    google::protobuf::LogSilencer silence;
+    parsed = batch.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  }
+  if (!parsed) {
     return Error(InvalidArgument(
-        "batch: the body ({} bytes) is not a valid warpscope.v1.Batch protobuf message",
+        "batch: the body ({} bytes) is not a valid warpscope.v1.Batch protobuf message (strings "
+        "must be UTF-8)",
         bytes.size()));
   }
   return Convert(batch);
@@ -218,6 +227,7 @@ Result<DecodedBatch> DecodeNativeBatchJson(std::string_view json) {
   pb::Batch batch;
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = true;
+  google::protobuf::LogSilencer silence;
   auto status = google::protobuf::util::JsonStringToMessage(
       google::protobuf::StringPiece(json.data(), json.size()), &batch, options);
   if (!status.ok()) {

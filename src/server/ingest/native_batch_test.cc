@@ -159,6 +159,13 @@ TEST(NativeBatchTest, BytesThatAreNotABatchAreRefused) {
   EXPECT_THAT(r.error().message(), HasSubstr("not a valid warpscope.v1.Batch"));
 }
 
+TEST(NativeBatchTest, InvalidUtf8IsRefused) {
+  pb::Batch b = ValidBatch();
+  b.set_host("h\xff");
+
+  EXPECT_THAT(ErrorOf(b), HasSubstr("not a valid warpscope.v1.Batch"));
+}
+
 TEST(NativeBatchTest, InvalidJsonIsRefused) {
   auto r = DecodeNativeBatchJson("{\"version\": ");
 

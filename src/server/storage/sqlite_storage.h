@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -114,9 +115,11 @@ class SqliteStorage : public Storage {
       int64_t end_ms);
   [[nodiscard]] base::Result<Availability> ReadAvailability(sqlite::Connection& db);
   // Feeds the rows of one series in `segments` to `folder`; marks the resolutions that had rows.
+  // With `only` set, reads just the columns that aggregation needs.
   [[nodiscard]] base::Status FoldSeries(sqlite::Connection& db, int64_t series_id,
                                         const std::vector<Segment>& segments,
-                                        SeriesFolder& folder, bool used[3]);
+                                        std::optional<Aggregation> only, SeriesFolder& folder,
+                                        bool used[3]);
 
   // Compaction; compact_mu_ held, write_mu_ taken per chunk.
   [[nodiscard]] base::Status RollUpNew(Resolution target, int64_t until_ms, CompactResult& result);

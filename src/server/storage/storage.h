@@ -156,7 +156,7 @@ struct RangeSeries {
 struct RangeResult {
   MetricInfo metric;
   std::vector<RangeSeries> series;  // ordered by (host, entity, labels)
-  std::vector<Resolution> resolutions;  // the resolutions that supplied data, each once
+  std::vector<Resolution> resolutions;  // those that supplied data, each once, finest first
 };
 
 // Entities, by kind/host/id and attributes. Strings are matched exactly and case-sensitively.
