@@ -173,13 +173,7 @@ const std::string& AgentProcess::LatestExposition() const {
 }
 
 int RunAgent(const agent::AgentConfig& config, bool once) {
-  // Signals are handled by one thread with sigwait; block them before any thread starts so no
-  // other thread receives them.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = BlockTerminationSignals();
 
   base::RealClock& clock = base::RealClock::Get();
   base::ThreadTaskRunner runner(clock);

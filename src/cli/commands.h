@@ -96,6 +96,10 @@ class ServerProcess {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
+// Blocks SIGINT and SIGTERM in the calling thread (and so in every thread it starts later),
+// so that only RunUntilSignal's sigwait receives them. Call before starting any thread.
+sigset_t BlockTerminationSignals();
+
 // Runs `runner` until SIGINT or SIGTERM (which must be blocked in every thread, see
 // pthread_sigmask), then runs `on_stop` on the runner and returns.
 void RunUntilSignal(base::ThreadTaskRunner& runner, const sigset_t& signals,

@@ -18,6 +18,10 @@ void ServerFlags::Register(CLI::App& sub) {
       ->envname("WARPSCOPE_AUTH_TOKEN_FILE");
   sub.add_flag("--auth-read", auth_read_, "Require the token on the query API too")
       ->envname("WARPSCOPE_AUTH_READ");
+  sub.add_option("--tls-cert", tls_cert_, "Serve https with this certificate chain (PEM)")
+      ->envname("WARPSCOPE_TLS_CERT");
+  sub.add_option("--tls-key", tls_key_, "Private key of --tls-cert (PEM)")
+      ->envname("WARPSCOPE_TLS_KEY");
   sub.add_option("--max-body-bytes", max_body_bytes_, "Largest request body accepted (413 above)")
       ->envname("WARPSCOPE_MAX_BODY_BYTES")
       ->capture_default_str();
@@ -47,6 +51,8 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
   config.data_dir = data_dir_;
   config.auth_token_file = auth_token_file_;
   config.auth_read = auth_read_;
+  config.tls_cert_file = tls_cert_;
+  config.tls_key_file = tls_key_;
   config.max_body_bytes = max_body_bytes_;
   config.max_series_per_host = max_series_per_host_;
   struct {

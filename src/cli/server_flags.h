@@ -22,6 +22,8 @@ class ServerFlags {
   std::string data_dir_ = defaults_.data_dir;
   std::string auth_token_file_;
   bool auth_read_ = false;
+  std::string tls_cert_;
+  std::string tls_key_;
   size_t max_body_bytes_ = defaults_.max_body_bytes;
   size_t max_series_per_host_ = defaults_.max_series_per_host;
   std::string retention_raw_ = "7d";

@@ -32,6 +32,8 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   api_options.listen_address = config.listen_address;
   api_options.auth_token = token;
   api_options.auth_read = config.auth_read;
+  api_options.tls_cert_file = config.tls_cert_file;
+  api_options.tls_key_file = config.tls_key_file;
   api_options.max_body_bytes = config.max_body_bytes;
   p->api_ = std::make_unique<server::ApiServer>(api_options, *p->storage_, clock);
   WARPSCOPE_ASSIGN_OR_RETURN(p->port_, p->api_->Start());
@@ -72,11 +74,7 @@ void ServerProcess::Stop() {
 }
 
 int RunServer(const server::ServerConfig& config) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = BlockTerminationSignals();
 
   base::RealClock& clock = base::RealClock::Get();
   base::ThreadTaskRunner runner(clock);
@@ -87,6 +85,15 @@ int RunServer(const server::ServerConfig& config) {
   }
   RunUntilSignal(runner, signals, [&] { (*server)->Stop(); });
   return 0;
+}
+
+sigset_t BlockTerminationSignals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  return signals;
 }
 
 void RunUntilSignal(base::ThreadTaskRunner& runner, const sigset_t& signals,

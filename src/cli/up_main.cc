@@ -53,11 +53,7 @@ std::string DefaultUpDataDir() {
 }
 
 int RunUp(const UpOptions& options) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = BlockTerminationSignals();
 
   std::error_code ec;
   std::filesystem::create_directories(options.data_dir, ec);

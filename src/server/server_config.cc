@@ -14,6 +14,9 @@ base::Status ServerConfig::Validate() const {
   if (data_dir.empty()) {
     return base::InvalidArgument("--data-dir is empty: give a directory for the database");
   }
+  if (tls_cert_file.empty() != tls_key_file.empty()) {
+    return base::InvalidArgument("--tls-cert and --tls-key go together: give both or neither");
+  }
   if (max_body_bytes < 1024) {
     return base::InvalidArgument("--max-body-bytes={}: must be at least 1024", max_body_bytes);
   }

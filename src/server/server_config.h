@@ -20,6 +20,9 @@ struct ServerConfig {
   std::string auth_token_file;
   // Require the token on the read API too.
   bool auth_read = false;
+  // Serve https with this certificate chain and private key (PEM); both or neither.
+  std::string tls_cert_file;
+  std::string tls_key_file;
   size_t max_body_bytes = 32u << 20;
   size_t max_series_per_host = 50000;
   base::Duration raw_retention = std::chrono::hours(24 * 7);

@@ -76,6 +76,15 @@ base::Result<std::unique_ptr<PrometheusPeer>> PrometheusPeer::Start(Options opti
     config += "  - job_name: '" + t.job + "'\n    metrics_path: '" + t.metrics_path +
               "'\n    static_configs:\n      - targets: ['" + t.address + "']\n";
   }
+  if (!options.remote_write_url.empty()) {
+    config += "remote_write:\n  - url: '" + options.remote_write_url +
+              "'\n    queue_config:\n      batch_send_deadline: 1s\n      min_backoff: 100ms\n"
+              "      max_backoff: 1s\n";
+    if (!options.remote_write_bearer_token.empty()) {
+      config += "    authorization:\n      credentials: '" + options.remote_write_bearer_token +
+                "'\n";
+    }
+  }
   if (base::Status st = base::WriteFile(peer->dir_ + "/prometheus.yml", config); !st.ok()) {
     return base::Error(st);
   }

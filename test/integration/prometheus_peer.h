@@ -33,6 +33,11 @@ class PrometheusPeer {
     std::string binary = "/usr/bin/prometheus";
     base::Duration scrape_interval = std::chrono::seconds(1);
     base::Duration ready_timeout = std::chrono::seconds(60);
+    // When set, Prometheus also forwards every scraped sample to this remote write 1.0
+    // receiver ("http://127.0.0.1:PORT/api/v1/write"), in small batches sent within a second.
+    std::string remote_write_url;
+    // Sent as "Authorization: Bearer <token>" on remote write requests when non-empty.
+    std::string remote_write_bearer_token;
   };
 
   // True when `binary` exists and is executable; tests GTEST_SKIP otherwise.

@@ -4,10 +4,6 @@
 // batch is retried (never dropped) and the error names the remedy.
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/x509.h>
-#include <openssl/x509v3.h>
 
 #include <cstdio>
 #include <mutex>
@@ -16,6 +12,7 @@
 #include "exporters/server/server_exporter.h"
 #include "exporters/server/testing/temp_dir.h"
 #include "exporters/testing/sample_frame.h"
+#include "support/self_signed_cert.h"
 
 namespace warpscope::exporters {
 namespace {
@@ -23,55 +20,6 @@ namespace {
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 using Stats = ServerExporter::Stats;
-
-bool AddExtension(X509* cert, int nid, const char* value) {
-  X509V3_CTX ctx;
-  X509V3_set_ctx_nodb(&ctx);
-  X509V3_set_ctx(&ctx, cert, cert, nullptr, nullptr, 0);
-  X509_EXTENSION* ext = X509V3_EXT_conf_nid(nullptr, &ctx, nid, value);
-  if (ext == nullptr) {
-    return false;
-  }
-  const bool ok = X509_add_ext(cert, ext, -1) == 1;
-  X509_EXTENSION_free(ext);
-  return ok;
-}
-
-// Writes a self-signed certificate for 127.0.0.1 and its key as PEM files.
-bool MakeSelfSignedCert(const std::string& cert_path, const std::string& key_path) {
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  X509* cert = X509_new();
-  bool ok = key != nullptr && cert != nullptr;
-  if (ok) {
-    X509_set_version(cert, 2);
-    ASN1_INTEGER_set(X509_get_serialNumber(cert), 1);
-    X509_gmtime_adj(X509_getm_notBefore(cert), -3600);
-    X509_gmtime_adj(X509_getm_notAfter(cert), 24 * 3600);
-    X509_set_pubkey(cert, key);
-    X509_NAME* name = X509_get_subject_name(cert);
-    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC,
-                               reinterpret_cast<const unsigned char*>("127.0.0.1"), -1, -1, 0);
-    X509_set_issuer_name(cert, name);
-    ok = AddExtension(cert, NID_basic_constraints, "critical,CA:TRUE") &&
-         AddExtension(cert, NID_subject_alt_name, "IP:127.0.0.1") &&
-         X509_sign(cert, key, EVP_sha256()) > 0;
-  }
-  if (ok) {
-    FILE* c = std::fopen(cert_path.c_str(), "w");
-    FILE* k = std::fopen(key_path.c_str(), "w");
-    ok = c != nullptr && k != nullptr && PEM_write_X509(c, cert) == 1 &&
-         PEM_write_PrivateKey(k, key, nullptr, nullptr, 0, nullptr, nullptr) == 1;
-    if (c != nullptr) {
-      std::fclose(c);
-    }
-    if (k != nullptr) {
-      std::fclose(k);
-    }
-  }
-  X509_free(cert);
-  EVP_PKEY_free(key);
-  return ok;
-}
 
 class TlsIngestServer {
  public:
@@ -132,7 +80,7 @@ class ServerExporterTlsTest : public ::testing::Test {
   void SetUp() override {
     cert_ = tmp_.path() + "/cert.pem";
     key_ = tmp_.path() + "/key.pem";
-    ASSERT_TRUE(MakeSelfSignedCert(cert_, key_));
+    ASSERT_TRUE(test::MakeSelfSignedCert(cert_, key_));
   }
   testing::TempDir tmp_;
   std::string cert_;

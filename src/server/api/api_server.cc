@@ -10,6 +10,8 @@
 #include "base/logging.h"
 #include "server/api/query_params.h"
 #include "server/ingest/native_batch.h"
+#include "server/ingest/otlp_metrics.h"
+#include "server/ingest/remote_write.h"
 #include "warpscope/v1/batch.pb.h"
 
 namespace warpscope::server {
@@ -89,6 +91,9 @@ ApiServer::Stats ApiServer::stats() const {
   s.unauthorized = unauthorized_.load();
   s.profiles = profiles_.load();
   s.queries = queries_.load();
+  s.otlp_requests = otlp_requests_.load();
+  s.remote_write_requests = remote_write_requests_.load();
+  s.skipped_points = skipped_points_.load();
   return s;
 }
 
@@ -125,6 +130,9 @@ void ApiServer::InstallRoutes() {
   };
   http_->Post("/api/v1/ingest/batch", bind(&ApiServer::IngestBatch));
   http_->Post("/api/v1/ingest/profile", bind(&ApiServer::IngestProfile));
+  http_->Post("/v1/metrics", bind(&ApiServer::OtlpMetrics));
+  http_->Post("/api/v1/otlp/v1/metrics", bind(&ApiServer::OtlpMetrics));
+  http_->Post("/api/v1/write", bind(&ApiServer::RemoteWrite));
   http_->Get("/api/v1/metrics", bind(&ApiServer::Metrics));
   http_->Get("/api/v1/entities", bind(&ApiServer::Entities));
   http_->Get("/api/v1/query_range", bind(&ApiServer::QueryRange));
@@ -153,7 +161,19 @@ void ApiServer::InstallRoutes() {
 base::Result<int> ApiServer::Start() {
   WARPSCOPE_ASSIGN_OR_RETURN(base::ListenAddress addr,
                              base::ParseListenAddress(options_.listen_address));
-  http_ = std::make_unique<httplib::Server>();
+  if (!options_.tls_cert_file.empty()) {
+    auto tls = std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
+                                                    options_.tls_key_file.c_str());
+    if (!tls->is_valid()) {
+      return base::Error(base::InvalidArgument(
+          "cannot load --tls-cert {} / --tls-key {}: check that both are readable PEM files and "
+          "that the key matches the certificate",
+          options_.tls_cert_file, options_.tls_key_file));
+    }
+    http_ = std::move(tls);
+  } else {
+    http_ = std::make_unique<httplib::Server>();
+  }
   http_->set_payload_max_length(options_.max_body_bytes);
   http_->new_task_queue = [n = options_.worker_threads] { return new httplib::ThreadPool(n); };
   // A second server on the same port must fail loudly, not share the port.
@@ -287,6 +307,119 @@ void ApiServer::IngestProfile(const httplib::Request& req, httplib::Response& re
   }
   ++profiles_;
   SendJson(res, 200, json{{"id", *id}});
+}
+
+base::Status ApiServer::StoreBatches(const std::vector<server::IngestBatch>& batches) {
+  for (const server::IngestBatch& batch : batches) {
+    auto written = storage_.WriteBatch(batch);
+    if (!written) {
+      return written.error();
+    }
+    if (written->duplicate) {
+      ++duplicate_batches_;
+    }
+    series_windows_ += written->stored;
+    dropped_series_ += written->dropped_series;
+  }
+  return base::OkStatus();
+}
+
+void ApiServer::OtlpMetrics(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, /*ingest=*/true)) return;
+  std::string type = req.get_header_value("Content-Type");
+  bool is_json = type.rfind("application/json", 0) == 0;
+  if (!is_json && type.rfind("application/x-protobuf", 0) != 0) {
+    ++rejected_;
+    SendError(res, 415,
+              "Content-Type must be application/x-protobuf or application/json (OTLP/HTTP), got '" +
+                  type + "'");
+    return;
+  }
+  // httplib has inflated gzip bodies; check the limit on what was inflated.
+  if (req.body.size() > options_.max_body_bytes) {
+    ++rejected_;
+    SendError(res, 413,
+              fmt::format("request body too large: {} bytes after decompression, the limit is {}; "
+                          "export smaller batches or raise --max-body-bytes",
+                          req.body.size(), options_.max_body_bytes));
+    return;
+  }
+  auto decoded = is_json ? DecodeOtlpMetricsJson(req.body) : DecodeOtlpMetricsProto(req.body);
+  if (!decoded) {
+    ++rejected_;
+    SendError(res, 400, decoded.error().message());
+    return;
+  }
+  if (decoded->rejected_points > 0) {
+    skipped_points_ += decoded->rejected_points;
+    WARPSCOPE_LOG_EVERY_N(WARNING, 100, "OTLP metrics: {} data points left out: {}",
+                          decoded->rejected_points, decoded->first_rejection);
+  }
+  if (base::Status stored = StoreBatches(decoded->batches); !stored.ok()) {
+    int status = HttpStatusFor(stored);
+    if (status < 500) ++rejected_;
+    SendError(res, status, stored.message());
+    return;
+  }
+  ++otlp_requests_;
+  res.status = 200;
+  res.set_content(EncodeOtlpMetricsResponse(*decoded, is_json),
+                  is_json ? "application/json" : "application/x-protobuf");
+}
+
+void ApiServer::RemoteWrite(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, /*ingest=*/true)) return;
+  std::string type = req.get_header_value("Content-Type");
+  if (type.rfind("application/x-protobuf", 0) != 0 ||
+      (type.find("proto=") != std::string::npos &&
+       type.find("proto=prometheus.WriteRequest") == std::string::npos)) {
+    ++rejected_;
+    SendError(res, 415,
+              "Content-Type must be application/x-protobuf with a prometheus.WriteRequest (remote "
+              "write 1.0), got '" + type + "'; remote write 2.0 is not supported");
+    return;
+  }
+  if (base::Status v = CheckRemoteWriteVersion(
+          req.get_header_value("X-Prometheus-Remote-Write-Version"));
+      !v.ok()) {
+    ++rejected_;
+    SendError(res, 400, v.message());
+    return;
+  }
+  RemoteWriteOptions options;
+  options.default_host = options_.remote_write_default_host;
+  options.max_uncompressed_bytes = options_.max_body_bytes;
+  std::string encoding = req.get_header_value("Content-Encoding");
+  base::Result<DecodedRemoteWrite> decoded;
+  if (encoding.empty() || encoding == "snappy") {
+    decoded = DecodeRemoteWrite(req.body, options);
+  } else if (encoding == "identity") {
+    decoded = DecodeRemoteWriteProto(req.body, options);
+  } else {
+    ++rejected_;
+    SendError(res, 415,
+              "Content-Encoding must be snappy (remote write 1.0), got '" + encoding + "'");
+    return;
+  }
+  if (!decoded) {
+    ++rejected_;
+    SendError(res, HttpStatusFor(decoded.error()), decoded.error().message());
+    return;
+  }
+  uint64_t skipped = decoded->stale_markers + decoded->rejected_samples;
+  skipped_points_ += skipped;
+  if (decoded->rejected_samples > 0) {
+    WARPSCOPE_LOG_EVERY_N(WARNING, 100, "remote write: {} samples left out: {}",
+                          decoded->rejected_samples, decoded->first_rejection);
+  }
+  if (base::Status stored = StoreBatches(decoded->batches); !stored.ok()) {
+    int status = HttpStatusFor(stored);
+    if (status < 500) ++rejected_;
+    SendError(res, status, stored.message());
+    return;
+  }
+  ++remote_write_requests_;
+  res.status = 204;
 }
 
 void ApiServer::Metrics(const httplib::Request& req, httplib::Response& res) {
@@ -543,6 +676,13 @@ void ApiServer::SelfMetrics(const httplib::Request&, httplib::Response& res) {
           s.unauthorized);
   counter("warpscope_server_profiles_total", "Profiles stored.", s.profiles);
   counter("warpscope_server_queries_total", "Query API requests.", s.queries);
+  counter("warpscope_server_otlp_requests_total", "OTLP/HTTP metrics requests stored.",
+          s.otlp_requests);
+  counter("warpscope_server_remote_write_requests_total",
+          "Prometheus remote write requests stored.", s.remote_write_requests);
+  counter("warpscope_server_skipped_points_total",
+          "OTLP data points and remote write samples left out (NaN, stale marker, no value).",
+          s.skipped_points);
   res.status = 200;
   res.set_content(out, "text/plain; version=0.0.4; charset=utf-8");
 }

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/status.h"
 #include "base/time.h"
@@ -32,9 +33,14 @@ class ApiServer {
     std::string auth_token;
     // Also require the token on the read API (query endpoints, profiles download).
     bool auth_read = false;
+    // https with this certificate chain and key (PEM files) when both are set.
+    std::string tls_cert_file;
+    std::string tls_key_file;
     // Request bodies larger than this get 413 (after decompression for gzip bodies).
     size_t max_body_bytes = 32u << 20;
     int worker_threads = 8;
+    // Prometheus remote write: the host of series without an instance/host/Hostname label.
+    std::string remote_write_default_host = "prometheus";
   };
   struct Stats {
     uint64_t batches = 0;          // stored
@@ -45,6 +51,10 @@ class ApiServer {
     uint64_t unauthorized = 0;     // 401 answers
     uint64_t profiles = 0;
     uint64_t queries = 0;
+    uint64_t otlp_requests = 0;          // OTLP/HTTP metrics requests stored
+    uint64_t remote_write_requests = 0;  // remote write requests stored
+    // OTLP data points and remote write samples left out (NaN, stale markers, no value, ...).
+    uint64_t skipped_points = 0;
   };
 
   ApiServer(Options options, Storage& storage, const base::Clock& clock);
@@ -65,6 +75,11 @@ class ApiServer {
 
   void IngestBatch(const httplib::Request& req, httplib::Response& res);
   void IngestProfile(const httplib::Request& req, httplib::Response& res);
+  void OtlpMetrics(const httplib::Request& req, httplib::Response& res);
+  void RemoteWrite(const httplib::Request& req, httplib::Response& res);
+  // Writes decoded batches in order; stops at the first error (batches written before it are
+  // duplicates when the sender retries, as their sequences are content hashes).
+  [[nodiscard]] base::Status StoreBatches(const std::vector<server::IngestBatch>& batches);
   void Metrics(const httplib::Request& req, httplib::Response& res);
   void Entities(const httplib::Request& req, httplib::Response& res);
   void QueryRange(const httplib::Request& req, httplib::Response& res);
@@ -90,6 +105,9 @@ class ApiServer {
   std::atomic<uint64_t> unauthorized_{0};
   std::atomic<uint64_t> profiles_{0};
   std::atomic<uint64_t> queries_{0};
+  std::atomic<uint64_t> otlp_requests_{0};
+  std::atomic<uint64_t> remote_write_requests_{0};
+  std::atomic<uint64_t> skipped_points_{0};
 };
 
 }  // namespace warpscope::server

@@ -9,9 +9,13 @@
 #include <nlohmann/json.hpp>
 
 #include "server/storage/sqlite_storage.h"
+#include "support/self_signed_cert.h"
 #include <google/protobuf/util/json_util.h>
 
 #include "warpscope/v1/batch.pb.h"
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
+#include "prometheus/remote.pb.h"
+#include <snappy.h>
 
 namespace warpscope::server {
 namespace {
@@ -233,6 +237,247 @@ TEST_F(ApiServerTest, HealthReadinessAndSelfMetrics) {
   auto m = client_->Get("/metrics");
   ASSERT_EQ(m->status, 200);
   EXPECT_NE(m->body.find("warpscope_server_batches_total 0"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace warpscope::server
+
+namespace warpscope::server {
+namespace {
+
+TEST(ApiServerTlsTest, ServesHttpsAndAgentsVerifyIt) {
+  char tmpl[] = "/tmp/warpscope_api_tls_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ASSERT_TRUE(test::MakeSelfSignedCert(dir + "/cert.pem", dir + "/key.pem"));
+  SqliteStorageOptions so;
+  so.data_dir = dir + "/db";
+  auto storage = SqliteStorage::Open(so);
+  ASSERT_TRUE(storage);
+  base::FakeClock clock;
+  ApiServer::Options opts;
+  opts.listen_address = "127.0.0.1:0";
+  opts.tls_cert_file = dir + "/cert.pem";
+  opts.tls_key_file = dir + "/key.pem";
+  ApiServer api(opts, **storage, clock);
+  auto port = api.Start();
+  ASSERT_TRUE(port) << port.error().message();
+
+  httplib::SSLClient trusted("127.0.0.1", *port);
+  trusted.set_ca_cert_path((dir + "/cert.pem").c_str());
+  trusted.enable_server_certificate_verification(true);
+  auto ok = trusted.Get("/healthz");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200);
+
+  httplib::SSLClient untrusted("127.0.0.1", *port);
+  untrusted.enable_server_certificate_verification(true);
+  EXPECT_FALSE(untrusted.Get("/healthz"));  // self-signed, not in the system CAs
+  api.Stop();
+  std::filesystem::remove_all(dir);
+}
+
+TEST(ApiServerTlsTest, BadCertificateIsAClearError) {
+  SqliteStorageOptions so;
+  char tmpl[] = "/tmp/warpscope_api_tls_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  so.data_dir = tmpl;
+  auto storage = SqliteStorage::Open(so);
+  ASSERT_TRUE(storage);
+  base::FakeClock clock;
+  ApiServer::Options opts;
+  opts.listen_address = "127.0.0.1:0";
+  opts.tls_cert_file = "/nonexistent/cert.pem";
+  opts.tls_key_file = "/nonexistent/key.pem";
+  ApiServer api(opts, **storage, clock);
+  auto port = api.Start();
+  ASSERT_FALSE(port);
+  EXPECT_NE(port.error().message().find("--tls-cert"), std::string::npos);
+  std::filesystem::remove_all(tmpl);
+}
+
+// --- OTLP/HTTP metrics and Prometheus remote write ---------------------------------------------
+
+namespace otlp = ::opentelemetry::proto::collector::metrics::v1;
+
+otlp::ExportMetricsServiceRequest MakeOtlpRequest(double util, const std::string& host = "node9") {
+  otlp::ExportMetricsServiceRequest req;
+  auto* rm = req.add_resource_metrics();
+  if (!host.empty()) {
+    auto* h = rm->mutable_resource()->add_attributes();
+    h->set_key("host.name");
+    h->mutable_value()->set_string_value(host);
+  }
+  auto* m = rm->add_scope_metrics()->add_metrics();
+  m->set_name("hw.gpu.utilization");
+  m->set_unit("1");
+  m->set_description("GPU busy ratio");
+  auto* p = m->mutable_gauge()->add_data_points();
+  p->set_time_unix_nano(kT0 + 5'000'000'000);
+  p->set_as_double(util);
+  auto* id = p->add_attributes();
+  id->set_key("hw.id");
+  id->mutable_value()->set_string_value("GPU-otlp");
+  auto* type = p->add_attributes();
+  type->set_key("hw.type");
+  type->mutable_value()->set_string_value("gpu");
+  return req;
+}
+
+std::string SnappyWriteRequest(const std::string& name, double value, int64_t ms,
+                               const std::string& instance = "node5:9100") {
+  prometheus::WriteRequest req;
+  auto* ts = req.add_timeseries();
+  auto* n = ts->add_labels();
+  n->set_name("__name__");
+  n->set_value(name);
+  if (!instance.empty()) {
+    auto* i = ts->add_labels();
+    i->set_name("instance");
+    i->set_value(instance);
+  }
+  auto* job = ts->add_labels();
+  job->set_name("job");
+  job->set_value("node");
+  auto* s = ts->add_samples();
+  s->set_value(value);
+  s->set_timestamp(ms);
+  std::string raw = req.SerializeAsString();
+  std::string out;
+  snappy::Compress(raw.data(), raw.size(), &out);
+  return out;
+}
+
+httplib::Headers IngestHeaders(httplib::Headers extra = {}) {
+  extra.emplace("Authorization", std::string("Bearer ") + kToken);
+  return extra;
+}
+
+httplib::Headers RemoteWriteHeaders() {
+  return IngestHeaders({{"Content-Encoding", "snappy"},
+                        {"X-Prometheus-Remote-Write-Version", "0.1.0"}});
+}
+
+TEST_F(ApiServerTest, OtlpProtobufIsStoredOnceAndQueryable) {
+  std::string body = MakeOtlpRequest(0.8).SerializeAsString();
+  auto res = client_->Post("/v1/metrics", IngestHeaders(), body, "application/x-protobuf");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/x-protobuf");
+  otlp::ExportMetricsServiceResponse reply;
+  ASSERT_TRUE(reply.ParseFromString(res->body));
+  EXPECT_FALSE(reply.has_partial_success());
+  auto again = client_->Post("/v1/metrics", IngestHeaders(), body, "application/x-protobuf");
+  ASSERT_EQ(again->status, 200);
+  EXPECT_EQ(api_->stats().otlp_requests, 2u);
+  EXPECT_EQ(api_->stats().duplicate_batches, 1u);
+  EXPECT_EQ(api_->stats().series_windows, 1u);
+
+  auto range = client_->Get(
+      "/api/v1/query_range?metric=hw.gpu.utilization&start=1700000000&end=1700000060&step=60s&"
+      "kind=gpu&host=node9");
+  ASSERT_EQ(range->status, 200) << range->body;
+  json r = json::parse(range->body);
+  ASSERT_EQ(r["series"].size(), 1u);
+  EXPECT_EQ(r["series"][0]["entity"], "GPU-otlp");
+  EXPECT_EQ(r["series"][0]["attributes"]["gpu.uuid"], "GPU-otlp");
+  EXPECT_NEAR(r["series"][0]["points"][0][1].get<double>(), 0.8, 1e-9);
+  EXPECT_EQ(r["metric"]["help"], "GPU busy ratio");
+}
+
+TEST_F(ApiServerTest, OtlpJsonOnTheAlternativePathReportsRejectedPoints) {
+  const std::string body = R"({"resourceMetrics":[{"resource":{"attributes":[
+      {"key":"host.name","value":{"stringValue":"h1"}}]},
+    "scopeMetrics":[{"metrics":[{"name":"m","gauge":{"dataPoints":[
+      {"timeUnixNano":"1700000000000000000","asDouble":1},
+      {"timeUnixNano":"1700000000000000000","asDouble":"NaN",
+       "attributes":[{"key":"k","value":{"stringValue":"v"}}]}]}}]}]}]})";
+  auto res = client_->Post("/api/v1/otlp/v1/metrics", IngestHeaders(), body, "application/json");
+  ASSERT_EQ(res->status, 200) << res->body;
+  json reply = json::parse(res->body);
+  EXPECT_EQ(reply["partialSuccess"]["rejectedDataPoints"], "1");
+  EXPECT_NE(reply["partialSuccess"]["errorMessage"].get<std::string>().find("finite"),
+            std::string::npos);
+  EXPECT_EQ(api_->stats().skipped_points, 1u);
+  EXPECT_EQ(api_->stats().series_windows, 1u);
+}
+
+TEST_F(ApiServerTest, OtlpGzipBodiesAreInflated) {
+  client_->set_compress(true);
+  auto res = client_->Post("/v1/metrics", IngestHeaders(), MakeOtlpRequest(0.5).SerializeAsString(),
+                           "application/x-protobuf");
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(api_->stats().series_windows, 1u);
+}
+
+TEST_F(ApiServerTest, OtlpBadRequestsGetJsonErrors) {
+  std::string no_host = MakeOtlpRequest(0.5, "").SerializeAsString();
+  auto res = client_->Post("/v1/metrics", IngestHeaders(), no_host, "application/x-protobuf");
+  ASSERT_EQ(res->status, 400);
+  EXPECT_NE(json::parse(res->body)["error"].get<std::string>().find("host.name"),
+            std::string::npos);
+  auto garbage =
+      client_->Post("/v1/metrics", IngestHeaders(), "\xff\xff not otlp", "application/x-protobuf");
+  EXPECT_EQ(garbage->status, 400);
+  auto type = client_->Post("/v1/metrics", IngestHeaders(), "x", "text/plain");
+  EXPECT_EQ(type->status, 415);
+  auto unauthorized = client_->Post("/v1/metrics", MakeOtlpRequest(0.5).SerializeAsString(),
+                                    "application/x-protobuf");
+  EXPECT_EQ(unauthorized->status, 401);
+  auto big = client_->Post("/v1/metrics", IngestHeaders(), std::string(128 * 1024, 'x'),
+                           "application/x-protobuf");
+  EXPECT_EQ(big->status, 413);  // refused by httplib before the handler: not counted
+  EXPECT_EQ(api_->stats().rejected, 3u);
+  EXPECT_EQ(api_->stats().series_windows, 0u);
+}
+
+TEST_F(ApiServerTest, RemoteWriteIsStoredAndAnswers204) {
+  auto res = client_->Post("/api/v1/write", RemoteWriteHeaders(),
+                           SnappyWriteRequest("node_load1", 1.25, 1'700'000'010'000),
+                           "application/x-protobuf");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 204) << res->body;
+  EXPECT_EQ(api_->stats().remote_write_requests, 1u);
+  auto range = client_->Get(
+      "/api/v1/query_range?metric=node_load1&start=1700000000&end=1700000060&step=60s");
+  ASSERT_EQ(range->status, 200) << range->body;
+  json r = json::parse(range->body);
+  ASSERT_EQ(r["series"].size(), 1u);
+  EXPECT_EQ(r["series"][0]["host"], "node5:9100");
+  EXPECT_EQ(r["series"][0]["labels"]["job"], "node");
+  EXPECT_NEAR(r["series"][0]["points"][0][1].get<double>(), 1.25, 1e-9);
+}
+
+TEST_F(ApiServerTest, RemoteWriteBadRequestsGetJsonErrors) {
+  auto not_snappy = client_->Post("/api/v1/write", RemoteWriteHeaders(), "\xff\xff\xff\xff\xff",
+                                  "application/x-protobuf");
+  ASSERT_EQ(not_snappy->status, 400);
+  EXPECT_NE(json::parse(not_snappy->body)["error"].get<std::string>().find("snappy"),
+            std::string::npos);
+  auto no_name = client_->Post("/api/v1/write", RemoteWriteHeaders(),
+                               SnappyWriteRequest("", 1, 1'700'000'010'000),
+                               "application/x-protobuf");
+  ASSERT_EQ(no_name->status, 400);
+  EXPECT_NE(no_name->body.find("__name__"), std::string::npos);
+  auto v2 = client_->Post(
+      "/api/v1/write",
+      IngestHeaders(
+          {{"Content-Encoding", "snappy"}, {"X-Prometheus-Remote-Write-Version", "2.0.0"}}),
+      SnappyWriteRequest("up", 1, 1'700'000'010'000), "application/x-protobuf");
+  EXPECT_EQ(v2->status, 400);
+  auto v2_type = client_->Post("/api/v1/write", RemoteWriteHeaders(),
+                               SnappyWriteRequest("up", 1, 1'700'000'010'000),
+                               "application/x-protobuf;proto=io.prometheus.write.v2.Request");
+  EXPECT_EQ(v2_type->status, 415);
+  // 128 KiB of zeros compress to a few KiB but inflate past the 64 KiB limit.
+  std::string zeros(128 * 1024, '\0');
+  std::string bomb;
+  snappy::Compress(zeros.data(), zeros.size(), &bomb);
+  auto big = client_->Post("/api/v1/write", RemoteWriteHeaders(), bomb, "application/x-protobuf");
+  EXPECT_EQ(big->status, 413);
+  EXPECT_TRUE(json::parse(big->body).contains("error"));
+  EXPECT_EQ(api_->stats().remote_write_requests, 0u);
+  EXPECT_EQ(api_->stats().rejected, 5u);
 }
 
 }  // namespace

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+// Other senders into the real `warpscope server` binary:
+//   - a real Prometheus scrapes a small target and forwards with remote write 1.0
+//     (POST /api/v1/write); the forwarded series are read back through the query API;
+//   - the agent's OTLP/HTTP exporter (exporters/otlp) sends a frame to POST /v1/metrics; its GPU
+//     entities and values are read back the same way.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "base/file_util.h"
+#include "child_process.h"
+#include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/testing/sample_frame.h"
+#include "integration/prometheus_peer.h"
+
+namespace warpscope::test {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kToken[] = "ingest-e2e-token";
+
+// A fixed Prometheus text exposition on 127.0.0.1:0 for Prometheus to scrape.
+class ScrapeTarget {
+ public:
+  ScrapeTarget() {
+    server_.Get("/metrics", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(
+          "# HELP demo_gpu_temperature_celsius A fixed temperature.\n"
+          "# TYPE demo_gpu_temperature_celsius gauge\n"
+          "demo_gpu_temperature_celsius{gpu=\"0\"} 61.5\n"
+          "demo_gpu_temperature_celsius{gpu=\"1\"} 58\n"
+          "# HELP demo_requests_total A fixed counter.\n"
+          "# TYPE demo_requests_total counter\n"
+          "demo_requests_total 42\n",
+          "text/plain; version=0.0.4");
+    });
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~ScrapeTarget() {
+    server_.stop();
+    thread_.join();
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  httplib::Server server_;
+  std::thread thread_;
+  int port_ = 0;
+};
+
+// `warpscope server` on a free port with a bearer token, in a temp dir.
+class ServerProcess {
+ public:
+  void Start(const TempDir& tmp) {
+    const std::string bin = std::string(WARPSCOPE_BINARY_DIR) + "/bin/warpscope";
+    const std::string token = tmp.path() + "/token";
+    ASSERT_TRUE(base::WriteFile(token, std::string(kToken) + "\n").ok());
+    chmod(token.c_str(), 0600);
+    port_ = PickFreePort();
+    auto child = ChildProcess::Start(
+        {bin, "server", "--data-dir=" + tmp.path() + "/data",
+         "--listen-address=127.0.0.1:" + std::to_string(port_), "--auth-token-file=" + token},
+        tmp.path());
+    ASSERT_TRUE(child) << child.error().message();
+    child_ = std::move(*child);
+    bool up = WaitForJson("/healthz", [](const json&) { return true; }).has_value();
+    ASSERT_TRUE(up) << "server did not come up: " << child_->Stderr();
+  }
+
+  int port() const { return port_; }
+  std::string Stderr() const { return child_ ? child_->Stderr() : ""; }
+
+  // Polls GET `path` until the JSON body satisfies `done` (bounded: ~30 s).
+  std::optional<json> WaitForJson(const std::string& path,
+                                  const std::function<bool(const json&)>& done) {
+    httplib::Client c("127.0.0.1", port_);
+    c.set_connection_timeout(1);
+    for (int i = 0; i < 300; ++i) {
+      auto res = c.Get(path.c_str());
+      if (res && res->status == 200) {
+        json body = json::parse(res->body, nullptr, false);
+        if (!body.is_discarded() && done(body)) return body;
+        last_ = res->body;
+      }
+      std::this_thread::sleep_for(milliseconds(100));  // bounded polling of other processes
+    }
+    return std::nullopt;
+  }
+  const std::string& last_body() const { return last_; }
+
+ private:
+  std::unique_ptr<ChildProcess> child_;
+  int port_ = 0;
+  std::string last_;
+};
+
+int64_t NowSeconds() {
+  return std::chrono::duration_cast<seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+std::string RangeParams() {
+  int64_t now = NowSeconds();
+  return "&start=" + std::to_string(now - 600) + "&end=" + std::to_string(now + 60) + "&step=60s";
+}
+
+// The latest point of the series whose labels include `label`=`value`, or NaN.
+double LatestValue(const json& range, const std::string& label, const std::string& value) {
+  for (const auto& s : range["series"]) {
+    if (s["labels"].value(label, "") == value && !s["points"].empty()) {
+      const json& p = s["points"].back()[1];
+      return p.is_number() ? p.get<double>() : std::nan("");
+    }
+  }
+  return std::nan("");
+}
+
+TEST(PrometheusRemoteWriteTest, ForwardedSeriesArriveWithTheirValues) {
+  if (!PrometheusPeer::Available()) GTEST_SKIP() << "prometheus is not installed";
+  TempDir tmp;
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(tmp));
+  ScrapeTarget target;
+
+  PrometheusPeer::Options options;
+  options.targets.push_back({"demo", target.address()});
+  options.remote_write_url = "http://127.0.0.1:" + std::to_string(server.port()) + "/api/v1/write";
+  options.remote_write_bearer_token = kToken;
+  auto prometheus = PrometheusPeer::Start(options);
+  ASSERT_TRUE(prometheus) << prometheus.error().message();
+
+  const std::string host = target.address();  // the `instance` label
+  auto temps = server.WaitForJson(
+      "/api/v1/query_range?metric=demo_gpu_temperature_celsius&agg=last&host=" + host +
+          RangeParams(),
+      [](const json& r) { return r["series"].size() == 2; });
+  ASSERT_TRUE(temps) << "last answer: " << server.last_body() << "\nserver: " << server.Stderr()
+                     << "\nprometheus: " << (*prometheus)->LogTail();
+  EXPECT_DOUBLE_EQ(LatestValue(*temps, "gpu", "0"), 61.5);
+  EXPECT_DOUBLE_EQ(LatestValue(*temps, "gpu", "1"), 58);
+  for (const auto& s : (*temps)["series"]) {
+    EXPECT_EQ(s["host"], host);
+    EXPECT_EQ(s["kind"], "host");
+    EXPECT_EQ(s["labels"]["job"], "demo");
+    EXPECT_FALSE(s["labels"].contains("instance"));
+  }
+
+  auto requests = server.WaitForJson(
+      "/api/v1/query_range?metric=demo_requests_total&agg=last&host=" + host + RangeParams(),
+      [](const json& r) { return r["series"].size() == 1; });
+  ASSERT_TRUE(requests) << server.last_body();
+  EXPECT_DOUBLE_EQ(LatestValue(*requests, "job", "demo"), 42);
+  EXPECT_EQ((*requests)["metric"]["kind"], "counter");
+
+  // Prometheus' own per-target series come along too.
+  auto up =
+      server.WaitForJson("/api/v1/query_range?metric=up&agg=last&host=" + host + RangeParams(),
+                         [](const json& r) { return r["series"].size() == 1; });
+  ASSERT_TRUE(up) << server.last_body();
+  EXPECT_DOUBLE_EQ(LatestValue(*up, "job", "demo"), 1);
+
+  auto hosts = server.WaitForJson("/api/v1/entities?kind=host", [&](const json& r) {
+    for (const auto& e : r["entities"]) {
+      if (e["id"] == host) return true;
+    }
+    return false;
+  });
+  EXPECT_TRUE(hosts) << server.last_body();
+}
+
+TEST(OtlpIngestTest, AgentOtlpExporterReachesTheServer) {
+  TempDir tmp;
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(tmp));
+
+  exporters::OtlpHttpExporter::Options options;
+  options.endpoint = "http://127.0.0.1:" + std::to_string(server.port());
+  options.headers.emplace_back("Authorization", std::string("Bearer ") + kToken);
+  options.max_attempts = 3;
+  options.initial_backoff = milliseconds(100);
+  options.gzip = true;
+  options.encoder.host_name = "otlp-node";
+  auto exporter = exporters::OtlpHttpExporter::Create(options);
+  ASSERT_TRUE(exporter) << exporter.error().message();
+
+  exporters::sample::SampleFrameOptions frame_options;
+  frame_options.gpus = 2;
+  frame_options.processes = 2;
+  frame_options.host = "otlp-node";
+  frame_options.start = base::FromUnixNanos((NowSeconds() - 120) * 1'000'000'000);
+  EXPECT_EQ((*exporter)->Export(exporters::sample::MakeSampleFrame(frame_options)),
+            exporters::ExportResult::kSuccess);
+  (*exporter)->Shutdown(seconds(20));
+  ASSERT_EQ((*exporter)->stats().sent, 1u) << "server: " << server.Stderr();
+  EXPECT_EQ((*exporter)->stats().failed, 0u);
+
+  auto gpus = server.WaitForJson("/api/v1/entities?kind=gpu&host=otlp-node",
+                                 [](const json& r) { return r["entities"].size() == 2; });
+  ASSERT_TRUE(gpus) << server.last_body();
+  for (const auto& e : (*gpus)["entities"]) {
+    EXPECT_EQ(e["attributes"]["gpu.model"], exporters::sample::kSampleGpuModel);
+    EXPECT_EQ(e["attributes"]["gpu.uuid"], e["id"]);
+  }
+  EXPECT_EQ((*gpus)["entities"][0]["id"], exporters::sample::SampleGpuUuid(0));
+
+  auto temps = server.WaitForJson(
+      "/api/v1/query_range?metric=hw.gpu.temperature&kind=gpu&host=otlp-node" + RangeParams(),
+      [](const json& r) { return r["series"].size() == 2; });
+  ASSERT_TRUE(temps) << server.last_body();
+  for (int gpu = 0; gpu < 2; ++gpu) {
+    bool found = false;
+    for (const auto& s : (*temps)["series"]) {
+      if (s["entity"] != exporters::sample::SampleGpuUuid(gpu)) continue;
+      found = true;
+      EXPECT_DOUBLE_EQ(s["points"].back()[1].get<double>(),
+                       exporters::sample::SampleGpuTemperatureCelsius(gpu));
+    }
+    EXPECT_TRUE(found) << "no hw.gpu.temperature series for GPU " << gpu;
+  }
+  auto metrics = server.WaitForJson("/api/v1/metrics", [](const json&) { return true; });
+  ASSERT_TRUE(metrics);
+  bool described = false;
+  for (const auto& m : (*metrics)["metrics"]) {
+    if (m["key"] == "hw.gpu.temperature") {
+      described = true;
+      EXPECT_EQ(m["unit"], "Cel");
+      EXPECT_EQ(m["entity_kind"], "gpu");
+    }
+  }
+  EXPECT_TRUE(described);
+}
+
+}  // namespace
+}  // namespace warpscope::test
