@@ -22,6 +22,10 @@ void ServerFlags::Register(CLI::App& sub) {
       ->envname("WARPSCOPE_TLS_CERT");
   sub.add_option("--tls-key", tls_key_, "Private key of --tls-cert (PEM)")
       ->envname("WARPSCOPE_TLS_KEY");
+  sub.add_option("--remote-write-default-host", remote_write_default_host_,
+                 "Host for remote-written series without an instance, host or Hostname label")
+      ->envname("WARPSCOPE_REMOTE_WRITE_DEFAULT_HOST")
+      ->capture_default_str();
   sub.add_option("--max-body-bytes", max_body_bytes_, "Largest request body accepted (413 above)")
       ->envname("WARPSCOPE_MAX_BODY_BYTES")
       ->capture_default_str();
@@ -53,6 +57,7 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
   config.auth_read = auth_read_;
   config.tls_cert_file = tls_cert_;
   config.tls_key_file = tls_key_;
+  config.remote_write_default_host = remote_write_default_host_;
   config.max_body_bytes = max_body_bytes_;
   config.max_series_per_host = max_series_per_host_;
   struct {

@@ -24,6 +24,7 @@ class ServerFlags {
   bool auth_read_ = false;
   std::string tls_cert_;
   std::string tls_key_;
+  std::string remote_write_default_host_ = defaults_.remote_write_default_host;
   size_t max_body_bytes_ = defaults_.max_body_bytes;
   size_t max_series_per_host_ = defaults_.max_series_per_host;
   std::string retention_raw_ = "7d";

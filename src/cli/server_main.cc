@@ -34,6 +34,7 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   api_options.auth_read = config.auth_read;
   api_options.tls_cert_file = config.tls_cert_file;
   api_options.tls_key_file = config.tls_key_file;
+  api_options.remote_write_default_host = config.remote_write_default_host;
   api_options.max_body_bytes = config.max_body_bytes;
   p->api_ = std::make_unique<server::ApiServer>(api_options, *p->storage_, clock);
   WARPSCOPE_ASSIGN_OR_RETURN(p->port_, p->api_->Start());

@@ -24,6 +24,8 @@ struct ServerConfig {
   std::string tls_cert_file;
   std::string tls_key_file;
   size_t max_body_bytes = 32u << 20;
+  // Host of remote-written series that carry no instance/host/Hostname label.
+  std::string remote_write_default_host = "prometheus";
   size_t max_series_per_host = 50000;
   base::Duration raw_retention = std::chrono::hours(24 * 7);
   base::Duration minute_retention = std::chrono::hours(24 * 30);
