@@ -30,6 +30,9 @@ class [[nodiscard]] Status {
  public:
   Status() = default;
   Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  // Lets `return Error(status);` and the WARPSCOPE_*_RETURN macros work in functions returning
+  // Status as well as Result<T>.
+  Status(tl::unexpected<Status> error) : Status(std::move(error.value())) {}  // NOLINT
 
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
@@ -87,11 +90,12 @@ inline tl::unexpected<Status> Error(Status status) { return tl::unexpected<Statu
 #define WARPSCOPE_INTERNAL_CONCAT2(a, b) a##b
 #define WARPSCOPE_INTERNAL_CONCAT(a, b) WARPSCOPE_INTERNAL_CONCAT2(a, b)
 
-// Returns the Status from the enclosing function if `expr` (a Status) is an error.
-#define WARPSCOPE_RETURN_IF_ERROR(expr)                \
-  do {                                                 \
-    ::warpscope::base::Status warpscope_status_ = (expr); \
-    if (!warpscope_status_.ok()) return warpscope_status_; \
+// Returns the Status from the enclosing function (returning Status or Result<T>) if `expr` (a
+// Status) is an error.
+#define WARPSCOPE_RETURN_IF_ERROR(expr)                                            \
+  do {                                                                             \
+    ::warpscope::base::Status warpscope_status_ = (expr);                          \
+    if (!warpscope_status_.ok()) return ::warpscope::base::Error(warpscope_status_); \
   } while (0)
 
 // `WARPSCOPE_ASSIGN_OR_RETURN(auto x, MakeX());` in a function returning Status or Result<U>.

@@ -17,22 +17,6 @@
 #include "server/storage/label_codec.h"
 #include "server/storage/sqlite_db.h"
 
-// The base macros only work when the error and the function agree on Status vs Result; these
-// convert.
-#define WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(expr)         \
-  do {                                                            \
-    ::warpscope::base::Status warpscope_storage_status_ = (expr); \
-    if (!warpscope_storage_status_.ok()) {                        \
-      return ::warpscope::base::Error(warpscope_storage_status_); \
-    }                                                             \
-  } while (0)
-#define WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(lhs, expr)                                  \
-  auto WARPSCOPE_INTERNAL_CONCAT(warpscope_storage_result_, __LINE__) = (expr);               \
-  if (!WARPSCOPE_INTERNAL_CONCAT(warpscope_storage_result_, __LINE__)) {                      \
-    return std::move(WARPSCOPE_INTERNAL_CONCAT(warpscope_storage_result_, __LINE__).error()); \
-  }                                                                                           \
-  lhs = std::move(*WARPSCOPE_INTERNAL_CONCAT(warpscope_storage_result_, __LINE__))
-
 namespace warpscope::server {
 namespace {
 
@@ -356,7 +340,7 @@ Result<SqliteStorage::ReaderLease> SqliteStorage::AcquireReader() {
     }
   }
   WARPSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<Connection> db, Connection::Open(path_, false));
-  WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(
+  WARPSCOPE_RETURN_IF_ERROR(
       db->Exec("PRAGMA query_only = ON; PRAGMA cache_size = -16000;"));
   return ReaderLease(this, std::move(db));
 }
@@ -366,8 +350,8 @@ Result<SqliteStorage::ReaderLease> SqliteStorage::AcquireReader() {
 // ---------------------------------------------------------------------------------------------
 
 Result<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(const SqliteStorageOptions& options) {
-  WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(options.storage.Validate());
-  WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(CheckDataDir(options.data_dir));
+  WARPSCOPE_RETURN_IF_ERROR(options.storage.Validate());
+  WARPSCOPE_RETURN_IF_ERROR(CheckDataDir(options.data_dir));
   std::string path = (std::filesystem::path(options.data_dir) / kDatabaseFile).string();
   auto writer = Connection::Open(path, true);
   if (!writer) {
@@ -399,7 +383,7 @@ Result<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(const SqliteStorageOp
   // dirties about N pages; checkpointing every 10,000 pages (40 MB of WAL) instead of SQLite's
   // 1,000 lets a page absorb several batches before it is copied into the database, which
   // roughly halved the wall time per batch in sqlite_storage_bench.
-  WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT((*writer)->Exec(fmt::format(
+  WARPSCOPE_RETURN_IF_ERROR((*writer)->Exec(fmt::format(
       "PRAGMA synchronous = {}; PRAGMA secure_delete = OFF; PRAGMA cache_size = -65536; "
       "PRAGMA wal_autocheckpoint = 10000; PRAGMA journal_size_limit = 67108864; "
       "PRAGMA foreign_keys = OFF;",
@@ -408,8 +392,8 @@ Result<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(const SqliteStorageOp
   std::unique_ptr<SqliteStorage> storage(
       new SqliteStorage(options, path, std::move(*writer)));
   std::lock_guard lock(storage->write_mu_);
-  WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(storage->InitSchema());
-  WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(storage->LoadState());
+  WARPSCOPE_RETURN_IF_ERROR(storage->InitSchema());
+  WARPSCOPE_RETURN_IF_ERROR(storage->LoadState());
   return storage;
 }
 
@@ -423,14 +407,14 @@ SqliteStorage::~SqliteStorage() {
 }
 
 Status SqliteStorage::InitSchema() {
-  WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Transaction tx, Transaction::Begin(*writer_, true));
-  WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+  WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
+  WARPSCOPE_ASSIGN_OR_RETURN(
       int64_t has_meta,
       writer_->QueryInt("SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = "
                         "'meta'",
                         0));
   if (has_meta == 0) {
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+    WARPSCOPE_ASSIGN_OR_RETURN(
         int64_t objects, writer_->QueryInt("SELECT COUNT(*) FROM sqlite_schema", 0));
     if (objects != 0) {
       return base::InvalidArgument(
@@ -442,7 +426,7 @@ Status SqliteStorage::InitSchema() {
     WARPSCOPE_RETURN_IF_ERROR(SetMeta(kMetaSchemaVersion, kSchemaVersion));
     return tx.Commit();
   }
-  WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+  WARPSCOPE_ASSIGN_OR_RETURN(
       int64_t version,
       writer_->QueryInt("SELECT value FROM meta WHERE key = 'schema_version'", 0));
   if (version > kSchemaVersion) {
@@ -460,7 +444,7 @@ Status SqliteStorage::InitSchema() {
 }
 
 Status SqliteStorage::SetMeta(const char* key, int64_t value) {
-  WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+  WARPSCOPE_ASSIGN_OR_RETURN(
       Statement stmt, writer_->Prepare("INSERT OR REPLACE INTO meta(key, value) VALUES(?1, ?2)"));
   stmt.BindText(1, key).BindInt(2, value);
   return stmt.Run();
@@ -475,12 +459,12 @@ Status SqliteStorage::LoadState() {
   active_series_.clear();
 
   {
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Statement stmt,
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
                                               writer_->Prepare("SELECT key, value FROM meta"));
     first_window_ms_ = minute_watermark_ = hour_watermark_ = 0;
     raw_cutoff_ = minute_cutoff_ = hour_cutoff_ = 0;
     while (true) {
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(bool row, stmt.Step());
+      WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) {
         break;
       }
@@ -502,10 +486,10 @@ Status SqliteStorage::LoadState() {
     }
   }
   {
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+    WARPSCOPE_ASSIGN_OR_RETURN(
         Statement stmt, writer_->Prepare("SELECT id, name, tags FROM hosts"));
     while (true) {
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(bool row, stmt.Step());
+      WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) {
         break;
       }
@@ -514,10 +498,10 @@ Status SqliteStorage::LoadState() {
     }
   }
   {
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Statement stmt,
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
                                               writer_->Prepare("SELECT id, name FROM agents"));
     while (true) {
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(bool row, stmt.Step());
+      WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) {
         break;
       }
@@ -525,27 +509,27 @@ Status SqliteStorage::LoadState() {
     }
   }
   {
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Statement stmt,
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
                                               writer_->Prepare("SELECT key FROM metrics"));
     std::vector<std::string> keys;
     while (true) {
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(bool row, stmt.Step());
+      WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) {
         break;
       }
       keys.emplace_back(stmt.ColumnText(0));
     }
     for (const std::string& key : keys) {
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(auto metric, ReadMetric(*writer_, key));
+      WARPSCOPE_ASSIGN_OR_RETURN(auto metric, ReadMetric(*writer_, key));
       metrics_[key] = MetricEntry{metric.first, std::move(metric.second)};
     }
   }
   {
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+    WARPSCOPE_ASSIGN_OR_RETURN(
         Statement stmt, writer_->Prepare("SELECT id, host_id, entity, kind, parent, attributes, "
                                          "first_seen_ms, last_seen_ms FROM entities"));
     while (true) {
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(bool row, stmt.Step());
+      WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) {
         break;
       }
@@ -560,11 +544,11 @@ Status SqliteStorage::LoadState() {
     }
   }
   {
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+    WARPSCOPE_ASSIGN_OR_RETURN(
         Statement stmt, writer_->Prepare("SELECT id, host_id, entity_id, metric_id, labels, "
                                          "last_seen_ms FROM series"));
     while (true) {
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(bool row, stmt.Step());
+      WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) {
         break;
       }
@@ -653,7 +637,7 @@ Result<int64_t> SqliteStorage::InternAgent(const std::string& name) {
   WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
                              writer_->Prepare("INSERT INTO agents(name) VALUES(?1)"));
   stmt.BindText(1, name);
-  WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(stmt.Run());
+  WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
   int64_t id = writer_->last_insert_rowid();
   agents_[name] = id;
   return id;
@@ -666,7 +650,7 @@ Result<int64_t> SqliteStorage::InternHost(const std::string& name, const model::
     WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
                                writer_->Prepare("INSERT INTO hosts(name, tags) VALUES(?1, ?2)"));
     stmt.BindText(1, name).BindText(2, encoded);
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(stmt.Run());
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
     int64_t id = writer_->last_insert_rowid();
     hosts_[name] = HostEntry{id, encoded};
     return id;
@@ -675,7 +659,7 @@ Result<int64_t> SqliteStorage::InternHost(const std::string& name, const model::
     WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
                                writer_->Prepare("UPDATE hosts SET tags = ?2 WHERE id = ?1"));
     stmt.BindInt(1, it->second.id).BindText(2, encoded);
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(stmt.Run());
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
     it->second.tags = encoded;
   }
   return it->second.id;
@@ -689,7 +673,7 @@ Status SqliteStorage::UpsertMetric(const MetricInfo& info) {
   if (it != metrics_.end() && it->second.info == info) {
     return base::OkStatus();
   }
-  WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+  WARPSCOPE_ASSIGN_OR_RETURN(
       Statement stmt,
       writer_->Prepare("INSERT INTO metrics(key, kind, unit, help, prom_name, prom_scale, "
                        "otel_name, entity_kind) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
@@ -738,7 +722,7 @@ Result<SqliteStorage::EntityEntry*> SqliteStorage::TouchEntity(int64_t host_id,
         .BindText(5, e.attributes)
         .BindInt(6, e.first_seen)
         .BindInt(7, e.last_seen);
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(stmt.Run());
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
     e.id = writer_->last_insert_rowid();
     it = entities_.emplace(std::move(key), std::move(e)).first;
     return &it->second;
@@ -773,7 +757,7 @@ Result<SqliteStorage::EntityEntry*> SqliteStorage::TouchEntity(int64_t host_id,
         .BindText(4, e.attributes)
         .BindInt(5, e.first_seen)
         .BindInt(6, e.last_seen);
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(stmt.Run());
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
   }
   return &e;
 }
@@ -800,7 +784,7 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
 
   WARPSCOPE_ASSIGN_OR_RETURN(int64_t host_id, InternHost(batch.host, batch.tags));
   for (const MetricInfo& info : batch.metrics) {
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(UpsertMetric(info));
+    WARPSCOPE_RETURN_IF_ERROR(UpsertMetric(info));
   }
 
   // Entities: the host (tags as attributes, its declared attributes winning), the declared
@@ -860,7 +844,7 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
           .BindText(4, labels)
           .BindInt(5, start_ms)
           .BindInt(6, end_ms);
-      WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(stmt.Run());
+      WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
       SeriesEntry entry;
       entry.id = writer_->last_insert_rowid();
       entry.host_id = host_id;
@@ -879,7 +863,7 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
         WARPSCOPE_ASSIGN_OR_RETURN(
             Statement stmt, writer_->Prepare("UPDATE series SET last_seen_ms = ?2 WHERE id = ?1"));
         stmt.BindInt(1, entry.id).BindInt(2, entry.last_seen);
-        WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(stmt.Run());
+        WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
         entry.persisted_last_seen = entry.last_seen;
       }
     }
@@ -895,7 +879,7 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
         .BindDouble(6, s.max)
         .BindDouble(7, s.last)
         .BindInt(8, std::max<int64_t>(s.count, 1));
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(stmt.Run());
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
     ++result.stored;
   }
 
@@ -911,7 +895,7 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
         .BindInt(5, ev.code)
         .BindText(6, ev.message)
         .BindText(7, EncodeLabels(ev.attributes));
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(stmt.Run());
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
   }
 
   {
@@ -919,7 +903,7 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
         Statement stmt, writer_->Prepare("INSERT OR REPLACE INTO ingested(agent_id, sequence, "
                                          "start_ms) VALUES(?1, ?2, ?3)"));
     stmt.BindInt(1, agent_id).BindInt(2, static_cast<int64_t>(batch.sequence)).BindInt(3, start_ms);
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(stmt.Run());
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
   }
   // A window behind the minute rollups (or the slice being rolled up now): its minute is
   // rebuilt for this host at the next Compact.
@@ -930,13 +914,13 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
                          "VALUES(?1, ?2, ?3, 1) ON CONFLICT(resolution, host_id) DO UPDATE SET "
                          "from_ms = min(from_ms, excluded.from_ms), generation = generation + 1"));
     stmt.BindInt(1, kDirtyMinute).BindInt(2, host_id).BindInt(3, FloorTo(start_ms, kMinuteMs));
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(stmt.Run());
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
   }
   if (first_window_ms_ == 0 || start_ms < first_window_ms_) {
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(SetMeta(kMetaFirstWindow, start_ms));
+    WARPSCOPE_RETURN_IF_ERROR(SetMeta(kMetaFirstWindow, start_ms));
     first_window_ms_ = start_ms;
   }
-  WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(tx.Commit());
+  WARPSCOPE_RETURN_IF_ERROR(tx.Commit());
   return result;
 }
 
@@ -982,9 +966,9 @@ Result<int64_t> SqliteStorage::WriteProfile(const ProfileMeta& meta, std::string
         .BindText(8, EncodeLabels(meta.labels))
         .BindInt(9, static_cast<int64_t>(data.size()))
         .BindBlob(10, data);
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(stmt.Run());
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
     int64_t id = writer_->last_insert_rowid();
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(tx.Commit());
+    WARPSCOPE_RETURN_IF_ERROR(tx.Commit());
     return id;
   };
   auto id = write();
@@ -1094,11 +1078,11 @@ Status SqliteStorage::FoldSeries(Connection& db, int64_t series_id,
                                  std::optional<Aggregation> only, SeriesFolder& folder,
                                  bool used[3]) {
   for (const Segment& segment : segments) {
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Statement stmt,
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
                                               db.Prepare(RowsSql(segment.resolution, only)));
     stmt.BindInt(1, series_id).BindInt(2, segment.from).BindInt(3, segment.to);
     while (true) {
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(bool row, stmt.Step());
+      WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) {
         break;
       }
@@ -1174,7 +1158,7 @@ Result<RangeResult> SqliteStorage::QueryRange(const RangeQuery& query) {
   bool used[3] = {false, false, false};
   for (MatchedSeries& m : matched) {
     SeriesFolder folder(origin, step_ms, static_cast<size_t>(buckets));
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(
+    WARPSCOPE_RETURN_IF_ERROR(
         FoldSeries(db, m.id, segments, query.aggregation, folder, used));
     RangeSeries series;
     const auto& folded = folder.buckets();
@@ -1232,7 +1216,7 @@ Result<std::vector<TopEntry>> SqliteStorage::TopEntities(const TopQuery& query) 
   for (MatchedSeries& m : matched) {
     SeriesFolder folder(start_ms, range_ms, 1);
     // All columns: the entry also reports the latest value.
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(
+    WARPSCOPE_RETURN_IF_ERROR(
         FoldSeries(db, m.id, segments, std::nullopt, folder, used));
     const Bucket& b = folder.buckets()[0];
     if (b.empty()) {
@@ -1581,10 +1565,10 @@ Result<uint64_t> SqliteStorage::RollUpChunk(Resolution target, int64_t host_id, 
         .BindDouble(5, o.b.max)
         .BindDouble(6, o.b.last)
         .BindInt(7, o.b.count);
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(insert.Run());
+    WARPSCOPE_RETURN_IF_ERROR(insert.Run());
     insert.Reset();
   }
-  WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(tx.Commit());
+  WARPSCOPE_RETURN_IF_ERROR(tx.Commit());
   return static_cast<uint64_t>(out.size());
 }
 
@@ -1595,7 +1579,7 @@ Status SqliteStorage::RollUpRange(Resolution target, int64_t host_id, int64_t fr
   for (int64_t from = from_ms; from < to_ms; from += slice_ms) {
     int64_t to = std::min(to_ms, from + slice_ms);
     for (const auto& [lo, hi] : chunks) {
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(uint64_t rows,
+      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t rows,
                                                 RollUpChunk(target, host_id, lo, hi, from, to));
       (target == Resolution::kMinute ? result.minute_rows : result.hour_rows) += rows;
     }
@@ -1640,13 +1624,13 @@ Status SqliteStorage::RollUpNew(Resolution target, int64_t until_ms, CompactResu
     }
     std::vector<std::pair<int64_t, int64_t>> chunks = SeriesChunks(0);
     for (const auto& [lo, hi] : chunks) {
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(uint64_t rows,
+      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t rows,
                                                 RollUpChunk(target, 0, lo, hi, from, to));
       (minute ? result.minute_rows : result.hour_rows) += rows;
     }
     {
       std::lock_guard lock(write_mu_);
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Transaction tx,
+      WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx,
                                                 Transaction::Begin(*writer_, true));
       WARPSCOPE_RETURN_IF_ERROR(SetMeta(minute ? kMetaMinuteWatermark : kMetaHourWatermark, to));
       WARPSCOPE_RETURN_IF_ERROR(tx.Commit());
@@ -1671,12 +1655,12 @@ Status SqliteStorage::RollUpDirty(Resolution target, CompactResult& result) {
     std::lock_guard lock(write_mu_);
     watermark = minute ? minute_watermark_ : hour_watermark_;
     lower = minute ? raw_cutoff_ : minute_cutoff_;
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+    WARPSCOPE_ASSIGN_OR_RETURN(
         Statement stmt, writer_->Prepare("SELECT host_id, from_ms, generation FROM rollup_dirty "
                                          "WHERE resolution = ?1"));
     stmt.BindInt(1, minute ? kDirtyMinute : kDirtyHour);
     while (true) {
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(bool row, stmt.Step());
+      WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) {
         break;
       }
@@ -1688,10 +1672,10 @@ Status SqliteStorage::RollUpDirty(Resolution target, CompactResult& result) {
     int64_t from = FloorTo(std::max(d.from_ms, lower), bucket_ms);
     WARPSCOPE_RETURN_IF_ERROR(RollUpRange(target, d.host_id, from, watermark, result));
     std::lock_guard lock(write_mu_);
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Transaction tx, Transaction::Begin(*writer_, true));
+    WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
     if (minute && from < hour_watermark_) {
       // The rebuilt minutes feed hours that are already built.
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+      WARPSCOPE_ASSIGN_OR_RETURN(
           Statement stmt,
           writer_->Prepare("INSERT INTO rollup_dirty(resolution, host_id, from_ms, generation) "
                            "VALUES(?1, ?2, ?3, 1) ON CONFLICT(resolution, host_id) DO UPDATE SET "
@@ -1702,7 +1686,7 @@ Status SqliteStorage::RollUpDirty(Resolution target, CompactResult& result) {
     }
     {
       // Only if no window arrived for this host meanwhile (it would have bumped generation).
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+      WARPSCOPE_ASSIGN_OR_RETURN(
           Statement stmt, writer_->Prepare("DELETE FROM rollup_dirty WHERE resolution = ?1 AND "
                                            "host_id = ?2 AND generation = ?3"));
       stmt.BindInt(1, minute ? kDirtyMinute : kDirtyHour)
@@ -1723,8 +1707,8 @@ Status SqliteStorage::DeleteSeriesRows(const char* table, const char* time_colum
       table, time_column);
   for (const auto& [lo, hi] : SeriesChunks(0)) {
     std::lock_guard lock(write_mu_);
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Transaction tx, Transaction::Begin(*writer_, true));
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Statement stmt, writer_->Prepare(sql));
+    WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, writer_->Prepare(sql));
     stmt.BindInt(1, lo).BindInt(2, hi).BindInt(3, before_ms);
     WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
     result.deleted_rows += static_cast<uint64_t>(writer_->changes());
@@ -1737,8 +1721,8 @@ Status SqliteStorage::DeleteInChunks(const std::string& sql, int64_t before_ms,
                                      CompactResult& result) {
   while (true) {
     std::lock_guard lock(write_mu_);
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Transaction tx, Transaction::Begin(*writer_, true));
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Statement stmt, writer_->Prepare(sql));
+    WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, writer_->Prepare(sql));
     stmt.BindInt(1, before_ms).BindInt(2, kDeleteBatch);
     WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
     int64_t deleted = writer_->changes();
@@ -1766,7 +1750,7 @@ Status SqliteStorage::ApplyRetention(int64_t now_ms, CompactResult& result) {
   auto advance = [&](const char* key, int64_t& mirror, int64_t value) -> Status {
     advanced = true;
     std::lock_guard lock(write_mu_);
-    WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Transaction tx, Transaction::Begin(*writer_, true));
+    WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
     WARPSCOPE_RETURN_IF_ERROR(SetMeta(key, value));
     WARPSCOPE_RETURN_IF_ERROR(tx.Commit());
     mirror = value;
@@ -1829,9 +1813,9 @@ Status SqliteStorage::ApplyRetention(int64_t now_ms, CompactResult& result) {
       if (keys.empty()) {
         break;
       }
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Transaction tx,
+      WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx,
                                                 Transaction::Begin(*writer_, true));
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+      WARPSCOPE_ASSIGN_OR_RETURN(
           Statement stmt, writer_->Prepare("DELETE FROM series WHERE id = ?1"));
       for (const std::string& key : keys) {
         stmt.BindInt(1, series_[key].id);
@@ -1847,24 +1831,24 @@ Status SqliteStorage::ApplyRetention(int64_t now_ms, CompactResult& result) {
     {
       // Entities not seen since, that no series refers to any more.
       std::lock_guard lock(write_mu_);
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(Transaction tx,
+      WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx,
                                                 Transaction::Begin(*writer_, true));
       std::vector<std::pair<int64_t, std::string>> gone;  // row id, cache key
       {
-        WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+        WARPSCOPE_ASSIGN_OR_RETURN(
             Statement stmt,
             writer_->Prepare("SELECT id, host_id, entity FROM entities WHERE last_seen_ms < ?1 "
                              "AND id NOT IN (SELECT entity_id FROM series)"));
         stmt.BindInt(1, forget_before);
         while (true) {
-          WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(bool row, stmt.Step());
+          WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
           if (!row) {
             break;
           }
           gone.emplace_back(stmt.ColumnInt(0), EntityKey(stmt.ColumnInt(1), stmt.ColumnText(2)));
         }
       }
-      WARPSCOPE_STORAGE_ASSIGN_OR_RETURN_STATUS(
+      WARPSCOPE_ASSIGN_OR_RETURN(
           Statement stmt, writer_->Prepare("DELETE FROM entities WHERE id = ?1"));
       for (const auto& [id, key] : gone) {
         stmt.BindInt(1, id);
@@ -1907,18 +1891,18 @@ Result<CompactResult> SqliteStorage::Compact(base::TimePoint now) {
   const int64_t now_ms = ToMs(now);
   CompactResult result;
   const int64_t minute_until = now_ms - DurationMs(options_.storage.rollup_delay);
-  WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(RollUpDirty(Resolution::kMinute, result));
-  WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(RollUpNew(Resolution::kMinute, minute_until, result));
+  WARPSCOPE_RETURN_IF_ERROR(RollUpDirty(Resolution::kMinute, result));
+  WARPSCOPE_RETURN_IF_ERROR(RollUpNew(Resolution::kMinute, minute_until, result));
   int64_t hour_until = 0;
   {
     std::lock_guard lock(write_mu_);
     hour_until = minute_watermark_;
   }
-  WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(RollUpDirty(Resolution::kHour, result));
+  WARPSCOPE_RETURN_IF_ERROR(RollUpDirty(Resolution::kHour, result));
   if (hour_until != 0) {
-    WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(RollUpNew(Resolution::kHour, hour_until, result));
+    WARPSCOPE_RETURN_IF_ERROR(RollUpNew(Resolution::kHour, hour_until, result));
   }
-  WARPSCOPE_STORAGE_RETURN_IF_ERROR_IN_RESULT(ApplyRetention(now_ms, result));
+  WARPSCOPE_RETURN_IF_ERROR(ApplyRetention(now_ms, result));
   {
     std::lock_guard lock(write_mu_);
     RecountActiveSeries(now_ms);

@@ -13,21 +13,6 @@
 #include "base/file_util.h"
 #include "nvml/abi.h"
 
-// The base macros return the error as-is; these variants convert it for the other return type.
-#define WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(expr)         \
-  do {                                                        \
-    ::warpscope::base::Status warpscope_sim_status_ = (expr); \
-    if (!warpscope_sim_status_.ok()) {                        \
-      return ::warpscope::base::Error(warpscope_sim_status_); \
-    }                                                         \
-  } while (0)
-#define WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(lhs, expr)                                  \
-  auto WARPSCOPE_INTERNAL_CONCAT(warpscope_sim_result_, __LINE__) = (expr);               \
-  if (!WARPSCOPE_INTERNAL_CONCAT(warpscope_sim_result_, __LINE__)) {                      \
-    return std::move(WARPSCOPE_INTERNAL_CONCAT(warpscope_sim_result_, __LINE__).error()); \
-  }                                                                                       \
-  lhs = std::move(*WARPSCOPE_INTERNAL_CONCAT(warpscope_sim_result_, __LINE__))
-
 namespace warpscope::sim {
 namespace {
 
@@ -193,7 +178,7 @@ class Parser {
                        "the scenario must be a YAML map with at least 'name' and "
                        "'devices'; see docs/simulator.md"));
     }
-    WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(
+    WARPSCOPE_RETURN_IF_ERROR(
         CheckKeys(root, "", {"name", "description", "seed", "driver", "devices"}));
     if (!Present(root["name"])) {
       return Error(Err(root, "name", "missing; every scenario needs a name, e.g. name: my-node"));
@@ -207,7 +192,7 @@ class Parser {
     }
     seed_ = s.seed;
     if (Present(root["driver"])) {
-      WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(ParseDriver(root["driver"], "driver", s.driver));
+      WARPSCOPE_RETURN_IF_ERROR(ParseDriver(root["driver"], "driver", s.driver));
     }
     const YAML::Node devices = root["devices"];
     if (!Present(devices)) {
@@ -217,9 +202,9 @@ class Parser {
       return Error(Err(devices, "devices", "must be a list of devices (each item starts with -)"));
     }
     for (size_t i = 0; i < devices.size(); ++i) {
-      WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(ParseDeviceEntry(devices[i], i, s));
+      WARPSCOPE_RETURN_IF_ERROR(ParseDeviceEntry(devices[i], i, s));
     }
-    WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(CheckUnique(s, devices));
+    WARPSCOPE_RETURN_IF_ERROR(CheckUnique(s, devices));
     return s;
   }
 
@@ -351,7 +336,7 @@ class Parser {
                        "expected a number or a spec such as {ramp: {from: 0, to: 100, duration: "
                        "10m}}"));
     }
-    WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(
+    WARPSCOPE_RETURN_IF_ERROR(
         CheckKeys(n, path, {"constant", "ramp", "sine", "step", "piecewise", "noise"}));
     Signal s;
     if (Present(n["noise"])) {
@@ -412,7 +397,7 @@ class Parser {
     }
     if (kind == "ramp") {
       s.kind = SignalKind::kRamp;
-      WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(
+      WARPSCOPE_RETURN_IF_ERROR(
           CheckKeys(spec, kpath, {"from", "to", "start", "duration"}));
       WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node from, Required(spec, kpath, "from", "from: 0"));
       WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node to, Required(spec, kpath, "to", "to: 100"));
@@ -430,7 +415,7 @@ class Parser {
     }
     if (kind == "sine") {
       s.kind = SignalKind::kSine;
-      WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(
+      WARPSCOPE_RETURN_IF_ERROR(
           CheckKeys(spec, kpath, {"mean", "amplitude", "period", "phase"}));
       WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node mean, Required(spec, kpath, "mean", "mean: 50"));
       WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node period, Required(spec, kpath, "period", "period: 60s"));
@@ -452,7 +437,7 @@ class Parser {
     }
     // step
     s.kind = SignalKind::kStep;
-    WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(CheckKeys(spec, kpath, {"before", "after", "at"}));
+    WARPSCOPE_RETURN_IF_ERROR(CheckKeys(spec, kpath, {"before", "after", "at"}));
     WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node before, Required(spec, kpath, "before", "before: 0"));
     WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node after, Required(spec, kpath, "after", "after: 100"));
     WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node at, Required(spec, kpath, "at", "at: 5m"));
@@ -488,7 +473,7 @@ class Parser {
                    fmt::format("unknown {} '{}'.{} Valid {}s: {}", what, name, Suggest(name, names),
                                what, list));
       }
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(Signal s,
+      WARPSCOPE_ASSIGN_OR_RETURN(Signal s,
                                             ParseSignal(kv.second, spath, GetSignalInfo(*id).unit));
       out[static_cast<size_t>(*id)] = std::move(s);
     }
@@ -504,19 +489,19 @@ class Parser {
     for (auto [key, field] : {std::pair<const char*, std::string*>{"version", &d.version},
                               {"nvml_version", &d.nvml_version}}) {
       if (Present(n[key])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(*field, Str(n[key], Join(path, key)));
+        WARPSCOPE_ASSIGN_OR_RETURN(*field, Str(n[key], Join(path, key)));
         if (field->empty() || field->size() >= abi_string_limit_) {
           return Err(n[key], Join(path, key), "must be 1..79 characters");
         }
       }
     }
     if (Present(n["cuda_version"])) {
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+      WARPSCOPE_ASSIGN_OR_RETURN(
           unsigned v, UInt(n["cuda_version"], Join(path, "cuda_version"), 1000, 99999));
       d.cuda_version = static_cast<int>(v);
     }
     if (Present(n["process_stride"])) {
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+      WARPSCOPE_ASSIGN_OR_RETURN(
           d.process_stride, UInt(n["process_stride"], Join(path, "process_stride"), 0, 1024));
       if (d.process_stride != 24 && d.process_stride != 32) {
         return Err(n["process_stride"], Join(path, "process_stride"),
@@ -530,7 +515,7 @@ class Parser {
         return Err(list, lpath, "expected a list of NVML function names");
       }
       for (size_t i = 0; i < list.size(); ++i) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(std::string name, Str(list[i], Index(lpath, i)));
+        WARPSCOPE_ASSIGN_OR_RETURN(std::string name, Str(list[i], Index(lpath, i)));
         if (!IsKnownNvmlFunction(name)) {
           return Err(list[i], Index(lpath, i),
                      fmt::format("'{}' is not an NVML function the simulator exports.{} See "
@@ -556,7 +541,7 @@ class Parser {
     }
     unsigned repeat = 1;
     if (Present(entry["repeat"])) {
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+      WARPSCOPE_ASSIGN_OR_RETURN(
           repeat, UInt(entry["repeat"], Join(path, "repeat"), 1, kMaxDevices));
     }
     const auto first = static_cast<unsigned>(s.devices.size());
@@ -610,7 +595,7 @@ class Parser {
   }
 
   Result<DeviceSpec> ParseDevice(const YAML::Node& n, const std::string& path, unsigned index) {
-    WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(
+    WARPSCOPE_RETURN_IF_ERROR(
         CheckKeys(n, path, {"repeat",        "overrides",
                             "name",          "architecture",
                             "uuid",          "pci_bus_id",
@@ -690,7 +675,7 @@ class Parser {
     d.pci_bus = kDefaultBuses[index % 8];
     d.pci_device = 0;
     if (Present(n["pci_bus_id"])) {
-      WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(
+      WARPSCOPE_RETURN_IF_ERROR(
           ParsePciBusId(n["pci_bus_id"], Join(path, "pci_bus_id"), d));
     }
     for (const auto& e : kPciIds) {
@@ -766,24 +751,24 @@ class Parser {
       WARPSCOPE_ASSIGN_OR_RETURN(d.ecc, Bool(n["ecc"], Join(path, "ecc")));
     }
     if (Present(n["signals"])) {
-      WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(
+      WARPSCOPE_RETURN_IF_ERROR(
           ParseSignals(n["signals"], Join(path, "signals"), false, d.signals));
     }
     if (Present(n["mig"])) {
-      WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(ParseMig(n["mig"], Join(path, "mig"), d));
+      WARPSCOPE_RETURN_IF_ERROR(ParseMig(n["mig"], Join(path, "mig"), d));
     }
     if (Present(n["processes"])) {
-      WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(
+      WARPSCOPE_RETURN_IF_ERROR(
           ParseProcesses(n["processes"], Join(path, "processes"), d));
     }
     if (Present(n["faults"])) {
-      WARPSCOPE_SIM_RETURN_IF_ERROR_IN_RESULT(ParseFaults(n["faults"], Join(path, "faults"), d));
+      WARPSCOPE_RETURN_IF_ERROR(ParseFaults(n["faults"], Join(path, "faults"), d));
     }
     return d;
   }
 
   Status ParsePciBusId(const YAML::Node& n, const std::string& path, DeviceSpec& d) const {
-    WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(std::string text, Str(n, path));
+    WARPSCOPE_ASSIGN_OR_RETURN(std::string text, Str(n, path));
     // DDDDDDDD:BB:DD.F or DDDD:BB:DD.F (hex).
     auto bad = [&] {
       return Err(n, path,
@@ -821,7 +806,7 @@ class Parser {
     }
     WARPSCOPE_RETURN_IF_ERROR(CheckKeys(n, path, {"enabled", "max_devices", "instances"}));
     if (Present(n["enabled"])) {
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(d.mig.enabled,
+      WARPSCOPE_ASSIGN_OR_RETURN(d.mig.enabled,
                                             Bool(n["enabled"], Join(path, "enabled")));
     }
     if (d.mig.enabled && !d.SupportsMig()) {
@@ -831,7 +816,7 @@ class Parser {
                              ArchitectureName(d.architecture)));
     }
     if (Present(n["max_devices"])) {
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+      WARPSCOPE_ASSIGN_OR_RETURN(
           d.mig.max_devices, UInt(n["max_devices"], Join(path, "max_devices"), 1, kMaxMigSlots));
     }
     if (!Present(n["instances"])) {
@@ -858,29 +843,29 @@ class Parser {
       MigInstanceSpec inst;
       inst.slot = static_cast<unsigned>(i);
       if (Present(m["index"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+        WARPSCOPE_ASSIGN_OR_RETURN(
             inst.slot, UInt(m["index"], Join(ipath, "index"), 0, d.mig.max_devices - 1));
       } else if (i >= d.mig.max_devices) {
         return Err(m, ipath,
                    fmt::format("more instances than mig.max_devices ({})", d.mig.max_devices));
       }
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+      WARPSCOPE_ASSIGN_OR_RETURN(
           YAML::Node gi, Required(m, ipath, "gpu_instance_id", "gpu_instance_id: 1"));
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(inst.gpu_instance_id,
+      WARPSCOPE_ASSIGN_OR_RETURN(inst.gpu_instance_id,
                                             UInt(gi, Join(ipath, "gpu_instance_id"), 0, 31));
       if (Present(m["compute_instance_id"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+        WARPSCOPE_ASSIGN_OR_RETURN(
             inst.compute_instance_id,
             UInt(m["compute_instance_id"], Join(ipath, "compute_instance_id"), 0, 31));
       }
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(YAML::Node profile,
+      WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node profile,
                                             Required(m, ipath, "profile", "profile: \"1g.10gb\""));
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(inst.profile, Str(profile, Join(ipath, "profile")));
+      WARPSCOPE_ASSIGN_OR_RETURN(inst.profile, Str(profile, Join(ipath, "profile")));
       if (inst.profile.empty() || inst.profile.size() > 32) {
         return Err(profile, Join(ipath, "profile"), "must be 1..32 characters, e.g. 1g.10gb");
       }
       if (Present(m["memory_total"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+        WARPSCOPE_ASSIGN_OR_RETURN(
             inst.memory_total,
             Quantity(m["memory_total"], Join(ipath, "memory_total"), Unit::kBytes));
       } else {
@@ -908,7 +893,7 @@ class Parser {
         inst.uuid = FormatUuid("MIG-", a, Mix64(a));
       }
       if (Present(m["uuid"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(inst.uuid, Str(m["uuid"], Join(ipath, "uuid")));
+        WARPSCOPE_ASSIGN_OR_RETURN(inst.uuid, Str(m["uuid"], Join(ipath, "uuid")));
         if (inst.uuid.rfind("MIG-", 0) != 0 || inst.uuid.size() >= abi_name_limit_) {
           return Err(m["uuid"], Join(ipath, "uuid"),
                      "a MIG UUID starts with MIG- (omit it for a generated one)");
@@ -966,17 +951,17 @@ class Parser {
                     {"pid", "name", "type", "start", "stop", "memory", "sm_util", "mem_util",
                      "gpu_instance_id", "compute_instance_id"}));
       ProcessSpec proc;
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(YAML::Node pid,
+      WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node pid,
                                             Required(p, ppath, "pid", "pid: 41000"));
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(proc.pid, UInt(pid, Join(ppath, "pid"), 1, 4194304));
+      WARPSCOPE_ASSIGN_OR_RETURN(proc.pid, UInt(pid, Join(ppath, "pid"), 1, 4194304));
       if (Present(p["name"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(proc.name, Str(p["name"], Join(ppath, "name")));
+        WARPSCOPE_ASSIGN_OR_RETURN(proc.name, Str(p["name"], Join(ppath, "name")));
         if (proc.name.empty() || proc.name.size() > 255) {
           return Err(p["name"], Join(ppath, "name"), "must be 1..255 characters");
         }
       }
       if (Present(p["type"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(std::string type,
+        WARPSCOPE_ASSIGN_OR_RETURN(std::string type,
                                               Str(p["type"], Join(ppath, "type")));
         if (type == "compute") {
           proc.type = ProcessType::kCompute;
@@ -988,35 +973,35 @@ class Parser {
         }
       }
       if (Present(p["start"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+        WARPSCOPE_ASSIGN_OR_RETURN(
             proc.start_s, Quantity(p["start"], Join(ppath, "start"), Unit::kSeconds));
       }
       if (Present(p["stop"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+        WARPSCOPE_ASSIGN_OR_RETURN(
             proc.stop_s, Quantity(p["stop"], Join(ppath, "stop"), Unit::kSeconds));
         if (proc.stop_s <= proc.start_s) {
           return Err(p["stop"], Join(ppath, "stop"), "must be later than start");
         }
       }
       if (Present(p["memory"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+        WARPSCOPE_ASSIGN_OR_RETURN(
             proc.memory, ParseSignal(p["memory"], Join(ppath, "memory"), Unit::kBytes));
       }
       if (Present(p["sm_util"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+        WARPSCOPE_ASSIGN_OR_RETURN(
             proc.sm_util, ParseSignal(p["sm_util"], Join(ppath, "sm_util"), Unit::kNumber));
       }
       if (Present(p["mem_util"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+        WARPSCOPE_ASSIGN_OR_RETURN(
             proc.mem_util, ParseSignal(p["mem_util"], Join(ppath, "mem_util"), Unit::kNumber));
       }
       if (Present(p["compute_instance_id"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+        WARPSCOPE_ASSIGN_OR_RETURN(
             proc.compute_instance_id,
             UInt(p["compute_instance_id"], Join(ppath, "compute_instance_id"), 0, 31));
       }
       if (Present(p["gpu_instance_id"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+        WARPSCOPE_ASSIGN_OR_RETURN(
             unsigned gi, UInt(p["gpu_instance_id"], Join(ppath, "gpu_instance_id"), 0, 31));
         proc.gpu_instance_id = gi;
         if (!d.mig.enabled) {
@@ -1048,9 +1033,9 @@ class Parser {
       if (!f.IsMap()) {
         return Err(f, fpath, "expected a map such as {kind: xid, at: 30s, code: 79}");
       }
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(YAML::Node kind_node,
+      WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node kind_node,
                                             Required(f, fpath, "kind", "kind: xid"));
-      WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(std::string kind, Str(kind_node, Join(fpath, "kind")));
+      WARPSCOPE_ASSIGN_OR_RETURN(std::string kind, Str(kind_node, Join(fpath, "kind")));
       FaultSpec fault;
       if (kind == "xid") {
         fault.kind = FaultKind::kXid;
@@ -1074,24 +1059,24 @@ class Parser {
                                kind, Suggest(kind, kKinds)));
       }
       if (fault.kind == FaultKind::kXid || fault.kind == FaultKind::kGpuLost) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(YAML::Node at, Required(f, fpath, "at", "at: 30s"));
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(fault.at_s,
+        WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node at, Required(f, fpath, "at", "at: 30s"));
+        WARPSCOPE_ASSIGN_OR_RETURN(fault.at_s,
                                               Quantity(at, Join(fpath, "at"), Unit::kSeconds));
       } else if (Present(f["at"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(fault.at_s,
+        WARPSCOPE_ASSIGN_OR_RETURN(fault.at_s,
                                               Quantity(f["at"], Join(fpath, "at"), Unit::kSeconds));
       }
       if (Present(f["until"])) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+        WARPSCOPE_ASSIGN_OR_RETURN(
             fault.until_s, Quantity(f["until"], Join(fpath, "until"), Unit::kSeconds));
         if (fault.until_s <= fault.at_s) {
           return Err(f["until"], Join(fpath, "until"), "must be later than at");
         }
       }
       if (fault.kind == FaultKind::kXid) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(YAML::Node code,
+        WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node code,
                                               Required(f, fpath, "code", "code: 79"));
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(fault.code,
+        WARPSCOPE_ASSIGN_OR_RETURN(fault.code,
                                               UInt(code, Join(fpath, "code"), 0, 65535));
         bool has_gi = Present(f["gpu_instance_id"]);
         bool has_ci = Present(f["compute_instance_id"]);
@@ -1104,12 +1089,12 @@ class Parser {
                        "missing; compute_instance_id needs "
                        "it");
           }
-          WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+          WARPSCOPE_ASSIGN_OR_RETURN(
               fault.gpu_instance_id,
               UInt(f["gpu_instance_id"], Join(fpath, "gpu_instance_id"), 0, 31));
           fault.compute_instance_id = 0;
           if (has_ci) {
-            WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+            WARPSCOPE_ASSIGN_OR_RETURN(
                 fault.compute_instance_id,
                 UInt(f["compute_instance_id"], Join(fpath, "compute_instance_id"), 0, 31));
           }
@@ -1121,9 +1106,9 @@ class Parser {
         }
       }
       if (fault.kind == FaultKind::kNotSupported) {
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(
+        WARPSCOPE_ASSIGN_OR_RETURN(
             YAML::Node what, Required(f, fpath, "what", "what: memory_temperature"));
-        WARPSCOPE_SIM_ASSIGN_OR_RETURN_STATUS(fault.what, Str(what, Join(fpath, "what")));
+        WARPSCOPE_ASSIGN_OR_RETURN(fault.what, Str(what, Join(fpath, "what")));
         bool device_function =
             IsKnownNvmlFunction(fault.what) &&
             (fault.what.rfind("nvmlDevice", 0) == 0 || fault.what.rfind("nvmlGpm", 0) == 0);
