@@ -8,7 +8,7 @@ set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ pkg-config libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
   libcli11-dev libfmt-dev libexpected-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libprotobuf-dev protobuf-compiler libsqlite3-dev libsnappy-dev)
+  libprotobuf-dev protobuf-compiler libsqlite3-dev libsnappy-dev libssl-dev)
 test_pkgs=(prometheus prometheus-node-exporter curl)
 
 want=("${build_pkgs[@]}")
