@@ -12,6 +12,7 @@
 #include "server/ingest/native_batch.h"
 #include "server/ingest/otlp_metrics.h"
 #include "server/ingest/remote_write.h"
+#include "server/profiles/pprof.h"
 #include "warpscope/v1/batch.pb.h"
 
 namespace warpscope::server {
@@ -139,6 +140,7 @@ void ApiServer::InstallRoutes() {
   http_->Get("/api/v1/top", bind(&ApiServer::Top));
   http_->Get("/api/v1/events", bind(&ApiServer::Events));
   http_->Get("/api/v1/profiles", bind(&ApiServer::Profiles));
+  http_->Get("/api/v1/profiles/merged", bind(&ApiServer::MergedProfile));
   http_->Get(R"(/api/v1/profiles/(\d+))", bind(&ApiServer::ProfileData));
   http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     SendJson(res, 200, json{{"status", "ok"}});
@@ -649,6 +651,83 @@ void ApiServer::ProfileData(const httplib::Request& req, httplib::Response& res)
   res.set_header("Content-Disposition",
                  "attachment; filename=\"profile-" + std::to_string(id) + ".pb.gz\"");
   res.set_content(profile->data, "application/octet-stream");
+}
+
+void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, false)) return;
+  ++queries_;
+  Params params = ParamsOf(req);
+  std::string format = "tree";
+  if (auto f = Param(params, "format")) format = std::string(*f);
+  if (format != "tree" && format != "pprof") {
+    return SendError(res, 400, "format= must be tree or pprof");
+  }
+  ProfileQuery q;
+  if (auto h = Param(params, "host")) q.host = std::string(*h);
+  if (auto e = Param(params, "entity")) q.entity = std::string(*e);
+  if (auto k = Param(params, "kind")) q.kind = std::string(*k);
+  auto range = ParseRange(params, clock_.Now(), std::chrono::hours(1));
+  if (!range) return SendError(res, 400, range.error().message());
+  q.start = range->start;
+  q.end = range->end;
+  auto limit = ParseCount(params, "limit", 100, 1000);
+  if (!limit) return SendError(res, 400, limit.error().message());
+  q.limit = *limit;
+  auto list = storage_.ListProfiles(q);
+  if (!list) return SendError(res, HttpStatusFor(list.error()), list.error().message());
+  if (list->empty()) {
+    return SendError(res, 404,
+                     "no profile for this window: run the CPU or CUDA profiler, see docs "
+                     "(docs/api.md, POST /api/v1/ingest/profile)");
+  }
+  // A stored profile that does not decode is left out (and counted) rather than failing the
+  // whole window.
+  std::vector<profiles::DecodedProfile> decoded;
+  size_t skipped = 0;
+  std::string first_error;
+  for (const ProfileMeta& m : *list) {
+    auto blob = storage_.ReadProfile(m.id);
+    if (!blob) return SendError(res, HttpStatusFor(blob.error()), blob.error().message());
+    auto p = profiles::DecodePprof(blob->data);
+    if (!p) {
+      ++skipped;
+      if (first_error.empty()) {
+        first_error = fmt::format("profile {}: {}", m.id, p.error().message());
+      }
+      WARPSCOPE_LOG_EVERY_N(WARNING, 100, "merged profile: profile {} left out: {}", m.id,
+                            p.error().message());
+      continue;
+    }
+    decoded.push_back(std::move(*p));
+  }
+  if (decoded.empty()) {
+    return SendError(res, 422,
+                     "no stored profile in this window decodes as pprof: " + first_error);
+  }
+  auto merged = profiles::Merge(decoded);
+  if (!merged) return SendError(res, HttpStatusFor(merged.error()), merged.error().message());
+  if (format == "pprof") {
+    auto bytes = profiles::EncodePprof(*merged);
+    if (!bytes) return SendError(res, HttpStatusFor(bytes.error()), bytes.error().message());
+    res.status = 200;
+    res.set_header("Content-Disposition", "attachment; filename=\"profile-merged.pb.gz\"");
+    res.set_content(*bytes, "application/octet-stream");
+    return;
+  }
+  profiles::FlameTreeOptions tree_options;
+  if (auto v = Param(params, "value")) {
+    auto index = profiles::FindSampleType(merged->sample_types, *v);
+    if (!index) return SendError(res, 400, index.error().message());
+    tree_options.sort_value = *index;
+  }
+  json types = json::array();
+  for (const auto& t : merged->sample_types) types.push_back({{"type", t.type}, {"unit", t.unit}});
+  SendJson(res, 200,
+           json{{"sample_types", types},
+                {"value", tree_options.sort_value},
+                {"profiles", decoded.size()},
+                {"skipped_profiles", skipped},
+                {"root", profiles::FlameNodeJson(profiles::FlameTree(*merged, tree_options))}});
 }
 
 void ApiServer::Ready(const httplib::Request&, httplib::Response& res) {

@@ -87,6 +87,8 @@ class ApiServer {
   void Events(const httplib::Request& req, httplib::Response& res);
   void Profiles(const httplib::Request& req, httplib::Response& res);
   void ProfileData(const httplib::Request& req, httplib::Response& res);
+  // GET /api/v1/profiles/merged: the profiles of a window merged, as a tree (JSON) or pprof.
+  void MergedProfile(const httplib::Request& req, httplib::Response& res);
   void Ready(const httplib::Request& req, httplib::Response& res);
   void SelfMetrics(const httplib::Request& req, httplib::Response& res);
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "server/profiles/pprof.h"
 #include "server/storage/sqlite_storage.h"
 #include "support/self_signed_cert.h"
 #include <google/protobuf/util/json_util.h>
@@ -478,6 +479,97 @@ TEST_F(ApiServerTest, RemoteWriteBadRequestsGetJsonErrors) {
   EXPECT_TRUE(json::parse(big->body).contains("error"));
   EXPECT_EQ(api_->stats().remote_write_requests, 0u);
   EXPECT_EQ(api_->stats().rejected, 5u);
+}
+
+}  // namespace
+}  // namespace warpscope::server
+
+namespace warpscope::server {
+namespace {
+
+// A CPU profile: main -> work (`work` samples) and main -> idle (`idle` samples), 1 ms each.
+std::string CpuPprof(int64_t work, int64_t idle) {
+  profiles::DecodedProfile p;
+  p.sample_types = {{"samples", "count"}, {"cpu", "nanoseconds"}};
+  p.samples.push_back({{{"main", "main.cc", 1}, {"work", "work.cc", 2}}, {work, work * 1'000'000}});
+  p.samples.push_back({{{"main", "main.cc", 1}, {"idle", "main.cc", 3}}, {idle, idle * 1'000'000}});
+  return profiles::EncodePprof(p).value();
+}
+
+class MergedProfileTest : public ApiServerTest {
+ protected:
+  void Upload(const std::string& pprof, const std::string& kind, int64_t start) {
+    httplib::Headers h{{"Authorization", std::string("Bearer ") + kToken}};
+    auto res = client_->Post("/api/v1/ingest/profile?host=node1&kind=" + kind +
+                                 "&start=" + std::to_string(start) +
+                                 "&end=" + std::to_string(start + 60),
+                             h, pprof, "application/octet-stream");
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << res->body;
+  }
+  static constexpr char kWindow[] = "host=node1&start=1700000000&end=1700001000";
+};
+
+TEST_F(MergedProfileTest, TreeSumsTheProfilesOfTheWindow) {
+  Upload(CpuPprof(10, 5), "cpu", 1700000000);
+  Upload(CpuPprof(30, 1), "cpu", 1700000100);
+  auto res = client_->Get(std::string("/api/v1/profiles/merged?kind=cpu&value=cpu&") + kWindow);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  json body = json::parse(res->body);
+  EXPECT_EQ(body["profiles"], 2);
+  EXPECT_EQ(body["value"], 1);
+  EXPECT_EQ(body["sample_types"][1]["type"], "cpu");
+  EXPECT_EQ(body["root"]["total"][0], 46);
+  const json& main = body["root"]["children"][0];
+  EXPECT_EQ(main["name"], "main");
+  EXPECT_EQ(main["children"][0]["name"], "work");
+  EXPECT_EQ(main["children"][0]["total"][0], 40);
+  EXPECT_EQ(main["children"][0]["total"][1], 40'000'000);
+  EXPECT_EQ(main["children"][1]["total"][0], 6);
+}
+
+TEST_F(MergedProfileTest, PprofFormatDecodesBack) {
+  Upload(CpuPprof(10, 5), "cpu", 1700000000);
+  Upload(CpuPprof(30, 1), "cpu", 1700000100);
+  auto res = client_->Get(std::string("/api/v1/profiles/merged?format=pprof&") + kWindow);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/octet-stream");
+  auto merged = profiles::DecodePprof(res->body);
+  ASSERT_TRUE(merged) << merged.error().message();
+  ASSERT_EQ(merged->samples.size(), 2u);
+  EXPECT_EQ(merged->samples[0].values, (std::vector<int64_t>{40, 40'000'000}));
+  EXPECT_EQ(merged->samples[1].values, (std::vector<int64_t>{6, 6'000'000}));
+}
+
+TEST_F(MergedProfileTest, EmptyWindowIs404SayingWhatToEnable) {
+  auto res = client_->Get(std::string("/api/v1/profiles/merged?") + kWindow);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_NE(json::parse(res->body)["error"].get<std::string>().find("run the CPU or CUDA profiler"),
+            std::string::npos);
+}
+
+TEST_F(MergedProfileTest, DifferentSampleTypesAndBadParametersAre400) {
+  Upload(CpuPprof(10, 5), "cpu", 1700000000);
+  profiles::DecodedProfile gpu;
+  gpu.sample_types = {{"launches", "count"}, {"gpu_time", "nanoseconds"}};
+  gpu.samples.push_back({{{"kernel", "", 0}}, {1, 100}});
+  Upload(profiles::EncodePprof(gpu).value(), "gpu", 1700000100);
+  auto mixed = client_->Get(std::string("/api/v1/profiles/merged?") + kWindow);
+  ASSERT_TRUE(mixed);
+  EXPECT_EQ(mixed->status, 400);
+  EXPECT_NE(mixed->body.find("launches/count"), std::string::npos) << mixed->body;
+  EXPECT_EQ(client_->Get(std::string("/api/v1/profiles/merged?kind=gpu&format=svg&") + kWindow)
+                ->status,
+            400);
+  EXPECT_EQ(client_->Get(std::string("/api/v1/profiles/merged?kind=gpu&value=alloc&") + kWindow)
+                ->status,
+            400);
+  EXPECT_EQ(client_->Get(std::string("/api/v1/profiles/merged?kind=gpu&value=gpu_time&") + kWindow)
+                ->status,
+            200);
 }
 
 }  // namespace
