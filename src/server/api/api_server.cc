@@ -53,12 +53,18 @@ void SendError(httplib::Response& res, int status, std::string_view message) {
 
 int HttpStatusFor(const base::Status& s) {
   switch (s.code()) {
-    case base::StatusCode::kInvalidArgument: return 400;
-    case base::StatusCode::kNotFound: return 404;
-    case base::StatusCode::kPermissionDenied: return 403;
-    case base::StatusCode::kResourceExhausted: return 413;
-    case base::StatusCode::kUnavailable: return 503;
-    default: return 500;
+    case base::StatusCode::kInvalidArgument:
+      return 400;
+    case base::StatusCode::kNotFound:
+      return 404;
+    case base::StatusCode::kPermissionDenied:
+      return 403;
+    case base::StatusCode::kResourceExhausted:
+      return 413;
+    case base::StatusCode::kUnavailable:
+      return 503;
+    default:
+      return 500;
   }
 }
 
@@ -139,6 +145,7 @@ void ApiServer::InstallRoutes() {
   http_->Get("/api/v1/query_range", bind(&ApiServer::QueryRange));
   http_->Get("/api/v1/top", bind(&ApiServer::Top));
   http_->Get("/api/v1/events", bind(&ApiServer::Events));
+  http_->Get("/api/v1/summary", bind(&ApiServer::Summary));
   http_->Get("/api/v1/profiles", bind(&ApiServer::Profiles));
   http_->Get("/api/v1/profiles/merged", bind(&ApiServer::MergedProfile));
   http_->Get(R"(/api/v1/profiles/(\d+))", bind(&ApiServer::ProfileData));
@@ -213,9 +220,9 @@ void ApiServer::IngestBatch(const httplib::Request& req, httplib::Response& res)
   bool is_json = type.rfind("application/json", 0) == 0;
   if (!is_json && type.rfind("application/x-protobuf", 0) != 0) {
     ++rejected_;
-    SendError(res, 415,
-              "Content-Type must be application/x-protobuf or application/json, got '" + type +
-                  "'");
+    SendError(
+        res, 415,
+        "Content-Type must be application/x-protobuf or application/json, got '" + type + "'");
     return;
   }
   auto decoded = is_json ? DecodeNativeBatchJson(req.body) : DecodeNativeBatchProto(req.body);
@@ -378,11 +385,12 @@ void ApiServer::RemoteWrite(const httplib::Request& req, httplib::Response& res)
     ++rejected_;
     SendError(res, 415,
               "Content-Type must be application/x-protobuf with a prometheus.WriteRequest (remote "
-              "write 1.0), got '" + type + "'; remote write 2.0 is not supported");
+              "write 1.0), got '" +
+                  type + "'; remote write 2.0 is not supported");
     return;
   }
-  if (base::Status v = CheckRemoteWriteVersion(
-          req.get_header_value("X-Prometheus-Remote-Write-Version"));
+  if (base::Status v =
+          CheckRemoteWriteVersion(req.get_header_value("X-Prometheus-Remote-Write-Version"));
       !v.ok()) {
     ++rejected_;
     SendError(res, 400, v.message());
@@ -480,8 +488,9 @@ void ApiServer::QueryRange(const httplib::Request& req, httplib::Response& res) 
   RangeQuery q;
   auto metric = Param(params, "metric");
   if (!metric || metric->empty()) {
-    return SendError(res, 400, "metric= is required (a metric key such as gpu.utilization; "
-                               "GET /api/v1/metrics lists them)");
+    return SendError(res, 400,
+                     "metric= is required (a metric key such as gpu.utilization; "
+                     "GET /api/v1/metrics lists them)");
   }
   q.metric = std::string(*metric);
   auto match = ParseMatcher(params);
@@ -603,6 +612,91 @@ void ApiServer::Events(const httplib::Request& req, httplib::Response& res) {
   SendJson(res, 200, json{{"events", out}});
 }
 
+void ApiServer::Summary(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, false)) return;
+  ++queries_;
+  Params params = ParamsOf(req);
+  auto host = Param(params, "host");
+  if (!host || host->empty()) return SendError(res, 400, "host= is required");
+  auto range = ParseRange(params, clock_.Now());
+  if (!range) return SendError(res, 400, range.error().message());
+
+  // avg, max and latest of one metric for every entity of `kind` on the host. A metric the
+  // server has never seen (e.g. GPM metrics from pre-Hopper GPUs) is simply absent.
+  auto summarize = [&](std::string_view metric, model::EntityKind kind, model::Labels labels,
+                       json& per_entity, json& attributes) -> base::Status {
+    for (Aggregation agg : {Aggregation::kAvg, Aggregation::kMax}) {
+      TopQuery q;
+      q.metric = std::string(metric);
+      q.match.host = std::string(*host);
+      q.match.entity_kind = kind;
+      q.match.labels = labels;
+      q.start = range->start;
+      q.end = range->end;
+      q.aggregation = agg;
+      q.limit = 10000;
+      auto top = storage_.TopEntities(q);
+      if (!top) {
+        if (top.error().code() == base::StatusCode::kNotFound) return base::OkStatus();
+        return top.error();
+      }
+      for (const auto& e : *top) {
+        json& m = per_entity[e.entity]["metrics"][std::string(metric)];
+        m[agg == Aggregation::kAvg ? "avg" : "max"] = Number(e.value);
+        m["latest"] = Number(e.latest);
+        attributes[e.entity] = LabelsJson(e.entity_attributes);
+      }
+    }
+    return base::OkStatus();
+  };
+
+  static constexpr std::string_view kGpuMetrics[] = {
+      "gpu.utilization", "gpu.sm.active",   "gpu.sm.occupancy",      "gpu.tensor.active",
+      "gpu.dram.active", "gpu.memory.used", "gpu.memory.total",      "gpu.power.usage",
+      "gpu.power.limit", "gpu.temperature", "gpu.memory.temperature"};
+  static constexpr std::string_view kHostMetrics[] = {"host.memory.used", "host.memory.total",
+                                                      "host.memory.utilization", "host.load.1m",
+                                                      "host.process.count"};
+  json gpus = json::object(), gpu_attrs = json::object();
+  for (std::string_view m : kGpuMetrics) {
+    base::Status st = summarize(m, model::EntityKind::kGpu, {}, gpus, gpu_attrs);
+    if (!st.ok()) return SendError(res, HttpStatusFor(st), st.message());
+  }
+  json hosts = json::object(), host_attrs = json::object();
+  for (std::string_view m : kHostMetrics) {
+    base::Status st = summarize(m, model::EntityKind::kHost, {}, hosts, host_attrs);
+    if (!st.ok()) return SendError(res, HttpStatusFor(st), st.message());
+  }
+  base::Status st = summarize("host.cpu.utilization", model::EntityKind::kHost,
+                              model::Labels{{"mode", "idle"}}, hosts, host_attrs);
+  if (!st.ok()) return SendError(res, HttpStatusFor(st), st.message());
+
+  json gpu_list = json::array();
+  for (auto& [id, body] : gpus.items()) {
+    gpu_list.push_back(
+        {{"entity", id}, {"attributes", gpu_attrs[id]}, {"metrics", body["metrics"]}});
+  }
+  json host_metrics = hosts.contains(*host) ? hosts[std::string(*host)]["metrics"] : json::object();
+  if (host_metrics.contains("host.cpu.utilization")) {
+    // Stored per mode; the summary reports the idle share as the complement: busy.
+    json idle = host_metrics["host.cpu.utilization"];
+    host_metrics.erase("host.cpu.utilization");
+    json busy = json::object();
+    if (idle.contains("avg") && idle["avg"].is_number())
+      busy["avg"] = 1.0 - idle["avg"].get<double>();
+    if (idle.contains("latest") && idle["latest"].is_number()) {
+      busy["latest"] = 1.0 - idle["latest"].get<double>();
+    }
+    host_metrics["host.cpu.busy"] = busy;
+  }
+  SendJson(res, 200,
+           json{{"host", *host},
+                {"start", Seconds(range->start)},
+                {"end", Seconds(range->end)},
+                {"host_metrics", host_metrics},
+                {"gpus", gpu_list}});
+}
+
 void ApiServer::Profiles(const httplib::Request& req, httplib::Response& res) {
   if (!Authorized(req, res, false)) return;
   ++queries_;
@@ -701,8 +795,7 @@ void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& re
     decoded.push_back(std::move(*p));
   }
   if (decoded.empty()) {
-    return SendError(res, 422,
-                     "no stored profile in this window decodes as pprof: " + first_error);
+    return SendError(res, 422, "no stored profile in this window decodes as pprof: " + first_error);
   }
   auto merged = profiles::Merge(decoded);
   if (!merged) return SendError(res, HttpStatusFor(merged.error()), merged.error().message());

@@ -85,6 +85,7 @@ class ApiServer {
   void QueryRange(const httplib::Request& req, httplib::Response& res);
   void Top(const httplib::Request& req, httplib::Response& res);
   void Events(const httplib::Request& req, httplib::Response& res);
+  void Summary(const httplib::Request& req, httplib::Response& res);
   void Profiles(const httplib::Request& req, httplib::Response& res);
   void ProfileData(const httplib::Request& req, httplib::Response& res);
   // GET /api/v1/profiles/merged: the profiles of a window merged, as a tree (JSON) or pprof.

@@ -574,3 +574,26 @@ TEST_F(MergedProfileTest, DifferentSampleTypesAndBadParametersAre400) {
 
 }  // namespace
 }  // namespace warpscope::server
+
+namespace warpscope::server {
+namespace {
+
+TEST_F(ApiServerTest, SummaryGivesAvgMaxAndLatestPerGpu) {
+  ASSERT_EQ(Post(MakeBatch(1, kT0, 0.9).SerializeAsString())->status, 200);
+  ASSERT_EQ(Post(MakeBatch(2, kT0 + 10'000'000'000, 0.5).SerializeAsString())->status, 200);
+  auto res = client_->Get("/api/v1/summary?host=node1&start=1700000000&end=1700000060");
+  ASSERT_EQ(res->status, 200) << res->body;
+  json s = json::parse(res->body);
+  ASSERT_EQ(s["gpus"].size(), 1u);
+  const json& util = s["gpus"][0]["metrics"]["gpu.utilization"];
+  EXPECT_NEAR(util["avg"].get<double>(), 0.7, 1e-9);
+  EXPECT_NEAR(util["max"].get<double>(), 1.0, 1e-9);
+  EXPECT_NEAR(util["latest"].get<double>(), 0.5, 1e-9);
+  EXPECT_EQ(s["gpus"][0]["attributes"]["gpu.index"], "0");
+  // Metrics never sent (GPM, host figures) are absent, not zero.
+  EXPECT_FALSE(s["gpus"][0]["metrics"].contains("gpu.sm.active"));
+  EXPECT_EQ(client_->Get("/api/v1/summary")->status, 400);
+}
+
+}  // namespace
+}  // namespace warpscope::server
