@@ -53,6 +53,38 @@ constexpr char kMetaRawCutoff[] = "raw_cutoff_ms";
 constexpr char kMetaMinuteCutoff[] = "minute_cutoff_ms";
 constexpr char kMetaHourCutoff[] = "hour_cutoff_ms";
 
+// The time marks kept in the meta table, in ms; 0 when absent.
+struct MetaMarks {
+  int64_t first_window = 0;
+  int64_t minute_watermark = 0;
+  int64_t hour_watermark = 0;
+  int64_t raw_cutoff = 0;
+  int64_t minute_cutoff = 0;
+  int64_t hour_cutoff = 0;
+};
+
+Result<MetaMarks> ReadMetaMarks(Connection& db) {
+  WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare("SELECT key, value FROM meta"));
+  MetaMarks m;
+  const std::pair<std::string_view, int64_t*> fields[] = {
+      {kMetaFirstWindow, &m.first_window},     {kMetaMinuteWatermark, &m.minute_watermark},
+      {kMetaHourWatermark, &m.hour_watermark}, {kMetaRawCutoff, &m.raw_cutoff},
+      {kMetaMinuteCutoff, &m.minute_cutoff},   {kMetaHourCutoff, &m.hour_cutoff}};
+  while (true) {
+    WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) {
+      break;
+    }
+    std::string_view key = stmt.ColumnText(0);
+    for (const auto& [name, out] : fields) {
+      if (key == name) {
+        *out = stmt.ColumnInt(1);
+      }
+    }
+  }
+  return m;
+}
+
 // Resolution keys of rollup_dirty: the bucket in seconds.
 constexpr int64_t kDirtyMinute = 60;
 constexpr int64_t kDirtyHour = 3600;
@@ -176,10 +208,9 @@ CREATE TABLE profiles(
 CREATE INDEX profiles_by_start ON profiles(start_ms);
 )sql";
 
-constexpr const char* kTables[] = {"samples",  "rollup_1m", "rollup_1h", "series",
-                                   "entities", "hosts",     "metrics",   "events",
-                                   "profiles", "ingested",  "agents",    "rollup_dirty",
-                                   "meta"};
+constexpr const char* kTables[] = {"samples", "rollup_1m",    "rollup_1h", "series",   "entities",
+                                   "hosts",   "metrics",      "events",    "profiles", "ingested",
+                                   "agents",  "rollup_dirty", "meta"};
 
 int64_t ToMs(base::TimePoint t) { return base::ToUnixMillis(t); }
 base::TimePoint FromMs(int64_t ms) { return base::FromUnixNanos(ms * 1'000'000); }
@@ -245,9 +276,10 @@ std::string RowsSql(Resolution r, std::optional<Aggregation> only) {
         break;
     }
   }
-  return fmt::format("SELECT {1}, {2} FROM {0} WHERE series_id = ?1 AND {1} >= ?2 AND {1} < ?3 "
-                     "ORDER BY {1}",
-                     table, time, columns);
+  return fmt::format(
+      "SELECT {1}, {2} FROM {0} WHERE series_id = ?1 AND {1} >= ?2 AND {1} < ?3 "
+      "ORDER BY {1}",
+      table, time, columns);
 }
 
 Status CheckDataDir(const std::string& dir) {
@@ -340,8 +372,7 @@ Result<SqliteStorage::ReaderLease> SqliteStorage::AcquireReader() {
     }
   }
   WARPSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<Connection> db, Connection::Open(path_, false));
-  WARPSCOPE_RETURN_IF_ERROR(
-      db->Exec("PRAGMA query_only = ON; PRAGMA cache_size = -16000;"));
+  WARPSCOPE_RETURN_IF_ERROR(db->Exec("PRAGMA query_only = ON; PRAGMA cache_size = -16000;"));
   return ReaderLease(this, std::move(db));
 }
 
@@ -389,8 +420,7 @@ Result<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(const SqliteStorageOp
       "PRAGMA foreign_keys = OFF;",
       options.sync_every_commit ? "FULL" : "NORMAL")));
 
-  std::unique_ptr<SqliteStorage> storage(
-      new SqliteStorage(options, path, std::move(*writer)));
+  std::unique_ptr<SqliteStorage> storage(new SqliteStorage(options, path, std::move(*writer)));
   std::lock_guard lock(storage->write_mu_);
   WARPSCOPE_RETURN_IF_ERROR(storage->InitSchema());
   WARPSCOPE_RETURN_IF_ERROR(storage->LoadState());
@@ -414,8 +444,8 @@ Status SqliteStorage::InitSchema() {
                         "'meta'",
                         0));
   if (has_meta == 0) {
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        int64_t objects, writer_->QueryInt("SELECT COUNT(*) FROM sqlite_schema", 0));
+    WARPSCOPE_ASSIGN_OR_RETURN(int64_t objects,
+                               writer_->QueryInt("SELECT COUNT(*) FROM sqlite_schema", 0));
     if (objects != 0) {
       return base::InvalidArgument(
           "{} is an SQLite database but not a warpscope one; point --data-dir at another "
@@ -427,8 +457,7 @@ Status SqliteStorage::InitSchema() {
     return tx.Commit();
   }
   WARPSCOPE_ASSIGN_OR_RETURN(
-      int64_t version,
-      writer_->QueryInt("SELECT value FROM meta WHERE key = 'schema_version'", 0));
+      int64_t version, writer_->QueryInt("SELECT value FROM meta WHERE key = 'schema_version'", 0));
   if (version > kSchemaVersion) {
     return base::Unsupported(
         "{} was written by a newer warpscope (schema version {}; this build reads up to {}): "
@@ -459,35 +488,17 @@ Status SqliteStorage::LoadState() {
   active_series_.clear();
 
   {
-    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
-                                              writer_->Prepare("SELECT key, value FROM meta"));
-    first_window_ms_ = minute_watermark_ = hour_watermark_ = 0;
-    raw_cutoff_ = minute_cutoff_ = hour_cutoff_ = 0;
-    while (true) {
-      WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
-      if (!row) {
-        break;
-      }
-      std::string_view key = stmt.ColumnText(0);
-      int64_t value = stmt.ColumnInt(1);
-      if (key == kMetaFirstWindow) {
-        first_window_ms_ = value;
-      } else if (key == kMetaMinuteWatermark) {
-        minute_watermark_ = value;
-      } else if (key == kMetaHourWatermark) {
-        hour_watermark_ = value;
-      } else if (key == kMetaRawCutoff) {
-        raw_cutoff_ = value;
-      } else if (key == kMetaMinuteCutoff) {
-        minute_cutoff_ = value;
-      } else if (key == kMetaHourCutoff) {
-        hour_cutoff_ = value;
-      }
-    }
+    WARPSCOPE_ASSIGN_OR_RETURN(MetaMarks marks, ReadMetaMarks(*writer_));
+    first_window_ms_ = marks.first_window;
+    minute_watermark_ = marks.minute_watermark;
+    hour_watermark_ = marks.hour_watermark;
+    raw_cutoff_ = marks.raw_cutoff;
+    minute_cutoff_ = marks.minute_cutoff;
+    hour_cutoff_ = marks.hour_cutoff;
   }
   {
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        Statement stmt, writer_->Prepare("SELECT id, name, tags FROM hosts"));
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
+                               writer_->Prepare("SELECT id, name, tags FROM hosts"));
     while (true) {
       WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) {
@@ -498,8 +509,7 @@ Status SqliteStorage::LoadState() {
     }
   }
   {
-    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
-                                              writer_->Prepare("SELECT id, name FROM agents"));
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, writer_->Prepare("SELECT id, name FROM agents"));
     while (true) {
       WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) {
@@ -509,8 +519,7 @@ Status SqliteStorage::LoadState() {
     }
   }
   {
-    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
-                                              writer_->Prepare("SELECT key FROM metrics"));
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, writer_->Prepare("SELECT key FROM metrics"));
     std::vector<std::string> keys;
     while (true) {
       WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -544,9 +553,9 @@ Status SqliteStorage::LoadState() {
     }
   }
   {
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        Statement stmt, writer_->Prepare("SELECT id, host_id, entity_id, metric_id, labels, "
-                                         "last_seen_ms FROM series"));
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
+                               writer_->Prepare("SELECT id, host_id, entity_id, metric_id, labels, "
+                                                "last_seen_ms FROM series"));
     while (true) {
       WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) {
@@ -929,12 +938,11 @@ Result<int64_t> SqliteStorage::WriteProfile(const ProfileMeta& meta, std::string
     return Error(base::InvalidArgument("profile: host is empty"));
   }
   if (meta.kind.empty()) {
-    return Error(base::InvalidArgument("profile from {}: kind is empty (\"cpu\", \"gpu\")",
-                                       meta.host));
+    return Error(
+        base::InvalidArgument("profile from {}: kind is empty (\"cpu\", \"gpu\")", meta.host));
   }
   if (meta.end < meta.start) {
-    return Error(base::InvalidArgument("profile from {}: window ends before it starts",
-                                       meta.host));
+    return Error(base::InvalidArgument("profile from {}: window ends before it starts", meta.host));
   }
   if (data.size() > options_.storage.max_profile_bytes) {
     return Error(base::InvalidArgument(
@@ -1042,27 +1050,10 @@ Result<std::vector<SqliteStorage::MatchedSeries>> SqliteStorage::MatchSeries(
 }
 
 Result<Availability> SqliteStorage::ReadAvailability(Connection& db) {
-  WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare("SELECT key, value FROM meta"));
-  int64_t raw_cutoff = 0, minute_cutoff = 0, hour_cutoff = 0, minute_wm = 0, hour_wm = 0;
-  while (true) {
-    WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
-    if (!row) {
-      break;
-    }
-    std::string_view key = stmt.ColumnText(0);
-    int64_t value = stmt.ColumnInt(1);
-    if (key == kMetaRawCutoff) {
-      raw_cutoff = value;
-    } else if (key == kMetaMinuteCutoff) {
-      minute_cutoff = value;
-    } else if (key == kMetaHourCutoff) {
-      hour_cutoff = value;
-    } else if (key == kMetaMinuteWatermark) {
-      minute_wm = value;
-    } else if (key == kMetaHourWatermark) {
-      hour_wm = value;
-    }
-  }
+  WARPSCOPE_ASSIGN_OR_RETURN(MetaMarks marks, ReadMetaMarks(db));
+  const int64_t raw_cutoff = marks.raw_cutoff, minute_cutoff = marks.minute_cutoff,
+                hour_cutoff = marks.hour_cutoff, minute_wm = marks.minute_watermark,
+                hour_wm = marks.hour_watermark;
   constexpr int64_t kAll = std::numeric_limits<int64_t>::min();
   Availability a;
   a.raw_from = raw_cutoff != 0 ? raw_cutoff : kAll;
@@ -1078,8 +1069,7 @@ Status SqliteStorage::FoldSeries(Connection& db, int64_t series_id,
                                  std::optional<Aggregation> only, SeriesFolder& folder,
                                  bool used[3]) {
   for (const Segment& segment : segments) {
-    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
-                                              db.Prepare(RowsSql(segment.resolution, only)));
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(RowsSql(segment.resolution, only)));
     stmt.BindInt(1, series_id).BindInt(2, segment.from).BindInt(3, segment.to);
     while (true) {
       WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -1129,8 +1119,8 @@ Result<RangeResult> SqliteStorage::QueryRange(const RangeQuery& query) {
   const int64_t buckets = (end_ms - origin + step_ms - 1) / step_ms;
   if (static_cast<uint64_t>(buckets) > query.max_points) {
     return Error(base::InvalidArgument(
-        "query: {} points per series exceeds the limit of {}; use a step of at least {}",
-        buckets, query.max_points,
+        "query: {} points per series exceeds the limit of {}; use a step of at least {}", buckets,
+        query.max_points,
         base::FormatDuration(std::chrono::milliseconds(
             (end_ms - origin + static_cast<int64_t>(query.max_points) - 1) /
             static_cast<int64_t>(query.max_points)))));
@@ -1158,15 +1148,13 @@ Result<RangeResult> SqliteStorage::QueryRange(const RangeQuery& query) {
   bool used[3] = {false, false, false};
   for (MatchedSeries& m : matched) {
     SeriesFolder folder(origin, step_ms, static_cast<size_t>(buckets));
-    WARPSCOPE_RETURN_IF_ERROR(
-        FoldSeries(db, m.id, segments, query.aggregation, folder, used));
+    WARPSCOPE_RETURN_IF_ERROR(FoldSeries(db, m.id, segments, query.aggregation, folder, used));
     RangeSeries series;
     const auto& folded = folder.buckets();
     for (size_t i = 0; i < folded.size(); ++i) {
       std::optional<double> value = folded[i].Value(query.aggregation);
       if (value.has_value()) {
-        series.points.push_back(
-            Point{FromMs(origin + static_cast<int64_t>(i) * step_ms), *value});
+        series.points.push_back(Point{FromMs(origin + static_cast<int64_t>(i) * step_ms), *value});
       }
     }
     if (series.points.empty()) {
@@ -1216,8 +1204,7 @@ Result<std::vector<TopEntry>> SqliteStorage::TopEntities(const TopQuery& query) 
   for (MatchedSeries& m : matched) {
     SeriesFolder folder(start_ms, range_ms, 1);
     // All columns: the entry also reports the latest value.
-    WARPSCOPE_RETURN_IF_ERROR(
-        FoldSeries(db, m.id, segments, std::nullopt, folder, used));
+    WARPSCOPE_RETURN_IF_ERROR(FoldSeries(db, m.id, segments, std::nullopt, folder, used));
     const Bucket& b = folder.buckets()[0];
     if (b.empty()) {
       continue;
@@ -1309,8 +1296,7 @@ Result<std::vector<MetricInfo>> SqliteStorage::ListMetrics() {
   WARPSCOPE_ASSIGN_OR_RETURN(ReaderLease reader, AcquireReader());
   Connection& db = reader.db();
   WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db, false));
-  WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
-                             db.Prepare("SELECT key FROM metrics ORDER BY key"));
+  WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare("SELECT key FROM metrics ORDER BY key"));
   std::vector<std::string> keys;
   while (true) {
     WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
@@ -1419,10 +1405,10 @@ Result<Profile> SqliteStorage::ReadProfile(int64_t id) {
   WARPSCOPE_ASSIGN_OR_RETURN(ReaderLease reader, AcquireReader());
   Connection& db = reader.db();
   WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db, false));
-  WARPSCOPE_ASSIGN_OR_RETURN(
-      Statement stmt, db.Prepare(std::string(kProfileColumns) +
-                                 ", p.data FROM profiles p JOIN hosts h ON h.id = p.host_id "
-                                 "WHERE p.id = ?1"));
+  WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
+                             db.Prepare(std::string(kProfileColumns) +
+                                        ", p.data FROM profiles p JOIN hosts h ON h.id = p.host_id "
+                                        "WHERE p.id = ?1"));
   stmt.BindInt(1, id);
   WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
   if (!row) {
@@ -1441,9 +1427,9 @@ Result<StorageStats> SqliteStorage::Stats() {
   // B-tree name (table or index) -> its table.
   std::map<std::string, std::string> owner;
   {
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        Statement stmt, db.Prepare("SELECT name, tbl_name FROM sqlite_schema WHERE type IN "
-                                   "('table', 'index')"));
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
+                               db.Prepare("SELECT name, tbl_name FROM sqlite_schema WHERE type IN "
+                                          "('table', 'index')"));
     while (true) {
       WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) {
@@ -1528,8 +1514,11 @@ Result<uint64_t> SqliteStorage::RollUpChunk(Resolution target, int64_t host_id, 
                      "FROM rollup_1m x WHERE x.series_id IN (SELECT id FROM series WHERE id "
                      "BETWEEN ?1 AND ?2 AND (?5 = 0 OR host_id = ?5)) AND x.bucket_ms >= ?3 AND "
                      "x.bucket_ms < ?4 ORDER BY x.series_id, x.bucket_ms"));
-    stmt.BindInt(1, id_lo).BindInt(2, id_hi).BindInt(3, from_ms).BindInt(4, to_ms).BindInt(
-        5, host_id);
+    stmt.BindInt(1, id_lo)
+        .BindInt(2, id_hi)
+        .BindInt(3, from_ms)
+        .BindInt(4, to_ms)
+        .BindInt(5, host_id);
     while (true) {
       WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
       if (!row) {
@@ -1579,8 +1568,7 @@ Status SqliteStorage::RollUpRange(Resolution target, int64_t host_id, int64_t fr
   for (int64_t from = from_ms; from < to_ms; from += slice_ms) {
     int64_t to = std::min(to_ms, from + slice_ms);
     for (const auto& [lo, hi] : chunks) {
-      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t rows,
-                                                RollUpChunk(target, host_id, lo, hi, from, to));
+      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t rows, RollUpChunk(target, host_id, lo, hi, from, to));
       (target == Resolution::kMinute ? result.minute_rows : result.hour_rows) += rows;
     }
   }
@@ -1624,14 +1612,12 @@ Status SqliteStorage::RollUpNew(Resolution target, int64_t until_ms, CompactResu
     }
     std::vector<std::pair<int64_t, int64_t>> chunks = SeriesChunks(0);
     for (const auto& [lo, hi] : chunks) {
-      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t rows,
-                                                RollUpChunk(target, 0, lo, hi, from, to));
+      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t rows, RollUpChunk(target, 0, lo, hi, from, to));
       (minute ? result.minute_rows : result.hour_rows) += rows;
     }
     {
       std::lock_guard lock(write_mu_);
-      WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx,
-                                                Transaction::Begin(*writer_, true));
+      WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
       WARPSCOPE_RETURN_IF_ERROR(SetMeta(minute ? kMetaMinuteWatermark : kMetaHourWatermark, to));
       WARPSCOPE_RETURN_IF_ERROR(tx.Commit());
       (minute ? minute_watermark_ : hour_watermark_) = to;
@@ -1772,8 +1758,8 @@ Status SqliteStorage::ApplyRetention(int64_t now_ms, CompactResult& result) {
     }
   }
   if (hour_wm != 0) {
-    int64_t target =
-        std::min(FloorTo(now_ms - DurationMs(o.minute_retention), kHourMs), FloorTo(hour_wm, kHourMs));
+    int64_t target = std::min(FloorTo(now_ms - DurationMs(o.minute_retention), kHourMs),
+                              FloorTo(hour_wm, kHourMs));
     if (target >= minute_cutoff + kRetentionStepMs) {
       WARPSCOPE_RETURN_IF_ERROR(advance(kMetaMinuteCutoff, minute_cutoff_, target));
       WARPSCOPE_RETURN_IF_ERROR(DeleteSeriesRows("rollup_1m", "bucket_ms", target, result));
@@ -1813,10 +1799,9 @@ Status SqliteStorage::ApplyRetention(int64_t now_ms, CompactResult& result) {
       if (keys.empty()) {
         break;
       }
-      WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx,
-                                                Transaction::Begin(*writer_, true));
-      WARPSCOPE_ASSIGN_OR_RETURN(
-          Statement stmt, writer_->Prepare("DELETE FROM series WHERE id = ?1"));
+      WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
+      WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
+                                 writer_->Prepare("DELETE FROM series WHERE id = ?1"));
       for (const std::string& key : keys) {
         stmt.BindInt(1, series_[key].id);
         WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
@@ -1831,8 +1816,7 @@ Status SqliteStorage::ApplyRetention(int64_t now_ms, CompactResult& result) {
     {
       // Entities not seen since, that no series refers to any more.
       std::lock_guard lock(write_mu_);
-      WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx,
-                                                Transaction::Begin(*writer_, true));
+      WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
       std::vector<std::pair<int64_t, std::string>> gone;  // row id, cache key
       {
         WARPSCOPE_ASSIGN_OR_RETURN(
@@ -1848,8 +1832,8 @@ Status SqliteStorage::ApplyRetention(int64_t now_ms, CompactResult& result) {
           gone.emplace_back(stmt.ColumnInt(0), EntityKey(stmt.ColumnInt(1), stmt.ColumnText(2)));
         }
       }
-      WARPSCOPE_ASSIGN_OR_RETURN(
-          Statement stmt, writer_->Prepare("DELETE FROM entities WHERE id = ?1"));
+      WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
+                                 writer_->Prepare("DELETE FROM entities WHERE id = ?1"));
       for (const auto& [id, key] : gone) {
         stmt.BindInt(1, id);
         WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
