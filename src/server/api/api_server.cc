@@ -81,6 +81,21 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// Fills the parameters the event and profile queries share: host=, entity=, kind=, the time
+// range (default: the last `span`) and limit= (default `limit`, at most `max_limit`).
+template <typename Query>
+base::Status FillScopedQuery(const Params& params, base::TimePoint now, base::Duration span,
+                             size_t limit, size_t max_limit, Query& q) {
+  if (auto h = Param(params, "host")) q.host = std::string(*h);
+  if (auto e = Param(params, "entity")) q.entity = std::string(*e);
+  if (auto k = Param(params, "kind")) q.kind = std::string(*k);
+  WARPSCOPE_ASSIGN_OR_RETURN(TimeRange range, ParseRange(params, now, span));
+  q.start = range.start;
+  q.end = range.end;
+  WARPSCOPE_ASSIGN_OR_RETURN(q.limit, ParseCount(params, "limit", limit, max_limit));
+  return base::OkStatus();
+}
+
 }  // namespace
 
 ApiServer::ApiServer(Options options, Storage& storage, const base::Clock& clock)
@@ -587,16 +602,11 @@ void ApiServer::Events(const httplib::Request& req, httplib::Response& res) {
   ++queries_;
   Params params = ParamsOf(req);
   EventQuery q;
-  if (auto h = Param(params, "host")) q.host = std::string(*h);
-  if (auto e = Param(params, "entity")) q.entity = std::string(*e);
-  if (auto k = Param(params, "kind")) q.kind = std::string(*k);
-  auto range = ParseRange(params, clock_.Now(), std::chrono::hours(24));
-  if (!range) return SendError(res, 400, range.error().message());
-  q.start = range->start;
-  q.end = range->end;
-  auto limit = ParseCount(params, "limit", 1000, 100000);
-  if (!limit) return SendError(res, 400, limit.error().message());
-  q.limit = *limit;
+  if (base::Status st =
+          FillScopedQuery(params, clock_.Now(), std::chrono::hours(24), 1000, 100000, q);
+      !st.ok()) {
+    return SendError(res, 400, st.message());
+  }
   auto events = storage_.QueryEvents(q);
   if (!events) return SendError(res, HttpStatusFor(events.error()), events.error().message());
   json out = json::array();
@@ -702,16 +712,11 @@ void ApiServer::Profiles(const httplib::Request& req, httplib::Response& res) {
   ++queries_;
   Params params = ParamsOf(req);
   ProfileQuery q;
-  if (auto h = Param(params, "host")) q.host = std::string(*h);
-  if (auto e = Param(params, "entity")) q.entity = std::string(*e);
-  if (auto k = Param(params, "kind")) q.kind = std::string(*k);
-  auto range = ParseRange(params, clock_.Now(), std::chrono::hours(24));
-  if (!range) return SendError(res, 400, range.error().message());
-  q.start = range->start;
-  q.end = range->end;
-  auto limit = ParseCount(params, "limit", 100, 10000);
-  if (!limit) return SendError(res, 400, limit.error().message());
-  q.limit = *limit;
+  if (base::Status st =
+          FillScopedQuery(params, clock_.Now(), std::chrono::hours(24), 100, 10000, q);
+      !st.ok()) {
+    return SendError(res, 400, st.message());
+  }
   auto list = storage_.ListProfiles(q);
   if (!list) return SendError(res, HttpStatusFor(list.error()), list.error().message());
   json out = json::array();
@@ -757,16 +762,10 @@ void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& re
     return SendError(res, 400, "format= must be tree or pprof");
   }
   ProfileQuery q;
-  if (auto h = Param(params, "host")) q.host = std::string(*h);
-  if (auto e = Param(params, "entity")) q.entity = std::string(*e);
-  if (auto k = Param(params, "kind")) q.kind = std::string(*k);
-  auto range = ParseRange(params, clock_.Now(), std::chrono::hours(1));
-  if (!range) return SendError(res, 400, range.error().message());
-  q.start = range->start;
-  q.end = range->end;
-  auto limit = ParseCount(params, "limit", 100, 1000);
-  if (!limit) return SendError(res, 400, limit.error().message());
-  q.limit = *limit;
+  if (base::Status st = FillScopedQuery(params, clock_.Now(), std::chrono::hours(1), 100, 1000, q);
+      !st.ok()) {
+    return SendError(res, 400, st.message());
+  }
   auto list = storage_.ListProfiles(q);
   if (!list) return SendError(res, HttpStatusFor(list.error()), list.error().message());
   if (list->empty()) {
