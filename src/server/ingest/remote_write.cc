@@ -2,10 +2,12 @@
 #include "server/ingest/remote_write.h"
 
 #include <fmt/format.h>
+#include <google/protobuf/arena.h>
 #include <google/protobuf/stubs/logging.h>
 #include <snappy.h>
 
 #include <climits>
+#include <iterator>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -73,11 +75,17 @@ Result<DecodedRemoteWrite> Convert(const prometheus::WriteRequest& req,
     ++out.rejected_samples;
   };
   std::map<std::pair<std::string, int64_t>, Group> groups;  // by (host, timestamp ms)
+  // Consecutive series mostly share host and timestamp: remember the last group.
+  Group* last_group = nullptr;
+  std::pair<std::string, int64_t> last_key;
+  std::set<int64_t> seen;
   for (int i = 0; i < req.timeseries_size(); ++i) {
     const prometheus::TimeSeries& ts = req.timeseries(i);
-    std::string name;
-    model::Labels labels;
-    std::string_view previous;
+    // Validate the labels and find the metric name and the host label first, so that the series'
+    // labels are built once, in order, without the host label.
+    const std::string* name = nullptr;
+    int host_label = -1;
+    size_t host_rank = std::size(kHostLabels);
     for (int j = 0; j < ts.labels_size(); ++j) {
       const prometheus::Label& l = ts.labels(j);
       if (l.name().empty()) {
@@ -86,50 +94,44 @@ Result<DecodedRemoteWrite> Convert(const prometheus::WriteRequest& req,
             "relabeling",
             i, SeriesName(ts)));
       }
-      if (j > 0 && l.name() <= previous) {
+      if (j > 0 && l.name() <= ts.labels(j - 1).name()) {
+        const std::string& previous = ts.labels(j - 1).name();
         return Error(InvalidArgument(
             "remote write: series {} ({}): label \"{}\" {} \"{}\"; labels must be sorted by name "
             "and unique",
             i, SeriesName(ts), l.name(), l.name() == previous ? "repeats" : "comes after",
             previous));
       }
-      previous = l.name();
       if (l.name() == kNameLabel) {
-        name = l.value();
+        name = &l.value();
       } else if (!l.value().empty()) {
-        labels.Set(l.name(), l.value());
+        for (size_t r = 0; r < host_rank; ++r) {
+          if (l.name() == kHostLabels[r]) {
+            host_rank = r;
+            host_label = j;
+            break;
+          }
+        }
       }
     }
-    if (name.empty()) {
+    if (name == nullptr || name->empty()) {
       return Error(InvalidArgument(
           "remote write: series {} ({}) has no __name__ label; every series needs a metric name", i,
           SeriesName(ts)));
     }
-    std::string host = options.default_host;
-    for (std::string_view key : kHostLabels) {
-      std::string_view v = labels.Get(key);
-      if (!v.empty()) {
-        host = std::string(v);
-        model::Labels rest;
-        for (const auto& [k, value] : labels) {
-          if (k != key) {
-            rest.Set(k, value);
-          }
-        }
-        labels = std::move(rest);
-        break;
+    const std::string& host =
+        host_label >= 0 ? ts.labels(host_label).value() : options.default_host;
+    model::Labels labels;
+    for (int j = 0; j < ts.labels_size(); ++j) {
+      const prometheus::Label& l = ts.labels(j);
+      if (j != host_label && !l.value().empty() && l.name() != kNameLabel) {
+        labels.Set(l.name(), l.value());  // sorted input: appends
       }
     }
-    MetricInfo info;
-    info.key = name;
-    info.kind = name.size() > 6 && name.compare(name.size() - 6, 6, "_total") == 0
-                    ? model::MetricKind::kCounter
-                    : model::MetricKind::kGauge;
-    info.prom_name = name;
-    info.entity_kind = model::EntityKind::kHost;
 
-    std::set<int64_t> seen;
-    for (const prometheus::Sample& sample : ts.samples()) {
+    seen.clear();
+    for (int k = 0; k < ts.samples_size(); ++k) {
+      const prometheus::Sample& sample = ts.samples(k);
       if (IsStaleMarker(sample.value())) {
         ++out.stale_markers;
         continue;
@@ -142,18 +144,31 @@ Result<DecodedRemoteWrite> Convert(const prometheus::WriteRequest& req,
         reject(SeriesName(ts), fmt::format("timestamp {} ms is out of range", sample.timestamp()));
         continue;
       }
-      if (!seen.insert(sample.timestamp()).second) {
+      if (ts.samples_size() > 1 && !seen.insert(sample.timestamp()).second) {
         reject(SeriesName(ts), fmt::format("timestamp {} ms repeats", sample.timestamp()));
         continue;
       }
-      Group& g = groups[{host, sample.timestamp()}];
-      if (g.metric_keys.insert(name).second) {
-        g.metrics.push_back(info);
+      if (last_group == nullptr || last_key.second != sample.timestamp() ||
+          last_key.first != host) {
+        last_key = {host, sample.timestamp()};
+        last_group = &groups[last_key];
+      }
+      Group& g = *last_group;
+      if (g.metric_keys.insert(*name).second) {
+        MetricInfo info;
+        info.key = *name;
+        info.kind = name->size() > 6 && name->compare(name->size() - 6, 6, "_total") == 0
+                        ? model::MetricKind::kCounter
+                        : model::MetricKind::kGauge;
+        info.prom_name = *name;
+        info.entity_kind = model::EntityKind::kHost;
+        g.metrics.push_back(std::move(info));
       }
       IngestSeries s;
-      s.metric = name;
+      s.metric = *name;
       s.entity = host;
-      s.labels = labels;
+      // The last sample of a series takes the labels; earlier ones copy them.
+      s.labels = k + 1 == ts.samples_size() ? std::move(labels) : labels;
       s.avg = s.min = s.max = s.last = sample.value();
       s.count = 1;
       g.series.push_back(std::move(s));
@@ -181,17 +196,19 @@ Result<DecodedRemoteWrite> DecodeRemoteWriteProto(std::string_view bytes,
   if (bytes.size() > static_cast<size_t>(INT_MAX)) {
     return Error(InvalidArgument("remote write: {} bytes is too large to decode", bytes.size()));
   }
-  prometheus::WriteRequest req;
+  // An arena frees the request's thousands of small messages at once.
+  google::protobuf::Arena arena;
+  auto* req = google::protobuf::Arena::CreateMessage<prometheus::WriteRequest>(&arena);
   // Bad input is reported in the returned error; protobuf's own log line would only add noise
   // to the server's log (one per bad request).
   google::protobuf::LogSilencer silence;
-  if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+  if (!req->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
     return Error(InvalidArgument(
         "remote write: the body ({} bytes uncompressed) is not a valid protobuf "
         "prometheus.WriteRequest (remote write 1.0), or a label in it is not valid UTF-8",
         bytes.size()));
   }
-  return Convert(req, options);
+  return Convert(*req, options);
 }
 
 Result<DecodedRemoteWrite> DecodeRemoteWrite(std::string_view snappy_body,

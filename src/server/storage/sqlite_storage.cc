@@ -391,6 +391,10 @@ Result<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(const SqliteStorageOp
   }
   // The first statement reads the file header; a file that is not SQLite fails here.
   std::string journal_mode;
+  // 8 KiB pages for a new database (an existing one keeps its size): ingest dirties about one
+  // page per series and batch, and 8 KiB cost ~10 % less CPU per sample than 4 KiB under
+  // bench/remote_write_vs_prometheus.sh (2 KiB and 1 KiB cost more, 16 KiB the same as 8).
+  WARPSCOPE_RETURN_IF_ERROR((*writer)->Exec("PRAGMA page_size = 8192"));
   {
     auto mode = (*writer)->Prepare("PRAGMA journal_mode = WAL");
     base::Result<bool> row = mode ? mode->Step() : base::Result<bool>(base::Error(mode.error()));
