@@ -8,6 +8,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/setup.sh --test
+# The OpenTelemetry JS SDK that the OTLP ingest test sends with (versions pinned by its lock).
+npm ci --prefix test/peers/otel_sdk --no-audit --no-fund --loglevel=error >/dev/null
 
 jobs=$(nproc)
 cmake --preset ci >/dev/null

@@ -3,13 +3,20 @@
 //   - a real Prometheus scrapes a small target and forwards with remote write 1.0
 //     (POST /api/v1/write); the forwarded series are read back through the query API;
 //   - the agent's OTLP/HTTP exporter (exporters/otlp) sends a frame to POST /v1/metrics; its GPU
-//     entities and values are read back the same way.
+//     entities and values are read back the same way;
+//   - the OpenTelemetry JS SDK (test/peers/otel_sdk/send.mjs, an application that shares no code
+//     with warpscope) sends a counter, an up-down counter, a histogram and an observable gauge
+//     over OTLP/HTTP JSON and protobuf; their values are read back the same way.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sys/stat.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <filesystem>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -239,6 +246,78 @@ TEST(OtlpIngestTest, AgentOtlpExporterReachesTheServer) {
   }
   EXPECT_TRUE(described);
 }
+
+// The absolute path of `program` found on $PATH, or "" when it is not there.
+std::string FindOnPath(const std::string& program) {
+  const char* path = getenv("PATH");
+  for (std::string_view dir : base::SplitString(path == nullptr ? "" : path, ":")) {
+    std::string candidate = std::string(dir) + "/" + program;
+    if (!dir.empty() && access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+class OtelSdkIngestTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OtelSdkIngestTest, SdkMetricsArriveWithTheirValues) {
+  const std::string protocol = GetParam();
+  const std::string node = FindOnPath("node");
+  const std::string peer = std::string(WARPSCOPE_SOURCE_DIR) + "/test/peers/otel_sdk";
+  if (node.empty()) GTEST_SKIP() << "node is not installed (scripts/setup.sh installs it)";
+  if (!std::filesystem::exists(peer + "/node_modules/@opentelemetry/sdk-metrics")) {
+    GTEST_SKIP() << "the OpenTelemetry SDK is not installed: npm ci --prefix " << peer
+                 << " (scripts/test.sh does it)";
+  }
+  TempDir tmp;
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(tmp));
+  const std::string host = "otel-sdk-" + protocol;
+  auto sender = ChildProcess::Start(
+      {node, peer + "/send.mjs", "--url=http://127.0.0.1:" + std::to_string(server.port()),
+       "--token=" + std::string(kToken), "--protocol=" + protocol, "--host=" + host},
+      tmp.path());
+  ASSERT_TRUE(sender) << sender.error().message();
+  int status = (*sender)->Wait(seconds(60));
+  ASSERT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "send.mjs failed: " << (*sender)->Stderr() << "\nserver: " << server.Stderr();
+
+  auto latest = [&](const std::string& metric, const std::string& label = "",
+                    const std::string& value = "") {
+    auto range = server.WaitForJson(
+        "/api/v1/query_range?metric=" + metric + "&host=" + host + "&agg=last" + RangeParams(),
+        [](const json& r) { return !r["series"].empty(); });
+    if (!range) {
+      ADD_FAILURE() << metric << ": no series; last answer: " << server.last_body();
+      return std::nan("");
+    }
+    if (label.empty()) return (*range)["series"][0]["points"].back()[1].get<double>();
+    return LatestValue(*range, label, value);
+  };
+  EXPECT_DOUBLE_EQ(latest("jobs.completed", "queue", "train"), 7.0);
+  EXPECT_DOUBLE_EQ(latest("queue.depth"), 3.0);
+  EXPECT_DOUBLE_EQ(latest("request.duration.count"), 2.0);
+  EXPECT_NEAR(latest("request.duration.sum"), 0.4, 1e-12);
+  EXPECT_DOUBLE_EQ(latest("gpu.fake.temperature", "gpu", "0"), 61.5);
+  EXPECT_DOUBLE_EQ(latest("gpu.fake.temperature", "gpu", "1"), 48.0);
+
+  auto metrics = server.WaitForJson("/api/v1/metrics", [](const json&) { return true; });
+  ASSERT_TRUE(metrics);
+  std::map<std::string, json> by_key;
+  for (const auto& m : (*metrics)["metrics"]) by_key[m["key"]] = m;
+  EXPECT_EQ(by_key["jobs.completed"]["kind"], "counter");
+  EXPECT_EQ(by_key["jobs.completed"]["unit"], "{job}");
+  EXPECT_EQ(by_key["queue.depth"]["kind"], "gauge");
+  EXPECT_EQ(by_key["gpu.fake.temperature"]["unit"], "Cel");
+  EXPECT_EQ(by_key["request.duration.sum"]["unit"], "s");
+
+  auto hosts = server.WaitForJson("/api/v1/entities?kind=host&host=" + host,
+                                  [](const json& r) { return r["entities"].size() == 1; });
+  ASSERT_TRUE(hosts) << server.last_body();
+  EXPECT_EQ((*hosts)["entities"][0]["attributes"]["service.name"], "otel-sdk-peer");
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, OtelSdkIngestTest, ::testing::Values("json", "proto"),
+                         [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace warpscope::test

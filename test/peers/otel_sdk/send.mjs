@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+// An OpenTelemetry JS SDK application that sends one set of metrics to an OTLP/HTTP endpoint
+// and exits 0 only when every export was acknowledged. Used by
+// test/integration/prometheus_remote_write_test.cc (OtelSdkIngestTest) as a sender that shares
+// no code with warpscope.
+//
+//   node send.mjs --url=http://127.0.0.1:PORT --token=T --protocol=json|proto --host=NAME
+//
+// What it records (the test checks these values):
+//   jobs.completed        counter, unit {job}: 3 + 4 = 7, attribute queue=train
+//   queue.depth           up-down counter: 5 - 2 = 3
+//   request.duration      histogram, unit s: 0.1 and 0.3 (count 2, sum 0.4)
+//   gpu.fake.temperature  observable gauge, unit Cel: 61.5 with gpu=0, 48 with gpu=1
+import { metrics } from '@opentelemetry/api';
+import { OTLPMetricExporter as JsonExporter } from '@opentelemetry/exporter-metrics-otlp-http';
+import { OTLPMetricExporter as ProtoExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
+import { resourceFromAttributes } from '@opentelemetry/resources';
+import {
+  AggregationTemporality,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from '@opentelemetry/sdk-metrics';
+
+function parseArgs(argv) {
+  const args = { protocol: 'proto', host: 'otel-sdk-node', token: '' };
+  for (const a of argv) {
+    const m = /^--([a-z]+)=(.*)$/.exec(a);
+    if (!m) throw new Error(`unexpected argument ${a}; see the header of send.mjs`);
+    args[m[1]] = m[2];
+  }
+  if (!args.url) throw new Error('--url=http://127.0.0.1:PORT is required');
+  if (args.protocol !== 'json' && args.protocol !== 'proto') {
+    throw new Error(`--protocol=${args.protocol}: use json or proto`);
+  }
+  return args;
+}
+
+// Wraps the real exporter to remember every export's result: the SDK's flush does not fail
+// when an export does.
+class RecordingExporter {
+  constructor(inner) {
+    this.inner = inner;
+    this.results = [];
+  }
+  export(data, done) {
+    this.inner.export(data, (result) => {
+      this.results.push(result);
+      done(result);
+    });
+  }
+  forceFlush() { return this.inner.forceFlush(); }
+  shutdown() { return this.inner.shutdown(); }
+  selectAggregationTemporality(kind) {
+    return this.inner.selectAggregationTemporality
+      ? this.inner.selectAggregationTemporality(kind)
+      : AggregationTemporality.CUMULATIVE;
+  }
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const options = {
+    url: `${args.url}/v1/metrics`,
+    headers: args.token ? { Authorization: `Bearer ${args.token}` } : {},
+    timeoutMillis: 10000,
+  };
+  const inner = args.protocol === 'json' ? new JsonExporter(options) : new ProtoExporter(options);
+  const exporter = new RecordingExporter(inner);
+  const reader = new PeriodicExportingMetricReader({
+    exporter,
+    exportIntervalMillis: 3600000,  // only the explicit flush below exports
+    exportTimeoutMillis: 10000,
+  });
+  const provider = new MeterProvider({
+    resource: resourceFromAttributes({
+      'host.name': args.host,
+      'service.name': 'otel-sdk-peer',
+      'service.instance.id': `${args.host}-${args.protocol}`,
+    }),
+    readers: [reader],
+  });
+  metrics.setGlobalMeterProvider(provider);
+  const meter = metrics.getMeter('warpscope-otel-sdk-peer', '1.0.0');
+
+  const jobs = meter.createCounter('jobs.completed', { unit: '{job}', description: 'Jobs done' });
+  jobs.add(3, { queue: 'train' });
+  jobs.add(4, { queue: 'train' });
+  const depth = meter.createUpDownCounter('queue.depth', { description: 'Jobs waiting' });
+  depth.add(5);
+  depth.add(-2);
+  const duration = meter.createHistogram('request.duration', { unit: 's' });
+  duration.record(0.1);
+  duration.record(0.3);
+  const temp = meter.createObservableGauge('gpu.fake.temperature', { unit: 'Cel' });
+  temp.addCallback((result) => {
+    result.observe(61.5, { gpu: '0' });
+    result.observe(48, { gpu: '1' });
+  });
+
+  await provider.forceFlush();
+  await provider.shutdown();
+  const failed = exporter.results.filter((r) => r.code !== 0);
+  if (exporter.results.length === 0 || failed.length > 0) {
+    const why = failed.map((r) => String(r.error)).join('; ') || 'nothing was exported';
+    console.error(`export failed: ${why}`);
+    process.exit(1);
+  }
+  console.log(`sent ${exporter.results.length} export(s) over OTLP/HTTP ${args.protocol}`);
+}
+
+main().catch((err) => {
+  console.error(err && err.stack ? err.stack : String(err));
+  process.exit(1);
+});
