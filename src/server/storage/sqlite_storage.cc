@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -208,9 +209,18 @@ CREATE TABLE profiles(
 CREATE INDEX profiles_by_start ON profiles(start_ms);
 )sql";
 
-constexpr const char* kTables[] = {"samples", "rollup_1m",    "rollup_1h", "series",   "entities",
-                                   "hosts",   "metrics",      "events",    "profiles", "ingested",
-                                   "agents",  "rollup_dirty", "meta"};
+// Schema version 2: samples staged in arrival order, one blob of StagedSample images per batch.
+constexpr char kStagedSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS staged_samples(
+  id INTEGER PRIMARY KEY,
+  samples BLOB NOT NULL
+);
+)sql";
+
+constexpr const char* kTables[] = {"samples",      "staged_samples", "rollup_1m", "rollup_1h",
+                                   "series",       "entities",       "hosts",     "metrics",
+                                   "events",       "profiles",       "ingested",  "agents",
+                                   "rollup_dirty", "meta"};
 
 int64_t ToMs(base::TimePoint t) { return base::ToUnixMillis(t); }
 base::TimePoint FromMs(int64_t ms) { return base::FromUnixNanos(ms * 1'000'000); }
@@ -457,6 +467,7 @@ Status SqliteStorage::InitSchema() {
           path_);
     }
     WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kSchema));
+    WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStagedSchema));
     WARPSCOPE_RETURN_IF_ERROR(SetMeta(kMetaSchemaVersion, kSchemaVersion));
     return tx.Commit();
   }
@@ -472,6 +483,10 @@ Status SqliteStorage::InitSchema() {
     return base::InvalidArgument(
         "{} has no valid schema version; move it away or point --data-dir at another directory",
         path_);
+  }
+  if (version < 2) {
+    WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStagedSchema));
+    WARPSCOPE_RETURN_IF_ERROR(SetMeta(kMetaSchemaVersion, kSchemaVersion));
   }
   return tx.Commit();
 }
@@ -490,6 +505,8 @@ Status SqliteStorage::LoadState() {
   entities_.clear();
   series_.clear();
   active_series_.clear();
+  staged_.clear();
+  staged_count_ = 0;
 
   {
     WARPSCOPE_ASSIGN_OR_RETURN(MetaMarks marks, ReadMetaMarks(*writer_));
@@ -575,6 +592,28 @@ Status SqliteStorage::LoadState() {
       series_[SeriesKey(stmt.ColumnInt(2), stmt.ColumnInt(3), stmt.ColumnText(4))] = s;
     }
   }
+  {
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        Statement stmt, writer_->Prepare("SELECT id, samples FROM staged_samples ORDER BY id"));
+    while (true) {
+      WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+      if (!row) {
+        break;
+      }
+      std::string_view blob = stmt.ColumnBlob(1);
+      if (blob.size() % sizeof(StagedSample) != 0) {
+        return base::Internal(
+            "{}: staged_samples row {} holds {} bytes, not a whole number of samples; the "
+            "database is damaged: restore it from a backup or move it away",
+            path_, stmt.ColumnInt(0), blob.size());
+      }
+      size_t n = blob.size() / sizeof(StagedSample);
+      size_t at = staged_.size();
+      staged_.resize(at + n);
+      std::memcpy(staged_.data() + at, blob.data(), blob.size());
+    }
+    staged_count_ = staged_.size();
+  }
   return base::OkStatus();
 }
 
@@ -637,6 +676,14 @@ Result<WriteResult> SqliteStorage::WriteBatch(const IngestBatch& batch) {
     if (!reload.ok()) {
       WARPSCOPE_LOG(ERROR, "{}: reloading caches after a failed write: {}", path_,
                     reload.ToString());
+    }
+    return result;
+  }
+  if (staged_.size() >= std::max<size_t>(options_.staged_samples_max, 1)) {
+    // The batch itself is committed; a failure here leaves the samples staged for the next try.
+    if (Status applied = ApplyStagedLocked(); !applied.ok()) {
+      WARPSCOPE_LOG_EVERY_N(ERROR, 100, "{}: moving staged samples: {}", path_,
+                            applied.ToString());
     }
   }
   return result;
@@ -780,6 +827,8 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
   const int64_t end_ms = ToMs(batch.end);
   WriteResult result;
   WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
+  std::vector<StagedSample> rows;
+  rows.reserve(batch.series.size());
 
   // Dedup on (agent, sequence, window start).
   WARPSCOPE_ASSIGN_OR_RETURN(int64_t agent_id, InternAgent(batch.agent_id));
@@ -880,19 +929,8 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
         entry.persisted_last_seen = entry.last_seen;
       }
     }
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        Statement stmt,
-        writer_->Prepare("INSERT OR REPLACE INTO samples(series_id, start_ms, duration_ms, avg, "
-                         "min, max, last, count) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
-    stmt.BindInt(1, series_it->second.id)
-        .BindInt(2, start_ms)
-        .BindInt(3, end_ms - start_ms)
-        .BindDouble(4, s.avg)
-        .BindDouble(5, s.min)
-        .BindDouble(6, s.max)
-        .BindDouble(7, s.last)
-        .BindInt(8, std::max<int64_t>(s.count, 1));
-    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
+    rows.push_back(StagedSample{series_it->second.id, start_ms, end_ms - start_ms, s.avg, s.min,
+                                s.max, s.last, std::max<int64_t>(s.count, 1)});
     ++result.stored;
   }
 
@@ -933,8 +971,70 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
     WARPSCOPE_RETURN_IF_ERROR(SetMeta(kMetaFirstWindow, start_ms));
     first_window_ms_ = start_ms;
   }
+  // The samples: appended to staged_samples as one blob (a few sequential pages), moved into
+  // the series-clustered samples table later in bulk.
+  if (!rows.empty()) {
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
+                               writer_->Prepare("INSERT INTO staged_samples(samples) VALUES(?1)"));
+    stmt.BindBlob(1, std::string_view(reinterpret_cast<const char*>(rows.data()),
+                                      rows.size() * sizeof(StagedSample)));
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
+  }
   WARPSCOPE_RETURN_IF_ERROR(tx.Commit());
+  staged_.insert(staged_.end(), rows.begin(), rows.end());
+  staged_count_ = staged_.size();
   return result;
+}
+
+Status SqliteStorage::ApplyStaged() {
+  if (staged_count_.load() == 0) {
+    return base::OkStatus();
+  }
+  std::lock_guard lock(write_mu_);
+  return ApplyStagedLocked();
+}
+
+Status SqliteStorage::ApplyStagedLocked() {
+  static_assert(sizeof(StagedSample) == 64 && std::endian::native == std::endian::little,
+                "staged_samples blobs are 64-byte little-endian images of StagedSample");
+  if (staged_.empty()) {
+    return base::OkStatus();
+  }
+  // Sorted by (series, start), arrival order kept among equal keys so the latest write wins
+  // (INSERT OR REPLACE), as it would have written directly: consecutive rows land on the same
+  // B-tree page, so each page is written once per apply instead of once per batch.
+  std::vector<uint32_t> order(staged_.size());
+  for (uint32_t i = 0; i < order.size(); ++i) {
+    order[i] = i;
+  }
+  std::stable_sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
+    const StagedSample& x = staged_[a];
+    const StagedSample& y = staged_[b];
+    return x.series_id != y.series_id ? x.series_id < y.series_id : x.start_ms < y.start_ms;
+  });
+  WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      Statement stmt,
+      writer_->Prepare("INSERT OR REPLACE INTO samples(series_id, start_ms, duration_ms, avg, "
+                       "min, max, last, count) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+  for (uint32_t i : order) {
+    const StagedSample& r = staged_[i];
+    stmt.Reset();
+    stmt.BindInt(1, r.series_id)
+        .BindInt(2, r.start_ms)
+        .BindInt(3, r.duration_ms)
+        .BindDouble(4, r.avg)
+        .BindDouble(5, r.min)
+        .BindDouble(6, r.max)
+        .BindDouble(7, r.last)
+        .BindInt(8, r.count);
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
+  }
+  WARPSCOPE_RETURN_IF_ERROR(writer_->Exec("DELETE FROM staged_samples"));
+  WARPSCOPE_RETURN_IF_ERROR(tx.Commit());
+  staged_.clear();
+  staged_count_ = 0;
+  return base::OkStatus();
 }
 
 Result<int64_t> SqliteStorage::WriteProfile(const ProfileMeta& meta, std::string_view data) {
@@ -1114,6 +1214,7 @@ Result<RangeResult> SqliteStorage::QueryRange(const RangeQuery& query) {
   if (step_ms <= 0) {
     return Error(base::InvalidArgument("query: step must be at least 1ms"));
   }
+  WARPSCOPE_RETURN_IF_ERROR(ApplyStaged());
   const int64_t start_ms = ToMs(query.start);
   const int64_t end_ms = ToMs(query.end);
   if (end_ms <= start_ms) {
@@ -1184,6 +1285,7 @@ Result<std::vector<TopEntry>> SqliteStorage::TopEntities(const TopQuery& query) 
   if (end_ms <= start_ms) {
     return Error(base::InvalidArgument("top entities: end must be after start"));
   }
+  WARPSCOPE_RETURN_IF_ERROR(ApplyStaged());
   const int64_t range_ms = end_ms - start_ms;
 
   WARPSCOPE_ASSIGN_OR_RETURN(ReaderLease reader, AcquireReader());
@@ -1425,6 +1527,7 @@ Result<Profile> SqliteStorage::ReadProfile(int64_t id) {
 }
 
 Result<StorageStats> SqliteStorage::Stats() {
+  WARPSCOPE_RETURN_IF_ERROR(ApplyStaged());
   WARPSCOPE_ASSIGN_OR_RETURN(ReaderLease reader, AcquireReader());
   Connection& db = reader.db();
   WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(db, false));
@@ -1499,6 +1602,9 @@ Result<uint64_t> SqliteStorage::RollUpChunk(Resolution target, int64_t host_id, 
   const bool minute = target == Resolution::kMinute;
   const int64_t bucket_ms = minute ? kMinuteMs : kHourMs;
   std::lock_guard lock(write_mu_);
+  if (minute) {
+    WARPSCOPE_RETURN_IF_ERROR(ApplyStagedLocked());
+  }
   WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
   struct Out {
     int64_t series_id;
@@ -1697,6 +1803,9 @@ Status SqliteStorage::DeleteSeriesRows(const char* table, const char* time_colum
       table, time_column);
   for (const auto& [lo, hi] : SeriesChunks(0)) {
     std::lock_guard lock(write_mu_);
+    if (std::string_view(table) == "samples") {
+      WARPSCOPE_RETURN_IF_ERROR(ApplyStagedLocked());
+    }
     WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
     WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, writer_->Prepare(sql));
     stmt.BindInt(1, lo).BindInt(2, hi).BindInt(3, before_ms);

@@ -2,6 +2,7 @@
 #ifndef WARPSCOPE_SERVER_STORAGE_SQLITE_STORAGE_H_
 #define WARPSCOPE_SERVER_STORAGE_SQLITE_STORAGE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,10 @@ struct SqliteStorageOptions {
   // true: synchronous=FULL, an fsync per commit, so commits also survive power loss.
   bool sync_every_commit = false;
   size_t max_idle_readers = 8;  // read connections kept open for reuse
+  // Samples are staged (appended in arrival order, durable) and moved into the series-clustered
+  // samples table once this many are waiting, or before anything reads them. 0 moves each
+  // batch's samples at once. See "Staged samples" in docs/design/storage.md.
+  size_t staged_samples_max = 100000;  // 6.4 MB
 };
 
 // Storage in one SQLite database (WAL mode) under --data-dir. Schema and reasoning:
@@ -40,7 +45,8 @@ struct SqliteStorageOptions {
 // the writer commits.
 class SqliteStorage : public Storage {
  public:
-  static constexpr int kSchemaVersion = 1;
+  // 2 added the staged_samples table; a version 1 database is upgraded when opened.
+  static constexpr int kSchemaVersion = 2;
 
   // Opens or creates the store. Errors name the path and the remedy: a data dir that cannot be
   // created or written, a file that is not a warpscope database, or one written by a newer
@@ -87,6 +93,15 @@ class SqliteStorage : public Storage {
     int64_t last_seen = 0;            // end of the latest window written
     bool active = true;               // counted in active_series_ for the cardinality cap
   };
+  // One sample waiting in staged_samples (see ApplyStagedLocked). Its byte image, 64 bytes in
+  // this order, little-endian, is what the staged_samples blobs hold.
+  struct StagedSample {
+    int64_t series_id = 0;
+    int64_t start_ms = 0;
+    int64_t duration_ms = 0;
+    double avg = 0, min = 0, max = 0, last = 0;
+    int64_t count = 0;
+  };
   struct MatchedSeries;
   class ReaderLease;
 
@@ -107,6 +122,13 @@ class SqliteStorage : public Storage {
                                                        bool declared, int64_t start_ms,
                                                        int64_t end_ms);
   [[nodiscard]] base::Status SetMeta(const char* key, int64_t value);
+
+  // Moves every staged sample into the samples table, sorted by (series, start), in one
+  // transaction that also empties staged_samples; on failure nothing moves (retried later).
+  [[nodiscard]] base::Status ApplyStagedLocked();  // write_mu_ held
+  // ApplyStagedLocked under write_mu_ when anything is staged; what every reader of the samples
+  // table calls first, so reads see every acknowledged batch.
+  [[nodiscard]] base::Status ApplyStaged();
 
   // Reads.
   [[nodiscard]] base::Result<ReaderLease> AcquireReader();
@@ -152,6 +174,8 @@ class SqliteStorage : public Storage {
   std::unordered_map<std::string, EntityEntry> entities_;  // key: host_id '\x1f' entity id
   std::unordered_map<std::string, SeriesEntry> series_;    // key: see SeriesKey in the .cc
   std::unordered_map<int64_t, size_t> active_series_;      // host_id -> active series
+  std::vector<StagedSample> staged_;  // mirrors staged_samples, in arrival order
+  std::atomic<size_t> staged_count_{0};  // staged_.size(), readable without write_mu_
   // Compaction state (mirrors of the meta table) plus the end of the slice being rolled up, so
   // that WriteBatch can flag windows that land behind a rollup in progress.
   int64_t first_window_ms_ = 0;  // 0: nothing written yet

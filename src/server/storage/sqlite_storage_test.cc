@@ -30,8 +30,25 @@ base::Result<std::unique_ptr<Storage>> OpenSqlite(const std::string& dir,
   return std::unique_ptr<Storage>(std::move(*opened));
 }
 
+// Staged samples moved after every second batch, so that moves happen between writes as well
+// as before reads.
+base::Result<std::unique_ptr<Storage>> OpenSqliteSmallStage(const std::string& dir,
+                                                            const StorageOptions& options) {
+  SqliteStorageOptions o;
+  o.data_dir = dir;
+  o.storage = options;
+  o.staged_samples_max = 2;
+  auto opened = SqliteStorage::Open(o);
+  if (!opened) {
+    return base::Error(opened.error());
+  }
+  return std::unique_ptr<Storage>(std::move(*opened));
+}
+
 INSTANTIATE_TEST_SUITE_P(Sqlite, StorageConformanceTest,
-                         ::testing::Values(StorageBackend{"sqlite", OpenSqlite}),
+                         ::testing::Values(StorageBackend{"sqlite", OpenSqlite},
+                                           StorageBackend{"sqlite_small_stage",
+                                                          OpenSqliteSmallStage}),
                          StorageBackendName);
 
 class SqliteStorageTest : public ::testing::Test {
@@ -60,6 +77,22 @@ class SqliteStorageTest : public ::testing::Test {
         << (error != nullptr ? error : "");
     sqlite3_free(error);
     sqlite3_close(db);
+  }
+
+  // COUNT(*) of `table`, read directly from the database file.
+  int64_t Count(const std::string& table) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open((dir_ + "/warpscope.db").c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* stmt = nullptr;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(db, ("SELECT COUNT(*) FROM " + table).c_str(), -1, &stmt, nullptr) ==
+            SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW) {
+      n = sqlite3_column_int64(stmt, 0);
+    }
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return n;
   }
 
   std::string dir_;
@@ -167,6 +200,102 @@ TEST_F(SqliteStorageTest, SyncEveryCommitStillWorks) {
 
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   EXPECT_EQ(r->stored, 1u);
+}
+
+IngestBatch OneSeriesBatch(uint64_t sequence, int64_t start_s, double value) {
+  IngestBatch b;
+  b.agent_id = "a";
+  b.host = "h";
+  b.sequence = sequence;
+  b.start = base::FromUnixNanos(start_s * 1'000'000'000);
+  b.end = b.start + std::chrono::seconds(10);
+  b.metrics.push_back(MetricInfo{.key = "m"});
+  b.series.push_back(
+      IngestSeries{.metric = "m", .entity = "h", .avg = value, .min = value, .max = value,
+                   .last = value, .count = 1});
+  return b;
+}
+
+std::vector<double> ReadValues(Storage& storage, int64_t from_s, int64_t to_s) {
+  RangeQuery q;
+  q.metric = "m";
+  q.start = base::FromUnixNanos(from_s * 1'000'000'000);
+  q.end = base::FromUnixNanos(to_s * 1'000'000'000);
+  q.step = std::chrono::seconds(10);
+  auto r = storage.QueryRange(q);
+  std::vector<double> values;
+  if (!r.has_value() || r->series.size() != 1) {
+    ADD_FAILURE() << (r.has_value() ? "series: " + std::to_string(r->series.size())
+                                    : r.error().ToString());
+    return values;
+  }
+  for (const Point& p : r->series[0].points) {
+    values.push_back(p.value);
+  }
+  return values;
+}
+
+TEST_F(SqliteStorageTest, StagedSamplesSurviveAReopenAndAreRead) {
+  constexpr int64_t kStart = 1'700'000'000;
+  {
+    SqliteStorageOptions o;
+    o.data_dir = dir_;
+    o.staged_samples_max = 1000;
+    auto storage = SqliteStorage::Open(o);
+    ASSERT_TRUE(storage.has_value());
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE((*storage)->WriteBatch(OneSeriesBatch(i + 1, kStart + 10 * i, i + 1.5)));
+    }
+    // Closed without a read: the samples are still staged, and only there.
+  }
+  EXPECT_EQ(Count("staged_samples"), 3);
+  EXPECT_EQ(Count("samples"), 0);
+  auto storage = Open(dir_);
+  ASSERT_TRUE(storage.has_value()) << storage.error().ToString();
+
+  EXPECT_EQ(ReadValues(**storage, kStart, kStart + 30), (std::vector<double>{1.5, 2.5, 3.5}));
+
+  auto stats = (*storage)->Stats();
+  ASSERT_TRUE(stats.has_value());
+  for (const TableStats& t : stats->tables) {
+    if (t.name == "samples") EXPECT_EQ(t.rows, 3u);
+    if (t.name == "staged_samples") EXPECT_EQ(t.rows, 0u);
+  }
+}
+
+TEST_F(SqliteStorageTest, LaterWriteOfTheSameWindowWinsWhenStaged) {
+  SqliteStorageOptions o;
+  o.data_dir = dir_;
+  o.staged_samples_max = 1000;
+  auto storage = SqliteStorage::Open(o);
+  ASSERT_TRUE(storage.has_value());
+  constexpr int64_t kStart = 1'700'000'000;
+  // Two agents' batches for the same series and window: the second one written wins, as it
+  // would without staging.
+  IngestBatch first = OneSeriesBatch(1, kStart, 1.0);
+  IngestBatch second = OneSeriesBatch(1, kStart, 7.0);
+  second.agent_id = "b";
+  ASSERT_TRUE((*storage)->WriteBatch(first));
+  ASSERT_TRUE((*storage)->WriteBatch(second));
+
+  EXPECT_EQ(ReadValues(**storage, kStart, kStart + 10), (std::vector<double>{7.0}));
+}
+
+TEST_F(SqliteStorageTest, Version1DatabaseIsUpgradedAndKeepsItsData) {
+  constexpr int64_t kStart = 1'700'000'000;
+  {
+    auto storage = Open(dir_);
+    ASSERT_TRUE(storage.has_value());
+    ASSERT_TRUE((*storage)->WriteBatch(OneSeriesBatch(1, kStart, 4.0)));
+    EXPECT_EQ(ReadValues(**storage, kStart, kStart + 10), (std::vector<double>{4.0}));
+  }
+  Sql("DROP TABLE staged_samples; UPDATE meta SET value = 1 WHERE key = 'schema_version';");
+
+  auto storage = Open(dir_);
+
+  ASSERT_TRUE(storage.has_value()) << storage.error().ToString();
+  ASSERT_TRUE((*storage)->WriteBatch(OneSeriesBatch(2, kStart + 10, 5.0)));
+  EXPECT_EQ(ReadValues(**storage, kStart, kStart + 20), (std::vector<double>{4.0, 5.0}));
 }
 
 TEST(StorageTypesTest, ParsesAggregationNames) {
