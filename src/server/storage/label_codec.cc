@@ -15,16 +15,22 @@ void AppendEscaped(std::string& out, std::string_view s) {
 
 }  // namespace
 
-std::string EncodeLabels(const model::Labels& labels) {
-  std::string out;
+void AppendEncodedLabels(std::string& out, const model::Labels& labels) {
+  bool first = true;
   for (const auto& [key, value] : labels) {
-    if (!out.empty()) {
+    if (!first) {
       out.push_back(',');
     }
+    first = false;
     AppendEscaped(out, key);
     out.push_back('=');
     AppendEscaped(out, value);
   }
+}
+
+std::string EncodeLabels(const model::Labels& labels) {
+  std::string out;
+  AppendEncodedLabels(out, labels);
   return out;
 }
 

@@ -13,6 +13,8 @@ namespace warpscope::server {
 // backslash. Equal label sets encode to equal strings, so the text can be part of a unique key.
 // Readable in the sqlite3 shell.
 std::string EncodeLabels(const model::Labels& labels);
+// Appends EncodeLabels(labels) to `out`.
+void AppendEncodedLabels(std::string& out, const model::Labels& labels);
 // Inverse of EncodeLabels. Text that EncodeLabels cannot produce is decoded best-effort (a pair
 // without '=' becomes a key with an empty value).
 model::Labels DecodeLabels(std::string_view text);

@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <map>
+#include <span>
 #include <tuple>
 #include <unordered_set>
 #include <utility>
@@ -507,6 +509,7 @@ Status SqliteStorage::LoadState() {
   active_series_.clear();
   staged_.clear();
   staged_count_ = 0;
+  staged_last_id_ = 0;
 
   {
     WARPSCOPE_ASSIGN_OR_RETURN(MetaMarks marks, ReadMetaMarks(*writer_));
@@ -607,6 +610,7 @@ Status SqliteStorage::LoadState() {
             "database is damaged: restore it from a backup or move it away",
             path_, stmt.ColumnInt(0), blob.size());
       }
+      staged_last_id_ = std::max(staged_last_id_, stmt.ColumnInt(0));
       size_t n = blob.size() / sizeof(StagedSample);
       size_t at = staged_.size();
       staged_.resize(at + n);
@@ -632,7 +636,7 @@ Result<WriteResult> SqliteStorage::WriteBatch(const IngestBatch& batch) {
     return Error(base::InvalidArgument("batch {} from agent {}: window ends before it starts",
                                        batch.sequence, batch.agent_id));
   }
-  std::lock_guard lock(write_mu_);
+  std::unique_lock lock(write_mu_);
   if (raw_cutoff_ != 0 && ToMs(batch.start) < raw_cutoff_) {
     return Error(base::InvalidArgument(
         "batch {} from agent {}: window starts at {} ms, before the oldest raw data kept ({} "
@@ -669,9 +673,14 @@ Result<WriteResult> SqliteStorage::WriteBatch(const IngestBatch& batch) {
           batch.sequence, batch.agent_id, s.metric));
     }
   }
+  // Bounded memory: while a move runs, at most four times the threshold waits behind it.
+  const size_t stage_max = std::max<size_t>(options_.staged_samples_max, 1);
+  move_done_.wait(lock, [&] { return !moving_ || staged_.size() < 4 * stage_max; });
   auto result = WriteBatchLocked(batch);
   if (!result) {
-    // The transaction rolled back; the caches may hold ids it created.
+    // The transaction rolled back; the caches may hold ids it created. A move in progress
+    // finishes first, so the staged samples reloaded are exactly those still in the table.
+    move_done_.wait(lock, [&] { return !moving_; });
     Status reload = LoadState();
     if (!reload.ok()) {
       WARPSCOPE_LOG(ERROR, "{}: reloading caches after a failed write: {}", path_,
@@ -679,14 +688,81 @@ Result<WriteResult> SqliteStorage::WriteBatch(const IngestBatch& batch) {
     }
     return result;
   }
-  if (staged_.size() >= std::max<size_t>(options_.staged_samples_max, 1)) {
+  if (staged_.size() >= stage_max && !moving_) {
     // The batch itself is committed; a failure here leaves the samples staged for the next try.
-    if (Status applied = ApplyStagedLocked(); !applied.ok()) {
-      WARPSCOPE_LOG_EVERY_N(ERROR, 100, "{}: moving staged samples: {}", path_,
-                            applied.ToString());
+    if (Status moved = MoveStaged(lock); !moved.ok()) {
+      WARPSCOPE_LOG_EVERY_N(ERROR, 100, "{}: moving staged samples: {}", path_, moved.ToString());
     }
   }
   return result;
+}
+
+Status SqliteStorage::MoveStaged(std::unique_lock<std::mutex>& lock) {
+  moving_ = true;
+  std::vector<StagedSample> rows;
+  rows.swap(staged_);
+  const int64_t last_id = staged_last_id_;
+  lock.unlock();
+  // Arrival order is kept among equal keys so the later write wins (INSERT OR REPLACE).
+  std::stable_sort(rows.begin(), rows.end(), [](const StagedSample& x, const StagedSample& y) {
+    return x.series_id != y.series_id ? x.series_id < y.series_id : x.start_ms < y.start_ms;
+  });
+  auto finish = [&](Status status) {
+    if (!status.ok()) {
+      // Nothing was deleted from staged_samples: keep every row, ahead of newer ones, for the
+      // next move (rows already in samples are rewritten with the same values).
+      staged_.insert(staged_.begin(), rows.begin(), rows.end());
+    } else {
+      staged_count_ -= rows.size();
+    }
+    moving_ = false;
+    move_done_.notify_all();
+    return status;
+  };
+  const size_t chunk_rows = std::max<size_t>(options_.staged_move_chunk, 1);
+  for (size_t at = 0; at < rows.size(); at += chunk_rows) {
+    lock.lock();
+    Status chunk = [&]() -> Status {
+      WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
+      WARPSCOPE_RETURN_IF_ERROR(InsertSamples(
+          std::span<const StagedSample>(rows).subspan(at, std::min(chunk_rows, rows.size() - at))));
+      return tx.Commit();
+    }();
+    if (!chunk.ok()) {
+      return finish(chunk);
+    }
+    lock.unlock();
+  }
+  lock.lock();
+  Status deleted = [&]() -> Status {
+    WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
+                               writer_->Prepare("DELETE FROM staged_samples WHERE id <= ?1"));
+    stmt.BindInt(1, last_id);
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
+    return tx.Commit();
+  }();
+  return finish(deleted);
+}
+
+Status SqliteStorage::InsertSamples(std::span<const StagedSample> rows) {
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      Statement stmt,
+      writer_->Prepare("INSERT OR REPLACE INTO samples(series_id, start_ms, duration_ms, avg, "
+                       "min, max, last, count) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
+  for (const StagedSample& r : rows) {
+    stmt.Reset();
+    stmt.BindInt(1, r.series_id)
+        .BindInt(2, r.start_ms)
+        .BindInt(3, r.duration_ms)
+        .BindDouble(4, r.avg)
+        .BindDouble(5, r.min)
+        .BindDouble(6, r.max)
+        .BindDouble(7, r.last)
+        .BindInt(8, r.count);
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
+  }
+  return base::OkStatus();
 }
 
 Result<int64_t> SqliteStorage::InternAgent(const std::string& name) {
@@ -829,6 +905,7 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
   WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
   std::vector<StagedSample> rows;
   rows.reserve(batch.series.size());
+  std::string key;
 
   // Dedup on (agent, sequence, window start).
   WARPSCOPE_ASSIGN_OR_RETURN(int64_t agent_id, InternAgent(batch.agent_id));
@@ -887,8 +964,13 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
                                  TouchEntity(host_id, implied, false, start_ms, end_ms));
       entity_it = touched.emplace(s.entity, entry).first;
     }
-    std::string labels = EncodeLabels(s.labels);
-    std::string key = SeriesKey(entity_it->second->id, metric->second.id, labels);
+    // The series key (as SeriesKey builds it) in a buffer reused across series: most series
+    // exist already, and the lookup then allocates nothing.
+    key.clear();
+    fmt::format_to(std::back_inserter(key), "{}\x1f{}\x1f", entity_it->second->id,
+                   metric->second.id);
+    const size_t labels_at = key.size();
+    AppendEncodedLabels(key, s.labels);
     auto series_it = series_.find(key);
     if (series_it == series_.end()) {
       size_t& active = active_series_[host_id];
@@ -903,7 +985,7 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
       stmt.BindInt(1, host_id)
           .BindInt(2, entity_it->second->id)
           .BindInt(3, metric->second.id)
-          .BindText(4, labels)
+          .BindText(4, std::string_view(key).substr(labels_at))
           .BindInt(5, start_ms)
           .BindInt(6, end_ms);
       WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
@@ -913,7 +995,7 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
       entry.persisted_last_seen = entry.last_seen = end_ms;
       entry.active = true;
       ++active;
-      series_it = series_.emplace(std::move(key), entry).first;
+      series_it = series_.emplace(key, entry).first;
     } else {
       SeriesEntry& entry = series_it->second;
       if (!entry.active) {
@@ -980,9 +1062,11 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
                                       rows.size() * sizeof(StagedSample)));
     WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
   }
+  const int64_t staged_id = rows.empty() ? staged_last_id_ : writer_->last_insert_rowid();
   WARPSCOPE_RETURN_IF_ERROR(tx.Commit());
+  staged_last_id_ = staged_id;
   staged_.insert(staged_.end(), rows.begin(), rows.end());
-  staged_count_ = staged_.size();
+  staged_count_ += rows.size();
   return result;
 }
 
@@ -990,50 +1074,31 @@ Status SqliteStorage::ApplyStaged() {
   if (staged_count_.load() == 0) {
     return base::OkStatus();
   }
-  std::lock_guard lock(write_mu_);
-  return ApplyStagedLocked();
+  std::unique_lock lock(write_mu_);
+  return ApplyStagedLocked(lock);
 }
 
-Status SqliteStorage::ApplyStagedLocked() {
+Status SqliteStorage::ApplyStagedLocked(std::unique_lock<std::mutex>& lock) {
   static_assert(sizeof(StagedSample) == 64 && std::endian::native == std::endian::little,
                 "staged_samples blobs are 64-byte little-endian images of StagedSample");
+  move_done_.wait(lock, [&] { return !moving_; });
   if (staged_.empty()) {
     return base::OkStatus();
   }
   // Sorted by (series, start), arrival order kept among equal keys so the latest write wins
   // (INSERT OR REPLACE), as it would have written directly: consecutive rows land on the same
-  // B-tree page, so each page is written once per apply instead of once per batch.
-  std::vector<uint32_t> order(staged_.size());
-  for (uint32_t i = 0; i < order.size(); ++i) {
-    order[i] = i;
-  }
-  std::stable_sort(order.begin(), order.end(), [this](uint32_t a, uint32_t b) {
-    const StagedSample& x = staged_[a];
-    const StagedSample& y = staged_[b];
-    return x.series_id != y.series_id ? x.series_id < y.series_id : x.start_ms < y.start_ms;
-  });
+  // B-tree page, so each page is written once per move instead of once per batch.
+  std::stable_sort(staged_.begin(), staged_.end(),
+                   [](const StagedSample& x, const StagedSample& y) {
+                     return x.series_id != y.series_id ? x.series_id < y.series_id
+                                                       : x.start_ms < y.start_ms;
+                   });
   WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
-  WARPSCOPE_ASSIGN_OR_RETURN(
-      Statement stmt,
-      writer_->Prepare("INSERT OR REPLACE INTO samples(series_id, start_ms, duration_ms, avg, "
-                       "min, max, last, count) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
-  for (uint32_t i : order) {
-    const StagedSample& r = staged_[i];
-    stmt.Reset();
-    stmt.BindInt(1, r.series_id)
-        .BindInt(2, r.start_ms)
-        .BindInt(3, r.duration_ms)
-        .BindDouble(4, r.avg)
-        .BindDouble(5, r.min)
-        .BindDouble(6, r.max)
-        .BindDouble(7, r.last)
-        .BindInt(8, r.count);
-    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
-  }
+  WARPSCOPE_RETURN_IF_ERROR(InsertSamples(staged_));
   WARPSCOPE_RETURN_IF_ERROR(writer_->Exec("DELETE FROM staged_samples"));
   WARPSCOPE_RETURN_IF_ERROR(tx.Commit());
+  staged_count_ -= staged_.size();
   staged_.clear();
-  staged_count_ = 0;
   return base::OkStatus();
 }
 
@@ -1601,9 +1666,9 @@ Result<uint64_t> SqliteStorage::RollUpChunk(Resolution target, int64_t host_id, 
                                             int64_t id_hi, int64_t from_ms, int64_t to_ms) {
   const bool minute = target == Resolution::kMinute;
   const int64_t bucket_ms = minute ? kMinuteMs : kHourMs;
-  std::lock_guard lock(write_mu_);
+  std::unique_lock lock(write_mu_);
   if (minute) {
-    WARPSCOPE_RETURN_IF_ERROR(ApplyStagedLocked());
+    WARPSCOPE_RETURN_IF_ERROR(ApplyStagedLocked(lock));
   }
   WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
   struct Out {
@@ -1802,9 +1867,9 @@ Status SqliteStorage::DeleteSeriesRows(const char* table, const char* time_colum
       "AND {} < ?3",
       table, time_column);
   for (const auto& [lo, hi] : SeriesChunks(0)) {
-    std::lock_guard lock(write_mu_);
+    std::unique_lock lock(write_mu_);
     if (std::string_view(table) == "samples") {
-      WARPSCOPE_RETURN_IF_ERROR(ApplyStagedLocked());
+      WARPSCOPE_RETURN_IF_ERROR(ApplyStagedLocked(lock));
     }
     WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
     WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, writer_->Prepare(sql));

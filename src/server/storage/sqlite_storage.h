@@ -3,10 +3,12 @@
 #define WARPSCOPE_SERVER_STORAGE_SQLITE_STORAGE_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -33,6 +35,8 @@ struct SqliteStorageOptions {
   // samples table once this many are waiting, or before anything reads them. 0 moves each
   // batch's samples at once. See "Staged samples" in docs/design/storage.md.
   size_t staged_samples_max = 100000;  // 6.4 MB
+  // Samples per transaction when a full stage is moved; write_mu_ is released between them.
+  size_t staged_move_chunk = 20000;
 };
 
 // Storage in one SQLite database (WAL mode) under --data-dir. Schema and reasoning:
@@ -123,12 +127,20 @@ class SqliteStorage : public Storage {
                                                        int64_t end_ms);
   [[nodiscard]] base::Status SetMeta(const char* key, int64_t value);
 
-  // Moves every staged sample into the samples table, sorted by (series, start), in one
-  // transaction that also empties staged_samples; on failure nothing moves (retried later).
-  [[nodiscard]] base::Status ApplyStagedLocked();  // write_mu_ held
-  // ApplyStagedLocked under write_mu_ when anything is staged; what every reader of the samples
-  // table calls first, so reads see every acknowledged batch.
+  // Waits for a MoveStaged in progress, then moves every staged sample into the samples table,
+  // sorted by (series, start), in one transaction that also empties staged_samples; on failure
+  // nothing moves (retried later). `lock` holds write_mu_.
+  [[nodiscard]] base::Status ApplyStagedLocked(std::unique_lock<std::mutex>& lock);
+  // ApplyStagedLocked under write_mu_ when anything is staged or moving; what every reader of
+  // the samples table calls first, so reads see every acknowledged batch.
   [[nodiscard]] base::Status ApplyStaged();
+  // The write path's move, once staged_samples_max samples wait: takes them out of staged_,
+  // sorts them without the lock, and inserts them in chunks of staged_move_chunk, releasing write_mu_
+  // between chunks so that batches keep being written; then deletes the staged rows it moved.
+  // `lock` holds write_mu_ on entry and on return.
+  [[nodiscard]] base::Status MoveStaged(std::unique_lock<std::mutex>& lock);
+  // INSERT OR REPLACE of `rows` into samples, inside the caller's transaction.
+  [[nodiscard]] base::Status InsertSamples(std::span<const StagedSample> rows);
 
   // Reads.
   [[nodiscard]] base::Result<ReaderLease> AcquireReader();
@@ -174,8 +186,14 @@ class SqliteStorage : public Storage {
   std::unordered_map<std::string, EntityEntry> entities_;  // key: host_id '\x1f' entity id
   std::unordered_map<std::string, SeriesEntry> series_;    // key: see SeriesKey in the .cc
   std::unordered_map<int64_t, size_t> active_series_;      // host_id -> active series
-  std::vector<StagedSample> staged_;  // mirrors staged_samples, in arrival order
-  std::atomic<size_t> staged_count_{0};  // staged_.size(), readable without write_mu_
+  // Samples in staged_samples not taken by a move, in arrival order.
+  std::vector<StagedSample> staged_;
+  int64_t staged_last_id_ = 0;  // rowid of the newest staged_samples row
+  bool moving_ = false;         // a MoveStaged is inserting (with write_mu_ released)
+  std::condition_variable move_done_;
+  // Samples acknowledged but not yet in the samples table (staged_ plus a move in progress);
+  // readable without write_mu_.
+  std::atomic<size_t> staged_count_{0};
   // Compaction state (mirrors of the meta table) plus the end of the slice being rolled up, so
   // that WriteBatch can flag windows that land behind a rollup in progress.
   int64_t first_window_ms_ = 0;  // 0: nothing written yet

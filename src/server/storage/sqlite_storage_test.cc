@@ -8,8 +8,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "server/storage/storage_conformance.h"
 
@@ -258,8 +260,12 @@ TEST_F(SqliteStorageTest, StagedSamplesSurviveAReopenAndAreRead) {
   auto stats = (*storage)->Stats();
   ASSERT_TRUE(stats.has_value());
   for (const TableStats& t : stats->tables) {
-    if (t.name == "samples") EXPECT_EQ(t.rows, 3u);
-    if (t.name == "staged_samples") EXPECT_EQ(t.rows, 0u);
+    if (t.name == "samples") {
+      EXPECT_EQ(t.rows, 3u);
+    }
+    if (t.name == "staged_samples") {
+      EXPECT_EQ(t.rows, 0u);
+    }
   }
 }
 
@@ -279,6 +285,77 @@ TEST_F(SqliteStorageTest, LaterWriteOfTheSameWindowWinsWhenStaged) {
   ASSERT_TRUE((*storage)->WriteBatch(second));
 
   EXPECT_EQ(ReadValues(**storage, kStart, kStart + 10), (std::vector<double>{7.0}));
+}
+
+TEST_F(SqliteStorageTest, ConcurrentWritersAndReadersDuringChunkedMoves) {
+  SqliteStorageOptions o;
+  o.data_dir = dir_;
+  o.staged_samples_max = 40;  // a move every few batches
+  o.staged_move_chunk = 7;    // many chunks, the lock released between them
+  auto opened = SqliteStorage::Open(o);
+  ASSERT_TRUE(opened.has_value());
+  SqliteStorage& storage = **opened;
+  constexpr int64_t kStart = 1'700'000'000;
+  constexpr int kWriters = 4;
+  constexpr int kWindows = 30;
+  constexpr int kSeries = 5;
+  std::atomic<bool> writing{true};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      for (int i = 0; i < kWindows; ++i) {
+        IngestBatch b;
+        b.agent_id = "agent-" + std::to_string(w);
+        b.host = "host-" + std::to_string(w);
+        b.sequence = static_cast<uint64_t>(i + 1);
+        b.start = base::FromUnixNanos((kStart + 10 * i) * 1'000'000'000);
+        b.end = b.start + std::chrono::seconds(10);
+        b.metrics.push_back(MetricInfo{.key = "m"});
+        for (int k = 0; k < kSeries; ++k) {
+          double v = w * 1000 + i * 10 + k;
+          b.series.push_back(IngestSeries{.metric = "m",
+                                          .entity = b.host,
+                                          .labels = model::Labels{{"k", std::to_string(k)}},
+                                          .avg = v, .min = v, .max = v, .last = v, .count = 1});
+        }
+        auto r = storage.WriteBatch(b);
+        EXPECT_TRUE(r.has_value()) << r.error().ToString();
+      }
+    });
+  }
+  std::thread reader([&] {
+    while (writing.load()) {
+      RangeQuery q;
+      q.metric = "m";
+      q.start = base::FromUnixNanos(kStart * 1'000'000'000);
+      q.end = q.start + std::chrono::seconds(10 * kWindows);
+      q.step = std::chrono::seconds(10);
+      auto r = storage.QueryRange(q);
+      EXPECT_TRUE(r.has_value() || r.error().code() == base::StatusCode::kNotFound);
+    }
+  });
+  for (std::thread& t : threads) t.join();
+  writing = false;
+  reader.join();
+
+  RangeQuery q;
+  q.metric = "m";
+  q.start = base::FromUnixNanos(kStart * 1'000'000'000);
+  q.end = q.start + std::chrono::seconds(10 * kWindows);
+  q.step = std::chrono::seconds(10);
+  auto r = storage.QueryRange(q);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_EQ(r->series.size(), static_cast<size_t>(kWriters * kSeries));
+  for (const RangeSeries& series : r->series) {
+    int w = series.series.host.back() - '0';
+    int k = std::stoi(std::string(series.series.labels.Get("k")));
+    ASSERT_EQ(series.points.size(), static_cast<size_t>(kWindows)) << series.series.host;
+    for (int i = 0; i < kWindows; ++i) {
+      EXPECT_EQ(series.points[i].value, w * 1000 + i * 10 + k);
+    }
+  }
+  EXPECT_EQ(Count("staged_samples"), 0);
+  EXPECT_EQ(Count("samples"), kWriters * kWindows * kSeries);
 }
 
 TEST_F(SqliteStorageTest, Version1DatabaseIsUpgradedAndKeepsItsData) {
