@@ -3,7 +3,12 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "base/listen_address.h"
@@ -13,6 +18,8 @@
 #include "server/ingest/otlp_metrics.h"
 #include "server/ingest/remote_write.h"
 #include "server/profiles/pprof.h"
+#include "server/ui/ui_handler.h"
+#include "web/assets.h"
 #include "warpscope/v1/batch.pb.h"
 
 namespace warpscope::server {
@@ -96,6 +103,39 @@ base::Status FillScopedQuery(const Params& params, base::TimePoint now, base::Du
   return base::OkStatus();
 }
 
+// step= of a range query: the given duration, or about 300 points across the range (>= 10 s).
+base::Result<base::Duration> ParseStep(const Params& params, const TimeRange& range,
+                                       size_t default_points = 300) {
+  if (auto s = Param(params, "step")) {
+    auto step = base::ParseDuration(*s);
+    if (!step || step->count() <= 0) {
+      return base::Error(
+          base::InvalidArgument("step: expected a positive duration such as 30s or 5m"));
+    }
+    return *step;
+  }
+  return std::max<base::Duration>(std::chrono::seconds(10),
+                                  (range.end - range.start) / static_cast<int64_t>(default_points));
+}
+
+// Per-bucket sums or means of several series (bucket start in ns -> value).
+struct BucketSums {
+  std::map<int64_t, std::pair<double, size_t>> buckets;  // sum, count
+  void Add(const Point& p) {
+    auto& b = buckets[base::ToUnixNanos(p.time)];
+    b.first += p.value;
+    ++b.second;
+  }
+  json Points(bool mean) const {
+    json out = json::array();
+    for (const auto& [t, b] : buckets) {
+      double v = mean ? b.first / static_cast<double>(b.second) : b.first;
+      out.push_back({static_cast<double>(t) / 1e9, Number(v)});
+    }
+    return out;
+  }
+};
+
 }  // namespace
 
 ApiServer::ApiServer(Options options, Storage& storage, const base::Clock& clock)
@@ -150,6 +190,18 @@ void ApiServer::InstallRoutes() {
       }
     };
   };
+  // cpp-httplib answers "Accept-Encoding: br" with brotli at its slowest setting: hundreds of
+  // milliseconds for a 100 KB JSON answer, seconds when a browser loads a dozen charts at once.
+  // gzip is 30x faster and nearly as small, so brotli is taken out of every offer. (The request
+  // object is httplib's own non-const local; the handler only sees it through a const ref.)
+  http_->set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    auto& headers = const_cast<httplib::Request&>(req).headers;
+    auto range = headers.equal_range("Accept-Encoding");
+    for (auto it = range.first; it != range.second; ++it) {
+      it->second = it->second.find("gzip") != std::string::npos ? "gzip" : "identity";
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
   http_->Post("/api/v1/ingest/batch", bind(&ApiServer::IngestBatch));
   http_->Post("/api/v1/ingest/profile", bind(&ApiServer::IngestProfile));
   http_->Post("/v1/metrics", bind(&ApiServer::OtlpMetrics));
@@ -161,6 +213,8 @@ void ApiServer::InstallRoutes() {
   http_->Get("/api/v1/top", bind(&ApiServer::Top));
   http_->Get("/api/v1/events", bind(&ApiServer::Events));
   http_->Get("/api/v1/summary", bind(&ApiServer::Summary));
+  http_->Get("/api/v1/fleet", bind(&ApiServer::Fleet));
+  http_->Get("/api/v1/breakdown", bind(&ApiServer::Breakdown));
   http_->Get("/api/v1/profiles", bind(&ApiServer::Profiles));
   http_->Get("/api/v1/profiles/merged", bind(&ApiServer::MergedProfile));
   http_->Get(R"(/api/v1/profiles/(\d+))", bind(&ApiServer::ProfileData));
@@ -169,6 +223,10 @@ void ApiServer::InstallRoutes() {
   });
   http_->Get("/readyz", bind(&ApiServer::Ready));
   http_->Get("/metrics", bind(&ApiServer::SelfMetrics));
+  // Last: every other GET is the web UI (its files, or index.html for the app's own paths).
+  if (options_.serve_ui) {
+    http_->Get(R"(/.*)", bind(&ApiServer::Ui));
+  }
   // Bodies httplib refuses itself (too large) or paths without a route get a JSON error too.
   http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
@@ -220,6 +278,12 @@ base::Result<int> ApiServer::Start() {
     pthread_setname_np(pthread_self(), "api-http");
     http_->listen_after_bind();
   });
+  // httplib marks itself running only once its accept loop starts, and a stop() before that is
+  // lost (the loop would then never end): return only once it is serving. httplib 0.11 has no
+  // readiness notification, hence the bounded poll.
+  for (int i = 0; i < 10000 && !http_->is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return port_;
 }
 
@@ -515,16 +579,9 @@ void ApiServer::QueryRange(const httplib::Request& req, httplib::Response& res) 
   if (!range) return SendError(res, 400, range.error().message());
   q.start = range->start;
   q.end = range->end;
-  if (auto s = Param(params, "step")) {
-    auto step = base::ParseDuration(*s);
-    if (!step || step->count() <= 0) {
-      return SendError(res, 400, "step: expected a positive duration such as 30s or 5m");
-    }
-    q.step = *step;
-  } else {
-    // About 300 points across the range, at least 10 s.
-    q.step = std::max<base::Duration>(std::chrono::seconds(10), (q.end - q.start) / 300);
-  }
+  auto step = ParseStep(params, *range);
+  if (!step) return SendError(res, 400, step.error().message());
+  q.step = *step;
   if (auto a = Param(params, "agg")) {
     auto agg = ParseAggregation(*a);
     if (!agg) return SendError(res, 400, agg.error().message());
@@ -582,17 +639,49 @@ void ApiServer::Top(const httplib::Request& req, httplib::Response& res) {
     if (*o != "asc" && *o != "desc") return SendError(res, 400, "order= must be asc or desc");
     q.ascending = *o == "asc";
   }
+  auto sparkline_points = ParseCount(params, "sparkline", 0, 500);
+  if (!sparkline_points) {
+    return SendError(res, 400, sparkline_points.error().message());
+  }
   auto top = storage_.TopEntities(q);
-  if (!top) return SendError(res, HttpStatusFor(top.error()), top.error().message());
+  if (!top) {
+    return SendError(res, HttpStatusFor(top.error()), top.error().message());
+  }
   json out = json::array();
   for (const auto& e : *top) {
-    out.push_back({{"host", e.host},
-                   {"entity", e.entity},
-                   {"kind", model::EntityKindName(e.entity_kind)},
-                   {"attributes", LabelsJson(e.entity_attributes)},
-                   {"value", Number(e.value)},
-                   {"latest", Number(e.latest)},
-                   {"latest_time", Seconds(e.latest_time)}});
+    json entry = {{"host", e.host},
+                  {"entity", e.entity},
+                  {"kind", model::EntityKindName(e.entity_kind)},
+                  {"attributes", LabelsJson(e.entity_attributes)},
+                  {"value", Number(e.value)},
+                  {"latest", Number(e.latest)},
+                  {"latest_time", Seconds(e.latest_time)}};
+    if (*sparkline_points > 0) {
+      // The entity's series over the range in about `sparkline` buckets; an entity with several
+      // series for the metric (per link, per mode) is shown as their mean per bucket.
+      RangeQuery rq;
+      rq.metric = q.metric;
+      rq.match = q.match;
+      rq.match.host = e.host;
+      rq.match.entity = e.entity;
+      rq.start = q.start;
+      rq.end = q.end;
+      rq.step = std::max<base::Duration>(
+          std::chrono::seconds(1), (q.end - q.start) / static_cast<int64_t>(*sparkline_points));
+      rq.aggregation = q.aggregation;
+      auto range = storage_.QueryRange(rq);
+      if (!range) {
+        return SendError(res, HttpStatusFor(range.error()), range.error().message());
+      }
+      BucketSums sums;
+      for (const auto& series : range->series) {
+        for (const auto& p : series.points) {
+          sums.Add(p);
+        }
+      }
+      entry["sparkline"] = sums.Points(/*mean=*/true);
+    }
+    out.push_back(std::move(entry));
   }
   SendJson(res, 200, json{{"metric", q.metric}, {"entries", out}});
 }
@@ -705,6 +794,346 @@ void ApiServer::Summary(const httplib::Request& req, httplib::Response& res) {
                 {"end", Seconds(range->end)},
                 {"host_metrics", host_metrics},
                 {"gpus", gpu_list}});
+}
+
+void ApiServer::Fleet(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, false)) {
+    return;
+  }
+  ++queries_;
+  Params params = ParamsOf(req);
+  auto range = ParseRange(params, clock_.Now());
+  if (!range) {
+    return SendError(res, 400, range.error().message());
+  }
+
+  struct HostFigures {
+    json attributes = json::object();
+    double last_seen = 0;
+    std::set<std::string> gpus;
+    double utilization_sum = 0;
+    size_t utilization_n = 0;
+    std::optional<double> power, power_limit, memory_used, memory_total, temperature_max;
+    size_t gpu_processes = 0;
+    size_t degraded_gpus = 0;
+    size_t events = 0;
+    size_t xid_events = 0;
+  };
+  std::map<std::string, HostFigures> hosts;
+
+  EntityQuery eq;
+  eq.kind = model::EntityKind::kHost;
+  eq.seen_since = range->start;
+  eq.limit = 100000;
+  auto host_list = storage_.ListEntities(eq);
+  if (!host_list) {
+    return SendError(res, HttpStatusFor(host_list.error()), host_list.error().message());
+  }
+  for (const auto& h : *host_list) {
+    HostFigures& f = hosts[h.host];
+    f.attributes = LabelsJson(h.entity.attributes);
+    f.last_seen = Seconds(h.last_seen);
+  }
+
+  // Every entity of `kind` ranked by `metric`; a metric never received is no entries.
+  auto all = [&](std::string_view metric, model::EntityKind kind,
+                 Aggregation agg) -> base::Result<std::vector<TopEntry>> {
+    TopQuery q;
+    q.metric = std::string(metric);
+    q.match.entity_kind = kind;
+    q.start = range->start;
+    q.end = range->end;
+    q.aggregation = agg;
+    q.limit = 1000000;
+    auto top = storage_.TopEntities(q);
+    if (!top && top.error().code() == base::StatusCode::kNotFound) {
+      return std::vector<TopEntry>{};
+    }
+    return top;
+  };
+  auto add = [](std::optional<double>& into, double v) {
+    if (std::isfinite(v)) {
+      into = into.value_or(0) + v;
+    }
+  };
+  struct GpuMetric {
+    std::string_view key;
+    Aggregation agg;
+    void (*apply)(HostFigures&, const TopEntry&, decltype(add)&);
+  };
+  const GpuMetric gpu_metrics[] = {
+      {"gpu.utilization", Aggregation::kAvg,
+       [](HostFigures& f, const TopEntry& e, decltype(add)&) {
+         if (std::isfinite(e.value)) {
+           f.utilization_sum += e.value;
+           ++f.utilization_n;
+         }
+       }},
+      {"gpu.power.usage", Aggregation::kAvg,
+       [](HostFigures& f, const TopEntry& e, decltype(add)& a) { a(f.power, e.latest); }},
+      {"gpu.power.limit", Aggregation::kAvg,
+       [](HostFigures& f, const TopEntry& e, decltype(add)& a) { a(f.power_limit, e.latest); }},
+      {"gpu.memory.used", Aggregation::kAvg,
+       [](HostFigures& f, const TopEntry& e, decltype(add)& a) { a(f.memory_used, e.latest); }},
+      {"gpu.memory.total", Aggregation::kAvg,
+       [](HostFigures& f, const TopEntry& e, decltype(add)& a) { a(f.memory_total, e.latest); }},
+      {"gpu.temperature", Aggregation::kMax,
+       [](HostFigures& f, const TopEntry& e, decltype(add)&) {
+         if (std::isfinite(e.value)) {
+           f.temperature_max = std::max(f.temperature_max.value_or(e.value), e.value);
+         }
+       }},
+      {"gpu.degraded", Aggregation::kAvg,
+       [](HostFigures& f, const TopEntry& e, decltype(add)&) {
+         if (e.latest > 0) {
+           ++f.degraded_gpus;
+         }
+       }},
+  };
+  for (const GpuMetric& m : gpu_metrics) {
+    auto entries = all(m.key, model::EntityKind::kGpu, m.agg);
+    if (!entries) {
+      return SendError(res, HttpStatusFor(entries.error()), entries.error().message());
+    }
+    for (const TopEntry& e : *entries) {
+      HostFigures& f = hosts[e.host];
+      f.gpus.insert(e.entity);
+      m.apply(f, e, add);
+    }
+  }
+  auto processes = all("gpu.process.memory.used", model::EntityKind::kProcess, Aggregation::kAvg);
+  if (!processes) {
+    return SendError(res, HttpStatusFor(processes.error()), processes.error().message());
+  }
+  for (const TopEntry& e : *processes) {
+    ++hosts[e.host].gpu_processes;
+  }
+
+  EventQuery evq;
+  evq.start = range->start;
+  evq.end = range->end;
+  evq.limit = 100000;
+  auto events = storage_.QueryEvents(evq);
+  if (!events) {
+    return SendError(res, HttpStatusFor(events.error()), events.error().message());
+  }
+  for (const EventRecord& r : *events) {
+    HostFigures& f = hosts[r.host];
+    ++f.events;
+    if (r.event.kind == "xid") {
+      ++f.xid_events;
+    }
+  }
+
+  auto opt = [](const std::optional<double>& v) { return v ? Number(*v) : json(nullptr); };
+  json host_list_json = json::array();
+  size_t total_gpus = 0, total_processes = 0, total_events = 0, hosts_with_problems = 0;
+  size_t total_degraded = 0;
+  double util_sum = 0;
+  size_t util_n = 0;
+  std::optional<double> power, power_limit, memory_used, memory_total, temperature_max;
+  for (const auto& [name, f] : hosts) {
+    json utilization = f.utilization_n > 0
+                           ? Number(f.utilization_sum / static_cast<double>(f.utilization_n))
+                           : json(nullptr);
+    host_list_json.push_back({{"host", name},
+                              {"attributes", f.attributes},
+                              {"last_seen", f.last_seen},
+                              {"gpus", f.gpus.size()},
+                              {"gpu_utilization", utilization},
+                              {"power_watts", opt(f.power)},
+                              {"power_limit_watts", opt(f.power_limit)},
+                              {"memory_used_bytes", opt(f.memory_used)},
+                              {"memory_total_bytes", opt(f.memory_total)},
+                              {"temperature_max", opt(f.temperature_max)},
+                              {"gpu_processes", f.gpu_processes},
+                              {"degraded_gpus", f.degraded_gpus},
+                              {"events", f.events},
+                              {"xid_events", f.xid_events}});
+    total_gpus += f.gpus.size();
+    total_processes += f.gpu_processes;
+    total_events += f.events;
+    total_degraded += f.degraded_gpus;
+    if (f.events > 0 || f.degraded_gpus > 0) {
+      ++hosts_with_problems;
+    }
+    util_sum += f.utilization_sum;
+    util_n += f.utilization_n;
+    for (auto [from, into] : {std::pair{&f.power, &power}, std::pair{&f.power_limit, &power_limit},
+                              std::pair{&f.memory_used, &memory_used},
+                              std::pair{&f.memory_total, &memory_total}}) {
+      if (*from) {
+        add(*into, **from);
+      }
+    }
+    if (f.temperature_max) {
+      temperature_max = std::max(temperature_max.value_or(*f.temperature_max), *f.temperature_max);
+    }
+  }
+
+  // Fleet-wide timelines: mean GPU utilization and total GPU power per step (about 120 steps).
+  auto timeline = [&](std::string_view metric, bool mean) -> base::Result<json> {
+    RangeQuery q;
+    q.metric = std::string(metric);
+    q.match.entity_kind = model::EntityKind::kGpu;
+    q.start = range->start;
+    q.end = range->end;
+    q.step = std::max<base::Duration>(std::chrono::seconds(10), (q.end - q.start) / 120);
+    q.max_series = 100000;
+    auto result = storage_.QueryRange(q);
+    if (!result) {
+      if (result.error().code() == base::StatusCode::kNotFound) {
+        return json::array();
+      }
+      return base::Error(result.error());
+    }
+    BucketSums sums;
+    for (const auto& series : result->series) {
+      for (const auto& p : series.points) {
+        sums.Add(p);
+      }
+    }
+    return sums.Points(mean);
+  };
+  auto utilization_line = timeline("gpu.utilization", /*mean=*/true);
+  if (!utilization_line) {
+    return SendError(res, HttpStatusFor(utilization_line.error()),
+                     utilization_line.error().message());
+  }
+  auto power_line = timeline("gpu.power.usage", /*mean=*/false);
+  if (!power_line) {
+    return SendError(res, HttpStatusFor(power_line.error()), power_line.error().message());
+  }
+
+  SendJson(res, 200,
+           json{{"start", Seconds(range->start)},
+                {"end", Seconds(range->end)},
+                {"totals",
+                 {{"hosts", hosts.size()},
+                  {"hosts_with_problems", hosts_with_problems},
+                  {"gpus", total_gpus},
+                  {"degraded_gpus", total_degraded},
+                  {"gpu_utilization",
+                   util_n > 0 ? Number(util_sum / static_cast<double>(util_n)) : json(nullptr)},
+                  {"power_watts", opt(power)},
+                  {"power_limit_watts", opt(power_limit)},
+                  {"memory_used_bytes", opt(memory_used)},
+                  {"memory_total_bytes", opt(memory_total)},
+                  {"temperature_max", opt(temperature_max)},
+                  {"gpu_processes", total_processes},
+                  {"events", total_events}}},
+                {"hosts", host_list_json},
+                {"utilization", *utilization_line},
+                {"power", *power_line}});
+}
+
+void ApiServer::Breakdown(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, false)) {
+    return;
+  }
+  ++queries_;
+  Params params = ParamsOf(req);
+  RangeQuery q;
+  auto metric = Param(params, "metric");
+  if (!metric || metric->empty()) {
+    return SendError(res, 400,
+                     "metric= is required (a per-process metric such as "
+                     "gpu.process.sm.utilization or gpu.process.memory.used)");
+  }
+  q.metric = std::string(*metric);
+  auto match = ParseMatcher(params);
+  if (!match) {
+    return SendError(res, 400, match.error().message());
+  }
+  q.match = *match;
+  auto range = ParseRange(params, clock_.Now());
+  if (!range) {
+    return SendError(res, 400, range.error().message());
+  }
+  q.start = range->start;
+  q.end = range->end;
+  auto step = ParseStep(params, *range);
+  if (!step) {
+    return SendError(res, 400, step.error().message());
+  }
+  q.step = *step;
+  if (auto a = Param(params, "agg")) {
+    auto agg = ParseAggregation(*a);
+    if (!agg) {
+      return SendError(res, 400, agg.error().message());
+    }
+    q.aggregation = *agg;
+  }
+  std::string by = "process.executable.name";
+  if (auto b = Param(params, "by"); b && !b->empty()) {
+    by = std::string(*b);
+  }
+  auto result = storage_.QueryRange(q);
+  if (!result) {
+    return SendError(res, HttpStatusFor(result.error()), result.error().message());
+  }
+
+  // The group of a series: its entity's attribute `by`, else its label `by`, else the entity id
+  // (by=entity: the entity id).
+  struct Group {
+    BucketSums sums;
+    std::set<std::string> entities;
+    size_t series = 0;
+    double total = 0;
+  };
+  std::map<std::string, Group> groups;
+  for (const auto& s : result->series) {
+    std::string_view key;
+    if (by != "entity") {
+      key = s.series.entity_attributes.Get(by);
+      if (key.empty()) {
+        key = s.series.labels.Get(by);
+      }
+    }
+    if (key.empty()) {
+      key = s.series.entity;
+    }
+    Group& g = groups[std::string(key)];
+    g.entities.insert(s.series.entity);
+    ++g.series;
+    for (const auto& p : s.points) {
+      g.sums.Add(p);
+      if (std::isfinite(p.value)) {
+        g.total += p.value;
+      }
+    }
+  }
+  std::vector<std::pair<std::string, const Group*>> ordered;
+  for (const auto& [k, g] : groups) ordered.emplace_back(k, &g);
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const auto& a, const auto& b) { return a.second->total > b.second->total; });
+  json out = json::array();
+  for (const auto& [key, g] : ordered) {
+    out.push_back({{"key", key},
+                   {"entities", g->entities.size()},
+                   {"series", g->series},
+                   {"points", g->sums.Points(/*mean=*/false)}});
+  }
+  SendJson(res, 200,
+           json{{"metric", MetricJson(result->metric)},
+                {"by", by},
+                {"start", Seconds(q.start)},
+                {"end", Seconds(q.end)},
+                {"step", base::ToSeconds(q.step)},
+                {"aggregation", AggregationName(q.aggregation)},
+                {"groups", out}});
+}
+
+void ApiServer::Ui(const httplib::Request& req, httplib::Response& res) {
+  ui::UiResponse r = ui::ServeUi(web::Assets(), req.path, req.get_header_value("If-None-Match"));
+  if (r.status == 404) {
+    return SendError(res, 404, "no such endpoint: " + req.path + " (see docs/api.md)");
+  }
+  for (const auto& [k, v] : r.headers) res.set_header(k.c_str(), v);
+  res.status = r.status;
+  if (r.status == 200) {
+    res.set_content(r.body.data(), r.body.size(), r.content_type.c_str());
+  }
 }
 
 void ApiServer::Profiles(const httplib::Request& req, httplib::Response& res) {

@@ -38,9 +38,14 @@ class ApiServer {
     std::string tls_key_file;
     // Request bodies larger than this get 413 (after decompression for gzip bodies).
     size_t max_body_bytes = 32u << 20;
-    int worker_threads = 8;
+    // Request threads. A keep-alive connection holds one while it is open (up to httplib's 5 s
+    // idle timeout), so this bounds the senders served at once: 64 agents pushing every 10 s,
+    // or a Prometheus remote write with up to 64 shards.
+    int worker_threads = 64;
     // Prometheus remote write: the host of series without an instance/host/Hostname label.
     std::string remote_write_default_host = "prometheus";
+    // Serve the embedded web UI (web/assets.h) on every GET path outside /api/.
+    bool serve_ui = true;
   };
   struct Stats {
     uint64_t batches = 0;          // stored
@@ -86,6 +91,13 @@ class ApiServer {
   void Top(const httplib::Request& req, httplib::Response& res);
   void Events(const httplib::Request& req, httplib::Response& res);
   void Summary(const httplib::Request& req, httplib::Response& res);
+  // GET /api/v1/fleet: per-host and fleet-wide GPU figures for the overview page.
+  void Fleet(const httplib::Request& req, httplib::Response& res);
+  // GET /api/v1/breakdown: a range query whose series are summed per entity attribute value
+  // (per-process GPU metrics grouped by executable).
+  void Breakdown(const httplib::Request& req, httplib::Response& res);
+  // GET on any other path: the web UI (server/ui/ui_handler.h).
+  void Ui(const httplib::Request& req, httplib::Response& res);
   void Profiles(const httplib::Request& req, httplib::Response& res);
   void ProfileData(const httplib::Request& req, httplib::Response& res);
   // GET /api/v1/profiles/merged: the profiles of a window merged, as a tree (JSON) or pprof.

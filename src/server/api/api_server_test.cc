@@ -9,6 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "server/profiles/pprof.h"
+#include "server/ui/ui_handler.h"
+#include "web/assets.h"
 #include "server/storage/sqlite_storage.h"
 #include "support/self_signed_cert.h"
 #include <google/protobuf/util/json_util.h>
@@ -152,6 +154,18 @@ TEST_F(ApiServerTest, StoresABatchOnceAndAnswersQueries) {
   EXPECT_EQ(metrics["metrics"][0]["key"], "gpu.utilization");
 }
 
+TEST_F(ApiServerTest, StopRightAfterStartReturns) {
+  // A stop() that httplib received before its accept loop started used to be lost, and Stop()
+  // then waited for ever; ctest's timeout is the failure here.
+  for (int i = 0; i < 20; ++i) {
+    ApiServer::Options opts;
+    opts.listen_address = "127.0.0.1:0";
+    ApiServer server(opts, *storage_, clock_);
+    ASSERT_TRUE(server.Start().has_value());
+    server.Stop();
+  }
+}
+
 TEST_F(ApiServerTest, JsonBatchesWork) {
   std::string body;
   ASSERT_TRUE(google::protobuf::util::MessageToJsonString(MakeBatch(7, kT0, 0.5), &body).ok());
@@ -205,7 +219,7 @@ TEST_F(ApiServerTest, BadQueriesAre400AndUnknownPathsAre404) {
   EXPECT_EQ(client_->Get("/api/v1/entities?kind=toaster")->status, 400);
   auto unknown = client_->Get("/api/v1/query_range?metric=no.such.metric");
   EXPECT_EQ(unknown->status, 404);
-  auto nowhere = client_->Get("/nowhere");
+  auto nowhere = client_->Get("/api/v1/nowhere");
   EXPECT_EQ(nowhere->status, 404);
   EXPECT_TRUE(json::parse(nowhere->body).contains("error"));
 }
@@ -593,6 +607,200 @@ TEST_F(ApiServerTest, SummaryGivesAvgMaxAndLatestPerGpu) {
   // Metrics never sent (GPM, host figures) are absent, not zero.
   EXPECT_FALSE(s["gpus"][0]["metrics"].contains("gpu.sm.active"));
   EXPECT_EQ(client_->Get("/api/v1/summary")->status, 400);
+}
+
+// Two processes of python3 and one of trainer on GPU-a, one python3 process on GPU-b.
+warpscope::v1::Batch MakeProcessBatch(uint64_t sequence, int64_t start_ns) {
+  warpscope::v1::Batch b;
+  b.set_version(1);
+  b.set_agent_id("agent-2");
+  b.set_sequence(sequence);
+  b.set_start_unix_nano(start_ns);
+  b.set_end_unix_nano(start_ns + 10'000'000'000);
+  b.set_host("node2");
+  auto* m = b.add_metrics();
+  m->set_key("gpu.process.sm.utilization");
+  m->set_kind(warpscope::v1::METRIC_KIND_GAUGE);
+  m->set_unit("1");
+  m->set_entity_kind(warpscope::v1::ENTITY_KIND_PROCESS);
+  struct Proc {
+    const char* id;
+    const char* exe;
+    const char* gpu;
+    double util;
+  };
+  for (const Proc& p : {Proc{"pid/1/0", "python3", "GPU-a", 0.25}, Proc{"pid/2/0", "python3", "GPU-a", 0.5},
+                        Proc{"pid/3/0", "trainer", "GPU-a", 0.125}, Proc{"pid/4/0", "python3", "GPU-b", 1.0}}) {
+    auto* e = b.add_entities();
+    e->set_kind(warpscope::v1::ENTITY_KIND_PROCESS);
+    e->set_id(p.id);
+    auto* a = e->add_attributes();
+    a->set_key("process.executable.name");
+    a->set_value(p.exe);
+    auto* s = b.add_series();
+    s->set_metric(0);
+    s->set_entity(p.id);
+    auto* l = s->add_labels();
+    l->set_key("gpu.uuid");
+    l->set_value(p.gpu);
+    s->set_avg(p.util);
+    s->set_min(p.util);
+    s->set_max(p.util);
+    s->set_last(p.util);
+    s->set_count(10);
+  }
+  return b;
+}
+
+TEST_F(ApiServerTest, BreakdownSumsPerExecutable) {
+  ASSERT_EQ(Post(MakeProcessBatch(1, kT0).SerializeAsString())->status, 200);
+  auto res = client_->Get(
+      "/api/v1/breakdown?metric=gpu.process.sm.utilization&host=node2&label.gpu.uuid=GPU-a&"
+      "start=1700000000&end=1700000060&step=1m");
+  ASSERT_EQ(res->status, 200) << res->body;
+  json b = json::parse(res->body);
+  EXPECT_EQ(b["by"], "process.executable.name");
+  ASSERT_EQ(b["groups"].size(), 2u);
+  // Largest first: python3 (0.25 + 0.5), then trainer.
+  EXPECT_EQ(b["groups"][0]["key"], "python3");
+  EXPECT_EQ(b["groups"][0]["entities"], 2);
+  ASSERT_EQ(b["groups"][0]["points"].size(), 1u);
+  EXPECT_NEAR(b["groups"][0]["points"][0][1].get<double>(), 0.75, 1e-9);
+  EXPECT_EQ(b["groups"][1]["key"], "trainer");
+  EXPECT_NEAR(b["groups"][1]["points"][0][1].get<double>(), 0.125, 1e-9);
+}
+
+TEST_F(ApiServerTest, BreakdownWithoutGpuFilterCoversEveryGpuAndGroupsByLabel) {
+  ASSERT_EQ(Post(MakeProcessBatch(1, kT0).SerializeAsString())->status, 200);
+  json all = json::parse(client_->Get("/api/v1/breakdown?metric=gpu.process.sm.utilization&"
+                                      "start=1700000000&end=1700000060&step=1m")
+                             ->body);
+  ASSERT_EQ(all["groups"].size(), 2u);
+  EXPECT_NEAR(all["groups"][0]["points"][0][1].get<double>(), 1.75, 1e-9);
+  json by_gpu = json::parse(client_->Get("/api/v1/breakdown?metric=gpu.process.sm.utilization&"
+                                         "by=gpu.uuid&start=1700000000&end=1700000060&step=1m")
+                                ->body);
+  ASSERT_EQ(by_gpu["groups"].size(), 2u);
+  EXPECT_EQ(by_gpu["groups"][0]["key"], "GPU-b");
+  EXPECT_NEAR(by_gpu["groups"][0]["points"][0][1].get<double>(), 1.0, 1e-9);
+}
+
+TEST_F(ApiServerTest, BreakdownByEntitySumsTheSeriesOfEachEntity) {
+  ASSERT_EQ(Post(MakeProcessBatch(1, kT0).SerializeAsString())->status, 200);
+  json b = json::parse(client_->Get("/api/v1/breakdown?metric=gpu.process.sm.utilization&"
+                                    "by=entity&start=1700000000&end=1700000060&step=1m")
+                           ->body);
+  ASSERT_EQ(b["groups"].size(), 4u);
+  EXPECT_EQ(b["groups"][0]["key"], "pid/4/0");
+  EXPECT_EQ(b["groups"][0]["series"], 1);
+}
+
+TEST_F(ApiServerTest, BreakdownErrors) {
+  EXPECT_EQ(client_->Get("/api/v1/breakdown")->status, 400);
+  EXPECT_EQ(client_->Get("/api/v1/breakdown?metric=no.such.metric")->status, 404);
+  EXPECT_EQ(client_->Get("/api/v1/breakdown?metric=x&step=-1s")->status, 400);
+}
+
+TEST_F(ApiServerTest, TopWithSparklines) {
+  ASSERT_EQ(Post(MakeBatch(1, kT0, 0.9).SerializeAsString())->status, 200);
+  ASSERT_EQ(Post(MakeBatch(2, kT0 + 30'000'000'000, 0.5).SerializeAsString())->status, 200);
+  auto res = client_->Get(
+      "/api/v1/top?metric=gpu.utilization&kind=gpu&start=1700000000&end=1700000060&sparkline=6");
+  ASSERT_EQ(res->status, 200) << res->body;
+  json top = json::parse(res->body);
+  ASSERT_EQ(top["entries"].size(), 1u);
+  const json& spark = top["entries"][0]["sparkline"];
+  // 10 s buckets over the minute: data in the first and the fourth, the others absent.
+  ASSERT_EQ(spark.size(), 2u);
+  EXPECT_DOUBLE_EQ(spark[0][0].get<double>(), 1700000000.0);
+  EXPECT_NEAR(spark[0][1].get<double>(), 0.9, 1e-9);
+  EXPECT_DOUBLE_EQ(spark[1][0].get<double>(), 1700000030.0);
+  EXPECT_NEAR(spark[1][1].get<double>(), 0.5, 1e-9);
+  // Without sparkline= there is none.
+  json plain = json::parse(
+      client_->Get("/api/v1/top?metric=gpu.utilization&start=1700000000&end=1700000060")->body);
+  EXPECT_FALSE(plain["entries"][0].contains("sparkline"));
+  EXPECT_EQ(client_->Get("/api/v1/top?metric=gpu.utilization&sparkline=x")->status, 400);
+}
+
+TEST_F(ApiServerTest, FleetSummarisesHostsGpusProcessesAndEvents) {
+  ASSERT_EQ(Post(MakeBatch(1, kT0, 0.9).SerializeAsString())->status, 200);
+  ASSERT_EQ(Post(MakeBatch(2, kT0 + 10'000'000'000, 0.5).SerializeAsString())->status, 200);
+  ASSERT_EQ(Post(MakeProcessBatch(1, kT0).SerializeAsString())->status, 200);
+  auto res = client_->Get("/api/v1/fleet?start=1700000000&end=1700000060");
+  ASSERT_EQ(res->status, 200) << res->body;
+  json f = json::parse(res->body);
+  EXPECT_EQ(f["totals"]["hosts"], 2);
+  EXPECT_EQ(f["totals"]["gpus"], 1);
+  EXPECT_NEAR(f["totals"]["gpu_utilization"].get<double>(), 0.7, 1e-9);
+  EXPECT_EQ(f["totals"]["events"], 2);
+  EXPECT_EQ(f["totals"]["hosts_with_problems"], 1);
+  // Never received: null, not zero.
+  EXPECT_TRUE(f["totals"]["power_watts"].is_null());
+  ASSERT_EQ(f["hosts"].size(), 2u);
+  const json& node1 = f["hosts"][0];
+  EXPECT_EQ(node1["host"], "node1");
+  EXPECT_EQ(node1["gpus"], 1);
+  EXPECT_EQ(node1["xid_events"], 2);
+  EXPECT_EQ(node1["gpu_processes"], 0);
+  // gpu.process.memory.used was not sent; processes are counted from it only.
+  EXPECT_EQ(f["hosts"][1]["host"], "node2");
+  EXPECT_TRUE(f["hosts"][1]["gpu_utilization"].is_null());
+  // 10 s steps (the smallest): one point per window.
+  ASSERT_EQ(f["utilization"].size(), 2u);
+  EXPECT_NEAR(f["utilization"][0][1].get<double>(), 0.9, 1e-9);
+  EXPECT_NEAR(f["utilization"][1][1].get<double>(), 0.5, 1e-9);
+  EXPECT_TRUE(f["power"].empty());
+}
+
+TEST_F(ApiServerTest, FleetOfAnEmptyServer) {
+  auto res = client_->Get("/api/v1/fleet");
+  ASSERT_EQ(res->status, 200) << res->body;
+  json f = json::parse(res->body);
+  EXPECT_EQ(f["totals"]["hosts"], 0);
+  EXPECT_TRUE(f["hosts"].empty());
+  EXPECT_EQ(client_->Get("/api/v1/fleet?start=yesterday")->status, 400);
+}
+
+TEST_F(ApiServerTest, BrowsersGetGzipNotBrotli) {
+  ASSERT_EQ(Post(MakeBatch(1, kT0, 0.9).SerializeAsString())->status, 200);
+  auto res = client_->Get("/api/v1/metrics",
+                          httplib::Headers{{"Accept-Encoding", "gzip, deflate, br, zstd"}});
+  ASSERT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Encoding"), "gzip");
+  EXPECT_TRUE(json::parse(res->body).contains("metrics"));
+  auto br_only = client_->Get("/api/v1/metrics", httplib::Headers{{"Accept-Encoding", "br"}});
+  ASSERT_EQ(br_only->status, 200);
+  EXPECT_EQ(br_only->get_header_value("Content-Encoding"), "");
+}
+
+TEST_F(ApiServerTest, ServesTheUiWithSpaFallbackAndEtags) {
+  auto index = client_->Get("/");
+  ASSERT_EQ(index->status, 200);
+  EXPECT_EQ(index->get_header_value("Content-Type"), "text/html; charset=utf-8");
+  EXPECT_NE(index->body.find("<html"), std::string::npos);
+  std::string etag = index->get_header_value("ETag");
+  ASSERT_FALSE(etag.empty());
+  auto view = client_->Get("/host/node1.example.com?tab=gpu");
+  ASSERT_EQ(view->status, 200);
+  EXPECT_EQ(view->body, index->body);
+  auto cached = client_->Get("/", httplib::Headers{{"If-None-Match", etag}});
+  EXPECT_EQ(cached->status, 304);
+  EXPECT_TRUE(cached->body.empty());
+  // Every embedded file is served with its type; hashed bundles are immutable.
+  for (const web::Asset& a : web::Assets()) {
+    auto r = client_->Get("/" + std::string(a.path));
+    ASSERT_EQ(r->status, 200) << a.path;
+    EXPECT_EQ(r->body.size(), a.size) << a.path;
+    if (ui::IsContentHashed(a.path)) {
+      EXPECT_EQ(r->get_header_value("Cache-Control"), "public, max-age=31536000, immutable");
+    }
+  }
+  // The API keeps its JSON 404s.
+  auto api = client_->Get("/api/v1/nope");
+  EXPECT_EQ(api->status, 404);
+  EXPECT_TRUE(json::parse(api->body).contains("error"));
+  EXPECT_EQ(client_->Get("/assets/app-GONE1234.js")->status, 404);
 }
 
 }  // namespace

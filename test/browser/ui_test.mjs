@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: Apache-2.0
+// Browser test of the web UI against a real `warpscope up --simulate healthy-8xh100`:
+// every view loads without console errors, the charts show the scenario's values, and the
+// drill-down fleet -> top entities -> host -> GPU Metrics -> click a point -> flamegraph works
+// (with a synthetic pprof posted to the server), as does the "no profile" message.
+// Screenshots of each view go to --out.
+//
+//   node ui_test.mjs --warpscope <build>/bin/warpscope --out <build>/test-output/browser \
+//        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
+// Exit codes: 0 pass, 1 fail, 77 skipped (no Chromium or no playwright-core).
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { TRAINING_STACKS, encodeCpuProfile } from './pprof.mjs';
+
+const SKIP = 77;
+const here = path.dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const arg = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
+};
+const warpscope = arg('--warpscope');
+const outDir = path.resolve(arg('--out', path.join(os.tmpdir(), 'warpscope-browser')));
+const chromiumPath = arg('--chromium', process.env.WARPSCOPE_CHROMIUM ?? '/usr/bin/chromium');
+const nodeModules = path.resolve(arg('--node-modules', path.join(here, '..', '..', 'web', 'node_modules')));
+
+if (!warpscope || !fs.existsSync(warpscope)) {
+  console.error(`--warpscope must name the built warpscope binary (got ${warpscope})`);
+  process.exit(1);
+}
+if (!fs.existsSync(chromiumPath)) {
+  console.log(`SKIP: no Chromium at ${chromiumPath} (apt-get install chromium, or pass --chromium)`);
+  process.exit(SKIP);
+}
+let chromium;
+try {
+  chromium = createRequire(path.join(nodeModules, 'noop.js'))('playwright-core').chromium;
+} catch (e) {
+  console.log(`SKIP: playwright-core not found under ${nodeModules} (run npm ci in web/): ${e.message}`);
+  process.exit(SKIP);
+}
+
+// The whole test is bounded: a hung browser or server fails it instead of blocking CI.
+const deadline = setTimeout(() => {
+  console.error('FAIL: the browser test took more than 110 s');
+  cleanup();
+  process.exit(1);
+}, 110_000);
+
+fs.mkdirSync(outDir, { recursive: true });
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'warpscope-ui-test-'));
+let server = null;
+let browser = null;
+function cleanup() {
+  if (server && server.exitCode === null) server.kill('SIGKILL');
+  try {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  } catch (e) {
+    console.error(`could not remove ${dataDir}: ${e.message}`);
+  }
+}
+
+// SIGTERM, then waits for the exit (SIGKILL after 10 s) so that nothing writes to the data dir
+// while it is removed.
+function stopServer() {
+  if (!server || server.exitCode !== null || server.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const force = setTimeout(() => server.kill('SIGKILL'), 10_000);
+    server.once('exit', () => {
+      clearTimeout(force);
+      resolve();
+    });
+    server.kill('SIGTERM');
+  });
+}
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function startServer(scenario = 'healthy-8xh100') {
+  const agentPort = await freePort();
+  const dir = path.join(dataDir, scenario);
+  server = spawn(warpscope, ['up', '--simulate', scenario, '--data-dir', dir, '--port', '0', '--agent-port', String(agentPort)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  server.stderr.on('data', (d) => (err += d));
+  return new Promise((resolve, reject) => {
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = /web UI\s+(http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
+      if (m) resolve(m[1]);
+    });
+    server.on('exit', (code) => reject(new Error(`warpscope up exited with ${code}:\n${out}\n${err}`)));
+  });
+}
+
+async function api(base, p) {
+  const r = await fetch(base + p);
+  if (!r.ok) throw new Error(`${p}: HTTP ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+// Polls `probe` until it returns a truthy value (the agent exports every 10 s).
+async function until(what, probe, timeoutMs = 45_000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe().catch(() => null);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function check(cond, message) {
+  if (!cond) throw new Error(message);
+  console.log(`ok - ${message}`);
+}
+
+// Numbers in a text like "98.2 %" or "5.24 kW".
+function numbers(text) {
+  return [...text.matchAll(/-?\d+(?:\.\d+)?/g)].map((m) => Number(m[0]));
+}
+
+async function main() {
+  const base = await startServer();
+  console.log(`server at ${base}`);
+  const host = await until('the host entity', async () => (await api(base, '/api/v1/entities?kind=host')).entities[0]?.id);
+  await until('two windows of GPU data', async () => {
+    const r = await api(base, '/api/v1/query_range?metric=gpu.utilization&start=now-5m');
+    return r.series.length === 8 && r.series.every((s) => s.points.length >= 2);
+  });
+  await until('GPU process data', async () => (await api(base, '/api/v1/breakdown?metric=gpu.process.sm.utilization&start=now-5m')).groups.length > 0);
+
+  const token = fs.readFileSync(path.join(dataDir, 'healthy-8xh100', 'token'), 'utf8').trim();
+  const now = Date.now() / 1000;
+  const pprof = encodeCpuProfile(TRAINING_STACKS);
+  const posted = await fetch(`${base}/api/v1/ingest/profile?host=${encodeURIComponent(host)}&kind=cpu&entity=pid/31000/0&pid=31000&executable=python3&start=${Math.floor(now - 600)}&end=${Math.ceil(now + 120)}`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/octet-stream' },
+    body: pprof,
+  });
+  check(posted.ok, `synthetic pprof stored (${posted.status})`);
+
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 }, colorScheme: 'light' });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  // Full pages, from the top; with the profile panel (fixed at the bottom) the viewport only.
+  const shot = async (name, fullPage = true) => {
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: path.join(outDir, `${name}.png`), fullPage });
+    console.log(`screenshot ${path.join(outDir, name + '.png')}`);
+  };
+  const ready = () => page.waitForFunction(() => document.querySelector('main')?.getAttribute('aria-busy') === 'false');
+
+  // 1. Fleet overview.
+  await page.goto(`${base}/?range=15m`);
+  await ready();
+  const utilTile = await page.locator('[data-testid=tile-gpu-utilization] .tile-value').textContent();
+  const util = numbers(utilTile)[0];
+  check(util > 90 && util <= 100, `fleet GPU utilization tile shows the scenario's ~98 % (${utilTile})`);
+  const powerTile = await page.locator('[data-testid=tile-gpu-power] .tile-value').textContent();
+  const kw = numbers(powerTile)[0];
+  check(/kW/.test(powerTile) && kw > 4.6 && kw < 5.8, `fleet power tile shows 8 x ~655 W (${powerTile})`);
+  check((await page.locator('[data-testid=hosts-table] tbody tr').count()) === 1, 'fleet lists the host');
+  await page.waitForSelector('.chart canvas');
+  await shot('01-fleet');
+
+  // 2. Top entities: GPUs by utilization, from the tile.
+  await page.click('[data-testid=tile-gpu-utilization]');
+  await page.waitForURL(/\/top\?kind=gpu&sort=gpu\.utilization/);
+  await ready();
+  const rows = page.locator('[data-testid=top-table] tbody tr');
+  check((await rows.count()) === 8, 'top entities lists the 8 GPUs');
+  const firstUtil = numbers(await rows.first().locator('td.num').first().textContent())[0];
+  check(firstUtil > 90 && firstUtil <= 100, `top GPU utilization ~98 % (${firstUtil})`);
+  check((await page.locator('[data-testid=top-table] tbody svg.spark').count()) === 8, 'every GPU row has a sparkline');
+  // Sorting by another column changes the URL.
+  await page.click('[data-testid=top-table] th a:has-text("Power")');
+  await page.waitForURL(/sort=gpu\.power\.usage/);
+  await ready();
+  await shot('02-top-entities');
+
+  // Containers: the simulated processes run outside containers, which the tab says.
+  await page.click('nav.subtabs a:has-text("Containers")');
+  await page.waitForURL(/kind=container/);
+  await ready();
+  check(/No GPU process ran in a container/.test(await page.locator('[data-testid=top-table]').textContent()), 'the containers tab says no GPU process runs in a container');
+  await page.goBack();
+  await page.waitForURL(/sort=gpu\.power\.usage/);
+  await ready();
+
+  // 3. Host page, GPU Metrics tab, from the first GPU.
+  await rows.first().locator('a').first().click();
+  await page.waitForURL(/\/host\/.+tab=gpu/);
+  await ready();
+  for (const id of ['util', 'consumer', 'sm', 'occupancy', 'tensor', 'memutil', 'memconsumer', 'power', 'temp', 'pcietx', 'pcierx', 'nvlinktx', 'nvlinkrx']) {
+    await page.locator(`[data-testid=widget-${id}] canvas`).first().waitFor();
+  }
+  check(true, 'GPU Metrics tab shows all 13 widgets with charts');
+  const legend = await page.locator('[data-testid=widget-power] .u-legend .u-series').allTextContents();
+  check(legend.filter((t) => /GPU \d/.test(t)).length === 8, 'the power chart has one line per GPU');
+  // Hover the right end of the power chart: every chart's legend shows the values at the
+  // cursor (the crosshair is shared).
+  const over = page.locator('[data-testid=widget-power] .u-over');
+  const box = await over.boundingBox();
+  await over.hover({ position: { x: box.width - 3, y: box.height / 2 } });
+  await page.waitForFunction(() => document.querySelector('[data-testid=widget-temp] .u-legend .u-value')?.textContent !== '--');
+  const legendValues = async (id) =>
+    (await page.locator(`[data-testid=widget-${id}] .u-legend .u-series:not(:first-child) .u-value`).allTextContents())
+      .map((t) => numbers(t)[0])
+      .filter((v) => Number.isFinite(v));
+  const powerValues = await legendValues('power');
+  check(powerValues.length === 8 && powerValues.every((v) => v > 590 && v < 720), `power legend reads 8 values around 655 W (${powerValues.join(', ')})`);
+  const temps = await legendValues('temp');
+  check(temps.length === 8 && temps.every((v) => v > 55 && v < 72), `temperature legend (shared crosshair) reads 8 values around 63 °C (${temps.join(', ')})`);
+  const utils = await legendValues('util');
+  check(utils.length === 8 && utils.every((v) => v > 90 && v <= 100), `utilization legend reads 8 values around 98 % (${utils.join(', ')})`);
+  check((await page.locator('[data-testid=unavailable]').count()) === 0, 'every metric is available on H100 (nothing marked unavailable)');
+  await shot('03-host-gpu-metrics');
+
+  // 4. Expand GPU utilization: per-process breakdown stacked by executable.
+  await page.click('[data-testid=expand-util]');
+  await page.waitForURL(/expand=util/);
+  await ready();
+  await page.locator('[data-testid=widget-util-breakdown] canvas').first().waitFor();
+  const breakdownLegend = await page.locator('[data-testid=widget-util-breakdown] .u-legend .u-series').allTextContents();
+  check(breakdownLegend.some((t) => t.includes('python3')), 'the breakdown groups the GPU processes by executable (python3)');
+  await shot('04-gpu-breakdown');
+
+  // 5. Click a data point: the profile panel renders the posted profile as a flamegraph.
+  const utilOver = page.locator('[data-testid=widget-util] .u-over').first();
+  const ub = await utilOver.boundingBox();
+  await utilOver.click({ position: { x: ub.width - 4, y: ub.height / 3 } });
+  await page.waitForURL(/[?&]p=\d+-\d+/);
+  await page.locator('[data-testid=flamegraph] canvas').waitFor();
+  const fnTable = await page.locator('[data-testid=top-functions]').textContent();
+  check(fnTable.includes('matmul') && fnTable.includes('decode_jpeg'), 'the top-functions table lists the profile\'s functions');
+  await page.fill('[data-testid=flame-search]', 'matmul');
+  await page.waitForURL(/pq=matmul/);
+  await page.locator('[data-testid=flamegraph] canvas').waitFor();
+  await page.waitForFunction(() => /of the window matches/.test(document.querySelector('.toolbar .muted')?.textContent ?? ''));
+  const matchText = await page.locator('.toolbar .muted').textContent();
+  check(/^70(\.0)? %/.test(matchText.trim()), `searching "matmul" matches 210 of 300 samples (${matchText})`);
+  const download = await page.locator('a:has-text("pprof")').getAttribute('href');
+  const dl = await fetch(base + download);
+  check(dl.ok && (await dl.arrayBuffer()).byteLength > 20, 'the pprof download link answers a profile');
+  await shot('05-profile-flamegraph', false);
+
+  // 6. The back button closes the panel (the URL holds the whole view).
+  await page.goBack();
+  await page.waitForFunction(() => !document.querySelector('[data-testid=profile-panel]'));
+  check(!/[?&]p=/.test(page.url()), `back returns to the view without the profile panel (${page.url()})`);
+
+  // 7. A window without profiles says what to enable.
+  const old = Math.floor(Date.now() / 1000) - 3 * 3600;
+  await page.goto(`${base}/host/${encodeURIComponent(host)}?tab=gpu&range=15m&p=${old}-${old + 60}`);
+  await page.locator('[data-testid=no-profile]').waitFor();
+  const noProfile = await page.locator('[data-testid=no-profile]').textContent();
+  check(/No profile for this window/.test(noProfile) && /CUDA_INJECTION64_PATH/.test(noProfile), 'an empty window says there is no profile and what to enable');
+  await shot('06-no-profile', false);
+
+  // 8. Host Metrics tab (the default).
+  await page.goto(`${base}/host/${encodeURIComponent(host)}?range=15m`);
+  await ready();
+  for (const id of ['cpu', 'memory', 'load', 'disk', 'network']) await page.locator(`[data-testid=widget-${id}]`).waitFor();
+  check((await page.locator('[role=tab][aria-selected=true]').textContent()) === 'Host Metrics', 'the host page opens on Host Metrics');
+  await page.locator('[data-testid=top-processes] tbody tr').first().waitFor();
+  await shot('07-host-metrics');
+
+  // 9. Keyboard: "g" switches to the GPU tab, "d" to the dark theme.
+  await page.keyboard.press('g');
+  await page.waitForURL(/tab=gpu/);
+  await ready();
+  await page.keyboard.press('d');
+  await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
+  await ready();
+  await page.locator('[data-testid=widget-util] canvas').first().waitFor();
+  await shot('08-host-gpu-dark');
+  await page.keyboard.press('f');
+  await page.waitForURL((u) => new URL(u).pathname === '/');
+  await ready();
+  await shot('09-fleet-dark');
+
+  // 10. GPUs without GPM (A100, old driver): those metrics are unavailable, never zero.
+  await stopServer();
+  const oldBase = await startServer('old-driver');
+  await until('A100 GPU data', async () => {
+    const r = await api(oldBase, '/api/v1/query_range?metric=gpu.utilization&start=now-5m');
+    return r.series.length > 0 && r.series.every((x) => x.points.length >= 1);
+  });
+  await page.goto(`${oldBase}/host/${encodeURIComponent(host)}?tab=gpu&range=15m`);
+  await ready();
+  for (const id of ['sm', 'occupancy', 'tensor']) {
+    const text = await page.locator(`[data-testid=widget-${id}]`).textContent();
+    check(/Unavailable/.test(text) && (await page.locator(`[data-testid=widget-${id}] canvas`).count()) === 0, `${id} is shown as unavailable on A100s (no chart, no zero)`);
+  }
+  await page.locator('[data-testid=widget-util] canvas').first().waitFor();
+  await shot('10-unavailable-gpm-a100');
+
+  // Drag across a chart: the view zooms to that window (in the URL); back returns.
+  const zoomOver = page.locator('[data-testid=widget-power] .u-over');
+  await zoomOver.scrollIntoViewIfNeeded();
+  const zb = await zoomOver.boundingBox();
+  await page.mouse.move(zb.x + zb.width * 0.5, zb.y + zb.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(zb.x + zb.width * 0.75, zb.y + zb.height / 2, { steps: 5 });
+  await page.mouse.up();
+  await page.waitForURL(/from=\d+&to=\d+/);
+  await ready();
+  const zoomed = new URL(page.url());
+  const span = Number(zoomed.searchParams.get('to')) - Number(zoomed.searchParams.get('from'));
+  check(span > 120 && span < 300, `dragging over a quarter of the 15 min chart zooms to ~225 s (${span} s)`);
+  await page.goBack();
+  await page.waitForURL(/range=15m/);
+  await ready();
+
+  check(errors.length === 0, `no console errors${errors.length ? ':\n  ' + errors.join('\n  ') : ''}`);
+}
+
+main()
+  .then(async () => {
+    await browser?.close();
+    await stopServer();
+    cleanup();
+    clearTimeout(deadline);
+    console.log('PASS');
+    process.exit(0);
+  })
+  .catch(async (e) => {
+    console.error(`FAIL: ${e.stack ?? e}`);
+    await browser?.close().catch(() => undefined);
+    await stopServer();
+    cleanup();
+    process.exit(1);
+  });

@@ -1,0 +1,305 @@
+// SPDX-License-Identifier: Apache-2.0
+// Time-series charts on uPlot: units on both axes, a crosshair shared by every chart of the
+// page, drag to zoom (reported, the URL changes), click a point (reported: the profile panel),
+// event markers (XID, throttling) as vertical lines, stacked areas for breakdowns.
+import uPlot from 'uplot';
+import 'uplot/dist/uPlot.min.css';
+import type { Point } from './api';
+import { formatTick, formatValue, unitLabel } from './format';
+
+export interface ChartLine {
+  label: string;
+  points: Point[];
+  color?: string;
+}
+
+export interface Marker {
+  time: number;
+  kind: string; // "xid", "throttle", ...
+  label: string;
+}
+
+export interface ChartSpec {
+  unit: string;
+  lines: ChartLine[];
+  start: number;
+  end: number;
+  step?: number;
+  stacked?: boolean;
+  markers?: Marker[];
+  height?: number;
+  yMin?: number;
+  yMax?: number;
+  // Drag over the x axis: the new window.
+  onZoom?: (start: number, end: number) => void;
+  // Click on the plot: the time of the nearest point and the nearest line's label.
+  onPick?: (time: number, label: string | null) => void;
+  ariaLabel: string;
+}
+
+const SYNC_KEY = 'warpscope';
+
+// A qualitative palette that reads on light and dark backgrounds (Okabe-Ito based, extended).
+const PALETTE = [
+  '#0072b2', '#e69f00', '#009e73', '#cc79a7', '#56b4e9', '#d55e00', '#b8a100', '#7f7f7f',
+  '#882255', '#44aa99', '#332288', '#aa4499', '#117733', '#999933', '#6699cc', '#dd7788',
+];
+
+export function paletteColor(i: number): string {
+  return PALETTE[i % PALETTE.length];
+}
+
+function cssVar(name: string): string {
+  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
+}
+
+// One x axis for every line (the union of their times), gaps as null (absent is never zero).
+function align(lines: ChartLine[], stacked: boolean): uPlot.AlignedData {
+  const times = new Set<number>();
+  for (const l of lines) for (const p of l.points) times.add(p[0]);
+  const xs = Float64Array.from([...times].sort((a, b) => a - b));
+  const index = new Map<number, number>();
+  xs.forEach((t, i) => index.set(t, i));
+  const ys: (number | null)[][] = lines.map((l) => {
+    const y: (number | null)[] = new Array(xs.length).fill(null);
+    for (const [t, v] of l.points) y[index.get(t)!] = v;
+    return y;
+  });
+  if (stacked) {
+    // Cumulative sums, drawn top line first so each area is visible above the next.
+    const acc: (number | null)[] = new Array(xs.length).fill(null);
+    const cum = ys.map((y) =>
+      y.map((v, i) => {
+        if (v === null) return acc[i];
+        acc[i] = (acc[i] ?? 0) + v;
+        return acc[i];
+      }),
+    );
+    return [xs as unknown as number[], ...cum.reverse()] as uPlot.AlignedData;
+  }
+  return [xs as unknown as number[], ...ys] as uPlot.AlignedData;
+}
+
+const MARKER_COLORS: Record<string, string> = { xid: '#d62728', throttle: '#e69f00' };
+
+function markersPlugin(getMarkers: () => Marker[]): uPlot.Plugin {
+  return {
+    hooks: {
+      draw: (u: uPlot) => {
+        const markers = getMarkers();
+        if (!markers.length) return;
+        const ctx = u.ctx;
+        const { top, height } = u.bbox;
+        ctx.save();
+        ctx.lineWidth = Math.max(1, devicePixelRatio);
+        for (const m of markers) {
+          const x = u.valToPos(m.time, 'x', true);
+          if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
+          const color = MARKER_COLORS[m.kind] ?? cssVar('--fg-muted');
+          ctx.strokeStyle = color;
+          ctx.fillStyle = color;
+          ctx.setLineDash([4 * devicePixelRatio, 3 * devicePixelRatio]);
+          ctx.beginPath();
+          ctx.moveTo(x, top);
+          ctx.lineTo(x, top + height);
+          ctx.stroke();
+          ctx.setLineDash([]);
+          const s = 5 * devicePixelRatio;
+          ctx.beginPath();
+          ctx.moveTo(x - s, top);
+          ctx.lineTo(x + s, top);
+          ctx.lineTo(x, top + s * 1.5);
+          ctx.closePath();
+          ctx.fill();
+        }
+        ctx.restore();
+      },
+    },
+  };
+}
+
+export class TimeChart {
+  private plot: uPlot | null = null;
+  private spec: ChartSpec;
+  private resize: ResizeObserver;
+  private downX = 0;
+  private downY = 0;
+
+  constructor(private readonly el: HTMLElement, spec: ChartSpec) {
+    this.spec = spec;
+    this.el.classList.add('chart');
+    this.el.setAttribute('role', 'img');
+    this.el.setAttribute('aria-label', spec.ariaLabel);
+    this.build();
+    this.resize = new ResizeObserver(() => {
+      const w = this.el.clientWidth;
+      if (this.plot && w > 0 && Math.abs(w - this.plot.width) > 2) {
+        this.plot.setSize({ width: w, height: this.spec.height ?? 200 });
+      }
+    });
+    this.resize.observe(this.el);
+  }
+
+  // New data with the same lines keeps the chart (no flicker in live mode); otherwise rebuilds.
+  update(spec: ChartSpec): void {
+    const sameShape =
+      this.plot !== null &&
+      spec.lines.length === this.spec.lines.length &&
+      spec.lines.every((l, i) => l.label === this.spec.lines[i].label) &&
+      spec.stacked === this.spec.stacked &&
+      spec.unit === this.spec.unit;
+    this.spec = spec;
+    if (!sameShape) {
+      this.build();
+      return;
+    }
+    this.plot!.batch(() => {
+      this.plot!.setData(align(spec.lines, !!spec.stacked), false);
+      this.plot!.setScale('x', { min: spec.start, max: spec.end });
+    });
+  }
+
+  // Draws again (e.g. after markers were added to the spec's list).
+  redraw(): void {
+    this.plot?.redraw(false);
+  }
+
+  destroy(): void {
+    this.resize.disconnect();
+    this.plot?.destroy();
+    this.plot = null;
+  }
+
+  private build(): void {
+    this.plot?.destroy();
+    this.el.textContent = '';
+    const spec = this.spec;
+    const stacked = !!spec.stacked;
+    const fg = cssVar('--fg');
+    const grid = cssVar('--grid');
+    const unit = spec.unit;
+    const lines = stacked ? [...spec.lines].reverse() : spec.lines;
+    const n = spec.lines.length;
+    const raw = stacked ? align(spec.lines, false) : null;
+    const series: uPlot.Series[] = [
+      {},
+      ...lines.map((l, i) => {
+        const color = l.color ?? paletteColor(stacked ? n - 1 - i : i);
+        const s: uPlot.Series = {
+          label: l.label,
+          stroke: color,
+          width: 1.5,
+          spanGaps: false,
+          // uPlot's default: dots where points are sparse (a fresh server), none on dense lines.
+          value: (u: uPlot, v: number | null, si: number, idx: number | null) => {
+            // Stacked lines show their own value, not the stacked sum.
+            const own = (stacked && raw ? raw[n - i] : u.data[si]) as (number | null)[];
+            if (idx === null || idx === undefined) {
+              // No cursor: the latest value of the line.
+              for (let k = own.length - 1; k >= 0; k--) {
+                if (own[k] !== null && own[k] !== undefined) return formatValue(own[k], unit);
+              }
+              return '–';
+            }
+            return stacked ? formatValue(own[idx] ?? null, unit) : formatValue(v, unit);
+          },
+        };
+        // Opaque: each area is drawn over the one stacked above it, from the top line down.
+        if (stacked) s.fill = color;
+        return s;
+      }),
+    ];
+    const opts: uPlot.Options = {
+      width: Math.max(200, this.el.clientWidth || 600),
+      height: spec.height ?? 200,
+      series,
+      scales: {
+        x: { time: true, min: spec.start, max: spec.end },
+        y: {
+          range: (_u, min, max) => {
+            const lo = spec.yMin ?? Math.min(0, min ?? 0);
+            let hi = spec.yMax !== undefined ? Math.max(spec.yMax, max ?? 0) : max ?? 1;
+            if (!(hi > lo)) hi = lo + 1;
+            return [lo, hi * (spec.yMax !== undefined ? 1 : 1.05)];
+          },
+        },
+      },
+      axes: [
+        {
+          stroke: fg,
+          grid: { stroke: grid, width: 1 },
+          ticks: { stroke: grid, width: 1 },
+          label: 'time',
+          labelSize: 18,
+          labelFont: '12px system-ui, sans-serif',
+          font: '11px system-ui, sans-serif',
+        },
+        {
+          stroke: fg,
+          grid: { stroke: grid, width: 1 },
+          ticks: { stroke: grid, width: 1 },
+          label: unitLabel(unit),
+          labelSize: 18,
+          labelFont: '12px system-ui, sans-serif',
+          font: '11px system-ui, sans-serif',
+          // Room for the longest tick label ("381.5 MiB/s") plus the rotated unit label.
+          size: (_u: uPlot, values: string[]) =>
+            18 + 14 + Math.ceil(6.2 * Math.max(4, ...(values ?? []).map((v) => v.length))),
+          values: (_u, ticks) => ticks.map((t) => formatTick(t, unit)),
+        },
+      ],
+      cursor: {
+        sync: { key: SYNC_KEY, setSeries: false },
+        drag: { x: true, y: false, setScale: false },
+        focus: { prox: 30 },
+      },
+      legend: { show: true, live: true },
+      plugins: [markersPlugin(() => this.spec.markers ?? [])],
+      hooks: {
+        setSelect: [
+          (u: uPlot) => {
+            if (u.select.width < 5 || !this.spec.onZoom) return;
+            const a = u.posToVal(u.select.left, 'x');
+            const b = u.posToVal(u.select.left + u.select.width, 'x');
+            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+            this.spec.onZoom(a, b);
+          },
+        ],
+      },
+    };
+    this.plot = new uPlot(opts, align(spec.lines, stacked), this.el);
+    const over = this.plot.over;
+    over.addEventListener('mousedown', (e) => {
+      this.downX = e.clientX;
+      this.downY = e.clientY;
+    });
+    over.addEventListener('click', (e) => {
+      if (Math.abs(e.clientX - this.downX) > 3 || Math.abs(e.clientY - this.downY) > 3) return;
+      this.pick();
+    });
+    over.style.cursor = this.spec.onPick ? 'pointer' : 'crosshair';
+  }
+
+  private pick(): void {
+    const u = this.plot;
+    if (!u || !this.spec.onPick) return;
+    const idx = u.cursor.idx;
+    const left = u.cursor.left ?? -1;
+    if (idx === null || idx === undefined || left < 0) return;
+    const t = u.data[0][idx];
+    // The line nearest to the pointer at that time.
+    let best: string | null = null;
+    let bestDist = Infinity;
+    const top = u.cursor.top ?? 0;
+    for (let si = 1; si < u.series.length; si++) {
+      const v = u.data[si][idx];
+      if (v === null || v === undefined) continue;
+      const d = Math.abs(u.valToPos(v as number, 'y') - top);
+      if (d < bestDist) {
+        bestDist = d;
+        best = String(u.series[si].label ?? '');
+      }
+    }
+    this.spec.onPick(t, best);
+  }
+}

@@ -1,0 +1,517 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host page: "Host Metrics" (CPU, memory, load, disk, network, top processes) and
+// "GPU Metrics" (one widget per metric, one line per GPU, grouped Performance / Memory /
+// Hardware / Data transfer; expanding a widget shows its per-process breakdown stacked by
+// executable). Clicking a point opens the profile panel for that window.
+import { getJson, knownMetrics } from './api';
+import type { BreakdownResponse, EntityRecord, EventRecord, MetricInfo, Point, RangeResponse, Series, TopEntry } from './api';
+import { TimeChart } from './chart';
+import type { ChartLine, ChartSpec, Marker } from './chart';
+import { h, sparkline } from './dom';
+import { formatTime, formatValue } from './format';
+import type { View, ViewContext } from './view';
+
+interface GpuWidgetDef {
+  id: string;
+  title: string;
+  group: 'Performance' | 'Memory' | 'Hardware' | 'Data transfer';
+  metric: string;
+  // Sum the series of one GPU (per NVLink link) into one line.
+  sumPerGpu?: boolean;
+  // A per-GPU total of the same quantity, preferred when the GPU reports it (one series per GPU
+  // reads 18x less than per-link series): NVML GPM's NVLink throughput on Hopper and newer.
+  total?: string;
+  // Shown stacked by executable instead of one line per GPU.
+  consumer?: boolean;
+  // The per-process metric of the expanded view, and what it shows when it is not the widget's
+  // own metric per process.
+  breakdown?: string;
+  breakdownTitle?: string;
+  yMax?: number;
+  note?: string;
+}
+
+const GPU_WIDGETS: GpuWidgetDef[] = [
+  { id: 'util', title: 'GPU utilization', group: 'Performance', metric: 'gpu.utilization', breakdown: 'gpu.process.sm.utilization', yMax: 1 },
+  { id: 'consumer', title: 'GPU consumer', group: 'Performance', metric: 'gpu.executable.sm.utilization', consumer: true, breakdown: 'gpu.executable.sm.utilization', note: 'SM utilization by executable, summed over the GPUs (100 % = one GPU)' },
+  { id: 'sm', title: 'SM efficiency (SM active)', group: 'Performance', metric: 'gpu.sm.active', breakdown: 'gpu.process.sm.utilization', breakdownTitle: 'SM utilization by executable (NVML has no per-process SM activity)', yMax: 1 },
+  { id: 'occupancy', title: 'SM occupancy', group: 'Performance', metric: 'gpu.sm.occupancy', breakdown: 'gpu.process.sm.utilization', breakdownTitle: 'SM utilization by executable (NVML has no per-process occupancy)', yMax: 1 },
+  { id: 'tensor', title: 'Tensor-core utilization', group: 'Performance', metric: 'gpu.tensor.active', breakdown: 'gpu.process.sm.utilization', breakdownTitle: 'SM utilization by executable (NVML has no per-process tensor activity)', yMax: 1 },
+  { id: 'memutil', title: 'Memory utilization', group: 'Memory', metric: 'gpu.memory.utilization', breakdown: 'gpu.process.memory.used', breakdownTitle: 'GPU memory used by executable', yMax: 1 },
+  { id: 'memconsumer', title: 'Memory consumer', group: 'Memory', metric: 'gpu.executable.memory.used', consumer: true, breakdown: 'gpu.executable.memory.used', note: 'GPU memory by executable, summed over the GPUs' },
+  { id: 'power', title: 'Power', group: 'Hardware', metric: 'gpu.power.usage' },
+  { id: 'temp', title: 'Temperature', group: 'Hardware', metric: 'gpu.temperature' },
+  { id: 'pcietx', title: 'PCIe TX (GPU → host)', group: 'Data transfer', metric: 'gpu.pcie.transmit.rate' },
+  { id: 'pcierx', title: 'PCIe RX (host → GPU)', group: 'Data transfer', metric: 'gpu.pcie.receive.rate' },
+  { id: 'nvlinktx', title: 'NVLink TX', group: 'Data transfer', metric: 'gpu.nvlink.transmit.rate', sumPerGpu: true, total: 'gpu.prof.nvlink.transmit.rate', note: 'all links' },
+  { id: 'nvlinkrx', title: 'NVLink RX', group: 'Data transfer', metric: 'gpu.nvlink.receive.rate', sumPerGpu: true, total: 'gpu.prof.nvlink.receive.rate', note: 'all links' },
+];
+
+const THROTTLE_REASONS = new Set(['power_cap', 'hw_slowdown', 'sw_thermal', 'hw_thermal', 'hw_power_brake']);
+
+interface Gpu {
+  uuid: string;
+  index: number;
+  model: string;
+}
+
+function gpuLabel(g: Gpu | undefined, fallback: string): string {
+  return g ? `GPU ${g.index}` : fallback;
+}
+
+// Sums points with the same time.
+function sumPoints(lists: Point[][]): Point[] {
+  const m = new Map<number, number>();
+  for (const l of lists) for (const [t, v] of l) if (v !== null) m.set(t, (m.get(t) ?? 0) + v);
+  return [...m.entries()].sort((a, b) => a[0] - b[0]);
+}
+
+// A card with a title, a chart and notes; `load` fills it for a window.
+class Widget {
+  readonly el: HTMLElement;
+  readonly body: HTMLElement;
+  readonly notes: HTMLElement;
+  chart: TimeChart | null = null;
+
+  constructor(title: string, subtitle: string | undefined, testid: string, actions: HTMLElement[] = []) {
+    this.body = h('div.widget-body');
+    this.notes = h('div.widget-notes');
+    this.el = h(
+      'section.widget',
+      { 'data-testid': `widget-${testid}`, 'aria-label': title },
+      h('header.widget-head', {}, h('h3', {}, title, subtitle ? h('span.muted', {}, ` · ${subtitle}`) : null), h('div.widget-actions', {}, ...actions)),
+      this.body,
+      this.notes,
+    );
+  }
+
+  show(spec: ChartSpec): void {
+    if (this.chart) {
+      this.chart.update(spec);
+      return;
+    }
+    this.body.textContent = '';
+    this.chart = new TimeChart(this.body, spec);
+  }
+
+  unavailable(message: string): void {
+    this.chart?.destroy();
+    this.chart = null;
+    this.body.replaceChildren(h('p.unavailable', { 'data-testid': 'unavailable' }, message));
+  }
+
+  destroy(): void {
+    this.chart?.destroy();
+  }
+}
+
+export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<View> {
+  const host = ctx.state.host!;
+  const tab = ctx.state.tab;
+  const gpuEntities = await getJson<{ entities: EntityRecord[] }>('/api/v1/entities', { host, kind: 'gpu', limit: 1000 });
+  const gpus = new Map<string, Gpu>();
+  for (const e of gpuEntities.entities) {
+    gpus.set(e.id, { uuid: e.id, index: Number(e.attributes['gpu.index'] ?? gpus.size), model: e.attributes['gpu.model'] ?? 'GPU' });
+  }
+  const models = [...new Set([...gpus.values()].map((g) => g.model))];
+  const tabButton = (id: 'host' | 'gpu', label: string) =>
+    h(
+      'a.tab',
+      {
+        role: 'tab',
+        id: `tab-${id}`,
+        href: ctx.href({ tab: id, expand: undefined }),
+        'aria-selected': String(tab === id),
+        'aria-controls': 'tabpanel',
+        tabindex: tab === id ? 0 : -1,
+      },
+      label,
+    );
+  const tablist = h('div.tabs', { role: 'tablist', 'aria-label': 'Host page' }, tabButton('host', 'Host Metrics'), tabButton('gpu', 'GPU Metrics'));
+  tablist.addEventListener('keydown', (e) => {
+    if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
+      e.preventDefault();
+      ctx.navigate({ tab: tab === 'host' ? 'gpu' : 'host', expand: undefined });
+    }
+  });
+  const eventsBox = h('div.events');
+  const panel = h('div', { id: 'tabpanel', role: 'tabpanel', 'aria-labelledby': `tab-${tab}` });
+  root.append(
+    h(
+      'div.host-head',
+      {},
+      h('h1', {}, host),
+      h('p.muted', {}, gpus.size ? `${gpus.size} × ${models.join(', ')}` : 'no GPUs reported'),
+    ),
+    tablist,
+    eventsBox,
+    panel,
+  );
+  const widgets: Widget[] = [];
+  const loaders: ((c: ViewContext, markers: Marker[]) => Promise<void>)[] = [];
+
+  if (tab === 'gpu') buildGpuTab(panel, ctx, host, gpus, widgets, loaders);
+  else buildHostTab(panel, ctx, host, widgets, loaders);
+
+  const render = async (c: ViewContext) => {
+    // Markers load next to the charts (not before them): the charts draw them when they come.
+    const markers: Marker[] = [];
+    const withMarkers = loadMarkers(c, host, gpus, eventsBox).then((list) => {
+      markers.push(...list);
+      if (list.length) widgets.forEach((w) => w.chart?.redraw());
+    });
+    await Promise.all([withMarkers, ...loaders.map((l) => l(c, markers))]);
+  };
+  await render(ctx);
+  return {
+    refresh: render,
+    destroy: () => widgets.forEach((w) => w.destroy()),
+  };
+}
+
+// XID and other events from the events API, throttling from the clock event reasons.
+async function loadMarkers(c: ViewContext, host: string, gpus: Map<string, Gpu>, box: HTMLElement): Promise<Marker[]> {
+  const known = await knownMetrics();
+  const [events, throttle] = await Promise.all([
+    getJson<{ events: EventRecord[] }>('/api/v1/events', { host, start: c.start, end: c.end, limit: 200 }),
+    known.has('gpu.clock.event_reason.active')
+      ? getJson<BreakdownResponse>('/api/v1/breakdown', { metric: 'gpu.clock.event_reason.active', host, kind: 'gpu', by: 'reason', start: c.start, end: c.end, agg: 'max' })
+      : Promise.resolve(null),
+  ]);
+  const markers: Marker[] = events.events.map((e) => ({
+    time: e.time,
+    kind: e.kind,
+    label: `${e.kind.toUpperCase()}${e.code ? ' ' + e.code : ''} on ${gpuLabel(gpus.get(e.entity), e.entity)}${e.message ? ': ' + e.message : ''}`,
+  }));
+  const throttled = new Map<number, Set<string>>();
+  // Per reason, the number of GPUs held down at some point of each bucket.
+  for (const g of throttle?.groups ?? []) {
+    if (!THROTTLE_REASONS.has(g.key)) continue;
+    for (const [t, v] of g.points) {
+      if (v !== null && v > 0) {
+        const set = throttled.get(t) ?? new Set<string>();
+        set.add(`${g.key} on ${Math.round(v)} GPU${Math.round(v) === 1 ? '' : 's'}`);
+        throttled.set(t, set);
+      }
+    }
+  }
+  for (const [t, set] of throttled) markers.push({ time: t, kind: 'throttle', label: `Clocks throttled: ${[...set].join(', ')}` });
+  markers.sort((a, b) => a.time - b.time);
+  if (markers.length === 0) {
+    box.replaceChildren();
+  } else {
+    const shown = markers.slice(-8).reverse();
+    box.replaceChildren(
+      h(
+        'details.card',
+        { open: markers.some((m) => m.kind === 'xid') },
+        h('summary', {}, `${markers.length} event${markers.length === 1 ? '' : 's'} in this window (markers on the charts)`),
+        h('ul.event-list', {}, ...shown.map((m) => h('li', {}, h('span', { class: `dot ${m.kind}` }), `${formatTime(m.time)} · ${m.label}`))),
+      ),
+    );
+  }
+  return markers;
+}
+
+function pickHandler(c: ViewContext, step: number): (t: number, label: string | null) => void {
+  return (t: number) => {
+    const width = Math.max(step, 60);
+    const start = t - (width - step) / 2;
+    c.openProfile({ start, end: start + width });
+  };
+}
+
+function buildGpuTab(
+  panel: HTMLElement,
+  ctx: ViewContext,
+  host: string,
+  gpus: Map<string, Gpu>,
+  widgets: Widget[],
+  loaders: ((c: ViewContext, markers: Marker[]) => Promise<void>)[],
+): void {
+  const groups = ['Performance', 'Memory', 'Hardware', 'Data transfer'] as const;
+  const sortedGpus = [...gpus.values()].sort((a, b) => a.index - b.index);
+  for (const group of groups) {
+    const grid = h('div.widget-grid');
+    panel.append(h('section.group', { 'aria-label': group }, h('h2', {}, group), grid));
+    for (const def of GPU_WIDGETS.filter((w) => w.group === group)) {
+      const expanded = ctx.state.expand === def.id && !!def.breakdown;
+      const expandBtn = !def.breakdown ? null : h(
+        'button.btn',
+        {
+          type: 'button',
+          'aria-expanded': String(expanded),
+          'data-testid': `expand-${def.id}`,
+          onclick: () => ctx.navigate({ expand: expanded ? undefined : def.id, bgpu: undefined }),
+        },
+        expanded ? 'Collapse' : 'Per process',
+      );
+      const profileBtn = h(
+        'button.btn',
+        { type: 'button', title: 'Open the profile of the whole window', onclick: () => ctx.openProfile({ start: ctx.start, end: ctx.end }) },
+        'Profile',
+      );
+      const w = new Widget(def.title, def.note, def.id, expandBtn ? [expandBtn, profileBtn] : [profileBtn]);
+      if (expanded) w.el.classList.add('expanded');
+      grid.append(w.el);
+      widgets.push(w);
+      let breakdown: Widget | null = null;
+      if (expanded) {
+        const select = h(
+          'select',
+          { 'aria-label': 'GPU of the breakdown', onchange: (e: Event) => ctx.navigate({ bgpu: (e.target as HTMLSelectElement).value || undefined }, true) },
+          h('option', { value: '' }, 'all GPUs'),
+          ...sortedGpus.map((g) => h('option', { value: g.uuid, selected: g.uuid === ctx.state.bgpu }, `GPU ${g.index}`)),
+        );
+        breakdown = new Widget(def.breakdownTitle ?? `${def.title} by executable`, 'per process, stacked', `${def.id}-breakdown`, [select]);
+        w.el.append(breakdown.el);
+        widgets.push(breakdown);
+      }
+      loaders.push(async (c, markers) => {
+        await loadGpuWidget(w, def, c, host, gpus, markers);
+        if (breakdown) await loadBreakdown(breakdown, def, c, host, markers);
+      });
+    }
+  }
+}
+
+async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host: string, gpus: Map<string, Gpu>, markers: Marker[]): Promise<void> {
+  const known = await knownMetrics();
+  const info = known.get(def.metric);
+  if (!info) {
+    w.unavailable(`Unavailable: no GPU has reported ${def.title} (${def.metric}). ${def.metric.startsWith('gpu.sm') || def.metric.startsWith('gpu.tensor') ? 'It needs NVML GPM (Hopper or newer).' : 'The GPU or driver does not support it.'}`);
+    return;
+  }
+  if (def.consumer) {
+    const r = await getJson<BreakdownResponse>('/api/v1/breakdown', { metric: def.metric, host, start: c.start, end: c.end, by: 'process.executable.name' });
+    if (r.groups.length === 0) {
+      w.unavailable('No GPU process in this window.');
+      return;
+    }
+    w.show({
+      unit: info.unit,
+      lines: r.groups.map((g) => ({ label: g.key, points: g.points })),
+      stacked: true,
+      start: c.start,
+      end: c.end,
+      step: r.step,
+      markers,
+      ariaLabel: `${def.title} on ${host} by executable`,
+      onZoom: (a, b) => c.navigate({ from: a, to: b, range: '', live: false }),
+      onPick: pickHandler(c, r.step),
+    });
+    w.notes.textContent = '';
+    return;
+  }
+  // Several series per GPU (one per NVLink link) are summed by the server: one line per GPU.
+  let step = 0;
+  const byGpu = new Map<string, Point[]>();
+  if (def.total && known.has(def.total)) {
+    const r = await getJson<RangeResponse>('/api/v1/query_range', { metric: def.total, host, kind: 'gpu', start: c.start, end: c.end });
+    step = r.step;
+    for (const s of r.series) byGpu.set(s.entity, s.points);
+  }
+  if (byGpu.size === 0 && def.sumPerGpu) {
+    const r = await getJson<BreakdownResponse>('/api/v1/breakdown', { metric: def.metric, host, kind: 'gpu', by: 'entity', start: c.start, end: c.end });
+    step = r.step;
+    for (const g of r.groups) byGpu.set(g.key, g.points);
+  } else if (byGpu.size === 0) {
+    const r = await getJson<RangeResponse>('/api/v1/query_range', { metric: def.metric, host, kind: 'gpu', start: c.start, end: c.end });
+    step = r.step;
+    const lists = new Map<string, Series[]>();
+    for (const s of r.series) lists.set(s.entity, [...(lists.get(s.entity) ?? []), s]);
+    for (const [id, list] of lists) byGpu.set(id, list.length > 1 ? sumPoints(list.map((s) => s.points)) : list[0].points);
+  }
+  const ordered = [...byGpu.keys()].sort((a, b) => (gpus.get(a)?.index ?? 1e9) - (gpus.get(b)?.index ?? 1e9) || a.localeCompare(b));
+  const lines: ChartLine[] = ordered.map((id) => ({ label: gpuLabel(gpus.get(id), id), points: byGpu.get(id)! }));
+  const missing = [...gpus.values()].filter((g) => !byGpu.has(g.uuid)).sort((a, b) => a.index - b.index);
+  if (lines.length === 0) {
+    w.unavailable(`Unavailable on ${gpus.size ? 'every GPU of this host' : 'this host'}: no ${def.metric} data in this window.`);
+    return;
+  }
+  w.show({
+    unit: info.unit,
+    lines,
+    start: c.start,
+    end: c.end,
+    step,
+    yMax: def.yMax,
+    markers,
+    ariaLabel: `${def.title} on ${host}, one line per GPU`,
+    onZoom: (a, b) => c.navigate({ from: a, to: b, range: '', live: false }),
+    onPick: pickHandler(c, step),
+  });
+  w.notes.replaceChildren(
+    missing.length ? h('p.unavailable', { 'data-testid': 'unavailable' }, `Unavailable on ${missing.map((g) => `GPU ${g.index}`).join(', ')} (not supported or not reported; not zero).`) : '',
+  );
+}
+
+async function loadBreakdown(w: Widget, def: GpuWidgetDef, c: ViewContext, host: string, markers: Marker[]): Promise<void> {
+  if (!def.breakdown) {
+    w.unavailable(`NVML reports ${def.title.toLowerCase()} per GPU only: there is no per-process breakdown. Use GPU consumer or Memory consumer, or open the profile of a window.`);
+    return;
+  }
+  const known = await knownMetrics();
+  const info: MetricInfo | undefined = known.get(def.breakdown);
+  if (!info) {
+    w.unavailable('No per-process GPU data has been received (NVML does not report per-process utilization on this GPU or driver).');
+    return;
+  }
+  const r = await getJson<BreakdownResponse>('/api/v1/breakdown', {
+    metric: def.breakdown,
+    host,
+    start: c.start,
+    end: c.end,
+    by: 'process.executable.name',
+    'label.gpu.uuid': c.state.bgpu,
+  });
+  if (r.groups.length === 0) {
+    w.unavailable('No GPU process in this window.');
+    return;
+  }
+  w.show({
+    unit: info.unit,
+    lines: r.groups.map((g) => ({ label: g.key, points: g.points })),
+    stacked: true,
+    start: c.start,
+    end: c.end,
+    step: r.step,
+    markers,
+    ariaLabel: `${def.title} by executable on ${host}`,
+    onZoom: (a, b) => c.navigate({ from: a, to: b, range: '', live: false }),
+    onPick: pickHandler(c, r.step),
+  });
+}
+
+interface HostChartDef {
+  id: string;
+  title: string;
+  metrics: { metric: string; agg?: string; label?: (s: Series) => string; filter?: (s: Series) => boolean }[];
+  stacked?: boolean;
+  yMax?: number;
+  maxLines?: number;
+}
+
+const HOST_CHARTS: HostChartDef[] = [
+  { id: 'cpu', title: 'CPU', stacked: true, yMax: 1, metrics: [{ metric: 'host.cpu.utilization', label: (s) => s.labels['mode'] ?? 'cpu', filter: (s) => s.labels['mode'] !== 'idle' }] },
+  {
+    id: 'memory',
+    title: 'Memory',
+    metrics: [
+      { metric: 'host.memory.used', label: () => 'used' },
+      { metric: 'host.memory.cached', label: () => 'cached' },
+      { metric: 'host.memory.total', label: () => 'total' },
+    ],
+  },
+  {
+    id: 'load',
+    title: 'Load average',
+    metrics: [
+      { metric: 'host.load.1m', label: () => '1 min' },
+      { metric: 'host.load.5m', label: () => '5 min' },
+      { metric: 'host.load.15m', label: () => '15 min' },
+    ],
+  },
+  { id: 'disk', title: 'Disk I/O', maxLines: 8, metrics: [{ metric: 'host.disk.io', agg: 'rate', label: (s) => `${s.labels['device'] ?? ''} ${s.labels['direction'] ?? ''}` }] },
+  { id: 'network', title: 'Network I/O', maxLines: 8, metrics: [{ metric: 'host.network.io', agg: 'rate', label: (s) => `${s.labels['interface'] ?? ''} ${s.labels['direction'] ?? ''}`, filter: (s) => s.labels['interface'] !== 'lo' }] },
+];
+
+function buildHostTab(
+  panel: HTMLElement,
+  ctx: ViewContext,
+  host: string,
+  widgets: Widget[],
+  loaders: ((c: ViewContext, markers: Marker[]) => Promise<void>)[],
+): void {
+  const grid = h('div.widget-grid');
+  panel.append(grid);
+  for (const def of HOST_CHARTS) {
+    const w = new Widget(def.title, undefined, def.id);
+    grid.append(w.el);
+    widgets.push(w);
+    loaders.push((c, markers) => loadHostChart(w, def, c, host, markers));
+  }
+  const procBox = h('div', { 'data-testid': 'top-processes' });
+  panel.append(h('section.card', {}, h('h2', {}, 'Top processes by CPU'), procBox));
+  loaders.push(async (c) => {
+    const known = await knownMetrics();
+    if (!known.has('process.cpu.utilization')) {
+      procBox.replaceChildren(h('p.unavailable', {}, 'No per-process host metrics received (agent --enable-host-metrics).'));
+      return;
+    }
+    const [cpu, rss] = await Promise.all([
+      getJson<{ entries: TopEntry[] }>('/api/v1/top', { metric: 'process.cpu.utilization', host, kind: 'process', start: c.start, end: c.end, limit: 10, sparkline: 30 }),
+      known.has('process.memory.rss')
+        ? getJson<{ entries: TopEntry[] }>('/api/v1/top', { metric: 'process.memory.rss', host, kind: 'process', start: c.start, end: c.end, limit: 10000 })
+        : Promise.resolve({ entries: [] as TopEntry[] }),
+    ]);
+    const rssBy = new Map(rss.entries.map((e) => [e.entity, e.latest]));
+    procBox.replaceChildren(
+      h(
+        'table.data',
+        {},
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Process'), h('th.num', { scope: 'col' }, 'PID'), h('th.num', { scope: 'col' }, 'CPU (avg)'), h('th.num', { scope: 'col' }, 'RSS'), h('th', { scope: 'col' }, 'CPU over the window'))),
+        h(
+          'tbody',
+          {},
+          ...cpu.entries.map((e) =>
+            h(
+              'tr',
+              {},
+              h('td', { title: e.attributes['process.command_line'] ?? '' }, e.attributes['process.executable.name'] ?? e.entity),
+              h('td.num', {}, e.attributes['process.pid'] ?? ''),
+              h('td.num', {}, formatValue(e.value, '1')),
+              h('td.num', {}, formatValue(rssBy.get(e.entity) ?? null, 'By')),
+              h('td', {}, sparkline(e.sparkline ?? [], 140, 26)),
+            ),
+          ),
+        ),
+      ),
+    );
+  });
+}
+
+async function loadHostChart(w: Widget, def: HostChartDef, c: ViewContext, host: string, markers: Marker[]): Promise<void> {
+  const known = await knownMetrics();
+  const present = def.metrics.filter((m) => known.has(m.metric));
+  if (present.length === 0) {
+    w.unavailable(`Unavailable: no ${def.title.toLowerCase()} data has been received from this host.`);
+    return;
+  }
+  const results = await Promise.all(
+    present.map((m) => getJson<RangeResponse>('/api/v1/query_range', { metric: m.metric, host, kind: 'host', start: c.start, end: c.end, agg: m.agg })),
+  );
+  let lines: ChartLine[] = [];
+  let unit = '';
+  let step = 60;
+  results.forEach((r, i) => {
+    const m = present[i];
+    unit = r.metric.unit === 'By' && m.agg === 'rate' ? 'By/s' : r.metric.unit;
+    step = r.step;
+    for (const s of r.series) {
+      if (m.filter && !m.filter(s)) continue;
+      lines.push({ label: m.label ? m.label(s) : s.entity, points: s.points });
+    }
+  });
+  if (def.maxLines && lines.length > def.maxLines) {
+    const total = (l: ChartLine) => l.points.reduce((a, p) => a + (p[1] ?? 0), 0);
+    lines = lines.sort((a, b) => total(b) - total(a)).slice(0, def.maxLines);
+  }
+  if (lines.length === 0) {
+    w.unavailable(`No ${def.title.toLowerCase()} data in this window.`);
+    return;
+  }
+  w.show({
+    unit,
+    lines,
+    stacked: def.stacked,
+    start: c.start,
+    end: c.end,
+    step,
+    yMax: def.yMax,
+    markers,
+    ariaLabel: `${def.title} of ${host}`,
+    onZoom: (a, b) => c.navigate({ from: a, to: b, range: '', live: false }),
+    onPick: pickHandler(c, step),
+  });
+}

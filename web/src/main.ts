@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: Apache-2.0
+// The app shell: top bar (navigation, time range, live mode, theme), routing from the URL,
+// keyboard shortcuts, the profile panel.
+import './style.css';
+import { h } from './dom';
+import { fleetView } from './fleet';
+import { hostView } from './host';
+import { ProfilePanel } from './profile';
+import { RANGE_PRESETS, buildUrl, parseUrl, timeWindow } from './state';
+import type { ProfileRef, ViewState } from './state';
+import { topView } from './top';
+import type { View, ViewContext } from './view';
+
+const LIVE_REFRESH_MS = 10_000;
+
+let current: View | null = null;
+let panel: ProfilePanel | null = null;
+let liveTimer = 0;
+let renderSeq = 0;
+
+function theme(): 'light' | 'dark' {
+  const saved = localStorage.getItem('warpscope.theme');
+  if (saved === 'light' || saved === 'dark') return saved;
+  return window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
+}
+
+function applyTheme(): void {
+  document.documentElement.dataset.theme = theme();
+}
+
+function toggleTheme(): void {
+  localStorage.setItem('warpscope.theme', theme() === 'dark' ? 'light' : 'dark');
+  applyTheme();
+  void render();
+}
+
+function state(): ViewState {
+  return parseUrl(window.location);
+}
+
+function navigate(patch: Partial<ViewState>, replace = false): void {
+  const next = { ...state(), ...patch };
+  if ('from' in patch && patch.from !== undefined) next.range = '';
+  const url = buildUrl(next);
+  if (url === window.location.pathname + window.location.search) return;
+  if (replace) history.replaceState(null, '', url);
+  else history.pushState(null, '', url);
+  void render();
+}
+
+function href(patch: Partial<ViewState>): string {
+  const s = state();
+  const next: ViewState = { ...s, profile: undefined, ...patch };
+  if (patch.view && patch.view !== s.view) {
+    if (!('expand' in patch)) next.expand = undefined;
+    if (!('bgpu' in patch)) next.bgpu = undefined;
+    if (!('sort' in patch)) next.sort = undefined;
+  }
+  return buildUrl(next);
+}
+
+function context(s: ViewState): ViewContext {
+  const w = timeWindow(s);
+  return {
+    state: s,
+    start: w.start,
+    end: w.end,
+    navigate,
+    href,
+    openProfile: (ref: ProfileRef) => navigate({ profile: ref }),
+  };
+}
+
+function topBar(s: ViewState): HTMLElement {
+  const nav = h(
+    'nav.mainnav',
+    { 'aria-label': 'Main' },
+    h('a.brand', { href: href({ view: 'fleet' }) }, h('img', { src: '/favicon.svg', alt: '', width: 22, height: 22 }), 'warpscope'),
+    h('a', { href: href({ view: 'fleet' }), 'aria-current': s.view === 'fleet' ? 'page' : undefined, title: 'Fleet overview (f)' }, 'Fleet'),
+    h('a', { href: href({ view: 'top' }), 'aria-current': s.view === 'top' ? 'page' : undefined, title: 'Top entities (t)' }, 'Top entities'),
+    s.view === 'host' && s.host ? h('span.crumb', { 'aria-current': 'page' }, `Host ${s.host}`) : null,
+  );
+  const presets = h(
+    'div.range',
+    { role: 'group', 'aria-label': 'Time range' },
+    ...RANGE_PRESETS.map((p, i) =>
+      h(
+        'button.btn',
+        {
+          type: 'button',
+          'aria-pressed': String(s.range === p.id),
+          title: `Last ${p.label} (${i + 1})`,
+          onclick: () => navigate({ range: p.id, from: undefined, to: undefined }),
+        },
+        p.id,
+      ),
+    ),
+    customRange(s),
+  );
+  const live = h(
+    'button.btn',
+    {
+      type: 'button',
+      'aria-pressed': String(s.live),
+      title: s.from !== undefined ? 'Live mode needs a relative range' : `Refresh every ${LIVE_REFRESH_MS / 1000} s (l)`,
+      disabled: s.from !== undefined,
+      'data-testid': 'live',
+      onclick: () => navigate({ live: !s.live }),
+    },
+    s.live ? '● Live' : '○ Live',
+  );
+  const themeBtn = h('button.btn', { type: 'button', title: 'Switch light/dark theme (d)', 'aria-label': 'Switch theme', onclick: toggleTheme }, theme() === 'dark' ? '☀ Light' : '☾ Dark');
+  const help = h('button.btn', { type: 'button', title: 'Keyboard shortcuts (?)', 'aria-label': 'Keyboard shortcuts', onclick: showHelp }, '?');
+  return h('header.topbar', {}, nav, h('div.controls', {}, presets, live, themeBtn, help));
+}
+
+function toLocalInput(t: number): string {
+  const d = new Date(t * 1000);
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())}T${pad(d.getHours())}:${pad(d.getMinutes())}`;
+}
+
+function customRange(s: ViewState): HTMLElement {
+  const w = timeWindow(s);
+  const from = h('input', { type: 'datetime-local', 'aria-label': 'From', value: toLocalInput(w.start) });
+  const to = h('input', { type: 'datetime-local', 'aria-label': 'To', value: toLocalInput(w.end) });
+  const form = h(
+    'form.custom',
+    {
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        const a = new Date(from.value).getTime() / 1000;
+        const b = new Date(to.value).getTime() / 1000;
+        if (Number.isFinite(a) && Number.isFinite(b) && b > a) navigate({ from: a, to: b, range: '', live: false });
+      },
+    },
+    from,
+    h('span', { 'aria-hidden': 'true' }, '–'),
+    to,
+    h('button.btn', { type: 'submit' }, 'Apply'),
+  );
+  return h('details.customrange', { open: s.from !== undefined }, h('summary.btn', { 'aria-pressed': String(s.from !== undefined) }, 'custom'), form);
+}
+
+function showHelp(): void {
+  const existing = document.getElementById('help');
+  if (existing) {
+    existing.remove();
+    return;
+  }
+  const keys: [string, string][] = [
+    ['f', 'fleet overview'],
+    ['t', 'top entities'],
+    ['h / g', 'host page: Host Metrics / GPU Metrics tab'],
+    ['1 … 5', 'last 15 min, 1 h, 6 h, 24 h, 7 d'],
+    ['l', 'live mode on/off'],
+    ['d', 'dark/light theme'],
+    ['/', 'search in the flamegraph'],
+    ['Esc', 'close the profile panel / this help'],
+    ['Tab, Enter', 'move between and open links, tabs, buttons'],
+    ['← →', 'switch host tabs'],
+  ];
+  const dialog = h(
+    'div.help',
+    { id: 'help', role: 'dialog', 'aria-label': 'Keyboard shortcuts', tabindex: -1 },
+    h('h2', {}, 'Keyboard'),
+    h('dl', {}, ...keys.flatMap(([k, d]) => [h('dt', {}, h('kbd', {}, k)), h('dd', {}, d)])),
+    h('p.muted', {}, 'Drag over a chart to zoom into that window; click a point to open its profile.'),
+    h('button.btn', { type: 'button', onclick: () => dialog.remove() }, 'Close'),
+  );
+  document.body.append(dialog);
+  dialog.focus();
+}
+
+function setLive(s: ViewState, ctx: ViewContext): void {
+  window.clearInterval(liveTimer);
+  liveTimer = 0;
+  if (!s.live || s.from !== undefined) return;
+  liveTimer = window.setInterval(() => {
+    if (!current || document.hidden) return;
+    const fresh = context(state());
+    current.refresh(fresh).catch((e) => console.warn('live refresh failed', e));
+  }, LIVE_REFRESH_MS);
+  void ctx;
+}
+
+async function render(): Promise<void> {
+  const seq = ++renderSeq;
+  const t0 = performance.now();
+  const s = state();
+  const ctx = context(s);
+  current?.destroy();
+  current = null;
+  panel?.destroy();
+  panel = null;
+  const app = document.getElementById('app')!;
+  const main = h('main', { id: 'main', tabindex: -1, 'aria-busy': 'true' });
+  app.replaceChildren(h('a.skip', { href: '#main' }, 'Skip to content'), topBar(s), main);
+  document.title = s.view === 'host' ? `${s.host} · warpscope` : s.view === 'top' ? 'Top entities · warpscope' : 'Fleet · warpscope';
+  try {
+    const view =
+      s.view === 'top' ? await topView(main, ctx) : s.view === 'host' ? await hostView(main, ctx) : await fleetView(main, ctx);
+    if (seq !== renderSeq) {
+      view.destroy();
+      return;
+    }
+    current = view;
+  } catch (e) {
+    if (seq !== renderSeq) return;
+    main.append(h('p.error', { role: 'alert' }, `Cannot load this view: ${(e as Error).message}`));
+  }
+  main.setAttribute('aria-busy', 'false');
+  if (s.profile && s.view === 'host' && s.host) {
+    panel = new ProfilePanel({
+      host: s.host,
+      ref: s.profile,
+      onChange: (ref) => navigate({ profile: ref }, true),
+      onClose: () => navigate({ profile: undefined }),
+    });
+    app.append(panel.el);
+    panel.el.scrollIntoView({ block: 'start' });
+  }
+  setLive(s, ctx);
+  // For bench/ui_load.mjs: the time from the start of a view's render (fetches included) to its
+  // charts drawn.
+  performance.measure(`warpscope:view:${s.view}${s.view === 'host' ? ':' + s.tab : ''}`, { start: t0 });
+  document.body.dataset.ready = String(seq);
+}
+
+function onKey(e: KeyboardEvent): void {
+  const target = e.target as HTMLElement;
+  if (e.ctrlKey || e.metaKey || e.altKey) return;
+  if (target && (target.tagName === 'INPUT' || target.tagName === 'SELECT' || target.tagName === 'TEXTAREA')) {
+    if (e.key === 'Escape') target.blur();
+    return;
+  }
+  const s = state();
+  switch (e.key) {
+    case 'f':
+      navigate({ view: 'fleet', profile: undefined });
+      break;
+    case 't':
+      navigate({ view: 'top', profile: undefined });
+      break;
+    case 'h':
+    case 'g':
+      if (s.view === 'host') navigate({ tab: e.key === 'g' ? 'gpu' : 'host', expand: undefined });
+      break;
+    case 'l':
+      if (s.from === undefined) navigate({ live: !s.live });
+      break;
+    case 'd':
+      toggleTheme();
+      break;
+    case '?':
+      showHelp();
+      break;
+    case '/': {
+      const search = document.querySelector<HTMLInputElement>('[data-testid=flame-search]');
+      if (search) {
+        e.preventDefault();
+        search.focus();
+      }
+      break;
+    }
+    case 'Escape':
+      if (document.getElementById('help')) document.getElementById('help')!.remove();
+      else if (s.profile) navigate({ profile: undefined });
+      break;
+    default:
+      if (/^[1-5]$/.test(e.key)) {
+        navigate({ range: RANGE_PRESETS[Number(e.key) - 1].id, from: undefined, to: undefined });
+      }
+  }
+}
+
+// Links inside the app change the URL without reloading the page.
+function onClick(e: MouseEvent): void {
+  if (e.defaultPrevented || e.button !== 0 || e.metaKey || e.ctrlKey || e.shiftKey || e.altKey) return;
+  const a = (e.target as HTMLElement).closest('a');
+  if (!a || a.target || a.hasAttribute('download')) return;
+  const url = new URL(a.href, window.location.href);
+  if (url.origin !== window.location.origin || url.pathname.startsWith('/api/')) return;
+  if (url.hash && url.pathname === window.location.pathname && url.search === window.location.search) return;
+  if (url.hash) return;
+  e.preventDefault();
+  if (url.pathname + url.search !== window.location.pathname + window.location.search) {
+    history.pushState(null, '', url.pathname + url.search);
+    void render();
+  }
+}
+
+applyTheme();
+window.matchMedia('(prefers-color-scheme: dark)').addEventListener('change', () => {
+  if (!localStorage.getItem('warpscope.theme')) {
+    applyTheme();
+    void render();
+  }
+});
+window.addEventListener('popstate', () => void render());
+document.addEventListener('keydown', onKey);
+document.addEventListener('click', onClick);
+void render();

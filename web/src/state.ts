@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+// The whole view lives in the URL (shareable, and the back button works):
+//   /                         fleet overview
+//   /top?kind=gpu&sort=gpu.utilization&dir=desc     (kind: host, gpu, executable, process,
+//                                                   container, pod)
+//   /host/<host>?tab=host|gpu&expand=<widget>&bgpu=<uuid>
+// plus, on every view:
+//   range=15m|1h|6h|24h|7d      a window ending now (default 1h), or from=<unix s>&to=<unix s>
+//   live=1                    refresh every 10 s (relative ranges only)
+//   p=<start>-<end>           the profile panel for that window, with pk=<kind> (cpu, cuda, ...),
+//                             pe=<entity> (one process), pv=<sample type index>, pq=<search>
+
+export type ViewName = 'fleet' | 'top' | 'host';
+export type TopKind = 'host' | 'gpu' | 'executable' | 'process' | 'container' | 'pod';
+
+export interface ProfileRef {
+  start: number;
+  end: number;
+  kind?: string;
+  entity?: string;
+  value?: number;
+  search?: string;
+}
+
+export interface ViewState {
+  view: ViewName;
+  host?: string;
+  tab: 'host' | 'gpu';
+  kind: TopKind;
+  sort?: string;
+  dir: 'asc' | 'desc';
+  range: string; // preset, or '' when from/to are set
+  from?: number;
+  to?: number;
+  live: boolean;
+  expand?: string;
+  bgpu?: string;
+  profile?: ProfileRef;
+}
+
+export const RANGE_PRESETS: { id: string; seconds: number; label: string }[] = [
+  { id: '15m', seconds: 15 * 60, label: '15 min' },
+  { id: '1h', seconds: 3600, label: '1 hour' },
+  { id: '6h', seconds: 6 * 3600, label: '6 hours' },
+  { id: '24h', seconds: 24 * 3600, label: '24 hours' },
+  { id: '7d', seconds: 7 * 86400, label: '7 days' },
+];
+
+const TOP_KINDS: TopKind[] = ['host', 'gpu', 'executable', 'process', 'container', 'pod'];
+
+function num(v: string | null): number | undefined {
+  if (v === null || v === '') return undefined;
+  const n = Number(v);
+  return Number.isFinite(n) ? n : undefined;
+}
+
+export function parseUrl(loc: { pathname: string; search: string }): ViewState {
+  const q = new URLSearchParams(loc.search);
+  const parts = loc.pathname.split('/').filter((p) => p !== '');
+  let view: ViewName = 'fleet';
+  let host: string | undefined;
+  if (parts[0] === 'top') view = 'top';
+  if (parts[0] === 'host' && parts.length > 1) {
+    view = 'host';
+    host = decodeURIComponent(parts.slice(1).join('/'));
+  }
+  const kind = q.get('kind') as TopKind | null;
+  const from = num(q.get('from'));
+  const to = num(q.get('to'));
+  const absolute = from !== undefined && to !== undefined && to > from;
+  let range = q.get('range') ?? '1h';
+  if (!RANGE_PRESETS.some((p) => p.id === range)) range = '1h';
+  const state: ViewState = {
+    view,
+    host,
+    tab: q.get('tab') === 'gpu' ? 'gpu' : 'host',
+    kind: kind && TOP_KINDS.includes(kind) ? kind : 'gpu',
+    sort: q.get('sort') ?? undefined,
+    dir: q.get('dir') === 'asc' ? 'asc' : 'desc',
+    range: absolute ? '' : range,
+    from: absolute ? from : undefined,
+    to: absolute ? to : undefined,
+    live: !absolute && q.get('live') === '1',
+    expand: q.get('expand') ?? undefined,
+    bgpu: q.get('bgpu') ?? undefined,
+  };
+  const p = q.get('p');
+  if (p) {
+    const m = /^(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)$/.exec(p);
+    if (m) {
+      state.profile = {
+        start: Number(m[1]),
+        end: Number(m[2]),
+        kind: q.get('pk') ?? undefined,
+        entity: q.get('pe') ?? undefined,
+        value: num(q.get('pv')),
+        search: q.get('pq') ?? undefined,
+      };
+    }
+  }
+  return state;
+}
+
+export function buildUrl(s: ViewState): string {
+  let path = '/';
+  if (s.view === 'top') path = '/top';
+  if (s.view === 'host' && s.host) path = `/host/${encodeURIComponent(s.host)}`;
+  const q = new URLSearchParams();
+  if (s.view === 'host') {
+    if (s.tab === 'gpu') q.set('tab', 'gpu');
+    if (s.expand) q.set('expand', s.expand);
+    if (s.bgpu) q.set('bgpu', s.bgpu);
+  }
+  if (s.view === 'top') {
+    q.set('kind', s.kind);
+    if (s.sort) q.set('sort', s.sort);
+    if (s.dir === 'asc') q.set('dir', 'asc');
+  }
+  if (s.from !== undefined && s.to !== undefined) {
+    q.set('from', String(Math.round(s.from)));
+    q.set('to', String(Math.round(s.to)));
+  } else if (s.range && s.range !== '1h') {
+    q.set('range', s.range);
+  }
+  if (s.live && s.from === undefined) q.set('live', '1');
+  if (s.profile) {
+    q.set('p', `${Math.floor(s.profile.start)}-${Math.ceil(s.profile.end)}`);
+    if (s.profile.kind) q.set('pk', s.profile.kind);
+    if (s.profile.entity) q.set('pe', s.profile.entity);
+    if (s.profile.value !== undefined) q.set('pv', String(s.profile.value));
+    if (s.profile.search) q.set('pq', s.profile.search);
+  }
+  const qs = q.toString();
+  return qs ? `${path}?${qs}` : path;
+}
+
+// The time window of the view in Unix seconds.
+export function timeWindow(s: ViewState, now = Date.now() / 1000): { start: number; end: number } {
+  if (s.from !== undefined && s.to !== undefined) return { start: s.from, end: s.to };
+  const preset = RANGE_PRESETS.find((p) => p.id === s.range) ?? RANGE_PRESETS[1];
+  return { start: now - preset.seconds, end: now };
+}
