@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cupti/wire.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace warpscope::cupti::wire {
+namespace {
+
+std::vector<Message> DecodeAll(const std::string& bytes, DecodeStatus* last) {
+  StreamDecoder d;
+  d.Append(bytes);
+  std::vector<Message> out;
+  Message m;
+  DecodeStatus s;
+  while ((s = d.Next(&m)) == DecodeStatus::kOk) {
+    out.push_back(m);
+  }
+  *last = s;
+  return out;
+}
+
+TEST(CuptiWireTest, RoundTripsEveryMessageType) {
+  std::vector<Message> in;
+  Hello hello;
+  hello.pid = 42;
+  hello.exe = "/usr/bin/python3";
+  hello.cupti_version = 130001;
+  hello.realtime_ns = 5;
+  in.push_back(hello);
+  in.push_back(Stack{7, {0x1000, 0x2000}, {{"train_step", "train.py", 12}}});
+  in.push_back(Launch{9, 100, 123456, 1, 307, 7, "_Z6kernelv"});
+  in.push_back(KernelName{3, "_Z6kernelv"});
+  KernelActivity ka;
+  ka.correlation_id = 9;
+  ka.name_id = 3;
+  ka.grid[0] = 128;
+  ka.block[2] = 4;
+  ka.start_ns = 10;
+  ka.end_ns = 20;
+  ka.graph_node_id = 1ull << 40;
+  ka.stack_hash = 7;
+  ka.launch_cbid = 211;
+  ka.launch_ns = 99;
+  in.push_back(ka);
+  in.push_back(KernelAggregate{1, 2, {{3, 0, 7, 10, 1000, 50, 200}}});
+  in.push_back(Memcpy{1, 1, 2, 3, 4096, 5, 6, 0, 1, 7, 0});
+  in.push_back(Memset{2, 0, 512, 5, 6, 0, 1, 7, 2, 0});
+  in.push_back(NvtxRange{"step", "app", 1, 2, 3});
+  in.push_back(StallReasons{0, {{4, "smsp__pcsamp_warps_issue_stalled_barrier"}}});
+  in.push_back(PcSamples{0, 1, 2, 100, 1, {{0xabc, "_Z6kernelv", 0x40, 4, 17}}});
+  in.push_back(CubinChunk{0xabc, 10, 4, "abc"});
+  in.push_back(Counters{{{CounterId::kLaunchesSeen, 10}, {CounterId::kRingDrops, 2}}});
+  in.push_back(Notice{Severity::kError, 39, "CUPTI is held by another subscriber"});
+  in.push_back(Control{ControlOp::kSetRate, 50});
+
+  std::string bytes;
+  for (const auto& m : in) {
+    Encode(m, &bytes);
+  }
+  DecodeStatus last;
+  auto out = DecodeAll(bytes, &last);
+  EXPECT_EQ(last, DecodeStatus::kNeedMore);
+  ASSERT_EQ(out.size(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    EXPECT_EQ(TypeOf(out[i]), TypeOf(in[i])) << i;
+    std::string a, b;
+    Encode(in[i], &a);
+    Encode(out[i], &b);
+    EXPECT_EQ(a, b) << "message " << i << " changed in the round trip";
+  }
+  const auto& stack = std::get<Stack>(out[1]);
+  EXPECT_EQ(stack.native, (std::vector<uint64_t>{0x1000, 0x2000}));
+  EXPECT_EQ(stack.python[0].function, "train_step");
+  EXPECT_EQ(stack.python[0].line, 12u);
+  EXPECT_EQ(std::get<Hello>(out[0]).exe, "/usr/bin/python3");
+}
+
+TEST(CuptiWireTest, StackIntoFixedBufferMatchesEncode) {
+  const uint64_t native[] = {1, 2, 3};
+  const PythonFrameView py[] = {{"f", "a.py", 3}, {"g", "b.py", 9}};
+  uint8_t buf[256];
+  const size_t n = EncodeStackInto(77, native, py, buf);
+  ASSERT_GT(n, 0u);
+  std::string expected;
+  Encode(Stack{77, {1, 2, 3}, {{"f", "a.py", 3}, {"g", "b.py", 9}}}, &expected);
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(buf), n), expected);
+  EXPECT_EQ(EncodeStackInto(77, native, py, std::span<uint8_t>(buf, 20)), 0u);
+}
+
+TEST(CuptiWireTest, DecodesAcrossPartialAppends) {
+  std::string bytes;
+  Encode(Launch{1, 2, 3, 1, 307, 5, "k"}, &bytes);
+  Encode(Launch{2, 2, 4, 1, 307, 5, "k2"}, &bytes);
+  StreamDecoder d;
+  Message m;
+  int got = 0;
+  for (char c : bytes) {
+    d.Append(std::string_view(&c, 1));
+    while (d.Next(&m) == DecodeStatus::kOk) {
+      ++got;
+    }
+  }
+  EXPECT_EQ(got, 2);
+  EXPECT_EQ(std::get<Launch>(m).symbol, "k2");
+}
+
+TEST(CuptiWireTest, SkipsUnknownTypesAndTrailingFields) {
+  std::string bytes;
+  // type 200, 3 bytes of payload
+  bytes += std::string("\x03\x00\x00\x00\xc8\x01\x00\x00xyz", 11);
+  std::string launch;
+  Encode(Launch{1, 2, 3, 1, 307, 5, "k"}, &launch);
+  launch[0] = static_cast<char>(launch[0] + 2);  // two bytes of a future field
+  launch += "zz";
+  bytes += launch;
+  StreamDecoder d;
+  d.Append(bytes);
+  Message m;
+  ASSERT_EQ(d.Next(&m), DecodeStatus::kOk);
+  EXPECT_EQ(std::get<Launch>(m).symbol, "k");
+  EXPECT_EQ(d.unknown_frames(), 1u);
+}
+
+TEST(CuptiWireTest, RejectsNewerVersionOversizeAndShortPayloads) {
+  DecodeStatus last;
+  std::string newer;
+  Encode(Control{ControlOp::kEnableCollection, 0}, &newer);
+  newer[5] = 9;
+  EXPECT_TRUE(DecodeAll(newer, &last).empty());
+  EXPECT_EQ(last, DecodeStatus::kError);
+
+  std::string big("\xff\xff\xff\x7f\x03\x01\x00\x00", 8);
+  EXPECT_TRUE(DecodeAll(big, &last).empty());
+  EXPECT_EQ(last, DecodeStatus::kError);
+
+  std::string short_launch("\x02\x00\x00\x00\x03\x01\x00\x00\x01\x02", 10);
+  StreamDecoder d;
+  d.Append(short_launch);
+  Message m;
+  EXPECT_EQ(d.Next(&m), DecodeStatus::kError);
+  EXPECT_NE(d.error().find("malformed"), std::string::npos);
+}
+
+TEST(CuptiWireTest, RejectsListCountsLargerThanThePayload) {
+  std::string bytes;
+  Encode(Stack{1, {}, {}}, &bytes);
+  // native count field follows the 8-byte header and the 8-byte hash
+  bytes[16] = '\xff';
+  bytes[17] = '\xff';
+  DecodeStatus last;
+  EXPECT_TRUE(DecodeAll(bytes, &last).empty());
+  EXPECT_EQ(last, DecodeStatus::kError);
+}
+
+TEST(CuptiWireTest, CubinChunkMustLieInsideTheCubin) {
+  std::string bytes;
+  Encode(CubinChunk{1, 2, 1, "abc"}, &bytes);
+  DecodeStatus last;
+  EXPECT_TRUE(DecodeAll(bytes, &last).empty());
+  EXPECT_EQ(last, DecodeStatus::kError);
+}
+
+TEST(CuptiWireTest, OversizedListsAreTruncatedToFitAFrame) {
+  KernelAggregate agg;
+  agg.entries.resize(100000);
+  std::string bytes;
+  Encode(agg, &bytes);
+  EXPECT_LE(bytes.size(), kHeaderSize + kMaxPayload);
+  DecodeStatus last;
+  auto out = DecodeAll(bytes, &last);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_GT(std::get<KernelAggregate>(out[0]).entries.size(), 1000u);
+}
+
+TEST(CuptiWireTest, ControlOpsUnknownToTheReaderStillDecode) {
+  std::string bytes;
+  Encode(Control{ControlOp::kSetAllKernelsDutyCycle, (100ull << 32) | 1000}, &bytes);
+  Encode(Control{static_cast<ControlOp>(200), 7}, &bytes);  // a future op
+  DecodeStatus last;
+  auto out = DecodeAll(bytes, &last);
+  EXPECT_EQ(last, DecodeStatus::kNeedMore);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(std::get<Control>(out[0]).op, ControlOp::kSetAllKernelsDutyCycle);
+  EXPECT_EQ(std::get<Control>(out[0]).value, (100ull << 32) | 1000);
+  EXPECT_EQ(static_cast<int>(std::get<Control>(out[1]).op), 200);
+
+  std::string zero;
+  Encode(Control{static_cast<ControlOp>(0), 0}, &zero);
+  EXPECT_TRUE(DecodeAll(zero, &last).empty());
+  EXPECT_EQ(last, DecodeStatus::kError);
+}
+
+TEST(CuptiWireTest, HashIsNeverZero) {
+  EXPECT_NE(HashBytes(kHashSeed, "", 0), 0u);
+  EXPECT_NE(HashBytes(kHashSeed, "a", 1), HashBytes(kHashSeed, "b", 1));
+}
+
+}  // namespace
+}  // namespace warpscope::cupti::wire

@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: Apache-2.0
+// A fake CUDA application for the injected profiler's end-to-end tests and overhead benchmark.
+// It loads the library named by CUDA_INJECTION64_PATH and calls InitializeInjection as the
+// driver does, then plays the driver through the fake libcupti's hooks (fake_cupti.h): kernel
+// launches from several threads at known launch sites, graph launches, a module load, memcpy
+// and NVTX records, PC samples, activity buffers delivered out of order, optionally launches
+// from an embedded Python interpreter, a fork, and a timed launch storm.
+//
+// Output (stdout, one fact per line, for the tests):
+//   site <function> <start address hex> <size>   address range of each launching function
+//   pid <pid>
+//   paused                                       (with --pause-file, before waiting)
+//   kernel <correlation id> <start ns>           (with --print-kernels, per kernel of the threads)
+//   storm launches=<n> kernels=<k> ns_per_launch=<x> cpu_ns_per_launch=<y> rss_kb=<peak>
+//     ns_per_launch: wall time x threads / launches; cpu_ns_per_launch: the process's CPU time
+//     (every thread, the profiler's flusher included) / launches
+//   child ok | done ok
+// Exit status 0 when every step behaved; non-zero with a message on stderr otherwise.
+#include <dlfcn.h>
+#include <link.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cupti/abi.h"
+#include "fakes/cupti/fake_cupti.h"
+
+#ifdef WARPSCOPE_FAKE_APP_PYTHON
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#endif
+
+// Exported by the fake libcupti like the real one.
+extern "C" warpscope::cupti::abi::CUptiResult cuptiGetCubinCrc(
+    warpscope::cupti::abi::CUpti_GetCubinCrcParams* params);
+
+namespace {
+
+namespace abi = ::warpscope::cupti::abi;
+
+void* const kContext = reinterpret_cast<void*>(0x1000);
+constexpr uint64_t kGemmNs = 5000;
+constexpr uint64_t kSoftmaxNs = 1000;
+constexpr uint64_t kGraphNodeNs = 2000;
+constexpr uint64_t kPythonNs = 3000;
+
+std::atomic<uint64_t> g_clock{1'000'000'000};
+uint64_t g_gap_ns = 10;        // --kernel-gap-us: idle GPU time after each kernel
+bool g_print_kernels = false;  // --print-kernels
+
+uint64_t GpuNow(uint64_t advance) { return g_clock.fetch_add(advance + g_gap_ns); }
+
+uint64_t NowNs(clockid_t clock) {
+  timespec ts;
+  clock_gettime(clock, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void AddKernel(uint32_t corr, const char* name, uint32_t stream, uint64_t start, uint64_t dur) {
+  FakeCuptiAddKernel(corr, name, 0, stream, start, start + dur, 0, 0);
+  if (g_print_kernels) {
+    std::printf("kernel %u %lu\n", corr, static_cast<unsigned long>(start));
+  }
+}
+
+struct Options {
+  int threads = 4;
+  int launches = 50;
+  bool graph = false;
+  bool python = false;
+  bool fork = false;
+  bool pc = false;
+  bool markers = false;
+  bool reverse = false;
+  bool conflict = false;
+  std::string pause_file;  // after the launches: wait for this file, then launch again
+  int storm_ms = 0;
+  int storm_threads = 1;
+  bool storm_records = true;
+  int storm_record_every = 64;  // a kernel record for one storm launch in this many
+  int storm_launch_work = 0;    // the driver's own CPU work per launch: iterations of a ~1 ns step
+  int records_per_buffer = 16;
+};
+
+// The launching functions: each shows up in the native stack of its launches.
+extern "C" __attribute__((noinline, visibility("default"))) uint32_t FakeAppLaunchGemm() {
+  const uint32_t corr = FakeCuptiLaunch(abi::kDomainRuntimeApi, abi::kCbidCudaLaunchKernel,
+                                        "_Z9fake_gemmv", kContext);
+  asm volatile("" ::: "memory");
+  return corr;
+}
+
+extern "C" __attribute__((noinline, visibility("default"))) uint32_t FakeAppLaunchSoftmax() {
+  const uint32_t corr = FakeCuptiLaunch(abi::kDomainDriverApi, abi::kCbidCuLaunchKernelEx,
+                                        "triton_softmax", kContext);
+  asm volatile("" ::: "memory");
+  return corr;
+}
+
+extern "C" __attribute__((noinline, visibility("default"))) uint32_t FakeAppLaunchGraph() {
+  const uint32_t corr =
+      FakeCuptiLaunch(abi::kDomainDriverApi, abi::kCbidCuGraphLaunch, nullptr, kContext);
+  asm volatile("" ::: "memory");
+  return corr;
+}
+
+extern "C" __attribute__((noinline, visibility("default"))) uint32_t FakeAppLaunchInChild() {
+  const uint32_t corr = FakeCuptiLaunch(abi::kDomainRuntimeApi, abi::kCbidCudaLaunchKernel,
+                                        "_Z10child_kernv", kContext);
+  asm volatile("" ::: "memory");
+  return corr;
+}
+
+extern "C" __attribute__((noinline, visibility("default"))) uint32_t FakeAppLaunchFromPython(
+    const char* name) {
+  const uint32_t corr =
+      FakeCuptiLaunch(abi::kDomainRuntimeApi, abi::kCbidCudaLaunchKernel, name, kContext);
+  asm volatile("" ::: "memory");
+  return corr;
+}
+
+void PrintSite(const char* name, const void* fn) {
+  Dl_info info;
+  void* extra = nullptr;
+  const auto* sym = dladdr1(fn, &info, &extra, RTLD_DL_SYMENT) != 0
+                        ? static_cast<const ElfW(Sym)*>(extra)
+                        : nullptr;
+  if (sym != nullptr) {
+    std::printf("site %s %lx %lu\n", name, reinterpret_cast<unsigned long>(info.dli_saddr),
+                static_cast<unsigned long>(sym->st_size));
+  } else {
+    std::printf("site %s %lx 0\n", name, reinterpret_cast<unsigned long>(fn));
+  }
+}
+
+void LaunchThread(int index, int launches) {
+  for (int i = 0; i < launches; ++i) {
+    const uint32_t gemm = FakeAppLaunchGemm();
+    AddKernel(gemm, "_Z9fake_gemmv", 7 + index, GpuNow(kGemmNs), kGemmNs);
+    const uint32_t softmax = FakeAppLaunchSoftmax();
+    AddKernel(softmax, "triton_softmax", 7 + index, GpuNow(kSoftmaxNs), kSoftmaxNs);
+  }
+}
+
+#ifdef WARPSCOPE_FAKE_APP_PYTHON
+PyObject* PyLaunch(PyObject*, PyObject* args) {
+  const char* name = nullptr;
+  if (!PyArg_ParseTuple(args, "s", &name)) {
+    return nullptr;
+  }
+  // Kernel names must outlive the process's records, like CUPTI's.
+  static const char* kPyKernel = "_Z9py_kernelv";
+  const uint32_t corr = FakeAppLaunchFromPython(kPyKernel);
+  const uint64_t t = GpuNow(kPythonNs);
+  FakeCuptiAddKernel(corr, kPyKernel, 0, 3, t, t + kPythonNs, 0, 0);
+  return PyLong_FromUnsignedLong(corr);
+}
+
+// Launches with the GIL released, as C++ extensions do around long calls: no Python frames.
+PyObject* PyLaunchNoGil(PyObject*, PyObject*) {
+  static const char* kNoGilKernel = "_Z10nogil_kernv";
+  uint32_t corr = 0;
+  Py_BEGIN_ALLOW_THREADS
+  corr = FakeAppLaunchFromPython(kNoGilKernel);
+  Py_END_ALLOW_THREADS
+  const uint64_t t = GpuNow(kPythonNs);
+  FakeCuptiAddKernel(corr, kNoGilKernel, 0, 3, t, t + kPythonNs, 0, 0);
+  return PyLong_FromUnsignedLong(corr);
+}
+
+PyMethodDef kMethods[] = {{"launch", PyLaunch, METH_VARARGS, "launch a fake kernel"},
+                          {"launch_nogil", PyLaunchNoGil, METH_NOARGS, "launch without the GIL"},
+                          {nullptr, nullptr, 0, nullptr}};
+PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "fakecuda", nullptr, -1, kMethods};
+PyObject* InitModule() { return PyModule_Create(&kModule); }
+
+bool RunPython() {
+  PyImport_AppendInittab("fakecuda", &InitModule);
+  Py_Initialize();
+  const char* script =
+      "import fakecuda\n"
+      "def model_forward(n):\n"
+      "    for i in range(n):\n"
+      "        fakecuda.launch('py_kernel')\n"
+      "def train_step():\n"
+      "    model_forward(5)\n"
+      "train_step()\n"
+      "fakecuda.launch_nogil()\n";
+  PyObject* code = Py_CompileString(script, "fake_train.py", Py_file_input);
+  PyObject* result = nullptr;
+  if (code != nullptr) {
+    PyObject* globals = PyDict_New();
+    PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
+    result = PyEval_EvalCode(code, globals, globals);
+    Py_DECREF(globals);
+    Py_DECREF(code);
+  }
+  const bool ok = result != nullptr;
+  if (!ok) {
+    PyErr_Print();
+  }
+  Py_XDECREF(result);
+  Py_FinalizeEx();
+  return ok;
+}
+#endif
+
+uint64_t PeakRssKb() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<uint64_t>(ru.ru_maxrss);
+}
+
+uint64_t ProcessCpuNs() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  auto ns = [](const timeval& tv) {
+    return static_cast<uint64_t>(tv.tv_sec) * 1'000'000'000ull +
+           static_cast<uint64_t>(tv.tv_usec) * 1000;
+  };
+  return ns(ru.ru_utime) + ns(ru.ru_stime);
+}
+
+// Kernel records of the storm carry CLOCK_REALTIME timestamps, like CUPTI's.
+void Storm(const Options& o) {
+  std::atomic<uint64_t> total{0};
+  std::atomic<uint64_t> kernels{0};
+  const uint64_t every = static_cast<uint64_t>(std::max(o.storm_record_every, 1));
+  const uint64_t cpu_start = ProcessCpuNs();
+  const auto start = std::chrono::steady_clock::now();
+  const auto end = start + std::chrono::milliseconds(o.storm_ms);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < o.storm_threads; ++t) {
+    threads.emplace_back([&, t] {
+      uint64_t n = 0;
+      uint64_t k = 0;
+      while (std::chrono::steady_clock::now() < end) {
+        for (int i = 0; i < 256; ++i) {
+          // A fixed amount of work, not a timed wait: its CPU cost stays the same when the
+          // thread is preempted, so CPU per launch compares across runs.
+          uint64_t x = n;
+          for (int w = 0; w < o.storm_launch_work; ++w) {
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            asm volatile("" : "+r"(x));
+          }
+          const uint32_t corr = FakeAppLaunchGemm();
+          if (o.storm_records && (n + static_cast<uint64_t>(i)) % every == 0) {
+            const uint64_t ts = NowNs(CLOCK_REALTIME);
+            FakeCuptiAddKernel(corr, "_Z9fake_gemmv", 0, 7 + t, ts, ts + kGemmNs, 0, 0);
+            ++k;
+          }
+        }
+        n += 256;
+      }
+      total += n;
+      kernels += k;
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  const double cpu = static_cast<double>(ProcessCpuNs() - cpu_start);
+  const double launches = static_cast<double>(std::max<uint64_t>(total.load(), 1));
+  // FakeAppLaunchGemm is a runtime launch: 4 callbacks (enter/exit + nested driver enter/exit).
+  std::printf("storm launches=%lu kernels=%lu ns_per_launch=%.1f cpu_ns_per_launch=%.1f rss_kb=%lu\n",
+              static_cast<unsigned long>(total.load()), static_cast<unsigned long>(kernels.load()),
+              ns * o.storm_threads / launches, cpu / launches,
+              static_cast<unsigned long>(PeakRssKb()));
+}
+
+bool ParseArgs(int argc, char** argv, Options* o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&](int* out) {
+      if (i + 1 >= argc) {
+        return false;
+      }
+      *out = std::atoi(argv[++i]);
+      return true;
+    };
+    if (a == "--threads") {
+      if (!next(&o->threads)) return false;
+    } else if (a == "--launches") {
+      if (!next(&o->launches)) return false;
+    } else if (a == "--storm-ms") {
+      if (!next(&o->storm_ms)) return false;
+    } else if (a == "--storm-threads") {
+      if (!next(&o->storm_threads)) return false;
+    } else if (a == "--pause-file") {
+      if (i + 1 >= argc) return false;
+      o->pause_file = argv[++i];
+    } else if (a == "--storm-record-every") {
+      if (!next(&o->storm_record_every)) return false;
+    } else if (a == "--storm-launch-work") {
+      if (!next(&o->storm_launch_work)) return false;
+    } else if (a == "--records-per-buffer") {
+      if (!next(&o->records_per_buffer)) return false;
+    } else if (a == "--kernel-gap-us") {
+      int us = 0;
+      if (!next(&us)) return false;
+      g_gap_ns = static_cast<uint64_t>(us) * 1000;
+    } else if (a == "--print-kernels") {
+      g_print_kernels = true;
+    } else if (a == "--no-storm-records") {
+      o->storm_records = false;
+    } else if (a == "--graph") {
+      o->graph = true;
+    } else if (a == "--python") {
+      o->python = true;
+    } else if (a == "--fork") {
+      o->fork = true;
+    } else if (a == "--pc") {
+      o->pc = true;
+    } else if (a == "--markers") {
+      o->markers = true;
+    } else if (a == "--reverse") {
+      o->reverse = true;
+    } else if (a == "--second-subscriber") {
+      o->conflict = true;
+    } else {
+      std::fprintf(stderr, "fake_cuda_app: unknown argument %s\n", a.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!ParseArgs(argc, argv, &o)) {
+    return 2;
+  }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (o.conflict) {
+    FakeCuptiSetSubscribeResult(abi::kErrorMultipleSubscribersNotSupported);
+  }
+  FakeCuptiSetDelivery(static_cast<size_t>(std::max(o.records_per_buffer, 1)), o.reverse ? 1 : 0);
+  const char* inject = std::getenv("CUDA_INJECTION64_PATH");
+  if (inject != nullptr && *inject != '\0') {
+    void* lib = dlopen(inject, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      std::fprintf(stderr, "fake_cuda_app: dlopen(%s): %s\n", inject, dlerror());
+      return 3;
+    }
+    auto init = reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"));
+    if (init == nullptr || init() != 1) {
+      std::fprintf(stderr, "fake_cuda_app: InitializeInjection missing or failed\n");
+      return 3;
+    }
+  }
+  std::printf("pid %d\n", static_cast<int>(getpid()));
+  PrintSite("FakeAppLaunchGemm", reinterpret_cast<void*>(&FakeAppLaunchGemm));
+  PrintSite("FakeAppLaunchSoftmax", reinterpret_cast<void*>(&FakeAppLaunchSoftmax));
+  PrintSite("FakeAppLaunchGraph", reinterpret_cast<void*>(&FakeAppLaunchGraph));
+  PrintSite("FakeAppLaunchInChild", reinterpret_cast<void*>(&FakeAppLaunchInChild));
+  PrintSite("FakeAppLaunchFromPython", reinterpret_cast<void*>(&FakeAppLaunchFromPython));
+
+  FakeCuptiContextCreated(kContext);
+  static const unsigned char kCubin[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x33, 'f', 'a', 'k', 'e',
+                                         'c', 'u', 'b', 'i', 'n', 0, 1, 2, 3, 4, 5, 6};
+  FakeCuptiModuleLoaded(kContext, 1, kCubin, sizeof(kCubin));
+
+  if (o.storm_ms > 0) {
+    Storm(o);
+    std::printf("done ok\n");
+    return 0;
+  }
+
+  std::vector<std::thread> threads;
+  for (int t = 0; t < o.threads; ++t) {
+    threads.emplace_back(LaunchThread, t, o.launches);
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  if (!o.pause_file.empty()) {
+    std::printf("paused\n");
+    for (int i = 0; i < 2000 && access(o.pause_file.c_str(), F_OK) != 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (access(o.pause_file.c_str(), F_OK) != 0) {
+      std::fprintf(stderr, "fake_cuda_app: %s did not appear\n", o.pause_file.c_str());
+      return 8;
+    }
+    LaunchThread(0, o.launches);
+  }
+  if (o.graph) {
+    static const char* kNodes[] = {"_Z8graph_k1v", "_Z8graph_k2v", "_Z8graph_k3v"};
+    for (int launch = 0; launch < 2; ++launch) {
+      const uint32_t corr = FakeAppLaunchGraph();
+      for (int n = 0; n < 3; ++n) {
+        const uint64_t t = GpuNow(kGraphNodeNs);
+        FakeCuptiAddKernel(corr, kNodes[n], 0, 9, t, t + kGraphNodeNs, 42, 100 + n);
+      }
+    }
+  }
+  if (o.markers) {
+    const uint64_t t = GpuNow(100);
+    FakeCuptiAddMarker(1, 2, t, "train_step", static_cast<uint32_t>(gettid()));
+    FakeCuptiAddMarker(1, 4, t + 50, nullptr, static_cast<uint32_t>(gettid()));
+    FakeCuptiAddMemcpy(1, 1, 4096, t, t + 40);
+  }
+#ifdef WARPSCOPE_FAKE_APP_PYTHON
+  if (o.python && !RunPython()) {
+    std::fprintf(stderr, "fake_cuda_app: the Python script failed\n");
+    return 4;
+  }
+#else
+  if (o.python) {
+    std::fprintf(stderr, "fake_cuda_app: built without Python (python3-dev missing)\n");
+    return 5;
+  }
+#endif
+  if (o.pc) {
+    abi::CUpti_GetCubinCrcParams p{};
+    p.size = sizeof(p);
+    p.cubin = kCubin;
+    p.cubinSize = sizeof(kCubin);
+    cuptiGetCubinCrc(&p);
+    FakeCuptiAddPcSample(kContext, p.cubinCrc, "_Z9fake_gemmv", 0x40, 7, 100);
+    FakeCuptiAddPcSample(kContext, p.cubinCrc, "_Z9fake_gemmv", 0x50, 12, 25);
+    // Wait (bounded) until the profiler opened a second window: the first one was collected.
+    for (int i = 0; i < 500 && FakeCuptiPcSamplingStarts() < 2; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (FakeCuptiPcSamplingStarts() < 2) {
+      std::fprintf(stderr, "fake_cuda_app: PC sampling windows did not open\n");
+      return 6;
+    }
+  }
+  if (o.fork) {
+    const pid_t child = fork();
+    if (child == 0) {
+      const uint32_t corr = FakeAppLaunchInChild();
+      const uint64_t t = GpuNow(kGemmNs);
+      FakeCuptiAddKernel(corr, "_Z10child_kernv", 0, 7, t, t + kGemmNs, 0, 0);
+      std::printf("child ok\n");
+      std::fflush(stdout);
+      std::exit(0);
+    }
+    int status = 0;
+    if (child < 0 || waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+      std::fprintf(stderr, "fake_cuda_app: the forked child failed (status %d)\n", status);
+      return 7;
+    }
+    // The parent keeps launching after the fork.
+    LaunchThread(0, 2);
+  }
+  std::printf("done ok\n");
+  return 0;
+}
