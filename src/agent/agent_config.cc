@@ -87,10 +87,25 @@ base::Status AgentConfig::Validate() const {
         "--listen-address={}: expected host:port or :port (e.g. :9400 or 127.0.0.1:9400)",
         prometheus_listen_address);
   }
-  if (!enable_gpu_metrics && !enable_host_metrics) {
+  if (!enable_gpu_metrics && !enable_host_metrics && !enable_cuda_profiler) {
     return base::InvalidArgument(
         "nothing to collect: --enable-host-metrics=false and GPU metrics are off; add "
-        "--enable-gpu-metrics");
+        "--enable-gpu-metrics or --cuda-profiler");
+  }
+  if (cuda_profile_interval < std::chrono::seconds(1) || cuda_profile_interval > hours(1)) {
+    return base::InvalidArgument("--cuda-profile-interval={}: must be between 1s and 1h",
+                                 base::FormatDuration(cuda_profile_interval));
+  }
+  if (cuda_profiler_rate && *cuda_profiler_rate > 1000000) {
+    return base::InvalidArgument(
+        "--cuda-profiler-rate={}: at most 1000000 launches per thread per second (0 = GPU time "
+        "only, no stacks)",
+        *cuda_profiler_rate);
+  }
+  if (!enable_cuda_profiler &&
+      (!cuda_profile_dir.empty() || cuda_profiler_rate || cuda_pc_sampling)) {
+    return base::InvalidArgument(
+        "--cuda-profile-dir, --cuda-profiler-rate and --cuda-pc-sampling need --cuda-profiler");
   }
   return base::OkStatus();
 }

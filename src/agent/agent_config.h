@@ -3,6 +3,8 @@
 #define WARPSCOPE_AGENT_AGENT_CONFIG_H_
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -55,6 +57,23 @@ struct AgentConfig {
   // Disk spool for windows the server has not acknowledged yet ("" = memory only).
   std::string buffer_dir;
   uint64_t buffer_max_bytes = 256ull << 20;
+
+  // CUDA kernel profiler (docs/cuda-profiler.md): accept processes running with
+  // CUDA_INJECTION64_PATH=libwarpscope_cupti.so on a unix socket and build GPU-time profiles.
+  bool enable_cuda_profiler = false;
+  // The socket; "" = the injected library's default (/run/warpscope/cupti.sock, else
+  // $XDG_RUNTIME_DIR/warpscope/cupti.sock).
+  std::string cuda_profiler_socket;
+  // Length of a profile window. Bounds: [1s, 1h]; windows close at collect cycles.
+  base::Duration cuda_profile_interval = std::chrono::seconds(60);
+  // Write every window's pprof/folded/trace files here ("" = no files). Profiles also go to
+  // server_url when set.
+  std::string cuda_profile_dir;
+  // Sent to every process that connects: admitted launches per thread per second (stack
+  // captures); unset = the process's own setting (WARPSCOPE_CUPTI_RATE, default 200).
+  std::optional<uint32_t> cuda_profiler_rate;
+  // Sent to every process that connects: turn PC sampling on.
+  bool cuda_pc_sampling = false;
 
   [[nodiscard]] base::Status Validate() const;
 };

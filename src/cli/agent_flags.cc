@@ -69,6 +69,33 @@ void AgentFlags::Register(CLI::App& sub) {
                  "Disk spool bound; beyond it the oldest windows are dropped and counted")
       ->envname("WARPSCOPE_BUFFER_MAX_BYTES")
       ->capture_default_str();
+  sub.add_flag("--cuda-profiler", cuda_profiler_,
+               "CUDA kernel profiler: accept applications started with "
+               "CUDA_INJECTION64_PATH=<prefix>/lib/libwarpscope_cupti.so and build GPU-time "
+               "profiles per kernel and launch stack (docs/cuda-profiler.md)")
+      ->envname("WARPSCOPE_CUDA_PROFILER");
+  sub.add_option("--cuda-profiler-socket", cuda_profiler_socket_,
+                 "Unix socket the injected library connects to (default: "
+                 "/run/warpscope/cupti.sock, or $XDG_RUNTIME_DIR/warpscope/cupti.sock when the "
+                 "agent cannot create /run/warpscope); applications read the same variable")
+      ->envname("WARPSCOPE_AGENT_SOCKET");
+  sub.add_option("--cuda-profile-interval", cuda_profile_interval_,
+                 "Length of a CUDA profile window (1s..1h; closed at collect cycles)")
+      ->envname("WARPSCOPE_CUDA_PROFILE_INTERVAL")
+      ->capture_default_str();
+  sub.add_option("--cuda-profile-dir", cuda_profile_dir_,
+                 "Write each window's profiles here: gpu-<host>-<pid>-<start>-<end>.pb.gz "
+                 "(pprof), .folded, .trace.json (Perfetto); with --server they are also sent there")
+      ->envname("WARPSCOPE_CUDA_PROFILE_DIR");
+  sub.add_option("--cuda-profiler-rate", cuda_profiler_rate_,
+                 "Tell every profiled process to capture the stack of at most N launches per "
+                 "thread per second (0: GPU time only; default: the process's "
+                 "WARPSCOPE_CUPTI_RATE, 200)")
+      ->envname("WARPSCOPE_CUDA_PROFILER_RATE");
+  sub.add_flag("--cuda-pc-sampling", cuda_pc_sampling_,
+               "Tell every profiled process to turn PC sampling on (stall reasons per SASS "
+               "instruction, in duty-cycled windows)")
+      ->envname("WARPSCOPE_CUDA_PC_SAMPLING");
   sub.add_flag("--once", once,
                "Collect two cycles one collect interval apart, print the Prometheus exposition "
                "to stdout and exit");
@@ -111,6 +138,21 @@ base::Status AgentFlags::Finish(agent::AgentConfig& config) const {
   config.tls_ca_file = tls_ca_file_;
   config.buffer_dir = buffer_dir_;
   config.buffer_max_bytes = buffer_max_bytes_;
+  config.enable_cuda_profiler = cuda_profiler_;
+  config.cuda_profiler_socket = cuda_profiler_socket_;
+  auto profile_interval = base::ParseDuration(cuda_profile_interval_);
+  if (!profile_interval) return profile_interval.error().WithContext("--cuda-profile-interval");
+  config.cuda_profile_interval = *profile_interval;
+  config.cuda_profile_dir = cuda_profile_dir_;
+  if (cuda_profiler_rate_ < -1 || cuda_profiler_rate_ > 1000000) {
+    return base::InvalidArgument(
+        "--cuda-profiler-rate={}: must be between 0 and 1000000 launches per thread per second",
+        cuda_profiler_rate_);
+  }
+  if (cuda_profiler_rate_ >= 0) {
+    config.cuda_profiler_rate = static_cast<uint32_t>(cuda_profiler_rate_);
+  }
+  config.cuda_pc_sampling = cuda_pc_sampling_;
   return config.Validate();
 }
 

@@ -44,6 +44,12 @@ class AgentFlags {
   std::string tls_ca_file_;
   std::string buffer_dir_;
   uint64_t buffer_max_bytes_ = 256ull << 20;
+  bool cuda_profiler_ = false;
+  std::string cuda_profiler_socket_;
+  std::string cuda_profile_interval_ = "1m";
+  std::string cuda_profile_dir_;
+  int64_t cuda_profiler_rate_ = -1;  // -1: not given
+  bool cuda_pc_sampling_ = false;
 };
 
 }  // namespace warpscope::cli

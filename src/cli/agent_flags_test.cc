@@ -87,5 +87,49 @@ TEST(AgentFlagsTest, TagsAndHeaders) {
   EXPECT_FALSE(Parse({"--otlp-header", "novalue"}, c).ok());
 }
 
+TEST(AgentFlagsTest, CudaProfilerIsOffByDefault) {
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({}, c).ok());
+  EXPECT_FALSE(c.enable_cuda_profiler);
+  EXPECT_EQ(c.cuda_profile_interval, seconds(60));
+  EXPECT_FALSE(c.cuda_profiler_rate.has_value());
+  EXPECT_FALSE(c.cuda_pc_sampling);
+}
+
+TEST(AgentFlagsTest, CudaProfilerFlags) {
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({"--cuda-profiler", "--cuda-profiler-socket", "/tmp/x/cupti.sock",
+                     "--cuda-profile-interval", "10s", "--cuda-profile-dir", "/tmp/profiles",
+                     "--cuda-profiler-rate", "0", "--cuda-pc-sampling"},
+                    c)
+                  .ok());
+  EXPECT_TRUE(c.enable_cuda_profiler);
+  EXPECT_EQ(c.cuda_profiler_socket, "/tmp/x/cupti.sock");
+  EXPECT_EQ(c.cuda_profile_interval, seconds(10));
+  EXPECT_EQ(c.cuda_profile_dir, "/tmp/profiles");
+  ASSERT_TRUE(c.cuda_profiler_rate.has_value());
+  EXPECT_EQ(*c.cuda_profiler_rate, 0u);
+  EXPECT_TRUE(c.cuda_pc_sampling);
+}
+
+TEST(AgentFlagsTest, CudaProfilerFlagsAreValidated) {
+  agent::AgentConfig c;
+  EXPECT_FALSE(Parse({"--cuda-profiler", "--cuda-profile-interval", "100ms"}, c).ok());
+  EXPECT_FALSE(Parse({"--cuda-profiler", "--cuda-profiler-rate", "-5"}, c).ok());
+  base::Status needs = Parse({"--cuda-profile-dir", "/tmp/profiles"}, c);
+  EXPECT_FALSE(needs.ok());
+  EXPECT_NE(needs.message().find("--cuda-profiler"), std::string::npos);
+  // The profiler alone is something to collect.
+  EXPECT_TRUE(Parse({"--cuda-profiler", "--enable-host-metrics=false"}, c).ok());
+}
+
+TEST(AgentFlagsTest, CudaProfilerSocketSharesTheApplicationsVariable) {
+  setenv("WARPSCOPE_AGENT_SOCKET", "/tmp/shared/cupti.sock", 1);
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({}, c).ok()) << "the variable alone does not need --cuda-profiler";
+  EXPECT_EQ(c.cuda_profiler_socket, "/tmp/shared/cupti.sock");
+  unsetenv("WARPSCOPE_AGENT_SOCKET");
+}
+
 }  // namespace
 }  // namespace warpscope::cli

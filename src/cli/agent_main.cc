@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/sources/cupti/cuda_profiler_source.h"
 #include "agent/sources/nvml/nvml_source.h"
 #include "agent/sources/procfs/procfs_process_resolver.h"
 #include "agent/sources/procfs/procfs_source.h"
@@ -45,6 +46,61 @@ std::vector<int> ProcessPids(const agent::Aggregator& agg) {
     }
   }
   return pids;
+}
+
+// The CUDA kernel profiler source (--cuda-profiler): listener, window length, sinks.
+base::Result<std::unique_ptr<agent::Source>> MakeCudaProfiler(const agent::AgentConfig& config,
+                                                              const std::string& host,
+                                                              const base::Clock& clock,
+                                                              agent::ErrorCounter& errors) {
+  namespace cupti = agent::cupti;
+  namespace wire = ::warpscope::cupti::wire;
+  cupti::CudaProfilerSource::Options options;
+  options.listener.socket_path = config.cuda_profiler_socket.empty()
+                                     ? cupti::DefaultListenSocket(::getenv)
+                                     : config.cuda_profiler_socket;
+  options.listener.symbolizer.host_root = config.host_root;
+  if (config.cuda_profiler_rate) {
+    options.listener.controls_on_connect.push_back(
+        wire::Control{wire::ControlOp::kSetRate, *config.cuda_profiler_rate});
+  }
+  if (config.cuda_pc_sampling) {
+    options.listener.controls_on_connect.push_back(
+        wire::Control{wire::ControlOp::kEnablePcSampling, 0});
+  }
+  options.window = config.cuda_profile_interval;
+  std::vector<cupti::CudaProfilerSource::SinkEntry> sinks;
+  if (!config.cuda_profile_dir.empty()) {
+    auto dir = cupti::DirectoryProfileSink::Create(config.cuda_profile_dir, host);
+    if (!dir) return base::Error(dir.error().WithContext("--cuda-profile-dir"));
+    cupti::ProfileUploader::Options upload;
+    upload.name = "directory";
+    sinks.push_back({std::move(*dir), upload});
+  }
+  if (!config.server_url.empty()) {
+    cupti::ServerProfileSink::Options so;
+    so.server_url = config.server_url;
+    so.host = host;
+    so.tls_ca_file = config.tls_ca_file;
+    so.timeout = std::chrono::seconds(5);  // bounds the agent's shutdown
+    if (!config.auth_token_file.empty()) {
+      auto token = base::ReadFile(config.auth_token_file, 4096);
+      if (!token) return base::Error(token.error().WithContext("--auth-token-file"));
+      so.auth_token = std::string(base::TrimWhitespace(*token));
+    }
+    auto server = cupti::ServerProfileSink::Create(so);
+    if (!server) return base::Error(server.error().WithContext("--server (CUDA profiles)"));
+    cupti::ProfileUploader::Options upload;
+    upload.name = "server";
+    sinks.push_back({std::move(*server), upload});
+  }
+  WARPSCOPE_LOG(INFO, "CUDA profiler: profiles every {}{}{}",
+                base::FormatDuration(config.cuda_profile_interval),
+                config.cuda_profile_dir.empty() ? "" : " to " + config.cuda_profile_dir,
+                config.server_url.empty() ? "" : " to " + config.server_url);
+  return std::unique_ptr<agent::Source>(std::make_unique<cupti::CudaProfilerSource>(
+      std::move(options), std::move(sinks), clock,
+      [&errors](std::string_view reason) { errors.Count(reason); }));
 }
 
 }  // namespace
@@ -99,6 +155,13 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
     agent.AddSource({std::move(procfs), [procfs_ptr](const agent::Aggregator& agg) {
                        procfs_ptr->SetPidsOfInterest(ProcessPids(agg));
                      }});
+  }
+
+  if (config.enable_cuda_profiler) {
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        auto profiler,
+        MakeCudaProfiler(config, host, clock, agent.self_stats().ErrorsFor("cuda_profiler")));
+    agent.AddSource({std::move(profiler), nullptr});
   }
 
   p->store_ = std::make_shared<exporters::MetricsSnapshotStore>();

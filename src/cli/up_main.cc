@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "agent/agent.h"
+#include "agent/sources/cupti/profile_listener.h"
 #include "base/file_util.h"
 #include "base/logging.h"
 #include "cli/commands.h"
@@ -90,6 +91,10 @@ int RunUp(const UpOptions& options) {
   agent_config.server_url = "http://127.0.0.1:" + std::to_string((*server)->port());
   agent_config.auth_token_file = token_file;
   agent_config.buffer_dir = options.data_dir + "/spool";
+  // CUDA kernel profiles of injected applications go to the local server too.
+  agent_config.enable_cuda_profiler = true;
+  agent_config.cuda_profile_interval = std::chrono::seconds(10);
+  agent_config.cuda_profiler_socket = agent::cupti::DefaultListenSocket(::getenv);
   if (base::Status st = agent_config.Validate(); !st.ok()) {
     std::fprintf(stderr, "warpscope up: %s\n", st.message().c_str());
     return 2;
@@ -102,12 +107,18 @@ int RunUp(const UpOptions& options) {
 
   std::printf(
       "warpscope is up%s\n"
+      "  web UI         http://127.0.0.1:%d/\n"
       "  query API      http://127.0.0.1:%d/api/v1/entities   (docs/api.md)\n"
       "  agent metrics  http://127.0.0.1:%d/metrics\n"
       "  data           %s  (ingest token in %s)\n"
+      "  CUDA profiler  CUDA_INJECTION64_PATH=%s/lib/libwarpscope_cupti.so "
+      "WARPSCOPE_AGENT_SOCKET=%s <app>\n"
       "Ctrl-C stops it.\n",
       options.simulate.empty() ? "" : (" on the NVML simulator (" + options.simulate + ")").c_str(),
-      (*server)->port(), options.agent_port, options.data_dir.c_str(), token_file.c_str());
+      (*server)->port(), (*server)->port(), options.agent_port, options.data_dir.c_str(),
+      token_file.c_str(),
+      std::filesystem::path(base::ExecutableDir()).parent_path().string().c_str(),
+      agent_config.cuda_profiler_socket.c_str());
   std::fflush(stdout);
 
   RunUntilSignal(runner, signals, [&] {

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: Apache-2.0
+// Aggregates what injected processes report during one export window into one profile per
+// process, weighted by GPU time, launches and PC samples.
+//
+// Every stack reads, root to leaf:
+//   executable -> Python frames (outermost first) -> native frames (outermost first)
+//     -> launch API ("cudaLaunchKernel") -> kernel (demangled)
+//     [-> SASS instruction "[sass] 0x0040 FFMA R5, R2, R3, R4" -> "[stall] long_scoreboard"]
+// Kernels without a launch stack (not admitted by the rate limiter, or aggregated in the
+// library) sit under "executable -> [unsampled launch site] -> kernel", so GPU time and launch
+// totals are exact (see AggregateMode for how aggregates and individual records combine). PC
+// samples carry no launch (continuous sampling), so each (function, PC, stall) count is split over
+// the window's launch sites of that kernel in proportion to their GPU time (largest remainder:
+// integer counts, exact totals); a kernel with no GPU time in the window gets "executable ->
+// [unattributed PC samples] -> kernel -> ...".
+//
+// Sample types: gpu_time/nanoseconds (default), launches/count, pc_samples/count. Sample
+// labels (numeric): device, stream, pid (PC samples that were not attributed have pid only).
+//
+// Thread contract: not thread-safe; one sequence feeds and finishes windows. Interned stacks,
+// process descriptions and counters persist across windows until ForgetProcess(); kernels,
+// aggregates and PC samples belong to the current window and are cleared by FinishWindow().
+#ifndef WARPSCOPE_AGENT_SOURCES_CUPTI_PROFILE_BUILDER_H_
+#define WARPSCOPE_AGENT_SOURCES_CUPTI_PROFILE_BUILDER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/sources/cupti/profile_input.h"
+#include "agent/sources/cupti/symbolizer.h"
+#include "model/sample_sink.h"
+
+namespace warpscope::agent::cupti {
+
+// One process's finished window, in every export format.
+struct WindowProfile {
+  int32_t pid = 0;
+  std::string executable;  // absolute path
+  int64_t start_ns = 0;    // the window, realtime ns
+  int64_t end_ns = 0;
+  std::string pprof_gz;           // gzip(perftools.profiles.Profile)
+  std::string folded;             // "a;b;c <gpu ns>\n", root first, sorted
+  std::string folded_pc_samples;  // same for pc_samples, "" when there were none
+  std::string trace_json;         // Chrome trace event format (opens in Perfetto)
+  uint64_t kernels = 0;           // kernel executions (activities + aggregated counts)
+  uint64_t gpu_time_ns = 0;
+  uint64_t pc_samples = 0;
+};
+
+class ProfileBuilder {
+ public:
+  // What KernelAggregate records cover.
+  enum class AggregateMode {
+    // Every kernel of the window, also those reported as KernelActivity (the injected library's
+    // behaviour): the "[unsampled launch site]" gets the aggregate minus the activities of the
+    // same (kernel, device, stream), so totals equal the aggregates.
+    kTotals,
+    // Only kernels not reported as KernelActivity: totals are activities + aggregates.
+    kDisjoint,
+  };
+
+  struct Options {
+    AggregateMode aggregate_mode = AggregateMode::kTotals;
+    // Innermost native frames in modules whose file name starts with one of these are the
+    // profiler's own (callback, CUPTI, driver internals below the launch API) and are dropped.
+    std::vector<std::string> drop_module_prefixes = {"libwarpscope_cupti", "libcupti"};
+    size_t max_stacks_per_process = 200000;  // interned stacks kept; beyond: "[stack evicted]"
+    size_t max_trace_kernels = 200000;       // kernels drawn in one window's trace per process
+    bool trace = true;                       // build trace_json
+  };
+
+  struct Stats {
+    uint64_t windows = 0;
+    uint64_t kernels = 0;                // activities + aggregated counts
+    uint64_t kernels_without_stack = 0;  // activities with no stack hash
+    uint64_t unknown_stack_hashes = 0;   // per window: distinct hashes never received
+    uint64_t pc_samples = 0;
+    uint64_t pc_samples_unattributed = 0;
+    uint64_t trace_kernels_dropped = 0;    // over max_trace_kernels
+    uint64_t unknown_process_records = 0;  // records for a pid never announced (process added)
+    // kTotals: activities exceeded their aggregate (records of one kernel split across windows);
+    // the aggregate's part is then clamped at 0.
+    uint64_t aggregate_shortfalls = 0;
+  };
+
+  // `symbolizer` may be null: native frames then read "[unknown] 0x<address>". It must outlive
+  // this builder.
+  ProfileBuilder(Symbolizer* symbolizer, Options options);
+  ~ProfileBuilder();
+  ProfileBuilder(const ProfileBuilder&) = delete;
+  ProfileBuilder& operator=(const ProfileBuilder&) = delete;
+
+  void AddProcess(const ProcessDesc& process);
+  void AddStack(int32_t pid, InternedStack stack);
+  void AddKernel(int32_t pid, KernelActivity kernel);
+  void AddKernelAggregate(int32_t pid, const KernelAggregate& aggregate);
+  void AddPcSample(int32_t pid, const PcSample& sample);
+  // Disassembly for PC-sample frames; kept across windows.
+  void AddSass(const SassMap& sass);
+  void UpdateCounters(int32_t pid, const ProcessCounters& counters);
+
+  // Builds the window [start_ns, end_ns) of every process that reported kernels, aggregates or
+  // PC samples in it, and clears the window's data. Processes are in pid order.
+  std::vector<WindowProfile> FinishWindow(int64_t start_ns, int64_t end_ns);
+
+  // Writes the self-metrics (cupti_metrics.h) of every known process, with its entity.
+  void EmitSelfMetrics(model::SampleSink& sink) const;
+
+  // Forgets a process that exited (its stacks, counters and symbolizer state).
+  void ForgetProcess(int32_t pid);
+
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct ProcessState;
+  ProcessState& State(int32_t pid);
+  const std::string& DemangledKernel(const std::string& mangled);
+
+  Symbolizer* symbolizer_;
+  Options options_;
+  Stats stats_;
+  std::map<int32_t, std::unique_ptr<ProcessState>> processes_;
+  SassMap sass_;
+  std::unordered_map<std::string, std::string> demangled_;
+};
+
+}  // namespace warpscope::agent::cupti
+
+#endif  // WARPSCOPE_AGENT_SOURCES_CUPTI_PROFILE_BUILDER_H_
