@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The GPU machine check: runs the agent against the real NVIDIA driver and prints, per GPU, which
-# metrics were present, absent or failing, with sanity checks. Results go to
+# metrics were present, absent or failing, with sanity checks; then the CUDA kernel profiler:
+# libwarpscope_cupti.so injected into a loop of tiny kernels and a small PyTorch training loop,
+# timed with and without injection, with the top kernels and their launch sites (set
+# PC_SAMPLING=1 to also ask for PC sampling and print stall reasons). Results go to
 # docs/device-results.md (by hand, from this script's output).
 #
 # The GPU machine has no package registry, so the binary is built here and carried over:
@@ -97,3 +100,147 @@ print("== source errors (source, reason, count)")
 for e in errors: print("  ", *e)
 print(f"== agent RSS {int(rss_kb)/1024:.1f} MiB, exit status {rc}")
 PY
+
+# ---------------------------------------------------------------------------------------------
+# The CUDA kernel profiler: libwarpscope_cupti.so injected into a launch-heavy loop of tiny
+# kernels (built with nvcc when present) and a small PyTorch training loop (when torch sees a
+# GPU), each timed with and without injection, with the agent collecting profiles.
+echo "== CUDA profiler"
+inject="$root/build/release/lib/libwarpscope_cupti.so"
+cupti=""
+for c in /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* /usr/local/cuda/lib64/libcupti.so* \
+    /usr/local/cuda-*/extras/CUPTI/lib64/libcupti.so* /usr/local/cuda-*/lib64/libcupti.so* \
+    $(ldconfig -p 2>/dev/null | awk '/libcupti\.so/{print $NF}') \
+    $(python3 -c 'import nvidia.cuda_cupti as m, os; print(os.path.join(list(m.__path__)[0], "lib"))' 2>/dev/null |
+      xargs -r -I{} sh -c 'ls {}/libcupti.so* 2>/dev/null'); do
+  [[ -f "$c" ]] && { cupti="$c"; break; }
+done
+if [[ ! -f "$inject" || -z "$cupti" ]]; then
+  echo "RESULT profiler=skipped (library: $inject, libcupti: ${cupti:-not found})"
+  exit 0
+fi
+echo "libcupti: $cupti"
+export WARPSCOPE_CUPTI_LIBRARY="$cupti"
+sock="$out/cupti.sock"
+profiles="$out/profiles"
+mkdir -p "$profiles"
+"$bin" agent --cuda-profiler --cuda-profiler-socket="$sock" --cuda-profile-dir="$profiles" \
+  --cuda-profile-interval=5s --listen-address=127.0.0.1:19401 ${PC_SAMPLING:+--cuda-pc-sampling} \
+  >"$out/profiler-agent.log" 2>&1 &
+prof_agent=$!
+sleep 1
+
+# time_runs NAME CMD...: wall seconds of CMD without, then with injection (best of 2 each).
+declare -A timing
+time_runs() {
+  local name="$1"; shift
+  for mode in plain injected; do
+    local best=""
+    for _ in 1 2; do
+      local t0 t1
+      t0=$(date +%s.%N)
+      if [[ "$mode" == injected ]]; then
+        CUDA_INJECTION64_PATH="$inject" WARPSCOPE_AGENT_SOCKET="$sock" "$@" >>"$out/$name.log" 2>&1
+      else
+        "$@" >>"$out/$name.log" 2>&1
+      fi || { echo "$name ($mode) failed: $(tail -3 "$out/$name.log")"; return 1; }
+      t1=$(date +%s.%N)
+      best=$(awk -v a="$best" -v b="$(awk -v x="$t0" -v y="$t1" 'BEGIN{print y-x}')" \
+        'BEGIN{print (a=="" || b<a) ? b : a}')
+    done
+    timing["$name.$mode"]=$best
+  done
+}
+
+if command -v nvcc >/dev/null; then
+  cat >"$out/tiny.cu" <<'CU'
+#include <cstdio>
+#include <cstdlib>
+__global__ void tiny_kernel(float* x) { x[threadIdx.x] += 1.0f; }
+int main(int argc, char** argv) {
+  int n = argc > 1 ? atoi(argv[1]) : 200000;
+  float* x;
+  cudaMalloc(&x, 256 * sizeof(float));
+  for (int i = 0; i < n; ++i) tiny_kernel<<<1, 256>>>(x);
+  cudaError_t e = cudaDeviceSynchronize();
+  printf("%d launches: %s\n", n, cudaGetErrorString(e));
+  return e == cudaSuccess ? 0 : 1;
+}
+CU
+  if nvcc -O2 -g -o "$out/tiny" "$out/tiny.cu" >"$out/nvcc.log" 2>&1; then
+    time_runs tiny "$out/tiny" 200000
+  else
+    echo "nvcc failed: $(tail -3 "$out/nvcc.log")"
+  fi
+else
+  echo "nvcc not found: no tiny-kernel loop"
+fi
+
+if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+  cat >"$out/train.py" <<'PY'
+import time, torch
+def make_model():
+    return torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(),
+                               torch.nn.Linear(4096, 1024)).cuda()
+def train_step(model, opt, x, y):
+    opt.zero_grad(set_to_none=True)
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    opt.step()
+def main():
+    model = make_model()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randn(512, 1024, device="cuda"); y = torch.randn(512, 1024, device="cuda")
+    for _ in range(400):
+        train_step(model, opt, x, y)
+    torch.cuda.synchronize()
+main()
+PY
+  time_runs torch python3 "$out/train.py"
+else
+  echo "PyTorch with a GPU not found: no training loop"
+fi
+
+sleep 6  # let the agent close a window after the last process
+kill -TERM "$prof_agent"; wait "$prof_agent"
+echo "-- workloads: best wall seconds of 2 runs"
+printf "%-8s %10s %10s %8s\n" workload plain injected ratio
+for w in tiny torch; do
+  [[ -n "${timing[$w.plain]:-}" ]] || continue
+  awk -v w="$w" -v p="${timing[$w.plain]}" -v i="${timing[$w.injected]}" \
+    'BEGIN{printf "%-8s %10.3f %10.3f %8.3f\n", w, p, i, p / i}'
+done
+echo "-- profiles written: $(ls "$profiles" | wc -l) files"
+python3 - "$profiles" <<'PY'
+import collections, glob, os, sys
+gpu = collections.Counter(); site = {}
+stalls = collections.Counter()
+for path in glob.glob(os.path.join(sys.argv[1], "*.folded")):
+    for line in open(path):
+        stack, _, value = line.rstrip("\n").rpartition(" ")
+        frames = stack.split(";")
+        is_pc = path.endswith(".pc.folded")
+        for i, f in enumerate(frames):
+            if "aunch" in f and i + 1 < len(frames):
+                kernel = frames[i + 1]
+                if is_pc:
+                    for g in frames[i + 2:]:
+                        if g.startswith("[stall]"): stalls[g] += int(value)
+                else:
+                    gpu[kernel] += int(value)
+                    site.setdefault(kernel, collections.Counter())[" > ".join(frames[max(1, i - 4):i])] += int(value)
+                break
+        else:
+            if not is_pc and len(frames) > 1:
+                gpu[frames[-1]] += int(value)
+print("-- top 5 kernels by GPU time, with their main launch site (4 frames above the launch)")
+for kernel, ns in gpu.most_common(5):
+    where = site.get(kernel, collections.Counter()).most_common(1)
+    print(f"  {ns/1e6:10.2f} ms  {kernel[:80]}")
+    if where: print(f"               from {where[0][0][:160]}")
+print(f"-- kernels seen: {len(gpu)}")
+if stalls:
+    print("-- top stall reasons (PC samples)")
+    for r, n in stalls.most_common(6): print(f"  {n:8d}  {r}")
+PY
+grep -iE "error|passive|notice" "$out/profiler-agent.log" | head -5
