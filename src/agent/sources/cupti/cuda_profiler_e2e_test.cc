@@ -9,7 +9,6 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <condition_variable>
@@ -23,6 +22,7 @@
 #include "agent/sources/cupti/cuda_profiler_source.h"
 #include "agent/sources/cupti/elf_symbols.h"
 #include "agent/sources/cupti/profile_listener.h"
+#include "agent/sources/cupti/testing/pprof_rows.h"
 #include "integration/child_process.h"
 #include "model/testing/collecting_sink.h"
 #include "perftools/profiles.pb.h"
@@ -31,7 +31,6 @@ namespace warpscope::agent::cupti {
 namespace {
 
 namespace w = ::warpscope::cupti::wire;
-namespace pb = ::perftools::profiles;
 using namespace std::chrono_literals;
 
 const std::string kApp = std::string(WARPSCOPE_BINARY_DIR) + "/bin/fake_cuda_app";
@@ -50,71 +49,14 @@ const std::string kSoftmax = "triton_softmax";
 const std::string kPyKernel = Demangle("_Z9py_kernelv");
 const std::string kNoGilKernel = Demangle("_Z10nogil_kernv");
 
-std::string Gunzip(const std::string& gz) {
-  z_stream zs;
-  std::memset(&zs, 0, sizeof(zs));
-  EXPECT_EQ(inflateInit2(&zs, 15 + 32), Z_OK);
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
-  zs.avail_in = static_cast<uInt>(gz.size());
-  std::string out;
-  char buf[65536];
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof(buf);
-    rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(buf, sizeof(buf) - zs.avail_out);
-  }
-  inflateEnd(&zs);
-  EXPECT_EQ(rc, Z_STREAM_END);
-  return out;
-}
+using Frame = PprofFrame;
+using Row = PprofRow;
 
-struct Frame {
-  std::string name;
-  std::string file;
-  int64_t line = 0;
-};
-
-// One pprof sample: frames root first, values (gpu_time, launches, pc_samples), labels.
-struct Row {
-  std::vector<Frame> frames;
-  std::vector<int64_t> values;
-  std::map<std::string, int64_t> labels;
-  int Index(const std::string& name) const {
-    for (size_t i = 0; i < frames.size(); ++i) {
-      if (frames[i].name == name) {
-        return static_cast<int>(i);
-      }
-    }
-    return -1;
-  }
-  // The first frame whose name contains `part`, or -1.
-  int IndexContaining(const std::string& part) const {
-    for (size_t i = 0; i < frames.size(); ++i) {
-      if (frames[i].name.find(part) != std::string::npos) {
-        return static_cast<int>(i);
-      }
-    }
-    return -1;
-  }
-  std::string Stack() const {
-    std::string out;
-    for (const auto& f : frames) {
-      out += (out.empty() ? "" : ";") + f.name;
-    }
-    return out;
-  }
-};
-
-struct Decoded {
-  pb::Profile profile;
-  std::vector<Row> rows;
-  std::string Str(int64_t i) const { return profile.string_table(static_cast<int>(i)); }
+struct Decoded : PprofRows {
   std::string Stacks() const {
     std::string out;
     for (const auto& r : rows) {
-      out += r.Stack() + " " + std::to_string(r.values[0]) + "\n";
+      out += r.stack + " " + std::to_string(r.values[0]) + "\n";
     }
     return out;
   }
@@ -139,29 +81,7 @@ struct Decoded {
 
 Decoded Decode(const std::string& gz) {
   Decoded d;
-  EXPECT_TRUE(d.profile.ParseFromString(Gunzip(gz)));
-  std::map<uint64_t, const pb::Function*> functions;
-  for (const auto& f : d.profile.function()) {
-    functions[f.id()] = &f;
-  }
-  std::map<uint64_t, const pb::Location*> locations;
-  for (const auto& l : d.profile.location()) {
-    locations[l.id()] = &l;
-  }
-  for (const auto& s : d.profile.sample()) {
-    Row row;
-    for (int i = s.location_id_size() - 1; i >= 0; --i) {  // leaf first on the wire
-      const pb::Location* loc = locations.at(s.location_id(i));
-      EXPECT_EQ(loc->line_size(), 1);
-      const pb::Function* fn = functions.at(loc->line(0).function_id());
-      row.frames.push_back(Frame{d.Str(fn->name()), d.Str(fn->filename()), loc->line(0).line()});
-    }
-    row.values.assign(s.value().begin(), s.value().end());
-    for (const auto& l : s.label()) {
-      row.labels[d.Str(l.key())] = l.num();
-    }
-    d.rows.push_back(std::move(row));
-  }
+  static_cast<PprofRows&>(d) = ReadPprofGz(gz);
   return d;
 }
 
@@ -218,8 +138,8 @@ void CheckRows(const Decoded& d, int32_t pid, int threads) {
     EXPECT_EQ(r.frames[0].name, "fake_cuda_app");
     EXPECT_EQ(r.labels.at("pid"), pid);
     const std::string& kernel = r.frames.back().name;
-    if (r.Index("[unsampled launch site]") == 1) {
-      EXPECT_EQ(r.frames.size(), 3u) << r.Stack();
+    if (r.IndexOf("[unsampled launch site]") == 1) {
+      EXPECT_EQ(r.frames.size(), 3u) << r.stack;
       continue;
     }
     const int api = static_cast<int>(r.frames.size()) - 2;
@@ -227,27 +147,27 @@ void CheckRows(const Decoded& d, int32_t pid, int threads) {
     int site = -1;
     if (kernel == kGemm) {
       ++sampled_gemm;
-      EXPECT_EQ(api_name, "cudaLaunchKernel") << r.Stack();
-      site = r.Index("FakeAppLaunchGemm");
+      EXPECT_EQ(api_name, "cudaLaunchKernel") << r.stack;
+      site = r.IndexOf("FakeAppLaunchGemm");
       const int caller = r.IndexContaining("LaunchThread(int, int)");
-      EXPECT_GT(caller, 0) << r.Stack();
-      EXPECT_LT(caller, site) << r.Stack();
+      EXPECT_GT(caller, 0) << r.stack;
+      EXPECT_LT(caller, site) << r.stack;
       EXPECT_TRUE(r.labels.at("stream") >= 7 && r.labels.at("stream") < 7 + threads);
     } else if (kernel == kSoftmax) {
       ++sampled_softmax;
-      EXPECT_EQ(api_name, "cuLaunchKernelEx") << r.Stack();
-      site = r.Index("FakeAppLaunchSoftmax");
+      EXPECT_EQ(api_name, "cuLaunchKernelEx") << r.stack;
+      site = r.IndexOf("FakeAppLaunchSoftmax");
     } else {
       // Graph nodes: all under the graph launch's stack and its one API frame.
-      EXPECT_EQ(api_name, "cuGraphLaunch") << r.Stack();
-      site = r.Index("FakeAppLaunchGraph");
+      EXPECT_EQ(api_name, "cuGraphLaunch") << r.stack;
+      site = r.IndexOf("FakeAppLaunchGraph");
       EXPECT_EQ(r.labels.at("stream"), 9);
     }
-    EXPECT_GT(site, 0) << r.Stack();
-    EXPECT_LT(site, api) << r.Stack();
+    EXPECT_GT(site, 0) << r.stack;
+    EXPECT_LT(site, api) << r.stack;
     for (int i = std::max(site, 0); i < api; ++i) {
       EXPECT_EQ(r.frames[static_cast<size_t>(i)].name.find("[unknown]"), std::string::npos)
-          << r.Stack();
+          << r.stack;
     }
   }
   EXPECT_GT(sampled_gemm, 0);
@@ -377,22 +297,22 @@ TEST_F(CudaProfilerE2eTest, PythonFramesSitAboveTheNativeFrames) {
   ASSERT_FALSE(py.empty());
   for (const Row* r : py) {
     // fake_cuda_app -> <module> -> train_step -> model_forward -> native ... -> kernel
-    ASSERT_GE(r->frames.size(), 6u) << r->Stack();
-    EXPECT_EQ(r->frames[1].name, "<module>") << r->Stack();
+    ASSERT_GE(r->frames.size(), 6u) << r->stack;
+    EXPECT_EQ(r->frames[1].name, "<module>") << r->stack;
     EXPECT_EQ(r->frames[1].file, "fake_train.py");
-    EXPECT_EQ(r->frames[2].name, "train_step") << r->Stack();
+    EXPECT_EQ(r->frames[2].name, "train_step") << r->stack;
     EXPECT_EQ(r->frames[2].line, 6);
-    EXPECT_EQ(r->frames[3].name, "model_forward") << r->Stack();
+    EXPECT_EQ(r->frames[3].name, "model_forward") << r->stack;
     EXPECT_EQ(r->frames[3].file, "fake_train.py");
     EXPECT_EQ(r->frames[3].line, 4);
-    const int site = r->Index("FakeAppLaunchFromPython");
-    EXPECT_GT(site, 3) << "native frames below the Python frames: " << r->Stack();
+    const int site = r->IndexOf("FakeAppLaunchFromPython");
+    EXPECT_GT(site, 3) << "native frames below the Python frames: " << r->stack;
     EXPECT_EQ(r->frames[r->frames.size() - 2].name, "cudaLaunchKernel");
   }
   // Launched with the GIL released: native frames only.
   for (const Row* r : d.Leaf(kNoGilKernel)) {
-    EXPECT_EQ(r->Index("model_forward"), -1) << r->Stack();
-    EXPECT_GT(r->Index("FakeAppLaunchFromPython"), 0) << r->Stack();
+    EXPECT_EQ(r->IndexOf("model_forward"), -1) << r->stack;
+    EXPECT_GT(r->IndexOf("FakeAppLaunchFromPython"), 0) << r->stack;
   }
 }
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "agent/sources/cupti/profile_builder.h"
+#include "agent/sources/cupti/testing/pprof_rows.h"
 
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <cstring>
 #include <filesystem>
@@ -25,19 +25,10 @@ __attribute__((noinline)) int Outer(int x) { return LaunchSite(x) + 2; }
 namespace warpscope::agent::cupti {
 namespace {
 
-namespace pb = ::perftools::profiles;
 
-// A pprof sample in readable form: frame names root first, joined with ';'.
-struct Row {
-  std::string stack;
-  std::vector<int64_t> values;
-  std::map<std::string, int64_t> labels;
-};
+using Row = PprofRow;
 
-struct Decoded {
-  pb::Profile profile;
-  std::vector<Row> rows;
-  std::string Str(int64_t index) const { return profile.string_table(static_cast<int>(index)); }
+struct Decoded : PprofRows {
   const Row* Find(const std::string& stack) const {
     for (const Row& r : rows) {
       if (r.stack == stack) {
@@ -55,54 +46,9 @@ struct Decoded {
   }
 };
 
-std::string Gunzip(const std::string& gz) {
-  z_stream zs;
-  std::memset(&zs, 0, sizeof(zs));
-  EXPECT_EQ(inflateInit2(&zs, 15 + 32), Z_OK);
-  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
-  zs.avail_in = static_cast<uInt>(gz.size());
-  std::string out;
-  char buf[65536];
-  int rc = Z_OK;
-  while (rc == Z_OK) {
-    zs.next_out = reinterpret_cast<Bytef*>(buf);
-    zs.avail_out = sizeof(buf);
-    rc = inflate(&zs, Z_NO_FLUSH);
-    out.append(buf, sizeof(buf) - zs.avail_out);
-  }
-  inflateEnd(&zs);
-  EXPECT_EQ(rc, Z_STREAM_END);
-  return out;
-}
-
 Decoded Decode(const std::string& gz) {
   Decoded d;
-  EXPECT_TRUE(d.profile.ParseFromString(Gunzip(gz)));
-  std::map<uint64_t, const pb::Function*> functions;
-  for (const auto& f : d.profile.function()) {
-    functions[f.id()] = &f;
-  }
-  std::map<uint64_t, const pb::Location*> locations;
-  for (const auto& l : d.profile.location()) {
-    locations[l.id()] = &l;
-  }
-  for (const auto& s : d.profile.sample()) {
-    Row row;
-    for (int i = s.location_id_size() - 1; i >= 0; --i) {  // leaf first on the wire
-      const pb::Location* loc = locations.at(s.location_id(i));
-      EXPECT_EQ(loc->line_size(), 1);
-      const pb::Function* fn = functions.at(loc->line(0).function_id());
-      if (!row.stack.empty()) {
-        row.stack += ";";
-      }
-      row.stack += d.Str(fn->name());
-    }
-    row.values.assign(s.value().begin(), s.value().end());
-    for (const auto& l : s.label()) {
-      row.labels[d.Str(l.key())] = l.num();
-    }
-    d.rows.push_back(std::move(row));
-  }
+  static_cast<PprofRows&>(d) = ReadPprofGz(gz);
   return d;
 }
 
