@@ -2,8 +2,10 @@
 // Browser test of the web UI against a real `warpscope up --simulate healthy-8xh100`:
 // every view loads without console errors, the charts show the scenario's values, and the
 // drill-down fleet -> top entities -> host -> GPU Metrics -> click a point -> flamegraph works
-// (with a synthetic pprof posted to the server), as does the "no profile" message.
-// Screenshots of each view go to --out.
+// (with a synthetic pprof posted to the server), as does the "no profile" message. Then a
+// server started with --auth-read (fed by an agent on the same scenario): the UI asks for the
+// token, refuses a wrong one with the server's message, and with the right one shows the fleet
+// and downloads a profile; sign out forgets the token. Screenshots of each view go to --out.
 //
 //   node ui_test.mjs --warpscope <build>/bin/warpscope --out <build>/test-output/browser \
 //        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
@@ -56,8 +58,12 @@ fs.mkdirSync(outDir, { recursive: true });
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'warpscope-ui-test-'));
 let server = null;
 let browser = null;
+// The --auth-read scenario's server and agent.
+const authChildren = [];
 function cleanup() {
-  if (server && server.exitCode === null) server.kill('SIGKILL');
+  for (const c of [server, ...authChildren]) {
+    if (c && c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  }
   try {
     fs.rmSync(dataDir, { recursive: true, force: true });
   } catch (e) {
@@ -67,16 +73,47 @@ function cleanup() {
 
 // SIGTERM, then waits for the exit (SIGKILL after 10 s) so that nothing writes to the data dir
 // while it is removed.
-function stopServer() {
-  if (!server || server.exitCode !== null || server.signalCode !== null) return Promise.resolve();
+function stopChild(child) {
+  if (!child || child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
-    const force = setTimeout(() => server.kill('SIGKILL'), 10_000);
-    server.once('exit', () => {
+    const force = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.once('exit', () => {
       clearTimeout(force);
       resolve();
     });
-    server.kill('SIGTERM');
+    child.kill('SIGTERM');
   });
+}
+const stopServer = () => stopChild(server);
+const stopAll = () => Promise.all([stopServer(), ...authChildren.map(stopChild)]);
+
+// `warpscope server --auth-read` with a token file, and `warpscope agent --simulate` pushing to it
+// every second (`warpscope up` has no --auth-read). Resolves to {base, token} once the server is up.
+async function startAuthServer(scenario = 'healthy-8xh100') {
+  const dir = path.join(dataDir, 'auth-read');
+  fs.mkdirSync(dir, { recursive: true });
+  const token = `ui-test-${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
+  const tokenFile = path.join(dir, 'token');
+  fs.writeFileSync(tokenFile, token + '\n', { mode: 0o600 });
+  const [port, agentPort] = [await freePort(), await freePort()];
+  const base = `http://127.0.0.1:${port}`;
+  const spawnLogged = (name, argv) => {
+    const child = spawn(warpscope, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d) => (err = (err + d).slice(-4000)));
+    child.on('exit', (code) => {
+      if (code) console.error(`warpscope ${name} exited with ${code}:\n${err}`);
+    });
+    authChildren.push(child);
+    return child;
+  };
+  spawnLogged('server', ['server', '--data-dir', path.join(dir, 'data'), '--listen-address', `127.0.0.1:${port}`, '--auth-token-file', tokenFile, '--auth-read']);
+  await until('the --auth-read server', async () => (await fetch(`${base}/healthz`)).ok, 15_000);
+  spawnLogged('agent', [
+    'agent', '--simulate', scenario, '--hostname', 'auth-node', '--collect-metrics-interval', '250ms', '--export-metrics-interval', '1s',
+    '--listen-address', `127.0.0.1:${agentPort}`, '--server', base, '--auth-token-file', tokenFile, '--buffer-dir', path.join(dir, 'spool'),
+  ]);
+  return { base, token };
 }
 
 function freePort() {
@@ -109,8 +146,8 @@ async function startServer(scenario = 'healthy-8xh100') {
   });
 }
 
-async function api(base, p) {
-  const r = await fetch(base + p);
+async function api(base, p, token) {
+  const r = await fetch(base + p, token ? { headers: { Authorization: `Bearer ${token}` } } : {});
   if (!r.ok) throw new Error(`${p}: HTTP ${r.status} ${await r.text()}`);
   return r.json();
 }
@@ -136,7 +173,12 @@ function numbers(text) {
   return [...text.matchAll(/-?\d+(?:\.\d+)?/g)].map((m) => Number(m[0]));
 }
 
+let authServer = null;
+
 async function main() {
+  // The --auth-read server starts now, so its agent has data by the time its part runs.
+  authServer = startAuthServer();
+  authServer.catch(() => undefined);
   const base = await startServer();
   console.log(`server at ${base}`);
   const host = await until('the host entity', async () => (await api(base, '/api/v1/entities?kind=host')).entities[0]?.id);
@@ -264,9 +306,8 @@ async function main() {
   await page.waitForFunction(() => /of the window matches/.test(document.querySelector('.toolbar .muted')?.textContent ?? ''));
   const matchText = await page.locator('.toolbar .muted').textContent();
   check(/^70(\.0)? %/.test(matchText.trim()), `searching "matmul" matches 210 of 300 samples (${matchText})`);
-  const download = await page.locator('a:has-text("pprof")').getAttribute('href');
-  const dl = await fetch(base + download);
-  check(dl.ok && (await dl.arrayBuffer()).byteLength > 20, 'the pprof download link answers a profile');
+  const pprofBytes = await downloadedBytes(page);
+  check(pprofBytes > 20, `the pprof button downloads the merged profile (${pprofBytes} bytes)`);
   await shot('05-profile-flamegraph', false);
 
   // 6. The back button closes the panel (the URL holds the whole view).
@@ -338,12 +379,127 @@ async function main() {
   await ready();
 
   check(errors.length === 0, `no console errors${errors.length ? ':\n  ' + errors.join('\n  ') : ''}`);
+  await stopServer();
+  await authScenario(authServer);
+}
+
+// Clicks the profile panel's pprof button; resolves to the size of the downloaded file.
+async function downloadedBytes(page) {
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('[data-testid=pprof-download]')]);
+  const file = await download.path();
+  return file ? fs.statSync(file).size : 0;
+}
+
+// 11. A server started with --auth-read: sign in, wrong token, right token, sign out.
+async function authScenario(started) {
+  const { base, token } = await started;
+  console.log(`--auth-read server at ${base}`);
+  check((await fetch(`${base}/api/v1/fleet`)).status === 401, 'the --auth-read server answers 401 without a token');
+  await until('GPU data on the --auth-read server', async () => {
+    const r = await api(base, '/api/v1/query_range?metric=gpu.utilization&start=now-5m', token);
+    return r.series.length === 8 && r.series.every((x) => x.points.length >= 2);
+  });
+  const now = Date.now() / 1000;
+  const posted = await fetch(`${base}/api/v1/ingest/profile?host=auth-node&kind=cpu&entity=pid/31000/0&pid=31000&executable=python3&start=${Math.floor(now - 600)}&end=${Math.ceil(now + 120)}`, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/octet-stream' },
+    body: encodeCpuProfile(TRAINING_STACKS),
+  });
+  check(posted.ok, `synthetic pprof stored on the --auth-read server (${posted.status})`);
+
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+  const page = await context.newPage();
+  // The only console errors allowed: Chromium's line for each 401 answer of the API (before
+  // sign-in and for the wrong token).
+  const errors = [];
+  let expected401 = 0;
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    if (m.text() === 'Failed to load resource: the server responded with a status of 401 (Unauthorized)' && m.location().url.startsWith(`${base}/api/v1/`)) {
+      ++expected401;
+      return;
+    }
+    errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  const requests = [];
+  page.on('request', (r) => requests.push(r));
+  const shot = async (name) => {
+    await page.screenshot({ path: path.join(outDir, `${name}.png`) });
+    console.log(`screenshot ${path.join(outDir, name + '.png')}`);
+  };
+
+  await page.goto(`${base}/?range=15m`);
+  await page.locator('[data-testid=signin]').waitFor();
+  check(expected401 > 0 && errors.length === 0, `without a token the sign-in panel appears (${expected401} expected 401 console lines, no other error)`);
+  check((await page.getByLabel('Access token').count()) === 1, 'the token field is labelled "Access token"');
+  check(await page.evaluate(() => document.activeElement?.id === 'signin-token'), 'the token field has the keyboard focus');
+  check(/--auth-token-file/.test(await page.locator('[data-testid=signin]').textContent()), 'the panel says where the token is (--auth-token-file)');
+  await shot('11-signin');
+
+  // A wrong token: the server's answer, and the panel asks again.
+  await page.keyboard.type('not-the-token');
+  await page.keyboard.press('Enter');
+  await page.locator('[data-testid=signin-error]').waitFor({ state: 'visible' });
+  const wrong = await page.locator('[data-testid=signin-error]').textContent();
+  check(/invalid bearer token/.test(wrong), `a wrong token shows the server's error (${wrong})`);
+  check((await page.locator('[data-testid=signin-token]').getAttribute('aria-invalid')) === 'true', 'the token field is marked invalid');
+  await shot('12-signin-wrong-token');
+
+  // The right token: the fleet view loads with the scenario's values.
+  await page.fill('[data-testid=signin-token]', token);
+  await page.keyboard.press('Enter');
+  await page.locator('[data-testid=tile-gpu-utilization]').waitFor();
+  await page.waitForFunction(() => document.querySelector('main')?.getAttribute('aria-busy') === 'false');
+  const before = expected401;
+  const utilTile = await page.locator('[data-testid=tile-gpu-utilization] .tile-value').textContent();
+  check(numbers(utilTile)[0] > 90, `after sign-in the fleet shows the scenario's GPU utilization (${utilTile})`);
+  const powerTile = await page.locator('[data-testid=tile-gpu-power] .tile-value').textContent();
+  check(/kW/.test(powerTile) && numbers(powerTile)[0] > 4.6 && numbers(powerTile)[0] < 5.8, `and its power (${powerTile})`);
+  const stored = await page.evaluate(() => [sessionStorage.getItem('warpscope.token'), localStorage.getItem('warpscope.token')]);
+  check(stored[0] === token && stored[1] === null, 'the token is kept in sessionStorage (not remembered on the browser)');
+
+  // The profile download sends the token too (fetch + blob URL).
+  const t = Math.floor(Date.now() / 1000);
+  await page.goto(`${base}/host/auth-node?range=15m&p=${t - 300}-${t}`);
+  await page.locator('[data-testid=flamegraph] canvas').waitFor();
+  const bytes = await downloadedBytes(page);
+  check(bytes > 20, `with the token the pprof button downloads the profile (${bytes} bytes)`);
+  check(expected401 === before, 'no request was refused after sign-in');
+  const leaked = requests.filter((r) => r.url().includes(token));
+  check(leaked.length === 0 && !page.url().includes(token), 'the token never appears in a URL');
+  const apiRequests = requests.filter((r) => r.url().startsWith(`${base}/api/`));
+  const auths = await Promise.all(apiRequests.slice(-5).map(async (r) => (await r.allHeaders()).authorization));
+  check(auths.length === 5 && auths.every((a) => a === `Bearer ${token}`), 'API requests (the pprof download among them) carry Authorization: Bearer <token>');
+
+  // Sign out: the token is forgotten and the panel asks for it again (dark theme here).
+  await page.click('[data-testid=sign-out]');
+  await page.locator('[data-testid=signin]').waitFor();
+  check((await page.evaluate(() => sessionStorage.getItem('warpscope.token'))) === null, 'sign out forgets the token');
+  await page.click('button[aria-label="Switch theme"]');
+  await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
+  await page.locator('[data-testid=signin]').waitFor();
+  await shot('13-signin-dark');
+
+  // "Remember on this browser": a new tab of the same browser needs no sign-in.
+  await page.fill('[data-testid=signin-token]', token);
+  await page.check('[data-testid=signin-remember]');
+  await page.click('.signin button[type=submit]');
+  await page.locator('[data-testid=sign-out]').waitFor();
+  check((await page.evaluate(() => localStorage.getItem('warpscope.token'))) === token, '"Remember on this browser" keeps the token in localStorage');
+  const second = await context.newPage();
+  second.on('pageerror', (e) => errors.push(String(e)));
+  await second.goto(`${base}/?range=15m`);
+  await second.locator('[data-testid=tile-gpu-utilization]').waitFor();
+  check((await second.locator('[data-testid=signin]').count()) === 0, 'a remembered token signs in a new tab');
+  await context.close();
+  check(errors.length === 0, `no console errors besides the expected 401s${errors.length ? ':\n  ' + errors.join('\n  ') : ''}`);
 }
 
 main()
   .then(async () => {
     await browser?.close();
-    await stopServer();
+    await stopAll();
     cleanup();
     clearTimeout(deadline);
     console.log('PASS');
@@ -352,7 +508,7 @@ main()
   .catch(async (e) => {
     console.error(`FAIL: ${e.stack ?? e}`);
     await browser?.close().catch(() => undefined);
-    await stopServer();
+    await stopAll();
     cleanup();
     process.exit(1);
   });

@@ -147,19 +147,115 @@ export function apiUrl(path: string, params: Params = {}): string {
   return s ? `${path}?${s}` : path;
 }
 
-export async function getJson<T>(path: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
-  const res = await fetch(apiUrl(path, params), { signal, headers: { Accept: 'application/json' } });
-  if (!res.ok) {
-    let message = `HTTP ${res.status}`;
-    try {
-      const body = await res.json();
-      if (body && typeof body.error === 'string') message = body.error;
-    } catch {
-      // not JSON: keep the status line
-    }
-    throw new ApiError(res.status, message);
+// The read token of a server started with --auth-read. Kept in sessionStorage (this tab only)
+// unless the user asked to be remembered on this browser (localStorage); never in a URL.
+const TOKEN_KEY = 'warpscope.token';
+let memoryToken = '';
+
+function storedToken(): string {
+  try {
+    return sessionStorage.getItem(TOKEN_KEY) ?? localStorage.getItem(TOKEN_KEY) ?? '';
+  } catch {
+    return ''; // storage disabled: the user signs in again on every load
   }
+}
+
+export function tokenRemembered(): boolean {
+  try {
+    return localStorage.getItem(TOKEN_KEY) !== null;
+  } catch {
+    return false;
+  }
+}
+
+export function storeToken(token: string, remember: boolean): void {
+  clearToken();
+  try {
+    (remember ? localStorage : sessionStorage).setItem(TOKEN_KEY, token);
+  } catch {
+    // storage disabled or full: keep it in memory for this page only
+    memoryToken = token;
+  }
+}
+
+export function clearToken(): void {
+  memoryToken = '';
+  try {
+    sessionStorage.removeItem(TOKEN_KEY);
+    localStorage.removeItem(TOKEN_KEY);
+  } catch {
+    // storage disabled: nothing stored
+  }
+}
+
+// The token requests carry: the stored one, else one kept in memory when storage is disabled.
+export function currentToken(): string {
+  return storedToken() || memoryToken;
+}
+
+// Called on every 401 answer with the server's message and the token the request carried ('' for
+// none); the app shell shows its sign-in panel.
+type AuthListener = (message: string, sentToken: string) => void;
+let authListener: AuthListener | null = null;
+export function onAuthRequired(listener: AuthListener): void {
+  authListener = listener;
+}
+
+// A fetch of the API with the stored token (or `token` when given) as a bearer token.
+export async function apiFetch(url: string, init: RequestInit = {}, token = currentToken()): Promise<Response> {
+  const headers = new Headers(init.headers);
+  if (token) headers.set('Authorization', `Bearer ${token}`);
+  return fetch(url, { ...init, headers });
+}
+
+async function errorOf(res: Response): Promise<ApiError> {
+  let message = `HTTP ${res.status}`;
+  try {
+    const body = await res.json();
+    if (body && typeof body.error === 'string') message = body.error;
+  } catch {
+    // not JSON: keep the status line
+  }
+  return new ApiError(res.status, message);
+}
+
+// Throws ApiError for an answer that is not 2xx; a 401 also goes to the onAuthRequired listener.
+async function checked(res: Response, sentToken: string): Promise<Response> {
+  if (res.ok) return res;
+  const e = await errorOf(res);
+  if (res.status === 401) authListener?.(e.message, sentToken);
+  throw e;
+}
+
+export async function getJson<T>(path: string, params: Params = {}, signal?: AbortSignal): Promise<T> {
+  const token = currentToken();
+  const res = await checked(await apiFetch(apiUrl(path, params), { signal, headers: { Accept: 'application/json' } }, token), token);
   return (await res.json()) as T;
+}
+
+// Checks a token against the server before it is stored: null when the server accepts it,
+// otherwise the server's message.
+export async function checkToken(token: string): Promise<string | null> {
+  const res = await apiFetch('/api/v1/metrics', { headers: { Accept: 'application/json' } }, token);
+  if (res.ok) return null;
+  return (await errorOf(res)).message;
+}
+
+// Downloads an API answer as a file: fetched with the token, handed to the browser as a blob URL
+// (so the token never appears in a URL, a history entry or a server log).
+export async function download(path: string, params: Params, filename: string): Promise<void> {
+  const token = currentToken();
+  const res = await checked(await apiFetch(apiUrl(path, params), {}, token), token);
+  const url = URL.createObjectURL(await res.blob());
+  const a = document.createElement('a');
+  a.href = url;
+  a.download = filename;
+  a.style.display = 'none';
+  document.body.append(a);
+  a.click();
+  a.remove();
+  // The browser reads the blob after the click's task; release it a little later.
+  window.setTimeout(() => URL.revokeObjectURL(url), 60_000);
 }
 
 let metricsCache: Promise<Map<string, MetricInfo>> | null = null;

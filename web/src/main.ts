@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The app shell: top bar (navigation, time range, live mode, theme), routing from the URL,
-// keyboard shortcuts, the profile panel.
+// keyboard shortcuts, the profile panel, and the sign-in panel of servers started with --auth-read.
 import './style.css';
+import { checkToken, clearToken, currentToken, onAuthRequired, storeToken, tokenRemembered } from './api';
 import { h } from './dom';
 import { fleetView } from './fleet';
 import { hostView } from './host';
@@ -17,6 +18,9 @@ let current: View | null = null;
 let panel: ProfilePanel | null = null;
 let liveTimer = 0;
 let renderSeq = 0;
+// Non-null while the server wants a token the UI does not have (or rejected the one it had): the
+// sign-in panel replaces the view until the user enters one the server accepts.
+let signIn: SignInPanel | null = null;
 
 function theme(): 'light' | 'dark' {
   const saved = localStorage.getItem('warpscope.theme');
@@ -111,7 +115,22 @@ function topBar(s: ViewState): HTMLElement {
   );
   const themeBtn = h('button.btn', { type: 'button', title: 'Switch light/dark theme (d)', 'aria-label': 'Switch theme', onclick: toggleTheme }, theme() === 'dark' ? '☀ Light' : '☾ Dark');
   const help = h('button.btn', { type: 'button', title: 'Keyboard shortcuts (?)', 'aria-label': 'Keyboard shortcuts', onclick: showHelp }, '?');
-  return h('header.topbar', {}, nav, h('div.controls', {}, presets, live, themeBtn, help));
+  const signOut = currentToken()
+    ? h(
+        'button.btn',
+        {
+          type: 'button',
+          title: tokenRemembered() ? 'Forget the access token remembered on this browser' : 'Forget the access token of this tab',
+          'data-testid': 'sign-out',
+          onclick: () => {
+            clearToken();
+            showSignIn('', 'Signed out: this browser no longer holds the access token.');
+          },
+        },
+        'Sign out',
+      )
+    : null;
+  return h('header.topbar', {}, nav, h('div.controls', {}, presets, live, themeBtn, help, signOut));
 }
 
 function toLocalInput(t: number): string {
@@ -172,6 +191,135 @@ function showHelp(): void {
   dialog.focus();
 }
 
+// The sign-in panel: a labelled password field for the server's read token, a "remember on this
+// browser" choice, the server's answer when it refuses the token. The token is checked against
+// the server before it is stored; the same panel (and what was typed) survives re-renders.
+class SignInPanel {
+  readonly el: HTMLElement;
+  private readonly input: HTMLInputElement;
+  private readonly remember: HTMLInputElement;
+  private readonly error: HTMLElement;
+  private readonly note: HTMLElement;
+  private readonly submit: HTMLButtonElement;
+
+  constructor(onSignedIn: () => void) {
+    this.input = h('input', {
+      id: 'signin-token',
+      type: 'password',
+      autocomplete: 'off',
+      spellcheck: 'false',
+      autocapitalize: 'off',
+      'aria-describedby': 'signin-where signin-error',
+      'data-testid': 'signin-token',
+    });
+    this.remember = h('input', { id: 'signin-remember', type: 'checkbox', 'data-testid': 'signin-remember' });
+    this.error = h('p.error', { id: 'signin-error', role: 'alert', hidden: true, 'data-testid': 'signin-error' });
+    this.note = h('p.muted', { role: 'status' });
+    this.submit = h('button.btn.primary', { type: 'submit' }, 'Sign in');
+    const form = h(
+      'form.signin-form',
+      {
+        onsubmit: (e: Event) => {
+          e.preventDefault();
+          void this.trySignIn(onSignedIn);
+        },
+      },
+      h('label', { for: 'signin-token' }, 'Access token'),
+      this.input,
+      h('div.signin-remember', {}, this.remember, h('label', { for: 'signin-remember' }, 'Remember on this browser')),
+      h('p.muted.signin-hint', {}, 'Without it the token is kept for this tab only and forgotten when the tab closes. It is sent in an ', h('code', {}, 'Authorization'), ' header, never in a URL.'),
+      this.error,
+      h('div', {}, this.submit),
+    );
+    this.el = h(
+      'section.card.signin',
+      { 'aria-labelledby': 'signin-title', 'data-testid': 'signin' },
+      h('h1', { id: 'signin-title' }, 'Sign in'),
+      this.note,
+      h('p', {}, 'This server asks for an access token before it shows its data (it runs with ', h('code', {}, '--auth-read'), ').'),
+      h(
+        'p',
+        { id: 'signin-where' },
+        'The token is the content of the file given to the server\'s ',
+        h('code', {}, '--auth-token-file'),
+        '; ',
+        h('code', {}, 'warpscope up'),
+        ' writes it to ',
+        h('code', {}, '<data-dir>/token'),
+        '.',
+      ),
+      form,
+    );
+  }
+
+  // `error`: the server's answer to the token the UI sent ('' when it sent none).
+  show(error: string, note = ''): void {
+    this.setError(error);
+    this.note.textContent = note;
+    this.note.hidden = !note;
+  }
+
+  focus(): void {
+    this.input.focus();
+    if (this.input.value) this.input.select();
+  }
+
+  private setError(message: string): void {
+    this.error.textContent = message;
+    this.error.hidden = !message;
+    if (message) this.input.setAttribute('aria-invalid', 'true');
+    else this.input.removeAttribute('aria-invalid');
+  }
+
+  private async trySignIn(onSignedIn: () => void): Promise<void> {
+    const token = this.input.value.trim();
+    if (!token) {
+      this.setError('Enter the access token.');
+      this.focus();
+      return;
+    }
+    this.submit.disabled = true;
+    this.el.setAttribute('aria-busy', 'true');
+    let problem: string | null;
+    try {
+      problem = await checkToken(token);
+    } catch (e) {
+      problem = `Cannot reach the server: ${(e as Error).message}`;
+    }
+    this.submit.disabled = false;
+    this.el.setAttribute('aria-busy', 'false');
+    if (problem) {
+      this.setError(problem);
+      this.focus();
+      return;
+    }
+    storeToken(token, this.remember.checked);
+    onSignedIn();
+  }
+}
+
+// Replaces the view with the sign-in panel (or updates the one shown).
+function showSignIn(error: string, note = ''): void {
+  const fresh = !signIn;
+  if (!signIn) {
+    signIn = new SignInPanel(() => {
+      signIn = null;
+      void render();
+    });
+  }
+  signIn.show(error, note);
+  if (fresh || !signIn.el.isConnected) void render();
+}
+
+// Every 401 of the API: a request without a token, or with one the server no longer accepts
+// (which is then forgotten). Answers to a token since replaced are ignored.
+onAuthRequired((message, sentToken) => {
+  if (sentToken !== currentToken()) return;
+  if (sentToken) clearToken();
+  if (signIn?.el.isConnected) return;
+  showSignIn(sentToken ? message : '');
+});
+
 function setLive(s: ViewState, ctx: ViewContext): void {
   window.clearInterval(liveTimer);
   liveTimer = 0;
@@ -196,6 +344,16 @@ async function render(): Promise<void> {
   const app = document.getElementById('app')!;
   const main = h('main', { id: 'main', tabindex: -1, 'aria-busy': 'true' });
   app.replaceChildren(h('a.skip', { href: '#main' }, 'Skip to content'), topBar(s), main);
+  if (signIn) {
+    window.clearInterval(liveTimer);
+    liveTimer = 0;
+    document.title = 'Sign in · warpscope';
+    main.append(signIn.el);
+    main.setAttribute('aria-busy', 'false');
+    signIn.focus();
+    document.body.dataset.ready = String(seq);
+    return;
+  }
   document.title = s.view === 'host' ? `${s.host} · warpscope` : s.view === 'top' ? 'Top entities · warpscope' : 'Fleet · warpscope';
   try {
     const view =

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The profile panel: the profiles of one host and window, merged, as a flamegraph with search
 // and zoom, a top-functions table and a pprof download; or, when there is none, what to enable.
-import { ApiError, apiUrl, getJson } from './api';
+import { ApiError, download, getJson } from './api';
 import type { MergedTree, ProfileMeta } from './api';
 import { h } from './dom';
 import { FlameGraph, topFunctions } from './flame';
@@ -120,9 +120,20 @@ export class ProfilePanel {
       value: ref.search ?? '',
       'data-testid': 'flame-search',
     });
-    const download = h(
-      'a.btn',
-      { href: apiUrl('/api/v1/profiles/merged', { ...params, format: 'pprof' }), download: 'profile-merged.pb.gz' },
+    const downloadStatus = h('span.dl-status', { role: 'status' });
+    const downloadBtn = h(
+      'button.btn',
+      {
+        type: 'button',
+        title: 'Download the merged profile (pprof) for go tool pprof, speedscope or Perfetto',
+        'data-testid': 'pprof-download',
+        onclick: () => {
+          downloadStatus.textContent = '';
+          download('/api/v1/profiles/merged', { ...params, format: 'pprof' }, 'profile-merged.pb.gz').catch((e) => {
+            downloadStatus.textContent = `Download failed: ${(e as Error).message}`;
+          });
+        },
+      },
       '⬇ pprof',
     );
     const reset = h('button.btn', { type: 'button', onclick: () => this.flame?.zoom(0) }, 'Reset zoom');
@@ -139,7 +150,7 @@ export class ProfilePanel {
       search.dispatchEvent(new Event('input'));
     });
     body.replaceChildren(
-      h('div.toolbar', {}, kindSelect, procSelect, valueSelect, search, searchStats, reset, download),
+      h('div.toolbar', {}, kindSelect, procSelect, valueSelect, search, searchStats, reset, downloadBtn, downloadStatus),
       summary,
       flameBox,
       h('h3', {}, 'Top functions'),
