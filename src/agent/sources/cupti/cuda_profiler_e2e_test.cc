@@ -17,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "agent/sources/cupti/cuda_profiler_source.h"
@@ -245,7 +246,8 @@ TEST_F(CudaProfilerE2eTest, KernelsSitUnderTheNativeFramesThatLaunchedThemWithEx
   EXPECT_EQ(d.Sum(kGemm, 1), kThreads * kLaunches);
   EXPECT_EQ(d.Sum(kSoftmax, 0), int64_t{kThreads * kLaunches} * kSoftmaxNs);
   EXPECT_EQ(d.Sum(kSoftmax, 1), kThreads * kLaunches);
-  EXPECT_EQ(window.gpu_time_ns, uint64_t{kThreads * kLaunches} * (kGemmNs + kSoftmaxNs));
+  EXPECT_EQ(window.gpu_time_ns - window.memory_gpu_time_ns,
+            uint64_t{kThreads * kLaunches} * (kGemmNs + kSoftmaxNs));
 
   CheckRows(d, pid, kThreads);
 
@@ -314,6 +316,46 @@ TEST_F(CudaProfilerE2eTest, PythonFramesSitAboveTheNativeFrames) {
     EXPECT_EQ(r->IndexOf("model_forward"), -1) << r->stack;
     EXPECT_GT(r->IndexOf("FakeAppLaunchFromPython"), 0) << r->stack;
   }
+}
+
+TEST_F(CudaProfilerE2eTest, CopiesEnterTheProfileAndCopiesAndNvtxRangesTheTrace) {
+  // --markers: after its launches the application records an NVTX range "train_step" (50 ns)
+  // and a 4 KiB host-to-device copy (40 ns), then exits (the library flushes at exit).
+  auto app = StartApp({"--threads", "1", "--launches", "2", "--markers"});
+  ASSERT_NE(app, nullptr);
+  const int32_t pid = app->pid();
+  const int status = app->Wait(30s);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << app->Stderr();
+  ASSERT_TRUE(listener_->WaitUntil([](const auto& s) { return s.closed >= 1; }, 30s));
+  const WindowProfile window = Window(pid);
+  const Decoded d = Decode(window.pprof_gz);
+  SCOPED_TRACE(d.Stacks());
+  EXPECT_EQ(window.memory_ops, 1u);
+  EXPECT_EQ(window.memory_gpu_time_ns, 40u);
+  const auto copies = d.Leaf("[memcpy HtoD]");
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0]->stack, "fake_cuda_app;[memcpy HtoD]");
+  EXPECT_EQ(copies[0]->values, (std::vector<int64_t>{40, 0, 0}));
+
+  nlohmann::json trace = nlohmann::json::parse(window.trace_json, nullptr, false);
+  ASSERT_FALSE(trace.is_discarded()) << window.trace_json;
+  int memcpys = 0;
+  int ranges = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["cat"] == "memcpy") {
+      ++memcpys;
+      EXPECT_EQ(e["name"], "memcpy HtoD 4 KiB");
+      EXPECT_EQ(e["args"]["bytes"], 4096);
+    }
+    if (e["ph"] == "X" && e["cat"] == "nvtx") {
+      ++ranges;
+      EXPECT_EQ(e["name"], "train_step");
+      EXPECT_EQ(e["pid"], pid);
+      EXPECT_DOUBLE_EQ(e["dur"].get<double>(), 0.05);
+    }
+  }
+  EXPECT_EQ(memcpys, 1);
+  EXPECT_EQ(ranges, 1);
 }
 
 // The Source end to end: profiles land in a directory (--cuda-profile-dir), and a control sent

@@ -6,7 +6,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <numeric>
+#include <queue>
 #include <set>
 #include <string_view>
 
@@ -37,6 +39,7 @@ enum class FrameKind : uint8_t {
   kKernel,
   kSass,
   kStall,
+  kMemory,
   kMarker
 };
 
@@ -94,6 +97,30 @@ void AppendJsonString(fmt::memory_buffer& out, std::string_view s) {
   out.push_back('"');
 }
 
+// "64 MiB", "1.5 KiB", "512 B": binary units, one decimal unless exact.
+std::string FormatBytes(uint64_t bytes) {
+  constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  size_t unit = 0;
+  while (unit + 1 < std::size(kUnits) && bytes >= (uint64_t{1} << (10 * (unit + 1)))) {
+    ++unit;
+  }
+  if (unit == 0) {
+    return fmt::format("{} B", bytes);
+  }
+  const uint64_t scale = uint64_t{1} << (10 * unit);
+  if (bytes % scale == 0) {
+    return fmt::format("{} {}", bytes / scale, kUnits[unit]);
+  }
+  return fmt::format("{:.1f} {}", static_cast<double>(bytes) / static_cast<double>(scale),
+                     kUnits[unit]);
+}
+
+// The profile frame of a copy or memset: "[memcpy HtoD]", "[memset]".
+std::string MemoryFrameName(const MemoryActivity& m) {
+  return m.op == MemoryActivity::Op::kMemcpy ? fmt::format("[memcpy {}]", m.kind)
+                                             : std::string("[memset]");
+}
+
 // Microseconds with three decimals, exact for integer nanoseconds.
 void AppendMicros(fmt::memory_buffer& out, int64_t ns) {
   if (ns < 0) {
@@ -140,18 +167,31 @@ class WindowData {
     return it->second;
   }
 
-  // Adds values to the sample with this root-first stack and labels.
+  // The id of an nvtx label value (0 is "no label").
+  uint32_t NvtxLabel(const std::string& name) {
+    if (name.empty()) {
+      return 0;
+    }
+    auto [it, inserted] = nvtx_ids_.emplace(name, static_cast<uint32_t>(nvtx_names_.size()));
+    if (inserted) {
+      nvtx_names_.push_back(name);
+    }
+    return it->second;
+  }
+
+  // Adds values to the sample with this root-first stack and labels (nvtx: a NvtxLabel id).
   // Returns the sample's index.
   size_t Add(const std::vector<uint32_t>& stack, int64_t device, int64_t stream,
-             const int64_t (&values)[kValueCount]) {
+             const int64_t (&values)[kValueCount], uint32_t nvtx = 0) {
     std::string key;
-    key.reserve(stack.size() * 4 + 16);
+    key.reserve(stack.size() * 4 + 20);
     key.append(reinterpret_cast<const char*>(stack.data()), stack.size() * sizeof(uint32_t));
     key.append(reinterpret_cast<const char*>(&device), sizeof(device));
     key.append(reinterpret_cast<const char*>(&stream), sizeof(stream));
+    key.append(reinterpret_cast<const char*>(&nvtx), sizeof(nvtx));
     auto [it, inserted] = sample_ids_.emplace(std::move(key), samples_.size());
     if (inserted) {
-      samples_.push_back({stack, device, stream, {0, 0, 0}});
+      samples_.push_back({stack, device, stream, nvtx, {0, 0, 0}});
     }
     for (size_t i = 0; i < kValueCount; ++i) {
       samples_[it->second].values[i] += values[i];
@@ -163,13 +203,17 @@ class WindowData {
     std::vector<uint32_t> stack;  // root first
     int64_t device = -1;          // -1: no label
     int64_t stream = -1;
+    uint32_t nvtx = 0;  // 0: no label
     int64_t values[kValueCount];
   };
 
   const std::vector<FrameRec>& frames() const { return frames_; }
   const std::vector<Sample>& samples() const { return samples_; }
+  const std::string& nvtx_name(uint32_t id) const { return nvtx_names_[id]; }
 
  private:
+  std::vector<std::string> nvtx_names_{""};
+  std::unordered_map<std::string, uint32_t> nvtx_ids_;
   std::vector<FrameRec> frames_;
   std::unordered_map<std::string, uint32_t> frame_ids_;
   std::vector<Sample> samples_;
@@ -288,6 +332,7 @@ base::Result<std::string> EncodePprof(const WindowData& data, int32_t pid, int64
   int64_t device_key = intern("device");
   int64_t stream_key = intern("stream");
   int64_t pid_key = intern("pid");
+  int64_t nvtx_key = -1;  // interned on first use: profiles without NVTX keep their table
   for (const auto& s : data.samples()) {
     pb::Sample* out = p.add_sample();
     for (auto it = s.stack.rbegin(); it != s.stack.rend(); ++it) {
@@ -308,6 +353,14 @@ base::Result<std::string> EncodePprof(const WindowData& data, int32_t pid, int64
       add_label(stream_key, s.stream);
     }
     add_label(pid_key, pid);
+    if (s.nvtx != 0) {
+      if (nvtx_key < 0) {
+        nvtx_key = intern("nvtx");
+      }
+      pb::Label* l = out->add_label();
+      l->set_key(nvtx_key);
+      l->set_str(intern(data.nvtx_name(s.nvtx)));
+    }
   }
   std::string bytes;
   if (!p.SerializeToString(&bytes)) {
@@ -371,6 +424,9 @@ struct ProfileBuilder::ProcessState {
   std::vector<KernelActivity> kernels;
   std::vector<KernelAggregate> aggregates;
   std::vector<PcSample> pc_samples;
+  std::vector<MemoryActivity> memory;
+  std::deque<NvtxRange> nvtx_history;   // arrival order; for labels
+  std::vector<NvtxRange> nvtx_undrawn;  // not drawn in a trace yet
   ProcessCounters counters;
   uint64_t overhead_ns_at_window_start = 0;
   std::optional<double> overhead_ratio;
@@ -424,6 +480,30 @@ void ProfileBuilder::AddPcSample(int32_t pid, const PcSample& sample) {
   State(pid).pc_samples.push_back(sample);
 }
 
+void ProfileBuilder::AddMemoryActivity(int32_t pid, MemoryActivity activity) {
+  State(pid).memory.push_back(std::move(activity));
+}
+
+void ProfileBuilder::AddNvtxRange(int32_t pid, NvtxRange range) {
+  ProcessState& state = State(pid);
+  ++stats_.nvtx_ranges;
+  if (options_.trace) {
+    if (state.nvtx_undrawn.size() < options_.max_trace_kernels) {
+      state.nvtx_undrawn.push_back(range);
+    } else {
+      ++stats_.trace_events_dropped;
+    }
+  }
+  if (options_.max_nvtx_ranges_per_process == 0) {
+    return;
+  }
+  while (state.nvtx_history.size() >= options_.max_nvtx_ranges_per_process) {
+    state.nvtx_history.pop_front();
+    ++stats_.nvtx_ranges_evicted;
+  }
+  state.nvtx_history.push_back(std::move(range));
+}
+
 void ProfileBuilder::AddSass(const SassMap& sass) {
   for (const auto& [key, text] : sass) {
     sass_[key] = text;
@@ -465,7 +545,13 @@ std::vector<WindowProfile> ProfileBuilder::FinishWindow(int64_t start_ns, int64_
       state.overhead_ratio = static_cast<double>(spent) / static_cast<double>(end_ns - start_ns);
     }
     state.overhead_ns_at_window_start = state.counters.overhead_ns;
-    if (state.kernels.empty() && state.aggregates.empty() && state.pc_samples.empty()) {
+    // Ranges that ended long before this window can no longer contain a launch of a kernel
+    // still to come.
+    std::erase_if(state.nvtx_history, [&](const NvtxRange& r) {
+      return r.end_ns < start_ns - options_.nvtx_history_ns;
+    });
+    if (state.kernels.empty() && state.aggregates.empty() && state.pc_samples.empty() &&
+        state.memory.empty()) {
       continue;
     }
 
@@ -561,6 +647,57 @@ std::vector<WindowProfile> ProfileBuilder::FinishWindow(int64_t start_ns, int64_
       return window_stacks.emplace(key, std::move(ids)).first->second;
     };
 
+    // The innermost NVTX range containing each sampled launch, per launching thread: a sweep
+    // over the thread's ranges (by start; the longer first on equal starts, so the inner one is
+    // opened later) and its launches (by time), with the ranges open at the launch time kept
+    // ordered by start. The innermost open range is the one opened last.
+    std::vector<uint32_t> kernel_nvtx(state.kernels.size(), 0);
+    if (!state.nvtx_history.empty()) {
+      std::unordered_map<int32_t, std::vector<const NvtxRange*>> ranges_by_thread;
+      for (const NvtxRange& r : state.nvtx_history) {
+        if (r.end_ns > r.start_ns) {
+          ranges_by_thread[r.thread_id].push_back(&r);
+        }
+      }
+      std::unordered_map<int32_t, std::vector<std::pair<int64_t, size_t>>> launches_by_thread;
+      for (size_t i = 0; i < state.kernels.size(); ++i) {
+        const KernelActivity& k = state.kernels[i];
+        if (k.api_end_ns > k.api_start_ns && ranges_by_thread.contains(k.thread_id)) {
+          launches_by_thread[k.thread_id].push_back({k.api_start_ns, i});
+        }
+      }
+      for (auto& [tid, launches] : launches_by_thread) {
+        std::vector<const NvtxRange*>& ranges = ranges_by_thread[tid];
+        std::sort(ranges.begin(), ranges.end(), [](const NvtxRange* a, const NvtxRange* b) {
+          return a->start_ns != b->start_ns ? a->start_ns < b->start_ns : a->end_ns > b->end_ns;
+        });
+        std::sort(launches.begin(), launches.end());
+        std::set<std::pair<int64_t, size_t>> open;  // (start, index in ranges)
+        std::priority_queue<std::pair<int64_t, size_t>, std::vector<std::pair<int64_t, size_t>>,
+                            std::greater<>>
+            ends;  // (end, index in ranges), earliest first
+        size_t next = 0;
+        for (const auto& [launch_ns, kernel_index] : launches) {
+          while (next < ranges.size() && ranges[next]->start_ns <= launch_ns) {
+            open.insert({ranges[next]->start_ns, next});
+            ends.push({ranges[next]->end_ns, next});
+            ++next;
+          }
+          while (!ends.empty() && ends.top().first <= launch_ns) {
+            open.erase({ranges[ends.top().second]->start_ns, ends.top().second});
+            ends.pop();
+          }
+          if (!open.empty()) {
+            uint32_t label = data.NvtxLabel(ranges[open.rbegin()->second]->name);
+            if (label != 0) {
+              kernel_nvtx[kernel_index] = label;
+              ++stats_.kernels_nvtx_labeled;
+            }
+          }
+        }
+      }
+    }
+
     // GPU time and launches, in two steps so the per-kernel work is a few hash lookups:
     // (stack hash, launch frame, kernel frame, device, stream) first, full stacks once per
     // distinct key after.
@@ -582,6 +719,7 @@ std::vector<WindowProfile> ProfileBuilder::FinishWindow(int64_t start_ns, int64_
       uint32_t kernel;
       uint32_t device;
       uint32_t stream;
+      uint32_t nvtx;  // WindowData::NvtxLabel id, 0: none
       bool operator==(const SiteKey&) const = default;
     };
     struct SiteKeyHash {
@@ -591,6 +729,7 @@ std::vector<WindowProfile> ProfileBuilder::FinishWindow(int64_t start_ns, int64_
              (h >> 2);
         h ^= (static_cast<uint64_t>(k.device) << 32 | k.stream) + 0x94d049bb133111ebull + (h << 6) +
              (h >> 2);
+        h ^= k.nvtx + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
         return static_cast<size_t>(h);
       }
     };
@@ -602,8 +741,14 @@ std::vector<WindowProfile> ProfileBuilder::FinishWindow(int64_t start_ns, int64_
     };
     std::unordered_map<SiteKey, SiteValue, SiteKeyHash> sites_by_key;
     std::vector<SiteKey> site_order;  // first-seen order, for deterministic output
-    for (const KernelActivity& k : state.kernels) {
-      SiteKey key{k.stack_hash.value_or(0), kNoStack, kernel_id(k.name), k.device, k.stream};
+    for (size_t i = 0; i < state.kernels.size(); ++i) {
+      const KernelActivity& k = state.kernels[i];
+      SiteKey key{k.stack_hash.value_or(0),
+                  kNoStack,
+                  kernel_id(k.name),
+                  k.device,
+                  k.stream,
+                  kernel_nvtx[i]};
       if (!k.stack_hash.has_value()) {
         ++stats_.kernels_without_stack;
       } else {
@@ -639,7 +784,7 @@ std::vector<WindowProfile> ProfileBuilder::FinishWindow(int64_t start_ns, int64_
       }
       stack.push_back(key.kernel);
       int64_t values[kValueCount] = {static_cast<int64_t>(v.ns), static_cast<int64_t>(v.count), 0};
-      size_t index = data.Add(stack, key.device, key.stream, values);
+      size_t index = data.Add(stack, key.device, key.stream, values, key.nvtx);
       site_time[kernel_mangled[key.kernel]][index] += v.ns;
       profile.gpu_time_ns += v.ns;
       profile.kernels += v.count;
@@ -676,6 +821,22 @@ std::vector<WindowProfile> ProfileBuilder::FinishWindow(int64_t start_ns, int64_
       profile.gpu_time_ns += ns;
       profile.kernels += count;
     }
+
+    // Memory copies and memsets: GPU time under "executable -> [memcpy HtoD]".
+    for (const MemoryActivity& m : state.memory) {
+      uint64_t ns = static_cast<uint64_t>(std::max<int64_t>(0, m.end_ns - m.start_ns));
+      ++profile.memory_ops;
+      profile.memory_gpu_time_ns += ns;
+      profile.gpu_time_ns += ns;
+      if (ns == 0) {
+        continue;
+      }
+      stack = {process_frame,
+               data.Intern({FrameKind::kMemory, MemoryFrameName(m), "", "", 0, "", ""})};
+      int64_t values[kValueCount] = {static_cast<int64_t>(ns), 0, 0};
+      data.Add(stack, m.device, m.stream, values);
+    }
+    stats_.memory_ops += profile.memory_ops;
 
     // PC samples, split over the kernel's launch sites by GPU time.
     struct SiteList {
@@ -730,10 +891,11 @@ std::vector<WindowProfile> ProfileBuilder::FinishWindow(int64_t start_ns, int64_
         stack = base.stack;  // copied: Add() below may grow the sample table
         int64_t device = base.device;
         int64_t stream = base.stream;
+        uint32_t nvtx = base.nvtx;
         stack.push_back(sass_frame);
         stack.push_back(stall_frame);
         int64_t values[kValueCount] = {0, 0, static_cast<int64_t>(share)};
-        data.Add(stack, device, stream, values);
+        data.Add(stack, device, stream, values, nvtx);
       }
     }
 
@@ -761,7 +923,10 @@ std::vector<WindowProfile> ProfileBuilder::FinishWindow(int64_t start_ns, int64_
         t.push_back('\n');
         return t;
       };
-      t.reserve(4096 + std::min(state.kernels.size(), options_.max_trace_kernels) * 768);
+      t.reserve(4096 +
+                std::min(state.kernels.size() + state.memory.size() + state.nvtx_undrawn.size(),
+                         options_.max_trace_kernels) *
+                    768);
       t.append(std::string_view("{\"displayTimeUnit\":\"ns\",\"traceEvents\":["));
       fmt::format_to(
           fmt::appender(emit()),
@@ -773,6 +938,34 @@ std::vector<WindowProfile> ProfileBuilder::FinishWindow(int64_t start_ns, int64_
       std::set<uint64_t> launch_slices;  // correlation ids drawn (graph launches fan out)
       uint64_t flow_id = 0;
       size_t drawn = 0;
+      // NVTX ranges first: few, and what a reader orients by (step boundaries).
+      for (const NvtxRange& r : state.nvtx_undrawn) {
+        if (drawn >= options_.max_trace_kernels) {
+          ++stats_.trace_events_dropped;
+          continue;
+        }
+        ++drawn;
+        threads.insert(r.thread_id);
+        if (r.end_ns > r.start_ns) {
+          fmt::format_to(fmt::appender(emit()),
+                         "{{\"ph\":\"X\",\"cat\":\"nvtx\",\"pid\":{},\"tid\":{},\"ts\":", pid,
+                         r.thread_id);
+          AppendMicros(t, r.start_ns);
+          t.append(std::string_view(",\"dur\":"));
+          AppendMicros(t, r.end_ns - r.start_ns);
+        } else {
+          fmt::format_to(fmt::appender(emit()),
+                         "{{\"ph\":\"i\",\"s\":\"t\",\"cat\":\"nvtx\",\"pid\":{},\"tid\":{},"
+                         "\"ts\":",
+                         pid, r.thread_id);
+          AppendMicros(t, r.start_ns);
+        }
+        t.append(std::string_view(",\"name\":"));
+        AppendJsonString(t, r.name.empty() ? std::string_view("[nvtx]") : r.name);
+        t.append(std::string_view(",\"args\":{\"domain\":"));
+        AppendJsonString(t, r.domain);
+        t.append(std::string_view("}}"));
+      }
       for (const KernelActivity& k : state.kernels) {
         if (drawn >= options_.max_trace_kernels) {
           ++stats_.trace_kernels_dropped;
@@ -826,6 +1019,39 @@ std::vector<WindowProfile> ProfileBuilder::FinishWindow(int64_t start_ns, int64_
         AppendMicros(t, k.start_ns);
         t.push_back('}');
       }
+      for (const MemoryActivity& m : state.memory) {
+        if (drawn >= options_.max_trace_kernels) {
+          ++stats_.trace_events_dropped;
+          continue;
+        }
+        ++drawn;
+        const bool copy = m.op == MemoryActivity::Op::kMemcpy;
+        const int64_t dur = std::max<int64_t>(0, m.end_ns - m.start_ns);
+        gpu_tracks.insert({m.device, m.stream});
+        fmt::format_to(fmt::appender(emit()),
+                       "{{\"ph\":\"X\",\"cat\":\"{}\",\"pid\":{},\"tid\":{},\"ts\":",
+                       copy ? "memcpy" : "memset", kGpuTrackPidBase + m.device, m.stream);
+        AppendMicros(t, m.start_ns);
+        t.append(std::string_view(",\"dur\":"));
+        AppendMicros(t, dur);
+        t.append(std::string_view(",\"name\":"));
+        AppendJsonString(t, copy ? fmt::format("memcpy {} {}", m.kind, FormatBytes(m.bytes))
+                                 : fmt::format("memset {}", FormatBytes(m.bytes)));
+        t.append(std::string_view(",\"args\":{"));
+        AppendJsonString(t, copy ? "kind" : "memory_kind");
+        t.push_back(':');
+        AppendJsonString(t, m.kind);
+        fmt::format_to(fmt::appender(t),
+                       ",\"bytes\":{},\"correlation_id\":{},\"device\":{},\"stream\":{},"
+                       "\"context\":{},\"graph_id\":{}",
+                       m.bytes, m.correlation_id, m.device, m.stream, m.context, m.graph_id);
+        if (dur > 0) {
+          // bytes per ns is GB/s (10^9 bytes per second)
+          fmt::format_to(fmt::appender(t), ",\"throughput_gb_per_s\":{:.3f}",
+                         static_cast<double>(m.bytes) / static_cast<double>(dur));
+        }
+        t.append(std::string_view("}}"));
+      }
       for (int32_t tid : threads) {
         fmt::format_to(fmt::appender(emit()),
                        "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},"
@@ -859,6 +1085,8 @@ std::vector<WindowProfile> ProfileBuilder::FinishWindow(int64_t start_ns, int64_
     state.kernels.clear();
     state.aggregates.clear();
     state.pc_samples.clear();
+    state.memory.clear();
+    state.nvtx_undrawn.clear();
     out.push_back(std::move(profile));
   }
   return out;

@@ -14,8 +14,26 @@
 // integer counts, exact totals); a kernel with no GPU time in the window gets "executable ->
 // [unattributed PC samples] -> kernel -> ...".
 //
+// Memory copies and memsets add GPU time under "executable -> [memcpy HtoD]" (or "[memcpy DtoH]",
+// "[memset]", ...): they have no launch stack (the library samples kernel launches only). They
+// count in gpu_time, not in launches (which stays the number of kernel executions), so the
+// gpu_time total is all the GPU work the process did and the sample types stay the three below
+// (a fourth type would make profiles of older and newer agents unmergeable on the server).
+//
 // Sample types: gpu_time/nanoseconds (default), launches/count, pc_samples/count. Sample
 // labels (numeric): device, stream, pid (PC samples that were not attributed have pid only).
+// String label "nvtx": on kernel samples (and the PC samples split over them) whose launch was
+// sampled, the innermost NVTX range of the launching thread that contains the launch time
+// (start <= launch < end; markers, with start == end, contain nothing). A range labels kernels
+// only once it has arrived: ranges are reported when they end, so a kernel built into a window
+// before its enclosing range arrived has no label. Ranges are kept for
+// Options::nvtx_history_ns past their end (and at most max_nvtx_ranges_per_process), so a
+// range that arrived in an earlier window still labels later kernels.
+//
+// Trace (trace_json): kernels and memory copies/memsets as complete events on their GPU
+// (device, stream) tracks, launch API slices and NVTX ranges on the launching CPU thread's track,
+// flow arrows from launch to kernel. At most max_trace_kernels events per process and window are
+// drawn, NVTX ranges first, then kernels, then copies.
 //
 // Thread contract: not thread-safe; one sequence feeds and finishes windows. Interned stacks,
 // process descriptions and counters persist across windows until ForgetProcess(); kernels,
@@ -48,7 +66,9 @@ struct WindowProfile {
   std::string folded_pc_samples;  // same for pc_samples, "" when there were none
   std::string trace_json;         // Chrome trace event format (opens in Perfetto)
   uint64_t kernels = 0;           // kernel executions (activities + aggregated counts)
-  uint64_t gpu_time_ns = 0;
+  uint64_t gpu_time_ns = 0;       // kernels and memory copies/memsets
+  uint64_t memory_ops = 0;        // memory copies and memsets
+  uint64_t memory_gpu_time_ns = 0;  // their part of gpu_time_ns
   uint64_t pc_samples = 0;
 };
 
@@ -70,8 +90,14 @@ class ProfileBuilder {
     // profiler's own (callback, CUPTI, driver internals below the launch API) and are dropped.
     std::vector<std::string> drop_module_prefixes = {"libwarpscope_cupti", "libcupti"};
     size_t max_stacks_per_process = 200000;  // interned stacks kept; beyond: "[stack evicted]"
-    size_t max_trace_kernels = 200000;       // kernels drawn in one window's trace per process
-    bool trace = true;                       // build trace_json
+    // Events (kernels, copies, NVTX ranges) drawn in one window's trace per process.
+    size_t max_trace_kernels = 200000;
+    bool trace = true;  // build trace_json
+    // NVTX ranges are kept for labelling kernels until this long after they ended (kernel
+    // records may arrive later than the range that contains their launch), and at most this
+    // many per process (oldest arrival dropped first).
+    int64_t nvtx_history_ns = 120'000'000'000;
+    size_t max_nvtx_ranges_per_process = 100000;
   };
 
   struct Stats {
@@ -82,6 +108,11 @@ class ProfileBuilder {
     uint64_t pc_samples = 0;
     uint64_t pc_samples_unattributed = 0;
     uint64_t trace_kernels_dropped = 0;    // over max_trace_kernels
+    uint64_t trace_events_dropped = 0;     // copies and NVTX ranges over max_trace_kernels
+    uint64_t memory_ops = 0;               // memory copies and memsets profiled
+    uint64_t nvtx_ranges = 0;              // NVTX ranges received
+    uint64_t nvtx_ranges_evicted = 0;      // over max_nvtx_ranges_per_process
+    uint64_t kernels_nvtx_labeled = 0;     // kernel activities given an nvtx label
     uint64_t unknown_process_records = 0;  // records for a pid never announced (process added)
     // kTotals: activities exceeded their aggregate (records of one kernel split across windows);
     // the aggregate's part is then clamped at 0.
@@ -100,12 +131,18 @@ class ProfileBuilder {
   void AddKernel(int32_t pid, KernelActivity kernel);
   void AddKernelAggregate(int32_t pid, const KernelAggregate& aggregate);
   void AddPcSample(int32_t pid, const PcSample& sample);
+  // A memory copy or memset of the current window.
+  void AddMemoryActivity(int32_t pid, MemoryActivity activity);
+  // An NVTX range: drawn in the next window trace that is built for the process, and kept for
+  // labelling kernels (see the class comment).
+  void AddNvtxRange(int32_t pid, NvtxRange range);
   // Disassembly for PC-sample frames; kept across windows.
   void AddSass(const SassMap& sass);
   void UpdateCounters(int32_t pid, const ProcessCounters& counters);
 
-  // Builds the window [start_ns, end_ns) of every process that reported kernels, aggregates or
-  // PC samples in it, and clears the window's data. Processes are in pid order.
+  // Builds the window [start_ns, end_ns) of every process that reported kernels, aggregates,
+  // memory copies/memsets or PC samples in it (NVTX ranges alone do not make a window), and
+  // clears the window's data. Processes are in pid order.
   std::vector<WindowProfile> FinishWindow(int64_t start_ns, int64_t end_ns);
 
   // Writes the self-metrics (cupti_metrics.h) of every known process, with its entity.

@@ -503,5 +503,276 @@ TEST_F(ProfileBuilderTest, ForgetProcessDropsItsStacks) {
                                  ";[stack not received];cudaLaunchKernel;" + kGemmName);
 }
 
+MemoryActivity Copy(MemoryActivity::Op op, std::string kind, uint64_t bytes, int64_t start,
+                    int64_t duration, uint32_t stream = 7) {
+  MemoryActivity m;
+  m.op = op;
+  m.kind = std::move(kind);
+  m.correlation_id = 40;
+  m.bytes = bytes;
+  m.start_ns = start;
+  m.end_ns = start + duration;
+  m.device = 0;
+  m.stream = stream;
+  m.context = 1;
+  return m;
+}
+
+NvtxRange Range(std::string name, int64_t start, int64_t end, int32_t tid = 4321) {
+  return NvtxRange{std::move(name), "", start, end, tid};
+}
+
+TEST_F(ProfileBuilderTest, CopiesAndMemsetsAddGpuTimeUnderTheExecutable) {
+  constexpr auto kCopy = MemoryActivity::Op::kMemcpy;
+  builder_.AddMemoryActivity(pid_, Copy(kCopy, "HtoD", 64 << 20, 2'000'000'000, 3000));
+  builder_.AddMemoryActivity(pid_, Copy(kCopy, "HtoD", 1 << 20, 2'000'010'000, 1000));
+  builder_.AddMemoryActivity(pid_, Copy(kCopy, "DtoH", 4096, 2'000'020'000, 500, /*stream=*/9));
+  builder_.AddMemoryActivity(pid_,
+                             Copy(MemoryActivity::Op::kMemset, "device", 1536, 2'000'030'000, 200));
+  builder_.AddKernel(pid_, Kernel(1, std::nullopt, 2'000'040'000, 1500));
+  auto profiles = builder_.FinishWindow(1'990'000'000, 2'010'000'000);
+  ASSERT_EQ(profiles.size(), 1u);
+  EXPECT_EQ(profiles[0].memory_ops, 4u);
+  EXPECT_EQ(profiles[0].memory_gpu_time_ns, 4700u);
+  EXPECT_EQ(profiles[0].gpu_time_ns, 4700u + 1500u) << "GPU time covers copies and kernels";
+  EXPECT_EQ(profiles[0].kernels, 1u) << "copies are not kernels";
+  Decoded d = Decode(profiles[0].pprof_gz);
+  ASSERT_EQ(d.rows.size(), 4u) << d.Stacks();
+  const Row* htod = d.Find("python3.11;[memcpy HtoD]");
+  ASSERT_NE(htod, nullptr) << d.Stacks();
+  ASSERT_EQ(htod->frames.size(), 2u);
+  EXPECT_EQ(htod->frames[0].name, "python3.11");
+  EXPECT_EQ(htod->frames[0].file, kExe);
+  EXPECT_EQ(htod->frames[1].name, "[memcpy HtoD]");
+  EXPECT_EQ(htod->frames[1].file, "");
+  EXPECT_EQ(htod->values, (std::vector<int64_t>{4000, 0, 0})) << "one row per kind and stream";
+  EXPECT_EQ(htod->labels,
+            (std::map<std::string, int64_t>{{"device", 0}, {"stream", 7}, {"pid", pid_}}));
+  const Row* dtoh = d.Find("python3.11;[memcpy DtoH]");
+  ASSERT_NE(dtoh, nullptr) << d.Stacks();
+  EXPECT_EQ(dtoh->values, (std::vector<int64_t>{500, 0, 0}));
+  EXPECT_EQ(dtoh->labels.at("stream"), 9);
+  const Row* memset = d.Find("python3.11;[memset]");
+  ASSERT_NE(memset, nullptr) << d.Stacks();
+  EXPECT_EQ(memset->values, (std::vector<int64_t>{200, 0, 0}));
+  EXPECT_NE(d.Find(std::string("python3.11;[unsampled launch site];") + kGemmName), nullptr);
+  EXPECT_NE(profiles[0].folded.find("python3.11;[memcpy HtoD] 4000\n"), std::string::npos)
+      << profiles[0].folded;
+  EXPECT_EQ(builder_.stats().memory_ops, 4u);
+}
+
+TEST_F(ProfileBuilderTest, AWindowWithOnlyCopiesIsBuiltAndNvtxAloneIsNot) {
+  builder_.AddNvtxRange(pid_, Range("step 1", 0, 100));
+  EXPECT_TRUE(builder_.FinishWindow(0, 1000).empty());
+  builder_.AddMemoryActivity(pid_, Copy(MemoryActivity::Op::kMemcpy, "DtoD", 8, 1500, 10));
+  auto profiles = builder_.FinishWindow(1000, 2000);
+  ASSERT_EQ(profiles.size(), 1u);
+  Decoded d = Decode(profiles[0].pprof_gz);
+  ASSERT_EQ(d.rows.size(), 1u);
+  EXPECT_EQ(d.rows[0].stack, "python3.11;[memcpy DtoD]");
+}
+
+TEST_F(ProfileBuilderTest, KernelSamplesCarryTheInnermostNvtxRangeOfTheirLaunchingThread) {
+  builder_.AddStack(pid_, PyTorchLikeStack(0xabc));
+  // Kernel(...) launches at start - 5000 on thread 4321.
+  builder_.AddNvtxRange(pid_, Range("epoch 0", 1'000'000'000, 3'000'000'000));
+  builder_.AddNvtxRange(pid_, Range("train_step 3", 1'999'000'000, 2'000'050'000));
+  builder_.AddNvtxRange(pid_, Range("forward", 1'999'500'000, 2'000'000'000));
+  builder_.AddNvtxRange(pid_, Range("other thread", 1'999'000'000, 2'100'000'000, /*tid=*/99));
+  builder_.AddKernel(pid_, Kernel(1, 0xabc, 2'000'000'000, 1500));  // in forward
+  builder_.AddKernel(pid_, Kernel(2, 0xabc, 2'000'020'000, 1000));  // after forward ended
+  builder_.AddKernel(pid_, Kernel(3, 0xabc, 2'000'100'000, 700));   // after the step ended
+  auto profiles = builder_.FinishWindow(1'990'000'000, 2'010'000'000);
+  ASSERT_EQ(profiles.size(), 1u);
+  Decoded d = Decode(profiles[0].pprof_gz);
+  ASSERT_EQ(d.rows.size(), 3u) << "one sample per (site, nvtx label)";
+  std::map<std::string, std::vector<int64_t>> by_label;
+  for (const Row& r : d.rows) {
+    EXPECT_EQ(r.stack, launch_prefix_ + kGemmName);
+    ASSERT_EQ(r.str_labels.size(), 1u);
+    by_label[r.str_labels.at("nvtx")] = r.values;
+    EXPECT_EQ(r.labels,
+              (std::map<std::string, int64_t>{{"device", 0}, {"stream", 7}, {"pid", pid_}}));
+  }
+  EXPECT_EQ(by_label["forward"], (std::vector<int64_t>{1500, 1, 0}));
+  EXPECT_EQ(by_label["train_step 3"], (std::vector<int64_t>{1000, 1, 0}));
+  EXPECT_EQ(by_label["epoch 0"], (std::vector<int64_t>{700, 1, 0}));
+  EXPECT_EQ(builder_.stats().kernels_nvtx_labeled, 3u);
+}
+
+TEST_F(ProfileBuilderTest, KernelsWithoutAContainingRangeOfTheirThreadHaveNoNvtxLabel) {
+  builder_.AddStack(pid_, PyTorchLikeStack(0xabc));
+  builder_.AddNvtxRange(pid_, Range("marker", 1'999'995'000, 1'999'995'000));  // instantaneous
+  builder_.AddNvtxRange(pid_, Range("other thread", 0, 3'000'000'000, /*tid=*/99));
+  builder_.AddNvtxRange(pid_, Range("ended at the launch", 1'000'000'000, 1'999'995'000));
+  builder_.AddKernel(pid_, Kernel(1, 0xabc, 2'000'000'000, 1500));
+  KernelActivity unsampled = Kernel(2, std::nullopt, 2'000'000'000, 500);
+  unsampled.api_start_ns = unsampled.api_end_ns = 0;  // no launch known
+  builder_.AddKernel(pid_, unsampled);
+  auto profiles = builder_.FinishWindow(1'990'000'000, 2'010'000'000);
+  ASSERT_EQ(profiles.size(), 1u);
+  Decoded d = Decode(profiles[0].pprof_gz);
+  ASSERT_EQ(d.rows.size(), 2u);
+  for (const Row& r : d.rows) {
+    EXPECT_TRUE(r.str_labels.empty()) << r.stack;
+  }
+  for (const std::string& s : d.profile.string_table()) {
+    EXPECT_NE(s, "nvtx") << "no label key without labels";
+  }
+}
+
+TEST_F(ProfileBuilderTest, PcSamplesKeepTheNvtxLabelOfTheSiteTheyAreSplitOver) {
+  builder_.AddStack(pid_, PyTorchLikeStack(0xabc));
+  builder_.AddNvtxRange(pid_, Range("train_step 3", 1'999'000'000, 2'000'050'000));
+  builder_.AddKernel(pid_, Kernel(1, 0xabc, 2'000'000'000, 1500));
+  builder_.AddPcSample(pid_, {0x11, kGemm, 0x40, "smsp__pcsamp_warps_issue_stalled_wait", 6});
+  auto profiles = builder_.FinishWindow(1'990'000'000, 2'010'000'000);
+  Decoded d = Decode(profiles[0].pprof_gz);
+  const Row* pc = d.Find(launch_prefix_ + kGemmName + ";[sass] 0x0040;[stall] wait");
+  ASSERT_NE(pc, nullptr) << d.Stacks();
+  EXPECT_EQ(pc->values, (std::vector<int64_t>{0, 0, 6}));
+  EXPECT_EQ(pc->str_labels, (std::map<std::string, std::string>{{"nvtx", "train_step 3"}}));
+}
+
+TEST_F(ProfileBuilderTest, RangesOfEarlierWindowsLabelLaterKernelsUntilTheirHistoryEnds) {
+  ProfileBuilder::Options options;
+  options.nvtx_history_ns = 1'000'000'000;
+  ProfileBuilder builder(nullptr, options);
+  builder.AddProcess({12, "/opt/app/server", 0, 0});
+  builder.AddStack(12, {1, {0x401001}, {}});
+  builder.AddNvtxRange(12, Range("step 1", 1'000'000'000, 5'000'000'000));
+  builder.AddKernel(12, Kernel(1, 1, 1'500'000'000, 10));
+  auto first = builder.FinishWindow(1'000'000'000, 2'000'000'000);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(Decode(first[0].pprof_gz).rows[0].str_labels.at("nvtx"), "step 1");
+  builder.AddKernel(12, Kernel(2, 1, 4'500'000'000, 10));  // a later window, same range
+  auto second = builder.FinishWindow(4'000'000'000, 5'000'000'000);
+  ASSERT_EQ(second.size(), 1u);
+  EXPECT_EQ(Decode(second[0].pprof_gz).rows[0].str_labels.at("nvtx"), "step 1");
+  // A window starting more than nvtx_history_ns after the range ended forgets it, even for a
+  // late kernel record whose launch it contained.
+  builder.AddKernel(12, Kernel(3, 1, 4'600'000'000, 10));
+  auto late = builder.FinishWindow(6'100'000'000, 7'000'000'000);
+  ASSERT_EQ(late.size(), 1u);
+  EXPECT_TRUE(Decode(late[0].pprof_gz).rows[0].str_labels.empty());
+}
+
+TEST_F(ProfileBuilderTest, NvtxHistoryIsCappedPerProcess) {
+  ProfileBuilder::Options options;
+  options.max_nvtx_ranges_per_process = 2;
+  ProfileBuilder builder(nullptr, options);
+  builder.AddProcess({12, "/opt/app/server", 0, 0});
+  builder.AddStack(12, {1, {0x401001}, {}});
+  builder.AddNvtxRange(12, Range("epoch", 0, 10'000));  // evicted by the two below
+  builder.AddNvtxRange(12, Range("a", 0, 10));
+  builder.AddNvtxRange(12, Range("b", 20, 30));
+  builder.AddKernel(12, Kernel(1, 1, 5'100, 10));  // launched at 100: only "epoch" held it
+  auto profiles = builder.FinishWindow(0, 10'000);
+  EXPECT_TRUE(Decode(profiles[0].pprof_gz).rows[0].str_labels.empty());
+  EXPECT_EQ(builder.stats().nvtx_ranges_evicted, 1u);
+}
+
+TEST_F(ProfileBuilderTest, TraceDrawsCopiesOnStreamTracksAndNvtxOnTheLaunchThread) {
+  builder_.AddStack(pid_, PyTorchLikeStack(0xabc));
+  builder_.AddKernel(pid_, Kernel(11, 0xabc, 2'000'000'000, 1500));
+  builder_.AddMemoryActivity(
+      pid_, Copy(MemoryActivity::Op::kMemcpy, "HtoD", 64 << 20, 1'990'000'000, 2'000'000));
+  builder_.AddMemoryActivity(
+      pid_, Copy(MemoryActivity::Op::kMemset, "device", 1536, 2'000'010'000, 0, /*stream=*/9));
+  NvtxRange step = Range("train_step \"3\"", 1'989'000'000, 2'000'050'000);
+  step.domain = "trainer";
+  builder_.AddNvtxRange(pid_, step);
+  builder_.AddNvtxRange(pid_, Range("checkpoint", 2'000'060'000, 2'000'060'000, /*tid=*/77));
+  auto profiles = builder_.FinishWindow(0, 3'000'000'000);
+  ASSERT_EQ(profiles.size(), 1u);
+  nlohmann::json trace = nlohmann::json::parse(profiles[0].trace_json, nullptr, false);
+  ASSERT_FALSE(trace.is_discarded()) << profiles[0].trace_json;
+  std::vector<nlohmann::json> kernels, copies, memsets, ranges, instants, launches;
+  std::map<std::pair<int64_t, int64_t>, std::string> thread_names;  // (pid, tid)
+  for (const auto& e : trace["traceEvents"]) {
+    std::string ph = e["ph"];
+    std::string cat = e.value("cat", "");
+    if (ph == "X" && cat == "kernel") kernels.push_back(e);
+    if (ph == "X" && cat == "memcpy") copies.push_back(e);
+    if (ph == "X" && cat == "memset") memsets.push_back(e);
+    if (ph == "X" && cat == "nvtx") ranges.push_back(e);
+    if (ph == "i" && cat == "nvtx") instants.push_back(e);
+    if (ph == "X" && cat == "cuda_api") launches.push_back(e);
+    if (ph == "M" && e["name"] == "thread_name") {
+      thread_names[{e["pid"].get<int64_t>(), e["tid"].get<int64_t>()}] = e["args"]["name"];
+    }
+  }
+  ASSERT_EQ(kernels.size(), 1u);
+  ASSERT_EQ(copies.size(), 1u);
+  EXPECT_EQ(copies[0]["name"], "memcpy HtoD 64 MiB");
+  EXPECT_EQ(copies[0]["pid"], kernels[0]["pid"]) << "the kernel's GPU";
+  EXPECT_EQ(copies[0]["tid"], 7) << "the copy's stream track";
+  EXPECT_DOUBLE_EQ(copies[0]["ts"].get<double>(), 1990000.0);
+  EXPECT_DOUBLE_EQ(copies[0]["dur"].get<double>(), 2000.0);
+  EXPECT_EQ(copies[0]["args"]["bytes"], 64 << 20);
+  EXPECT_EQ(copies[0]["args"]["kind"], "HtoD");
+  EXPECT_EQ(copies[0]["args"]["correlation_id"], 40);
+  EXPECT_NEAR(copies[0]["args"]["throughput_gb_per_s"].get<double>(), 33.554, 0.001);
+  ASSERT_EQ(memsets.size(), 1u);
+  EXPECT_EQ(memsets[0]["name"], "memset 1.5 KiB");
+  EXPECT_EQ(memsets[0]["tid"], 9);
+  EXPECT_EQ(memsets[0]["args"]["memory_kind"], "device");
+  EXPECT_FALSE(memsets[0]["args"].contains("throughput_gb_per_s")) << "no duration, no rate";
+  const int64_t gpu_pid = kernels[0]["pid"].get<int64_t>();
+  EXPECT_EQ(thread_names[std::make_pair(gpu_pid, int64_t{9})], "stream 9");
+  ASSERT_EQ(ranges.size(), 1u);
+  EXPECT_EQ(ranges[0]["name"], "train_step \"3\"");
+  EXPECT_EQ(ranges[0]["pid"], pid_);
+  ASSERT_EQ(launches.size(), 1u);
+  EXPECT_EQ(ranges[0]["tid"], launches[0]["tid"]) << "the launch slices' thread track";
+  EXPECT_DOUBLE_EQ(ranges[0]["ts"].get<double>(), 1989000.0);
+  EXPECT_DOUBLE_EQ(ranges[0]["dur"].get<double>(), 11050.0);
+  EXPECT_EQ(ranges[0]["args"]["domain"], "trainer");
+  ASSERT_EQ(instants.size(), 1u);
+  EXPECT_EQ(instants[0]["name"], "checkpoint");
+  EXPECT_EQ(instants[0]["tid"], 77);
+  EXPECT_EQ(instants[0]["s"], "t");
+  EXPECT_EQ(thread_names[std::make_pair(int64_t{pid_}, int64_t{77})], "thread 77");
+}
+
+TEST_F(ProfileBuilderTest, TraceCapCountsRangesKernelsAndCopies) {
+  ProfileBuilder::Options options;
+  options.max_trace_kernels = 2;
+  ProfileBuilder builder(nullptr, options);
+  builder.AddProcess({12, "/opt/app/server", 0, 0});
+  builder.AddNvtxRange(12, Range("step", 0, 10'000));
+  builder.AddKernel(12, Kernel(1, std::nullopt, 6'000, 10));
+  builder.AddKernel(12, Kernel(2, std::nullopt, 7'000, 10));
+  builder.AddMemoryActivity(12, Copy(MemoryActivity::Op::kMemcpy, "HtoD", 8, 8'000, 10));
+  auto profiles = builder.FinishWindow(0, 10'000);
+  ASSERT_EQ(profiles.size(), 1u);
+  nlohmann::json trace = nlohmann::json::parse(profiles[0].trace_json);
+  std::map<std::string, int> drawn;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X") ++drawn[e["cat"].get<std::string>()];
+  }
+  EXPECT_EQ(drawn, (std::map<std::string, int>{{"cuda_api", 1}, {"kernel", 1}, {"nvtx", 1}}));
+  EXPECT_EQ(builder.stats().trace_kernels_dropped, 1u);
+  EXPECT_EQ(builder.stats().trace_events_dropped, 1u);
+  EXPECT_EQ(profiles[0].memory_ops, 1u) << "the profile keeps what the trace drops";
+}
+
+TEST_F(ProfileBuilderTest, RangesArrivingInAnIdleWindowAreDrawnInTheNextTrace) {
+  builder_.AddNvtxRange(pid_, Range("warmup", 100, 200));
+  EXPECT_TRUE(builder_.FinishWindow(0, 1000).empty());
+  builder_.AddKernel(pid_, Kernel(1, std::nullopt, 1500, 10));
+  auto profiles = builder_.FinishWindow(1000, 2000);
+  ASSERT_EQ(profiles.size(), 1u);
+  nlohmann::json trace = nlohmann::json::parse(profiles[0].trace_json);
+  int ranges = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    ranges += e["ph"] == "X" && e["cat"] == "nvtx" && e["name"] == "warmup";
+  }
+  EXPECT_EQ(ranges, 1);
+  builder_.AddKernel(pid_, Kernel(2, std::nullopt, 2500, 10));
+  auto next = builder_.FinishWindow(2000, 3000);
+  EXPECT_EQ(next[0].trace_json.find("warmup"), std::string::npos) << "drawn once";
+}
+
 }  // namespace
 }  // namespace warpscope::agent::cupti

@@ -91,6 +91,37 @@ struct KernelAggregate {
   uint64_t total_gpu_ns = 0;
 };
 
+// One memory copy or memset on the GPU (a CUPTI MEMCPY or MEMSET activity record). Copies and
+// memsets have no sampled launch stack: the injected library captures stacks for kernel launches
+// only.
+struct MemoryActivity {
+  enum class Op : uint8_t { kMemcpy, kMemset };
+  Op op = Op::kMemcpy;
+  // kMemcpy: the direction, "HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "HtoA", "AtoH", "AtoA",
+  // "AtoD", "DtoA" or "unknown". kMemset: the memory kind, "device", "pinned", "pageable",
+  // "managed", "array", "device static", "managed static" or "unknown".
+  std::string kind;
+  uint64_t correlation_id = 0;
+  uint64_t bytes = 0;
+  int64_t start_ns = 0;  // GPU execution
+  int64_t end_ns = 0;
+  uint32_t device = 0;
+  uint32_t stream = 0;
+  uint32_t context = 0;
+  uint32_t graph_id = 0;  // 0: not part of a graph
+};
+
+// An NVTX range (push/pop or start/end) of one CPU thread; an instantaneous marker has
+// start_ns == end_ns. `thread_id` is the same kernel tid as KernelActivity::thread_id, so ranges
+// and launches of one thread line up.
+struct NvtxRange {
+  std::string name;    // the message: "train_step 12", "forward"
+  std::string domain;  // "" for NVTX's default domain
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+  int32_t thread_id = 0;
+};
+
 // PC-sampling counts for one (cubin, function, PC offset, stall reason).
 struct PcSample {
   uint64_t cubin_hash = 0;   // cuptiGetCubinCrc of the module

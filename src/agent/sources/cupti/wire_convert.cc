@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
 #include <type_traits>
 #include <utility>
 
@@ -100,6 +101,18 @@ std::string LaunchApiName(uint32_t domain, uint32_t cbid) {
     return fmt::format("runtime cbid {}", cbid);
   }
   return fmt::format("domain {} cbid {}", domain, cbid);
+}
+
+std::string_view MemcpyKindName(uint8_t copy_kind) {
+  constexpr std::string_view kNames[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                         "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+  return copy_kind < std::size(kNames) ? kNames[copy_kind] : kNames[0];
+}
+
+std::string_view MemoryKindName(uint16_t memory_kind) {
+  constexpr std::string_view kNames[] = {"unknown", "pageable", "pinned",        "device",
+                                         "array",   "managed",  "device static", "managed static"};
+  return memory_kind < std::size(kNames) ? kNames[memory_kind] : kNames[0];
 }
 
 ConnectionConverter::ConnectionConverter(int32_t peer_pid, Options options)
@@ -230,12 +243,49 @@ void ConnectionConverter::Handle(wire::Message message, ProfileInputSink& sink, 
                               CounterId::kPendingEvicted});
           pc.overhead_ns = Sum(counters_, {CounterId::kOverheadNs});
           sink.UpdateCounters(pid_, pc);
+        } else if constexpr (std::is_same_v<T, wire::Memcpy>) {
+          MemoryActivity a;
+          a.op = MemoryActivity::Op::kMemcpy;
+          a.kind = std::string(MemcpyKindName(m.copy_kind));
+          a.correlation_id = m.correlation_id;
+          a.bytes = m.bytes;
+          a.start_ns = ToNs(m.start_ns);
+          a.end_ns = ToNs(m.end_ns);
+          a.device = m.device;
+          a.stream = m.stream;
+          a.context = m.context;
+          a.graph_id = m.graph_id;
+          ++stats_.memory_activities;
+          sink.AddMemoryActivity(pid_, std::move(a));
+        } else if constexpr (std::is_same_v<T, wire::Memset>) {
+          MemoryActivity a;
+          a.op = MemoryActivity::Op::kMemset;
+          a.kind = std::string(MemoryKindName(m.memory_kind));
+          a.correlation_id = m.correlation_id;
+          a.bytes = m.bytes;
+          a.start_ns = ToNs(m.start_ns);
+          a.end_ns = ToNs(m.end_ns);
+          a.device = m.device;
+          a.stream = m.stream;
+          a.context = m.context;
+          a.graph_id = m.graph_id;
+          ++stats_.memory_activities;
+          sink.AddMemoryActivity(pid_, std::move(a));
+        } else if constexpr (std::is_same_v<T, wire::NvtxRange>) {
+          NvtxRange r;
+          r.name = std::move(m.name);
+          r.domain = std::move(m.domain);
+          r.start_ns = ToNs(m.start_ns);
+          r.end_ns = ToNs(m.end_ns);
+          r.thread_id = static_cast<int32_t>(m.tid);
+          ++stats_.nvtx_ranges;
+          sink.AddNvtxRange(pid_, std::move(r));
         } else if constexpr (std::is_same_v<T, wire::Notice>) {
           ++stats_.notices;
           events.notices.push_back(std::move(m));
         } else {
-          // Launch (its stack arrives joined in KernelActivity), Memcpy, Memset, NvtxRange and
-          // Control (agent -> process only) do not enter the kernel profile.
+          // Launch (its stack arrives joined in KernelActivity) and Control (agent -> process
+          // only) do not enter the profile.
           ++stats_.ignored;
         }
       },

@@ -44,6 +44,8 @@ class ProfileInputSink {
   virtual void AddKernel(int32_t pid, KernelActivity kernel) = 0;
   virtual void AddKernelAggregate(int32_t pid, const KernelAggregate& aggregate) = 0;
   virtual void AddPcSample(int32_t pid, const PcSample& sample) = 0;
+  virtual void AddMemoryActivity(int32_t pid, MemoryActivity activity) = 0;
+  virtual void AddNvtxRange(int32_t pid, NvtxRange range) = 0;
   virtual void UpdateCounters(int32_t pid, const ProcessCounters& counters) = 0;
 };
 
@@ -64,6 +66,12 @@ class BuilderInputSink final : public ProfileInputSink {
   void AddPcSample(int32_t pid, const PcSample& sample) override {
     builder_->AddPcSample(pid, sample);
   }
+  void AddMemoryActivity(int32_t pid, MemoryActivity activity) override {
+    builder_->AddMemoryActivity(pid, std::move(activity));
+  }
+  void AddNvtxRange(int32_t pid, NvtxRange range) override {
+    builder_->AddNvtxRange(pid, std::move(range));
+  }
   void UpdateCounters(int32_t pid, const ProcessCounters& counters) override {
     builder_->UpdateCounters(pid, counters);
   }
@@ -75,6 +83,15 @@ class BuilderInputSink final : public ProfileInputSink {
 // The launch API's name for a CUPTI callback (domain 1 driver, 2 runtime):
 // "cudaLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch"; "cbid <n>" when unknown.
 std::string LaunchApiName(uint32_t domain, uint32_t cbid);
+
+// A CUPTI memcpy kind (CUpti_ActivityMemcpyKind) as MemoryActivity::kind: 1 "HtoD", 2 "DtoH",
+// 3 "HtoA", 4 "AtoH", 5 "AtoA", 6 "AtoD", 7 "DtoA", 8 "DtoD", 9 "HtoH", 10 "PtoP"; else
+// "unknown".
+std::string_view MemcpyKindName(uint8_t copy_kind);
+// A CUPTI memory kind (CUpti_ActivityMemoryKind) as MemoryActivity::kind of a memset:
+// 1 "pageable", 2 "pinned", 3 "device", 4 "array", 5 "managed", 6 "device static",
+// 7 "managed static"; else "unknown".
+std::string_view MemoryKindName(uint16_t memory_kind);
 
 // Name used for kernels whose KernelName never arrived.
 inline constexpr std::string_view kUnknownKernelName = "[kernel name not received]";
@@ -102,7 +119,9 @@ class ConnectionConverter {
     uint64_t cubins_completed = 0;
     uint64_t cubins_dropped = 0;  // over max_cubin_bytes or inconsistent chunks
     uint64_t notices = 0;
-    uint64_t ignored = 0;  // Launch, Memcpy, Memset, NvtxRange, Control: not profiled
+    uint64_t memory_activities = 0;  // Memcpy and Memset messages converted
+    uint64_t nvtx_ranges = 0;        // NvtxRange messages converted
+    uint64_t ignored = 0;  // Launch (joined into KernelActivity already), Control: not profiled
   };
 
   // What a message produced besides builder input, for the caller to act on.

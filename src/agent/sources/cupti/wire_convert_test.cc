@@ -26,6 +26,12 @@ class RecordingInputSink final : public ProfileInputSink {
   void AddPcSample(int32_t pid, const PcSample& sample) override {
     samples.emplace_back(pid, sample);
   }
+  void AddMemoryActivity(int32_t pid, MemoryActivity activity) override {
+    memory.emplace_back(pid, std::move(activity));
+  }
+  void AddNvtxRange(int32_t pid, NvtxRange range) override {
+    ranges.emplace_back(pid, std::move(range));
+  }
   void UpdateCounters(int32_t pid, const ProcessCounters& c) override {
     counters.emplace_back(pid, c);
   }
@@ -36,6 +42,8 @@ class RecordingInputSink final : public ProfileInputSink {
   std::vector<std::pair<int32_t, KernelAggregate>> aggregates;
   std::vector<std::pair<int32_t, PcSample>> samples;
   std::vector<std::pair<int32_t, ProcessCounters>> counters;
+  std::vector<std::pair<int32_t, MemoryActivity>> memory;
+  std::vector<std::pair<int32_t, NvtxRange>> ranges;
 };
 
 w::Hello MakeHello(uint32_t pid) {
@@ -348,6 +356,107 @@ TEST_F(ConnectionConverterTest, NoticesAreHandedOn) {
   ASSERT_EQ(notices_.size(), 1u);
   EXPECT_EQ(notices_[0].code, 39u);
   EXPECT_EQ(c.stats().notices, 1u);
+}
+
+TEST_F(ConnectionConverterTest, MemcpyIsConvertedFieldByField) {
+  ConnectionConverter c(0, {});
+  Feed(c, MakeHello(42));
+  w::Memcpy m;
+  m.correlation_id = 31;
+  m.copy_kind = 1;  // CUPTI_ACTIVITY_MEMCPY_KIND_HTOD
+  m.src_kind = 2;
+  m.dst_kind = 3;
+  m.bytes = 64u << 20;
+  m.start_ns = 5000;
+  m.end_ns = 9000;
+  m.device = 1;
+  m.context = 4;
+  m.stream = 13;
+  m.graph_id = 6;
+  Feed(c, m);
+  ASSERT_EQ(sink_.memory.size(), 1u);
+  EXPECT_EQ(sink_.memory[0].first, 42);
+  const MemoryActivity& a = sink_.memory[0].second;
+  EXPECT_EQ(a.op, MemoryActivity::Op::kMemcpy);
+  EXPECT_EQ(a.kind, "HtoD");
+  EXPECT_EQ(a.correlation_id, 31u);
+  EXPECT_EQ(a.bytes, 64u << 20);
+  EXPECT_EQ(a.start_ns, 5000);
+  EXPECT_EQ(a.end_ns, 9000);
+  EXPECT_EQ(a.device, 1u);
+  EXPECT_EQ(a.context, 4u);
+  EXPECT_EQ(a.stream, 13u);
+  EXPECT_EQ(a.graph_id, 6u);
+  EXPECT_EQ(c.stats().memory_activities, 1u);
+  EXPECT_EQ(c.stats().ignored, 0u);
+}
+
+TEST_F(ConnectionConverterTest, MemsetIsConvertedWithItsMemoryKind) {
+  ConnectionConverter c(0, {});
+  Feed(c, MakeHello(42));
+  w::Memset m;
+  m.correlation_id = 32;
+  m.value = 0xff;
+  m.bytes = 1536;
+  m.start_ns = 100;
+  m.end_ns = 300;
+  m.device = 2;
+  m.context = 5;
+  m.stream = 14;
+  m.memory_kind = 3;  // CUPTI_ACTIVITY_MEMORY_KIND_DEVICE
+  m.graph_id = 0;
+  Feed(c, m);
+  ASSERT_EQ(sink_.memory.size(), 1u);
+  const MemoryActivity& a = sink_.memory[0].second;
+  EXPECT_EQ(a.op, MemoryActivity::Op::kMemset);
+  EXPECT_EQ(a.kind, "device");
+  EXPECT_EQ(a.correlation_id, 32u);
+  EXPECT_EQ(a.bytes, 1536u);
+  EXPECT_EQ(a.start_ns, 100);
+  EXPECT_EQ(a.end_ns, 300);
+  EXPECT_EQ(a.device, 2u);
+  EXPECT_EQ(a.context, 5u);
+  EXPECT_EQ(a.stream, 14u);
+}
+
+TEST_F(ConnectionConverterTest, NvtxRangeIsConvertedFieldByField) {
+  ConnectionConverter c(0, {});
+  Feed(c, MakeHello(42));
+  Feed(c, w::NvtxRange{"train_step 3", "trainer", 1000, 2000, 77});
+  ASSERT_EQ(sink_.ranges.size(), 1u);
+  EXPECT_EQ(sink_.ranges[0].first, 42);
+  const NvtxRange& r = sink_.ranges[0].second;
+  EXPECT_EQ(r.name, "train_step 3");
+  EXPECT_EQ(r.domain, "trainer");
+  EXPECT_EQ(r.start_ns, 1000);
+  EXPECT_EQ(r.end_ns, 2000);
+  EXPECT_EQ(r.thread_id, 77) << "the same tid as KernelActivity's launch_tid";
+  EXPECT_EQ(c.stats().nvtx_ranges, 1u);
+}
+
+TEST_F(ConnectionConverterTest, LaunchAndControlAreStillIgnored) {
+  ConnectionConverter c(0, {});
+  Feed(c, MakeHello(42));
+  Feed(c, w::Launch{});
+  Feed(c, w::Control{w::ControlOp::kEnableCollection, 0});
+  EXPECT_EQ(c.stats().ignored, 2u);
+  EXPECT_TRUE(sink_.memory.empty());
+  EXPECT_TRUE(sink_.ranges.empty());
+}
+
+TEST(MemoryKindNamesTest, NameEveryCuptiKindAndUnknownBeyond) {
+  const char* copies[] = {"unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                          "AtoD",    "DtoA", "DtoD", "HtoH", "PtoP"};
+  for (uint8_t i = 0; i < std::size(copies); ++i) {
+    EXPECT_EQ(MemcpyKindName(i), copies[i]) << int{i};
+  }
+  EXPECT_EQ(MemcpyKindName(11), "unknown");
+  EXPECT_EQ(MemcpyKindName(255), "unknown");
+  EXPECT_EQ(MemoryKindName(1), "pageable");
+  EXPECT_EQ(MemoryKindName(2), "pinned");
+  EXPECT_EQ(MemoryKindName(5), "managed");
+  EXPECT_EQ(MemoryKindName(7), "managed static");
+  EXPECT_EQ(MemoryKindName(8), "unknown");
 }
 
 TEST(LaunchApiNameTest, NamesDriverAndRuntimeLaunches) {

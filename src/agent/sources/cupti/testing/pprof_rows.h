@@ -23,12 +23,13 @@ struct PprofFrame {
   int64_t line = 0;
 };
 
-// One sample: frames root first, their names joined with ';', values, numeric labels.
+// One sample: frames root first, their names joined with ';', values, numeric and string labels.
 struct PprofRow {
   std::vector<PprofFrame> frames;
   std::string stack;
   std::vector<int64_t> values;
   std::map<std::string, int64_t> labels;
+  std::map<std::string, std::string> str_labels;
 
   // Index of the first frame named `name` (or whose name contains `part`), or -1.
   int IndexOf(const std::string& name) const {
@@ -89,7 +90,13 @@ inline PprofRows ReadPprofGz(const std::string& gz) {
       row.stack += (row.stack.empty() ? "" : ";") + row.frames.back().name;
     }
     row.values.assign(s.value().begin(), s.value().end());
-    for (const auto& l : s.label()) row.labels[d.Str(l.key())] = l.num();
+    for (const auto& l : s.label()) {
+      if (l.str() != 0) {
+        row.str_labels[d.Str(l.key())] = d.Str(l.str());
+      } else {
+        row.labels[d.Str(l.key())] = l.num();
+      }
+    }
     d.rows.push_back(std::move(row));
   }
   return d;
