@@ -5,7 +5,7 @@
 # a tight loop for S seconds over the fake libcupti; each launch is a runtime launch, so it fires
 # four callbacks (runtime and nested driver, enter and exit) as with real CUDA.
 #
-#   bench/cupti_overhead.sh [build_dir] [seconds] [threads] [launch_work]
+#   bench/cupti_overhead.sh [build_dir] [seconds] [threads] [launch_work] [flush_ms]
 #
 # build_dir must have the tests built (the fake app lives under test/): e.g.
 #   cmake -S . -B build/bench -G Ninja -DCMAKE_BUILD_TYPE=Release
@@ -19,13 +19,17 @@
 # second per thread: a busy training loop), against cupti_wire_counter, an agent that reads and
 # counts bytes. Rows: sampled (defaults), every kernel always (WARPSCOPE_CUPTI_KERNELS=all) and
 # duty-cycled windows. cpu_ns/launch is the whole process's CPU time (every thread, the flusher
-# and the exit flush included) per launch; added = minus the row without injection.
+# and the exit flush included) per launch; added = minus the row without injection; lost =
+# kernel records CUPTI dropped (the fake delivers buffers only at a flush: above ~60k kernels
+# per flush period the 8-buffer pool overflows; pass a shorter flush_ms, default 1000) and
+# bytes dropped for want of room (agent slower than the output).
 # Use seconds >= 10 so that the 200 ms / 10 s row holds one window.
 set -euo pipefail
 build=${1:-build/bench}
 secs=${2:-3}
 threads=${3:-1}
 work=${4:-20000}
+flush_ms=${5:-1000}
 app=$build/bin/fake_cuda_app
 lib=$build/lib/libwarpscope_cupti.so
 fake=$build/lib/libwarpscope_fake_cupti.so
@@ -73,8 +77,8 @@ agent_pid=
 fi
 
 echo
-echo "all kernels: a kernel record per launch, launch work $work, ${secs}s, $threads thread(s)"
-printf '%-34s %10s %12s %14s %12s %14s %10s\n' configuration launches kernels/s cpu_ns/launch added_ns bytes/kernel activity%
+echo "all kernels: a kernel record per launch, launch work $work, ${secs}s, $threads thread(s), flush ${flush_ms} ms"
+printf '%-34s %10s %10s %14s %10s %13s %10s %14s\n' configuration launches kernels/s cpu_ns/launch added_ns bytes/kernel activity% "lost rec/bytes"
 base_cpu=
 allk() {  # label, env...
   local label=$1; shift
@@ -95,21 +99,25 @@ allk() {  # label, env...
   local storm wire
   storm=$(grep '^storm' "$tmp/out")
   wire=$(cat "$tmp/wire")
-  local launches kernels bytes activities
+  local launches kernels bytes activities lost_records lost_bytes
   launches=$(sed -E 's/.*launches=([0-9]+).*/\1/' <<<"$storm")
   kernels=$(sed -E 's/.* kernels=([0-9]+).*/\1/' <<<"$storm")
   bytes=$(sed -E 's/.*wire bytes=([0-9]+).*/\1/' <<<"$wire")
   activities=$(sed -E 's/.*kernel_activity=([0-9]+).*/\1/' <<<"$wire")
+  lost_records=$(grep -oE 'cupti_dropped=[0-9]+' <<<"$wire" | cut -d= -f2 || true)
+  lost_bytes=$(grep -oE 'bytes_dropped=[0-9]+' <<<"$wire" | cut -d= -f2 || true)
   local cpu_ns
   cpu_ns=$(awk -v c="$cpu_s" -v l="$launches" 'BEGIN { printf "%.0f", c * 1e9 / l }')
   [[ -z $base_cpu ]] && base_cpu=$cpu_ns
   awk -v label="$label" -v l="$launches" -v k="$kernels" -v s="$secs" -v c="$cpu_ns" \
-      -v b0="$base_cpu" -v by="$bytes" -v a="$activities" 'BEGIN {
-    printf "%-34s %10d %12.0f %14d %12d %14.2f %10.2f\n", label, l, k / s, c, c - b0,
-           (k > 0 ? by / k : 0), (k > 0 ? 100 * a / k : 0) }'
+      -v b0="$base_cpu" -v by="$bytes" -v a="$activities" -v lr="${lost_records:-0}" \
+      -v lb="${lost_bytes:-0}" 'BEGIN {
+    printf "%-34s %10d %10.0f %14d %10d %13.2f %10.2f %14s\n", label, l, k / s, c, c - b0,
+           (k > 0 ? by / k : 0), (k > 0 ? 100 * a / k : 0), lr "/" lb }'
 }
-inj=(CUDA_INJECTION64_PATH="$lib" WARPSCOPE_CUPTI_LIBRARY="$fake")
+inj=(CUDA_INJECTION64_PATH="$lib" WARPSCOPE_CUPTI_LIBRARY="$fake" WARPSCOPE_CUPTI_FLUSH_MS="$flush_ms")
 allk "no injection" X=1
+allk "injected, collection off" "${inj[@]}" WARPSCOPE_CUPTI_ENABLED=0
 allk "sampled (defaults)" "${inj[@]}"
 allk "all kernels, always" "${inj[@]}" WARPSCOPE_CUPTI_KERNELS=all
 allk "all kernels 100 ms every 1 s" "${inj[@]}" WARPSCOPE_CUPTI_ALL_KERNELS_WINDOW_MS=100 WARPSCOPE_CUPTI_ALL_KERNELS_INTERVAL_MS=1000
