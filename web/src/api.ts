@@ -233,6 +233,79 @@ export async function getJson<T>(path: string, params: Params = {}, signal?: Abo
   return (await res.json()) as T;
 }
 
+// The paths POST /api/v1/query_batch answers, and the most queries one batch takes.
+export type BatchPath = 'query_range' | 'breakdown';
+const MAX_BATCH = 64;
+
+// Sends queries as POST /api/v1/query_batch (in requests of at most 64) and resolves, in order,
+// to each query's answer or the ApiError the GET of that query would have thrown. A failure of
+// the request itself (network, 401, ...) rejects; a 401 also goes to the onAuthRequired listener.
+export async function batch(queries: { path: BatchPath; params: Params }[], signal?: AbortSignal): Promise<unknown[]> {
+  const chunks: { path: BatchPath; params: Params }[][] = [];
+  for (let i = 0; i < queries.length; i += MAX_BATCH) chunks.push(queries.slice(i, i + MAX_BATCH));
+  const answers = await Promise.all(
+    chunks.map(async (chunk) => {
+      const body = {
+        queries: chunk.map((q) => {
+          const params: Record<string, string> = {};
+          for (const [k, v] of Object.entries(q.params)) {
+            if (v !== undefined && v !== null && v !== '') params[k] = String(v);
+          }
+          return { path: q.path, params };
+        }),
+      };
+      const token = currentToken();
+      const res = await checked(
+        await apiFetch('/api/v1/query_batch', { method: 'POST', signal, body: JSON.stringify(body), headers: { Accept: 'application/json', 'Content-Type': 'application/json' } }, token),
+        token,
+      );
+      const r = (await res.json()) as { results: unknown[] };
+      return r.results.map((x) => {
+        const e = x as { error?: unknown; status?: unknown };
+        return typeof e?.error === 'string' && typeof e.status === 'number' ? new ApiError(e.status, e.error) : x;
+      });
+    }),
+  );
+  return answers.flat();
+}
+
+// Gathers the range queries a view issues within one task into one batch request: get() has
+// getJson's contract for /api/v1/query_range and /api/v1/breakdown (and passes any other path to
+// getJson), so each widget keeps its own error handling.
+export class QueryBatcher {
+  private pending: { path: BatchPath; params: Params; resolve: (v: unknown) => void; reject: (e: unknown) => void }[] = [];
+  private scheduled = false;
+
+  get<T>(path: string, params: Params = {}): Promise<T> {
+    const short = path.replace(/^\/api\/v1\//, '');
+    if (short !== 'query_range' && short !== 'breakdown') return getJson<T>(path, params);
+    return new Promise<T>((resolve, reject) => {
+      this.pending.push({ path: short, params, resolve: resolve as (v: unknown) => void, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        // After the current task: every widget waiting on the same promise has queued its query.
+        setTimeout(() => this.flush(), 0);
+      }
+    });
+  }
+
+  private flush(): void {
+    const list = this.pending;
+    this.pending = [];
+    this.scheduled = false;
+    batch(list.map((q) => ({ path: q.path, params: q.params }))).then(
+      (results) =>
+        list.forEach((q, i) => {
+          const r = results[i];
+          if (r instanceof ApiError) q.reject(r);
+          else if (r === undefined) q.reject(new ApiError(500, 'query_batch: the server left this query unanswered'));
+          else q.resolve(r);
+        }),
+      (e) => list.forEach((q) => q.reject(e)),
+    );
+  }
+}
+
 // Checks a token against the server before it is stored: null when the server accepts it,
 // otherwise the server's message.
 export async function checkToken(token: string): Promise<string | null> {

@@ -3,7 +3,7 @@
 // "GPU Metrics" (one widget per metric, one line per GPU, grouped Performance / Memory /
 // Hardware / Data transfer; expanding a widget shows its per-process breakdown stacked by
 // executable). Clicking a point opens the profile panel for that window.
-import { getJson, knownMetrics } from './api';
+import { getJson, knownMetrics, QueryBatcher } from './api';
 import type { BreakdownResponse, EntityRecord, EventRecord, MetricInfo, Point, RangeResponse, Series, TopEntry } from './api';
 import { TimeChart } from './chart';
 import type { ChartLine, ChartSpec, Marker } from './chart';
@@ -148,19 +148,22 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
     panel,
   );
   const widgets: Widget[] = [];
-  const loaders: ((c: ViewContext, markers: Marker[]) => Promise<void>)[] = [];
+  const loaders: ((c: ViewContext, markers: Marker[], q: QueryBatcher) => Promise<void>)[] = [];
 
   if (tab === 'gpu') buildGpuTab(panel, ctx, host, gpus, widgets, loaders);
   else buildHostTab(panel, ctx, host, widgets, loaders);
 
   const render = async (c: ViewContext) => {
     // Markers load next to the charts (not before them): the charts draw them when they come.
+    // The charts' range queries go to the server as one batch request (a browser opens at most
+    // six connections to a host: seventeen separate requests would go in waves).
+    const q = new QueryBatcher();
     const markers: Marker[] = [];
-    const withMarkers = loadMarkers(c, host, gpus, eventsBox).then((list) => {
+    const withMarkers = loadMarkers(c, host, gpus, eventsBox, q).then((list) => {
       markers.push(...list);
       if (list.length) widgets.forEach((w) => w.chart?.redraw());
     });
-    await Promise.all([withMarkers, ...loaders.map((l) => l(c, markers))]);
+    await Promise.all([withMarkers, ...loaders.map((l) => l(c, markers, q))]);
   };
   await render(ctx);
   return {
@@ -170,12 +173,12 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
 }
 
 // XID and other events from the events API, throttling from the clock event reasons.
-async function loadMarkers(c: ViewContext, host: string, gpus: Map<string, Gpu>, box: HTMLElement): Promise<Marker[]> {
+async function loadMarkers(c: ViewContext, host: string, gpus: Map<string, Gpu>, box: HTMLElement, q: QueryBatcher): Promise<Marker[]> {
   const known = await knownMetrics();
   const [events, throttle] = await Promise.all([
     getJson<{ events: EventRecord[] }>('/api/v1/events', { host, start: c.start, end: c.end, limit: 200 }),
     known.has('gpu.clock.event_reason.active')
-      ? getJson<BreakdownResponse>('/api/v1/breakdown', { metric: 'gpu.clock.event_reason.active', host, kind: 'gpu', by: 'reason', start: c.start, end: c.end, agg: 'max' })
+      ? q.get<BreakdownResponse>('/api/v1/breakdown', { metric: 'gpu.clock.event_reason.active', host, kind: 'gpu', by: 'reason', start: c.start, end: c.end, agg: 'max' })
       : Promise.resolve(null),
   ]);
   const markers: Marker[] = events.events.map((e) => ({
@@ -227,7 +230,7 @@ function buildGpuTab(
   host: string,
   gpus: Map<string, Gpu>,
   widgets: Widget[],
-  loaders: ((c: ViewContext, markers: Marker[]) => Promise<void>)[],
+  loaders: ((c: ViewContext, markers: Marker[], q: QueryBatcher) => Promise<void>)[],
 ): void {
   const groups = ['Performance', 'Memory', 'Hardware', 'Data transfer'] as const;
   const sortedGpus = [...gpus.values()].sort((a, b) => a.index - b.index);
@@ -267,15 +270,15 @@ function buildGpuTab(
         w.el.append(breakdown.el);
         widgets.push(breakdown);
       }
-      loaders.push(async (c, markers) => {
-        await loadGpuWidget(w, def, c, host, gpus, markers);
-        if (breakdown) await loadBreakdown(breakdown, def, c, host, markers);
+      loaders.push(async (c, markers, q) => {
+        await loadGpuWidget(w, def, c, host, gpus, markers, q);
+        if (breakdown) await loadBreakdown(breakdown, def, c, host, markers, q);
       });
     }
   }
 }
 
-async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host: string, gpus: Map<string, Gpu>, markers: Marker[]): Promise<void> {
+async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host: string, gpus: Map<string, Gpu>, markers: Marker[], q: QueryBatcher): Promise<void> {
   const known = await knownMetrics();
   const info = known.get(def.metric);
   if (!info) {
@@ -283,7 +286,7 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
     return;
   }
   if (def.consumer) {
-    const r = await getJson<BreakdownResponse>('/api/v1/breakdown', { metric: def.metric, host, start: c.start, end: c.end, by: 'process.executable.name' });
+    const r = await q.get<BreakdownResponse>('/api/v1/breakdown', { metric: def.metric, host, start: c.start, end: c.end, by: 'process.executable.name' });
     if (r.groups.length === 0) {
       w.unavailable('No GPU process in this window.');
       return;
@@ -307,16 +310,16 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
   let step = 0;
   const byGpu = new Map<string, Point[]>();
   if (def.total && known.has(def.total)) {
-    const r = await getJson<RangeResponse>('/api/v1/query_range', { metric: def.total, host, kind: 'gpu', start: c.start, end: c.end });
+    const r = await q.get<RangeResponse>('/api/v1/query_range', { metric: def.total, host, kind: 'gpu', start: c.start, end: c.end });
     step = r.step;
     for (const s of r.series) byGpu.set(s.entity, s.points);
   }
   if (byGpu.size === 0 && def.sumPerGpu) {
-    const r = await getJson<BreakdownResponse>('/api/v1/breakdown', { metric: def.metric, host, kind: 'gpu', by: 'entity', start: c.start, end: c.end });
+    const r = await q.get<BreakdownResponse>('/api/v1/breakdown', { metric: def.metric, host, kind: 'gpu', by: 'entity', start: c.start, end: c.end });
     step = r.step;
     for (const g of r.groups) byGpu.set(g.key, g.points);
   } else if (byGpu.size === 0) {
-    const r = await getJson<RangeResponse>('/api/v1/query_range', { metric: def.metric, host, kind: 'gpu', start: c.start, end: c.end });
+    const r = await q.get<RangeResponse>('/api/v1/query_range', { metric: def.metric, host, kind: 'gpu', start: c.start, end: c.end });
     step = r.step;
     const lists = new Map<string, Series[]>();
     for (const s of r.series) lists.set(s.entity, [...(lists.get(s.entity) ?? []), s]);
@@ -346,7 +349,7 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
   );
 }
 
-async function loadBreakdown(w: Widget, def: GpuWidgetDef, c: ViewContext, host: string, markers: Marker[]): Promise<void> {
+async function loadBreakdown(w: Widget, def: GpuWidgetDef, c: ViewContext, host: string, markers: Marker[], q: QueryBatcher): Promise<void> {
   if (!def.breakdown) {
     w.unavailable(`NVML reports ${def.title.toLowerCase()} per GPU only: there is no per-process breakdown. Use GPU consumer or Memory consumer, or open the profile of a window.`);
     return;
@@ -357,7 +360,7 @@ async function loadBreakdown(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
     w.unavailable('No per-process GPU data has been received (NVML does not report per-process utilization on this GPU or driver).');
     return;
   }
-  const r = await getJson<BreakdownResponse>('/api/v1/breakdown', {
+  const r = await q.get<BreakdownResponse>('/api/v1/breakdown', {
     metric: def.breakdown,
     host,
     start: c.start,
@@ -421,7 +424,7 @@ function buildHostTab(
   ctx: ViewContext,
   host: string,
   widgets: Widget[],
-  loaders: ((c: ViewContext, markers: Marker[]) => Promise<void>)[],
+  loaders: ((c: ViewContext, markers: Marker[], q: QueryBatcher) => Promise<void>)[],
 ): void {
   const grid = h('div.widget-grid');
   panel.append(grid);
@@ -429,7 +432,7 @@ function buildHostTab(
     const w = new Widget(def.title, undefined, def.id);
     grid.append(w.el);
     widgets.push(w);
-    loaders.push((c, markers) => loadHostChart(w, def, c, host, markers));
+    loaders.push((c, markers, q) => loadHostChart(w, def, c, host, markers, q));
   }
   const procBox = h('div', { 'data-testid': 'top-processes' });
   panel.append(h('section.card', {}, h('h2', {}, 'Top processes by CPU'), procBox));
@@ -471,7 +474,7 @@ function buildHostTab(
   });
 }
 
-async function loadHostChart(w: Widget, def: HostChartDef, c: ViewContext, host: string, markers: Marker[]): Promise<void> {
+async function loadHostChart(w: Widget, def: HostChartDef, c: ViewContext, host: string, markers: Marker[], q: QueryBatcher): Promise<void> {
   const known = await knownMetrics();
   const present = def.metrics.filter((m) => known.has(m.metric));
   if (present.length === 0) {
@@ -479,7 +482,7 @@ async function loadHostChart(w: Widget, def: HostChartDef, c: ViewContext, host:
     return;
   }
   const results = await Promise.all(
-    present.map((m) => getJson<RangeResponse>('/api/v1/query_range', { metric: m.metric, host, kind: 'host', start: c.start, end: c.end, agg: m.agg })),
+    present.map((m) => q.get<RangeResponse>('/api/v1/query_range', { metric: m.metric, host, kind: 'host', start: c.start, end: c.end, agg: m.agg })),
   );
   let lines: ChartLine[] = [];
   let unit = '';

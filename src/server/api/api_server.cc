@@ -3,12 +3,16 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <set>
 #include <thread>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "base/listen_address.h"
@@ -26,6 +30,10 @@ namespace warpscope::server {
 namespace {
 
 using nlohmann::json;
+
+// POST /api/v1/query_batch: queries per request, and threads that run one request's queries.
+constexpr size_t kMaxBatchQueries = 64;
+constexpr size_t kBatchThreads = 4;
 
 // Unix seconds: an integer when whole (most times are: windows and steps are whole seconds),
 // which keeps range answers ~10 % smaller than writing every time as a double.
@@ -164,6 +172,160 @@ struct BucketSums {
   }
 };
 
+// GET /api/v1/query_range's answer for `params`. Errors carry the status to send
+// (InvalidArgument: 400).
+base::Result<json> QueryRangeJson(Storage& storage, const Params& params, base::TimePoint now) {
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      RangeQuery q,
+      ParseRangeQuery(params, now,
+                      "a metric key such as gpu.utilization; GET /api/v1/metrics lists them"));
+  WARPSCOPE_ASSIGN_OR_RETURN(auto result, storage.QueryRange(q));
+  json series = json::array();
+  for (const auto& s : result.series) {
+    json points = json::array();
+    for (const auto& p : s.points) points.push_back({Seconds(p.time), Number(p.value)});
+    series.push_back({{"host", s.series.host},
+                      {"entity", s.series.entity},
+                      {"kind", model::EntityKindName(s.series.entity_kind)},
+                      {"labels", LabelsJson(s.series.labels)},
+                      {"attributes", LabelsJson(s.series.entity_attributes)},
+                      {"points", std::move(points)}});
+  }
+  json resolutions = json::array();
+  for (Resolution r : result.resolutions) resolutions.push_back(ResolutionName(r));
+  return json{{"metric", MetricJson(result.metric)},
+              {"start", Seconds(q.start)},
+              {"end", Seconds(q.end)},
+              {"step", base::ToSeconds(q.step)},
+              {"aggregation", AggregationName(q.aggregation)},
+              {"resolutions", std::move(resolutions)},
+              {"series", std::move(series)}};
+}
+
+// GET /api/v1/breakdown's answer for `params`: the series of a range query summed per group
+// (by=: an entity attribute, else a label, else the entity id; by=entity: the entity id).
+base::Result<json> BreakdownJson(Storage& storage, const Params& params, base::TimePoint now) {
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      RangeQuery q,
+      ParseRangeQuery(
+          params, now,
+          "a per-process metric such as gpu.process.sm.utilization or gpu.process.memory.used"));
+  std::string by = "process.executable.name";
+  if (auto b = Param(params, "by"); b && !b->empty()) {
+    by = std::string(*b);
+  }
+  WARPSCOPE_ASSIGN_OR_RETURN(auto result, storage.QueryRange(q));
+  struct Group {
+    BucketSums sums;
+    std::set<std::string> entities;
+    size_t series = 0;
+    double total = 0;
+  };
+  std::map<std::string, Group> groups;
+  for (const auto& s : result.series) {
+    std::string_view key;
+    if (by != "entity") {
+      key = s.series.entity_attributes.Get(by);
+      if (key.empty()) {
+        key = s.series.labels.Get(by);
+      }
+    }
+    if (key.empty()) {
+      key = s.series.entity;
+    }
+    Group& g = groups[std::string(key)];
+    g.entities.insert(s.series.entity);
+    ++g.series;
+    for (const auto& p : s.points) {
+      g.sums.Add(p);
+      if (std::isfinite(p.value)) {
+        g.total += p.value;
+      }
+    }
+  }
+  std::vector<std::pair<std::string, const Group*>> ordered;
+  for (const auto& [k, g] : groups) ordered.emplace_back(k, &g);
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const auto& a, const auto& b) { return a.second->total > b.second->total; });
+  json out = json::array();
+  for (const auto& [key, g] : ordered) {
+    out.push_back({{"key", key},
+                   {"entities", g->entities.size()},
+                   {"series", g->series},
+                   {"points", g->sums.Points(/*mean=*/false)}});
+  }
+  return json{{"metric", MetricJson(result.metric)},
+              {"by", by},
+              {"start", Seconds(q.start)},
+              {"end", Seconds(q.end)},
+              {"step", base::ToSeconds(q.step)},
+              {"aggregation", AggregationName(q.aggregation)},
+              {"groups", std::move(out)}};
+}
+
+// One query of a POST /api/v1/query_batch body; `error` is set when the entry itself is malformed.
+struct BatchQuery {
+  std::string path;
+  Params params;
+  std::string error;
+};
+
+// The body of POST /api/v1/query_batch: {"queries": [{"path": ..., "params": {...}}, ...]}.
+// Errors (the body as a whole) are InvalidArgument with the remedy; a malformed entry is kept
+// with its error so that the other queries are still answered.
+base::Result<std::vector<BatchQuery>> ParseBatch(const std::string& body) {
+  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    return base::Error(base::InvalidArgument(
+        "query_batch: the body is not JSON; send {{\"queries\": [{{\"path\": \"query_range\", "
+        "\"params\": {{...}}}}]}}"));
+  }
+  if (!doc.is_object() || !doc.contains("queries") || !doc["queries"].is_array()) {
+    return base::Error(base::InvalidArgument(
+        "query_batch: expected an object with a \"queries\" array of {{\"path\", \"params\"}}"));
+  }
+  const json& list = doc["queries"];
+  if (list.size() > kMaxBatchQueries) {
+    return base::Error(base::InvalidArgument(
+        "query_batch: {} queries, at most {} per batch; split them into several batches",
+        list.size(), kMaxBatchQueries));
+  }
+  std::vector<BatchQuery> out(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    const json& e = list[i];
+    BatchQuery& q = out[i];
+    if (!e.is_object() || !e.contains("path") || !e["path"].is_string()) {
+      q.error = fmt::format("query {}: expected {{\"path\": \"query_range\"|\"breakdown\", "
+                            "\"params\": {{...}}}}", i);
+      continue;
+    }
+    q.path = e["path"].get<std::string>();
+    if (q.path != "query_range" && q.path != "breakdown") {
+      q.error = fmt::format("query {}: unknown path \"{}\"; a batch takes query_range and breakdown",
+                            i, q.path);
+      continue;
+    }
+    if (!e.contains("params")) {
+      continue;
+    }
+    if (!e["params"].is_object()) {
+      q.error = fmt::format("query {}: params must be an object of name: value", i);
+      continue;
+    }
+    for (const auto& [k, v] : e["params"].items()) {
+      if (v.is_string()) {
+        q.params.emplace(k, v.get<std::string>());
+      } else if (v.is_number() || v.is_boolean()) {
+        q.params.emplace(k, v.dump());
+      } else if (!v.is_null()) {
+        q.error = fmt::format("query {}: param {} must be a string or a number", i, k);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 ApiServer::ApiServer(Options options, Storage& storage, const base::Clock& clock)
@@ -243,6 +405,7 @@ void ApiServer::InstallRoutes() {
   http_->Get("/api/v1/summary", bind(&ApiServer::Summary));
   http_->Get("/api/v1/fleet", bind(&ApiServer::Fleet));
   http_->Get("/api/v1/breakdown", bind(&ApiServer::Breakdown));
+  http_->Post("/api/v1/query_batch", bind(&ApiServer::QueryBatch));
   http_->Get("/api/v1/profiles", bind(&ApiServer::Profiles));
   http_->Get("/api/v1/profiles/merged", bind(&ApiServer::MergedProfile));
   http_->Get(R"(/api/v1/profiles/(\d+))", bind(&ApiServer::ProfileData));
@@ -591,33 +754,9 @@ void ApiServer::Entities(const httplib::Request& req, httplib::Response& res) {
 void ApiServer::QueryRange(const httplib::Request& req, httplib::Response& res) {
   if (!Authorized(req, res, false)) return;
   ++queries_;
-  Params params = ParamsOf(req);
-  auto q = ParseRangeQuery(params, clock_.Now(),
-                           "a metric key such as gpu.utilization; GET /api/v1/metrics lists them");
-  if (!q) return SendError(res, 400, q.error().message());
-  auto result = storage_.QueryRange(*q);
-  if (!result) return SendError(res, HttpStatusFor(result.error()), result.error().message());
-  json series = json::array();
-  for (const auto& s : result->series) {
-    json points = json::array();
-    for (const auto& p : s.points) points.push_back({Seconds(p.time), Number(p.value)});
-    series.push_back({{"host", s.series.host},
-                      {"entity", s.series.entity},
-                      {"kind", model::EntityKindName(s.series.entity_kind)},
-                      {"labels", LabelsJson(s.series.labels)},
-                      {"attributes", LabelsJson(s.series.entity_attributes)},
-                      {"points", points}});
-  }
-  json resolutions = json::array();
-  for (Resolution r : result->resolutions) resolutions.push_back(ResolutionName(r));
-  SendJson(res, 200,
-           json{{"metric", MetricJson(result->metric)},
-                {"start", Seconds(q->start)},
-                {"end", Seconds(q->end)},
-                {"step", base::ToSeconds(q->step)},
-                {"aggregation", AggregationName(q->aggregation)},
-                {"resolutions", resolutions},
-                {"series", series}});
+  auto answer = QueryRangeJson(storage_, ParamsOf(req), clock_.Now());
+  if (!answer) return SendError(res, HttpStatusFor(answer.error()), answer.error().message());
+  SendJson(res, 200, *answer);
 }
 
 void ApiServer::Top(const httplib::Request& req, httplib::Response& res) {
@@ -1040,71 +1179,53 @@ void ApiServer::Breakdown(const httplib::Request& req, httplib::Response& res) {
     return;
   }
   ++queries_;
-  Params params = ParamsOf(req);
-  auto q = ParseRangeQuery(
-      params, clock_.Now(),
-      "a per-process metric such as gpu.process.sm.utilization or gpu.process.memory.used");
-  if (!q) {
-    return SendError(res, 400, q.error().message());
+  auto answer = BreakdownJson(storage_, ParamsOf(req), clock_.Now());
+  if (!answer) {
+    return SendError(res, HttpStatusFor(answer.error()), answer.error().message());
   }
-  std::string by = "process.executable.name";
-  if (auto b = Param(params, "by"); b && !b->empty()) {
-    by = std::string(*b);
-  }
-  auto result = storage_.QueryRange(*q);
-  if (!result) {
-    return SendError(res, HttpStatusFor(result.error()), result.error().message());
-  }
+  SendJson(res, 200, *answer);
+}
 
-  // The group of a series: its entity's attribute `by`, else its label `by`, else the entity id
-  // (by=entity: the entity id).
-  struct Group {
-    BucketSums sums;
-    std::set<std::string> entities;
-    size_t series = 0;
-    double total = 0;
+void ApiServer::QueryBatch(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, false)) {
+    return;
+  }
+  auto queries = ParseBatch(req.body);
+  if (!queries) {
+    return SendError(res, 400, queries.error().message());
+  }
+  queries_ += queries->size();
+  base::TimePoint now = clock_.Now();
+  std::vector<json> results(queries->size());
+  auto run_one = [&](size_t i) {
+    const BatchQuery& q = (*queries)[i];
+    if (!q.error.empty()) {
+      results[i] = json{{"error", q.error}, {"status", 400}};
+      return;
+    }
+    base::Result<json> answer = base::Error(base::Internal("query {}: internal error", i));
+    try {
+      answer = q.path == "breakdown" ? BreakdownJson(storage_, q.params, now)
+                                     : QueryRangeJson(storage_, q.params, now);
+    } catch (const std::exception& e) {
+      WARPSCOPE_LOG_EVERY_N(ERROR, 100, "query_batch query {}: {}", i, e.what());
+    }
+    results[i] = answer ? std::move(*answer)
+                        : json{{"error", answer.error().message()},
+                               {"status", HttpStatusFor(answer.error())}};
   };
-  std::map<std::string, Group> groups;
-  for (const auto& s : result->series) {
-    std::string_view key;
-    if (by != "entity") {
-      key = s.series.entity_attributes.Get(by);
-      if (key.empty()) {
-        key = s.series.labels.Get(by);
-      }
-    }
-    if (key.empty()) {
-      key = s.series.entity;
-    }
-    Group& g = groups[std::string(key)];
-    g.entities.insert(s.series.entity);
-    ++g.series;
-    for (const auto& p : s.points) {
-      g.sums.Add(p);
-      if (std::isfinite(p.value)) {
-        g.total += p.value;
-      }
-    }
-  }
-  std::vector<std::pair<std::string, const Group*>> ordered;
-  for (const auto& [k, g] : groups) ordered.emplace_back(k, &g);
-  std::stable_sort(ordered.begin(), ordered.end(),
-                   [](const auto& a, const auto& b) { return a.second->total > b.second->total; });
-  json out = json::array();
-  for (const auto& [key, g] : ordered) {
-    out.push_back({{"key", key},
-                   {"entities", g->entities.size()},
-                   {"series", g->series},
-                   {"points", g->sums.Points(/*mean=*/false)}});
-  }
-  SendJson(res, 200,
-           json{{"metric", MetricJson(result->metric)},
-                {"by", by},
-                {"start", Seconds(q->start)},
-                {"end", Seconds(q->end)},
-                {"step", base::ToSeconds(q->step)},
-                {"aggregation", AggregationName(q->aggregation)},
-                {"groups", out}});
+  // A few queries at once: the storage reads are thread-safe, and the caller's answer waits for
+  // the slowest query rather than the sum of them.
+  size_t workers = std::min<size_t>(kBatchThreads, queries->size());
+  std::atomic<size_t> next{0};
+  auto drain = [&] {
+    for (size_t i = next++; i < queries->size(); i = next++) run_one(i);
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < workers; ++t) threads.emplace_back(drain);
+  drain();
+  for (auto& t : threads) t.join();
+  SendJson(res, 200, json{{"results", std::move(results)}});
 }
 
 void ApiServer::Ui(const httplib::Request& req, httplib::Response& res) {

@@ -96,6 +96,9 @@ class ApiServer {
   // GET /api/v1/breakdown: a range query whose series are summed per entity attribute value
   // (per-process GPU metrics grouped by executable).
   void Breakdown(const httplib::Request& req, httplib::Response& res);
+  // POST /api/v1/query_batch: up to 64 query_range / breakdown queries in one request, answered
+  // in order, each as its GET would be or {"error", "status"}; run a few at a time.
+  void QueryBatch(const httplib::Request& req, httplib::Response& res);
   // GET on any other path: the web UI (server/ui/ui_handler.h).
   void Ui(const httplib::Request& req, httplib::Response& res);
   void Profiles(const httplib::Request& req, httplib::Response& res);

@@ -803,5 +803,119 @@ TEST_F(ApiServerTest, ServesTheUiWithSpaFallbackAndEtags) {
   EXPECT_EQ(client_->Get("/assets/app-GONE1234.js")->status, 404);
 }
 
+// POST /api/v1/query_batch with `body` (and the test token).
+httplib::Result PostBatch(httplib::Client& client, const std::string& body,
+                          const std::string& token = kToken) {
+  httplib::Headers h;
+  if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+  return client.Post("/api/v1/query_batch", h, body, "application/json");
+}
+
+TEST_F(ApiServerTest, QueryBatchAnswersEachQueryAsItsGetWould) {
+  ASSERT_EQ(Post(MakeBatch(1, kT0, 0.9).SerializeAsString())->status, 200);
+  ASSERT_EQ(Post(MakeProcessBatch(2, kT0).SerializeAsString())->status, 200);
+  const std::string range_query =
+      "metric=gpu.utilization&start=1700000000&end=1700000060&step=60s&kind=gpu&agg=max";
+  const std::string breakdown_query =
+      "metric=gpu.process.sm.utilization&host=node2&label.gpu.uuid=GPU-a&start=1700000000&"
+      "end=1700000060&step=1m";
+  json body = {{"queries",
+                {{{"path", "query_range"},
+                  {"params",
+                   {{"metric", "gpu.utilization"},
+                    {"start", 1700000000},
+                    {"end", "1700000060"},
+                    {"step", "60s"},
+                    {"kind", "gpu"},
+                    {"agg", "max"}}}},
+                 {{"path", "breakdown"},
+                  {"params",
+                   {{"metric", "gpu.process.sm.utilization"},
+                    {"host", "node2"},
+                    {"label.gpu.uuid", "GPU-a"},
+                    {"start", "1700000000"},
+                    {"end", "1700000060"},
+                    {"step", "1m"}}}}}}};
+  auto res = PostBatch(*client_, body.dump());
+  ASSERT_EQ(res->status, 200) << res->body;
+  json r = json::parse(res->body);
+  ASSERT_EQ(r["results"].size(), 2u);
+  EXPECT_EQ(r["results"][0],
+            json::parse(client_->Get("/api/v1/query_range?" + range_query)->body));
+  EXPECT_EQ(r["results"][1],
+            json::parse(client_->Get("/api/v1/breakdown?" + breakdown_query)->body));
+  EXPECT_EQ(r["results"][1]["groups"][0]["key"], "python3");
+}
+
+TEST_F(ApiServerTest, QueryBatchReportsBadQueriesOneByOne) {
+  ASSERT_EQ(Post(MakeBatch(1, kT0, 0.9).SerializeAsString())->status, 200);
+  json good = {{"path", "query_range"},
+               {"params", {{"metric", "gpu.utilization"}, {"start", "1700000000"},
+                           {"end", "1700000060"}}}};
+  json body = {{"queries",
+                {good,
+                 {{"path", "query_range"}, {"params", {{"start", "1700000000"}}}},
+                 {{"path", "top"}, {"params", {{"metric", "gpu.utilization"}}}},
+                 {{"path", "breakdown"}, {"params", {{"metric", "gpu.utilization"}, {"step", "-1s"}}}},
+                 {{"path", "query_range"}, {"params", "metric=gpu.utilization"}},
+                 42}}};
+  auto res = PostBatch(*client_, body.dump());
+  ASSERT_EQ(res->status, 200) << res->body;
+  json r = json::parse(res->body)["results"];
+  ASSERT_EQ(r.size(), 6u);
+  ASSERT_EQ(r[0]["series"].size(), 1u);
+  EXPECT_FALSE(r[0].contains("error"));
+  for (size_t i = 1; i < r.size(); ++i) {
+    EXPECT_EQ(r[i]["status"], 400) << i << ": " << r[i];
+    EXPECT_TRUE(r[i]["error"].is_string()) << i;
+  }
+  EXPECT_NE(r[1]["error"].get<std::string>().find("metric= is required"), std::string::npos);
+  EXPECT_NE(r[2]["error"].get<std::string>().find("unknown path"), std::string::npos);
+  EXPECT_NE(r[3]["error"].get<std::string>().find("step"), std::string::npos);
+}
+
+TEST_F(ApiServerTest, QueryBatchRejectsABadBodyWith400) {
+  for (const std::string body :
+       {"not json", "[]", "{\"queries\": {}}", "{\"other\": []}"}) {
+    auto res = PostBatch(*client_, body);
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 400) << body;
+    EXPECT_TRUE(json::parse(res->body)["error"].is_string()) << res->body;
+  }
+}
+
+TEST_F(ApiServerTest, QueryBatchTakesAtMost64Queries) {
+  json q = {{"path", "query_range"}, {"params", {{"metric", "gpu.utilization"}}}};
+  json at_limit = {{"queries", json::array()}};
+  for (int i = 0; i < 64; ++i) at_limit["queries"].push_back(q);
+  auto ok = PostBatch(*client_, at_limit.dump());
+  ASSERT_EQ(ok->status, 200) << ok->body;
+  EXPECT_EQ(json::parse(ok->body)["results"].size(), 64u);
+
+  at_limit["queries"].push_back(q);
+  auto over = PostBatch(*client_, at_limit.dump());
+  EXPECT_EQ(over->status, 400);
+  EXPECT_NE(json::parse(over->body)["error"].get<std::string>().find("at most 64"),
+            std::string::npos);
+}
+
+TEST_F(ApiServerTest, QueryBatchNeedsTheTokenWhenReadsAreAuthenticated) {
+  ApiServer::Options opts;
+  opts.listen_address = "127.0.0.1:0";
+  opts.auth_token = kToken;
+  opts.auth_read = true;
+  ApiServer api(opts, *storage_, clock_);
+  auto port = api.Start();
+  ASSERT_TRUE(port) << port.error().message();
+  httplib::Client client("127.0.0.1", *port);
+  const std::string body =
+      R"({"queries": [{"path": "query_range", "params": {"metric": "gpu.utilization"}}]})";
+  EXPECT_EQ(PostBatch(client, body, "")->status, 401);
+  EXPECT_EQ(PostBatch(client, body, "wrong")->status, 401);
+  auto ok = PostBatch(client, body);
+  ASSERT_EQ(ok->status, 200) << ok->body;
+  EXPECT_EQ(json::parse(ok->body)["results"].size(), 1u);
+}
+
 }  // namespace
 }  // namespace warpscope::server
