@@ -243,24 +243,15 @@ void ConnectionConverter::Handle(wire::Message message, ProfileInputSink& sink, 
                               CounterId::kPendingEvicted});
           pc.overhead_ns = Sum(counters_, {CounterId::kOverheadNs});
           sink.UpdateCounters(pid_, pc);
-        } else if constexpr (std::is_same_v<T, wire::Memcpy>) {
+        } else if constexpr (std::is_same_v<T, wire::Memcpy> || std::is_same_v<T, wire::Memset>) {
           MemoryActivity a;
-          a.op = MemoryActivity::Op::kMemcpy;
-          a.kind = std::string(MemcpyKindName(m.copy_kind));
-          a.correlation_id = m.correlation_id;
-          a.bytes = m.bytes;
-          a.start_ns = ToNs(m.start_ns);
-          a.end_ns = ToNs(m.end_ns);
-          a.device = m.device;
-          a.stream = m.stream;
-          a.context = m.context;
-          a.graph_id = m.graph_id;
-          ++stats_.memory_activities;
-          sink.AddMemoryActivity(pid_, std::move(a));
-        } else if constexpr (std::is_same_v<T, wire::Memset>) {
-          MemoryActivity a;
-          a.op = MemoryActivity::Op::kMemset;
-          a.kind = std::string(MemoryKindName(m.memory_kind));
+          if constexpr (std::is_same_v<T, wire::Memcpy>) {
+            a.op = MemoryActivity::Op::kMemcpy;
+            a.kind = std::string(MemcpyKindName(m.copy_kind));
+          } else {
+            a.op = MemoryActivity::Op::kMemset;
+            a.kind = std::string(MemoryKindName(m.memory_kind));
+          }
           a.correlation_id = m.correlation_id;
           a.bytes = m.bytes;
           a.start_ns = ToNs(m.start_ns);
