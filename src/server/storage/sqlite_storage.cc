@@ -697,16 +697,22 @@ Result<WriteResult> SqliteStorage::WriteBatch(const IngestBatch& batch) {
   return result;
 }
 
+void SqliteStorage::SortForInsert(std::vector<StagedSample>& rows) {
+  // Sorted by (series, start), arrival order kept among equal keys so the latest write wins
+  // (INSERT OR REPLACE), as it would have written directly: consecutive rows land on the same
+  // B-tree page, so each page is written once per move instead of once per batch.
+  std::stable_sort(rows.begin(), rows.end(), [](const StagedSample& x, const StagedSample& y) {
+    return x.series_id != y.series_id ? x.series_id < y.series_id : x.start_ms < y.start_ms;
+  });
+}
+
 Status SqliteStorage::MoveStaged(std::unique_lock<std::mutex>& lock) {
   moving_ = true;
   std::vector<StagedSample> rows;
   rows.swap(staged_);
   const int64_t last_id = staged_last_id_;
   lock.unlock();
-  // Arrival order is kept among equal keys so the later write wins (INSERT OR REPLACE).
-  std::stable_sort(rows.begin(), rows.end(), [](const StagedSample& x, const StagedSample& y) {
-    return x.series_id != y.series_id ? x.series_id < y.series_id : x.start_ms < y.start_ms;
-  });
+  SortForInsert(rows);
   auto finish = [&](Status status) {
     if (!status.ok()) {
       // Nothing was deleted from staged_samples: keep every row, ahead of newer ones, for the
@@ -1085,14 +1091,7 @@ Status SqliteStorage::ApplyStagedLocked(std::unique_lock<std::mutex>& lock) {
   if (staged_.empty()) {
     return base::OkStatus();
   }
-  // Sorted by (series, start), arrival order kept among equal keys so the latest write wins
-  // (INSERT OR REPLACE), as it would have written directly: consecutive rows land on the same
-  // B-tree page, so each page is written once per move instead of once per batch.
-  std::stable_sort(staged_.begin(), staged_.end(),
-                   [](const StagedSample& x, const StagedSample& y) {
-                     return x.series_id != y.series_id ? x.series_id < y.series_id
-                                                       : x.start_ms < y.start_ms;
-                   });
+  SortForInsert(staged_);
   WARPSCOPE_ASSIGN_OR_RETURN(Transaction tx, Transaction::Begin(*writer_, true));
   WARPSCOPE_RETURN_IF_ERROR(InsertSamples(staged_));
   WARPSCOPE_RETURN_IF_ERROR(writer_->Exec("DELETE FROM staged_samples"));

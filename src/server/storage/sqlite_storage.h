@@ -139,6 +139,8 @@ class SqliteStorage : public Storage {
   // between chunks so that batches keep being written; then deletes the staged rows it moved.
   // `lock` holds write_mu_ on entry and on return.
   [[nodiscard]] base::Status MoveStaged(std::unique_lock<std::mutex>& lock);
+  // Orders staged samples for InsertSamples: by (series, start), arrival order kept.
+  static void SortForInsert(std::vector<StagedSample>& rows);
   // INSERT OR REPLACE of `rows` into samples, inside the caller's transaction.
   [[nodiscard]] base::Status InsertSamples(std::span<const StagedSample> rows);
 
