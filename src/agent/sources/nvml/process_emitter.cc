@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent/sources/nvml/process_emitter.h"
+
+#include <algorithm>
+#include <string>
+
+#include "agent/sources/nvml/nvml_metrics.h"
+#include "agent/sources/nvml/nvml_queries.h"
+
+namespace warpscope::agent::nvml_internal {
+
+namespace abi = nvml::abi;
+namespace m = nvml_metrics;
+using abi::nvmlReturn_t;
+using model::Labels;
+
+void ProcessEmitter::BeginPoll() {
+  ++poll_seq_;
+  emitted_executables_.clear();
+  emitted_containers_.clear();
+}
+
+void ProcessEmitter::EndPoll() {
+  // Forget processes that were not seen in this poll.
+  for (auto it = cache_.begin(); it != cache_.end();) {
+    if (it->second.seen_poll != poll_seq_) {
+      it = cache_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+ProcessEmitter::CacheEntry& ProcessEmitter::Resolve(unsigned pid, const nvml::NvmlLibrary& lib,
+                                                    Reporter& reporter) {
+  auto [it, inserted] = cache_.try_emplace(pid);
+  CacheEntry& entry = it->second;
+  entry.seen_poll = poll_seq_;
+  const ProcessInfo* info = resolver_.Resolve(static_cast<int>(pid));
+  auto build = [&](const ProcessInfo& p, bool from_nvml) {
+    entry.from_nvml_name = from_nvml;
+    entry.start_ticks = p.start_ticks;
+    entry.process = MakeProcessEntity(p);
+    entry.executable = MakeExecutableEntity(p);
+    if (p.container_id.empty()) {
+      entry.container.reset();
+    } else {
+      entry.container = MakeContainerEntity(p);
+    }
+    entry.emitted_poll = 0;
+  };
+  if (info != nullptr) {
+    if (inserted || entry.from_nvml_name || entry.start_ticks != info->start_ticks) {
+      build(*info, false);
+    }
+    return entry;
+  }
+  if (!inserted && entry.from_nvml_name) {
+    return entry;
+  }
+  // Not in /proc (another pid namespace, already exited, or a simulated process): NVML's name.
+  ProcessInfo fallback;
+  fallback.pid = static_cast<int>(pid);
+  fallback.container_pid = static_cast<int>(pid);
+  char name[256] = {};
+  nvmlReturn_t rc = WARPSCOPE_NVML_CALL(lib, nvmlSystemGetProcessName, pid, name, sizeof(name));
+  std::string full = rc == abi::kSuccess ? CopyString(name, sizeof(name)) : std::string();
+  if (full.empty()) {
+    reporter.ReportError("process_name");
+    fallback.executable = "unknown";
+  } else {
+    size_t slash = full.rfind('/');
+    fallback.executable = slash == std::string::npos ? full : full.substr(slash + 1);
+    if (full.front() == '/') {
+      fallback.executable_path = full;
+    }
+  }
+  build(fallback, true);
+  return entry;
+}
+
+void ProcessEmitter::EmitEntities(CacheEntry& entry, model::SampleSink& out) {
+  if (entry.emitted_poll == poll_seq_) {
+    return;
+  }
+  entry.emitted_poll = poll_seq_;
+  out.AddEntity(entry.process);
+  std::string_view exe = entry.executable.id;
+  if (std::find(emitted_executables_.begin(), emitted_executables_.end(), exe) ==
+      emitted_executables_.end()) {
+    emitted_executables_.push_back(exe);
+    out.AddEntity(entry.executable);
+  }
+  if (entry.container) {
+    std::string_view ctr = entry.container->id;
+    if (std::find(emitted_containers_.begin(), emitted_containers_.end(), ctr) ==
+        emitted_containers_.end()) {
+      emitted_containers_.push_back(ctr);
+      out.AddEntity(*entry.container);
+    }
+  }
+}
+
+void ProcessEmitter::Emit(const ProcessGroup& group, std::span<const ProcessRow> rows,
+                          std::span<const UtilAccumulator> utilization,
+                          const nvml::NvmlLibrary& lib, Reporter& reporter,
+                          model::SampleSink& out) {
+  const bool util_known = group.util_known;
+  rollups_.clear();
+  for (const ProcessRow& row : rows.subspan(group.rows_begin, group.rows_end - group.rows_begin)) {
+    CacheEntry& entry = Resolve(row.pid, lib, reporter);
+    EmitEntities(entry, out);
+    const Labels& l = group.labels[row.type];
+    const std::string& pid_id = entry.process.id;
+    if (row.has_memory) {
+      out.AddValue(m::kProcessMemoryUsed, pid_id, l, static_cast<double>(row.memory));
+    }
+    double sm = 0;
+    if (util_known) {
+      double mem_util = 0;
+      auto it =
+          std::lower_bound(utilization.begin(), utilization.end(), row.pid,
+                           [](const UtilAccumulator& a, unsigned pid) { return a.pid < pid; });
+      if (it != utilization.end() && it->pid == row.pid && it->samples > 0) {
+        sm = it->sm_sum / it->samples / 100.0;
+        mem_util = it->mem_sum / it->samples / 100.0;
+      }
+      out.AddValue(m::kProcessSmUtilization, pid_id, l, sm);
+      out.AddValue(m::kProcessMemoryUtilization, pid_id, l, mem_util);
+    }
+    auto r = std::find_if(rollups_.begin(), rollups_.end(), [&](const Rollup& x) {
+      return x.entry->executable.id == entry.executable.id;
+    });
+    if (r == rollups_.end()) {
+      rollups_.push_back({&entry, 0, 0, false, 0});
+      r = rollups_.end() - 1;
+    }
+    if (row.has_memory) {
+      r->memory += static_cast<double>(row.memory);
+      r->has_memory = true;
+    }
+    r->sm += sm;
+    ++r->processes;
+  }
+  for (const Rollup& r : rollups_) {
+    const std::string& exe_id = r.entry->executable.id;
+    if (r.has_memory) {
+      out.AddValue(m::kExecutableMemoryUsed, exe_id, *group.consumer_labels, r.memory);
+    }
+    if (util_known) {
+      out.AddValue(m::kExecutableSmUtilization, exe_id, *group.consumer_labels, r.sm);
+    }
+    out.AddValue(m::kExecutableProcesses, exe_id, *group.consumer_labels, r.processes);
+  }
+}
+
+}  // namespace warpscope::agent::nvml_internal
