@@ -254,7 +254,7 @@ nvmlReturn_t NvmlSim::SystemCall(std::string_view fn, Body&& body) {
 template <typename Body>
 nvmlReturn_t NvmlSim::DeviceCall(std::string_view fn, abi::nvmlDevice_t handle, HandleUse use,
                                  Body&& body) {
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   if (!sim_) {
     return abi::kErrorUninitialized;
   }
@@ -264,6 +264,9 @@ nvmlReturn_t NvmlSim::DeviceCall(std::string_view fn, abi::nvmlDevice_t handle, 
   auto target = Resolve(handle);
   if (!target) {
     return abi::kErrorInvalidArgument;
+  }
+  if (!WaitWhileSlow(lock, target->dev, fn)) {
+    return abi::kErrorUninitialized;
   }
   double t = NowSeconds();
   if (sim_->Lost(target->dev, t)) {
@@ -458,6 +461,13 @@ nvmlReturn_t NvmlSim::DeviceGetCount(std::string_view fn, unsigned* count) {
 
 nvmlReturn_t NvmlSim::DeviceGetHandleByIndex(std::string_view fn, unsigned index,
                                              abi::nvmlDevice_t* device) {
+  {
+    // A slow device is slow to open too.
+    std::unique_lock lock(mu_);
+    if (sim_ && !Missing(fn) && index < sim_->device_count() && !WaitWhileSlow(lock, index, fn)) {
+      return abi::kErrorUninitialized;
+    }
+  }
   return SystemCall(fn, [&](double t) {
     if (device == nullptr || index >= sim_->device_count()) {
       return abi::kErrorInvalidArgument;

@@ -5,8 +5,8 @@
 // libnvidia-ml.so.1 (exports.cc) are one-line forwards to NvmlSim::Global().
 //
 // Thread safety: every method may be called from any thread. One mutex serialises them;
-// EventSetWait_v2 releases it while it blocks. Methods never throw except std::bad_alloc; the C
-// entry points catch everything and return NVML_ERROR_UNKNOWN.
+// EventSetWait_v2 and calls held back by a slow fault release it while they block. Methods never
+// throw except std::bad_alloc; the C entry points catch everything and return NVML_ERROR_UNKNOWN.
 //
 // Time: simulated time t is the monotonic time since the first successful init, until
 // SetTimeNs() is called once; from then on t is only what SetTimeNs() sets (manual clock).
@@ -168,6 +168,10 @@ class NvmlSim {
 
   template <typename Body>
   abi::nvmlReturn_t SystemCall(std::string_view fn, Body&& body);
+  // Applies an active slow fault of device `dev` to the call `fn` (slow_calls.cc): waits, with
+  // `lock` (on mu_) released, for its latency, or until its window ends (a hang). Either wait
+  // ends early when the simulation is shut down or unloaded; then it returns false.
+  bool WaitWhileSlow(std::unique_lock<std::mutex>& lock, size_t dev, std::string_view fn);
   template <typename Body>
   abi::nvmlReturn_t DeviceCall(std::string_view fn, abi::nvmlDevice_t handle, HandleUse use,
                                Body&& body);

@@ -8,9 +8,11 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -670,6 +672,79 @@ devices:
   lib.nvmlEventSetFree(set);
   At(90);
   EXPECT_EQ(lib.nvmlDeviceGetPowerUsage(d, &mw), abi::kSuccess);
+}
+
+// Waits for an asynchronous NVML call, at most `limit`.
+bool Answers(std::future<abi::nvmlReturn_t>& call, std::chrono::milliseconds limit) {
+  return call.wait_for(limit) == std::future_status::ready;
+}
+
+TEST_F(NvmlSimE2eTest, SlowLatencyDelaysOnlyItsCallInItsWindow) {
+  Start(R"yaml(
+name: slow
+devices:
+  - faults: [{kind: slow, what: nvmlDeviceGetPowerUsage, latency: 300ms, at: 10s, until: 20s}]
+)yaml");
+  abi::nvmlDevice_t d = Device(0);
+  unsigned value = 0;
+  auto timed = [&](auto&& call) {
+    auto start = std::chrono::steady_clock::now();
+    EXPECT_EQ(call(), abi::kSuccess);
+    return std::chrono::steady_clock::now() - start;
+  };
+  const auto latency = std::chrono::milliseconds(300);
+  EXPECT_LT(timed([&] { return lib.nvmlDeviceGetPowerUsage(d, &value); }), latency);
+  At(10);
+  EXPECT_GE(timed([&] { return lib.nvmlDeviceGetPowerUsage(d, &value); }), latency);
+  EXPECT_LT(timed([&] { return lib.nvmlDeviceGetTemperature(d, 0, &value); }), latency);
+  At(20);
+  EXPECT_LT(timed([&] { return lib.nvmlDeviceGetPowerUsage(d, &value); }), latency);
+}
+
+TEST_F(NvmlSimE2eTest, SlowHangBlocksOneDeviceUntilTheWindowEnds) {
+  Start(R"yaml(
+name: hang
+devices:
+  - {}
+  - {faults: [{kind: slow, hang: true, at: 10s, until: 20s}], signals: {power: 321}}
+)yaml");
+  abi::nvmlDevice_t d0 = Device(0);
+  abi::nvmlDevice_t d1 = Device(1);
+  At(10);
+  unsigned mw = 0;
+  auto power = std::async(std::launch::async, [&] { return lib.nvmlDeviceGetPowerUsage(d1, &mw); });
+  abi::nvmlDevice_t again = nullptr;
+  auto open =
+      std::async(std::launch::async, [&] { return lib.nvmlDeviceGetHandleByIndex_v2(1, &again); });
+  EXPECT_FALSE(Answers(power, std::chrono::milliseconds(200)));
+  EXPECT_FALSE(Answers(open, std::chrono::milliseconds(0)));
+  // The other GPU answers meanwhile: the hung calls do not hold the simulator's lock.
+  unsigned mw0 = 0;
+  auto other =
+      std::async(std::launch::async, [&] { return lib.nvmlDeviceGetPowerUsage(d0, &mw0); });
+  ASSERT_TRUE(Answers(other, std::chrono::seconds(10)));
+  EXPECT_EQ(other.get(), abi::kSuccess);
+  At(15);
+  EXPECT_FALSE(Answers(power, std::chrono::milliseconds(50)));
+  At(20);  // the window ends: the calls answer normally
+  ASSERT_TRUE(Answers(power, std::chrono::seconds(10)));
+  EXPECT_EQ(power.get(), abi::kSuccess);
+  EXPECT_EQ(mw, 321000u);
+  ASSERT_TRUE(Answers(open, std::chrono::seconds(10)));
+  EXPECT_EQ(open.get(), abi::kSuccess);
+  EXPECT_EQ(again, d1);
+}
+
+TEST_F(NvmlSimE2eTest, SlowHangEndsWhenTheSimulatorShutsDown) {
+  Start("name: hang\ndevices: [{faults: [{kind: slow, hang: true, at: 10s}]}]\n");
+  abi::nvmlDevice_t d = Device(0);
+  At(10);  // from now on the device hangs for good
+  unsigned mw = 0;
+  auto power = std::async(std::launch::async, [&] { return lib.nvmlDeviceGetPowerUsage(d, &mw); });
+  EXPECT_FALSE(Answers(power, std::chrono::milliseconds(100)));
+  ASSERT_EQ(lib.nvmlShutdown(), abi::kSuccess);
+  ASSERT_TRUE(Answers(power, std::chrono::seconds(10)));
+  EXPECT_EQ(power.get(), abi::kErrorUninitialized);
 }
 
 TEST_F(NvmlSimE2eTest, PermissionAndNotSupportedFaults) {

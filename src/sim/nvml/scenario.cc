@@ -1050,12 +1050,16 @@ class Parser {
       } else if (kind == "no_permission") {
         fault.kind = FaultKind::kNoPermission;
         WARPSCOPE_RETURN_IF_ERROR(CheckKeys(f, fpath, {"kind", "at", "until"}));
+      } else if (kind == "slow") {
+        fault.kind = FaultKind::kSlow;
+        WARPSCOPE_RETURN_IF_ERROR(
+            CheckKeys(f, fpath, {"kind", "at", "until", "what", "latency", "hang"}));
       } else {
         static constexpr std::string_view kKinds[] = {"xid", "gpu_lost", "not_supported",
-                                                      "no_permission"};
+                                                      "no_permission", "slow"};
         return Err(kind_node, Join(fpath, "kind"),
-                   fmt::format("unknown fault kind '{}'.{} Use xid, gpu_lost, not_supported or "
-                               "no_permission",
+                   fmt::format("unknown fault kind '{}'.{} Use xid, gpu_lost, not_supported, "
+                               "no_permission or slow",
                                kind, Suggest(kind, kKinds)));
       }
       if (fault.kind == FaultKind::kXid || fault.kind == FaultKind::kGpuLost) {
@@ -1074,59 +1078,116 @@ class Parser {
         }
       }
       if (fault.kind == FaultKind::kXid) {
-        WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node code,
-                                              Required(f, fpath, "code", "code: 79"));
-        WARPSCOPE_ASSIGN_OR_RETURN(fault.code,
-                                              UInt(code, Join(fpath, "code"), 0, 65535));
-        bool has_gi = Present(f["gpu_instance_id"]);
-        bool has_ci = Present(f["compute_instance_id"]);
-        if (has_gi || has_ci) {
-          if (!d.mig.enabled) {
-            return Err(f, fpath, "gpu_instance_id/compute_instance_id need mig.enabled: true");
-          }
-          if (!has_gi) {
-            return Err(f, Join(fpath, "gpu_instance_id"),
-                       "missing; compute_instance_id needs "
-                       "it");
-          }
-          WARPSCOPE_ASSIGN_OR_RETURN(
-              fault.gpu_instance_id,
-              UInt(f["gpu_instance_id"], Join(fpath, "gpu_instance_id"), 0, 31));
-          fault.compute_instance_id = 0;
-          if (has_ci) {
-            WARPSCOPE_ASSIGN_OR_RETURN(
-                fault.compute_instance_id,
-                UInt(f["compute_instance_id"], Join(fpath, "compute_instance_id"), 0, 31));
-          }
-          if (!FindInstance(d, fault.gpu_instance_id, fault.compute_instance_id)) {
-            return Err(f, fpath,
-                       fmt::format("no MIG instance {}/{} on this GPU", fault.gpu_instance_id,
-                                   fault.compute_instance_id));
-          }
-        }
+        WARPSCOPE_RETURN_IF_ERROR(ParseXidFault(f, fpath, d, fault));
       }
       if (fault.kind == FaultKind::kNotSupported) {
-        WARPSCOPE_ASSIGN_OR_RETURN(
-            YAML::Node what, Required(f, fpath, "what", "what: memory_temperature"));
-        WARPSCOPE_ASSIGN_OR_RETURN(fault.what, Str(what, Join(fpath, "what")));
-        bool device_function =
-            IsKnownNvmlFunction(fault.what) &&
-            (fault.what.rfind("nvmlDevice", 0) == 0 || fault.what.rfind("nvmlGpm", 0) == 0);
-        if (!FindSignal(fault.what) && !device_function) {
-          std::vector<std::string_view> names;
-          for (const auto& info : AllSignals()) {
-            names.push_back(info.name);
-          }
-          for (std::string_view fn : kKnownFunctions) {
-            names.push_back(fn);
-          }
-          return Err(what, Join(fpath, "what"),
-                     fmt::format("'{}' is neither a signal name (e.g. memory_temperature) nor a "
-                                 "device-level NVML function (e.g. nvmlDeviceGetSerial).{}",
-                                 fault.what, Suggest(fault.what, names)));
-        }
+        WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node what,
+                                   Required(f, fpath, "what", "what: memory_temperature"));
+        WARPSCOPE_RETURN_IF_ERROR(ParseFaultWhat(what, Join(fpath, "what"), true, fault));
+      }
+      if (fault.kind == FaultKind::kSlow) {
+        WARPSCOPE_RETURN_IF_ERROR(ParseSlowFault(f, fpath, fault));
       }
       d.faults.push_back(std::move(fault));
+    }
+    return base::OkStatus();
+  }
+
+  // code, and the MIG instance of an XID on a MIG-enabled GPU.
+  Status ParseXidFault(const YAML::Node& f, const std::string& fpath, const DeviceSpec& d,
+                       FaultSpec& fault) const {
+    WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node code, Required(f, fpath, "code", "code: 79"));
+    WARPSCOPE_ASSIGN_OR_RETURN(fault.code, UInt(code, Join(fpath, "code"), 0, 65535));
+    bool has_gi = Present(f["gpu_instance_id"]);
+    bool has_ci = Present(f["compute_instance_id"]);
+    if (has_gi || has_ci) {
+      if (!d.mig.enabled) {
+        return Err(f, fpath, "gpu_instance_id/compute_instance_id need mig.enabled: true");
+      }
+      if (!has_gi) {
+        return Err(f, Join(fpath, "gpu_instance_id"),
+                   "missing; compute_instance_id needs "
+                   "it");
+      }
+      WARPSCOPE_ASSIGN_OR_RETURN(fault.gpu_instance_id,
+                                 UInt(f["gpu_instance_id"], Join(fpath, "gpu_instance_id"), 0, 31));
+      fault.compute_instance_id = 0;
+      if (has_ci) {
+        WARPSCOPE_ASSIGN_OR_RETURN(
+            fault.compute_instance_id,
+            UInt(f["compute_instance_id"], Join(fpath, "compute_instance_id"), 0, 31));
+      }
+      if (!FindInstance(d, fault.gpu_instance_id, fault.compute_instance_id)) {
+        return Err(f, fpath,
+                   fmt::format("no MIG instance {}/{} on this GPU", fault.gpu_instance_id,
+                               fault.compute_instance_id));
+      }
+    }
+    return base::OkStatus();
+  }
+
+  // `what` of not_supported (a signal name or a device-level NVML function) and of slow (a
+  // device-level NVML function only).
+  Status ParseFaultWhat(const YAML::Node& what, const std::string& path, bool signals,
+                        FaultSpec& fault) const {
+    WARPSCOPE_ASSIGN_OR_RETURN(fault.what, Str(what, path));
+    bool device_function =
+        IsKnownNvmlFunction(fault.what) &&
+        (fault.what.rfind("nvmlDevice", 0) == 0 || fault.what.rfind("nvmlGpm", 0) == 0);
+    if (device_function || (signals && FindSignal(fault.what))) {
+      return base::OkStatus();
+    }
+    std::vector<std::string_view> names;
+    if (signals) {
+      for (const auto& info : AllSignals()) {
+        names.push_back(info.name);
+      }
+    }
+    for (std::string_view fn : kKnownFunctions) {
+      names.push_back(fn);
+    }
+    if (!signals) {
+      return Err(what, path,
+                 fmt::format("'{}' is not a device-level NVML function (e.g. "
+                             "nvmlDeviceGetPowerUsage); leave what out to slow every call of the "
+                             "device.{}",
+                             fault.what, Suggest(fault.what, names)));
+    }
+    return Err(what, path,
+               fmt::format("'{}' is neither a signal name (e.g. memory_temperature) nor a "
+                           "device-level NVML function (e.g. nvmlDeviceGetSerial).{}",
+                           fault.what, Suggest(fault.what, names)));
+  }
+
+  // slow: exactly one of `latency: <duration>` (each call answers that much later) or
+  // `hang: true` (each call blocks until the window ends); `what` narrows it to one function.
+  Status ParseSlowFault(const YAML::Node& f, const std::string& fpath, FaultSpec& fault) const {
+    const bool has_latency = Present(f["latency"]);
+    const bool has_hang = Present(f["hang"]);
+    if (has_latency == has_hang) {
+      return Err(f, fpath,
+                 has_latency ? "give either latency or hang, not both"
+                             : "missing latency or hang; e.g. latency: 2s (each call answers "
+                               "2 s late) or hang: true (calls block until the window ends)");
+    }
+    if (has_hang) {
+      WARPSCOPE_ASSIGN_OR_RETURN(fault.hang, Bool(f["hang"], Join(fpath, "hang")));
+      if (!fault.hang) {
+        return Err(f["hang"], Join(fpath, "hang"),
+                   "hang: false slows nothing; use hang: true, or latency: <duration>");
+      }
+    } else {
+      WARPSCOPE_ASSIGN_OR_RETURN(fault.latency_s,
+                                 Quantity(f["latency"], Join(fpath, "latency"), Unit::kSeconds));
+      if (!(fault.latency_s > 0) || fault.latency_s > kMaxSlowLatencySeconds) {
+        return Err(f["latency"], Join(fpath, "latency"),
+                   fmt::format("must be more than 0s and at most {}s; for calls that never "
+                               "answer use hang: true",
+                               kMaxSlowLatencySeconds));
+      }
+    }
+    if (Present(f["what"])) {
+      WARPSCOPE_RETURN_IF_ERROR(ParseFaultWhat(f["what"], Join(fpath, "what"), false, fault));
     }
     return base::OkStatus();
   }

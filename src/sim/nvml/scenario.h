@@ -50,7 +50,11 @@ enum class FaultKind {
   kGpuLost,       // every call on the device returns GPU_IS_LOST in [at, until)
   kNotSupported,  // the query for `what` returns NOT_SUPPORTED in [at, until)
   kNoPermission,  // nvmlDeviceGetHandleByIndex* returns NO_PERMISSION in [at, until)
+  kSlow,          // calls on the device (or `what` only) answer late, or hang, in [at, until)
 };
+
+// Longest latency a slow fault may add to one call.
+inline constexpr double kMaxSlowLatencySeconds = 3600;
 
 // Optional per-signal specs, indexed by SignalId; absent = documented default.
 using SignalTable = std::array<std::optional<Signal>, kSignalCount>;
@@ -88,9 +92,11 @@ struct FaultSpec {
   FaultKind kind = FaultKind::kXid;
   double at_s = 0;
   double until_s = kForever;
-  unsigned code = 0;                       // kXid
-  std::string what;                        // kNotSupported: a signal name or an NVML function name
-  unsigned gpu_instance_id = 0xFFFFFFFFu;  // kXid on a MIG GPU
+  unsigned code = 0;     // kXid
+  std::string what;      // kNotSupported: a signal or NVML function name; kSlow: a function or ""
+  double latency_s = 0;  // kSlow: real seconds added to each call (0 with hang)
+  bool hang = false;     // kSlow: calls block until until_s (or until the simulator shuts down)
+  unsigned gpu_instance_id = 0xFFFFFFFFu;      // kXid on a MIG GPU
   unsigned compute_instance_id = 0xFFFFFFFFu;  // kXid on a MIG GPU
 };
 

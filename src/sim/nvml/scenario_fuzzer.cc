@@ -197,6 +197,11 @@ void CheckStructure(const sim::Scenario& s) {
       if (f.kind == sim::FaultKind::kNotSupported) {
         WARPSCOPE_FUZZ_CHECK(!f.what.empty(), "{}: not_supported without what", where);
       }
+      if (f.kind == sim::FaultKind::kSlow) {
+        WARPSCOPE_FUZZ_CHECK(
+            f.hang != (f.latency_s > 0) && f.latency_s <= sim::kMaxSlowLatencySeconds,
+            "{}: slow fault latency {} hang {}", where, f.latency_s, f.hang);
+      }
     }
   }
 }

@@ -204,6 +204,48 @@ devices:
   EXPECT_EQ(mig.instances[1].uuid.rfind("MIG-", 0), 0u);
 }
 
+TEST(ScenarioTest, SlowFaultsParse) {
+  auto s = ParseScenario(R"yaml(
+name: slow
+devices:
+  - faults:
+      - {kind: slow, at: 30s, until: 90s, hang: true}
+      - {kind: slow, latency: 250ms, what: nvmlDeviceGetPowerUsage}
+)yaml",
+                         "slow.yaml");
+  ASSERT_TRUE(s) << s.error().ToString();
+  const auto& faults = s->devices[0].faults;
+  ASSERT_EQ(faults.size(), 2u);
+  EXPECT_EQ(faults[0].kind, FaultKind::kSlow);
+  EXPECT_TRUE(faults[0].hang);
+  EXPECT_EQ(faults[0].latency_s, 0);
+  EXPECT_EQ(faults[0].at_s, 30);
+  EXPECT_EQ(faults[0].until_s, 90);
+  EXPECT_EQ(faults[0].what, "");
+  EXPECT_FALSE(faults[1].hang);
+  EXPECT_DOUBLE_EQ(faults[1].latency_s, 0.25);
+  EXPECT_EQ(faults[1].at_s, 0);
+  EXPECT_EQ(faults[1].until_s, kForever);
+  EXPECT_EQ(faults[1].what, "nvmlDeviceGetPowerUsage");
+
+  // The example of docs/simulator.md.
+  auto doc = ParseScenario(R"yaml(
+name: doc
+devices:
+  - repeat: 8
+    name: "NVIDIA H100 80GB HBM3"
+    overrides:
+      "3": {faults: [{kind: slow, hang: true, at: 2m, until: 3m}]}
+      "5": {faults: [{kind: slow, latency: 2s, what: nvmlDeviceGetPowerUsage}]}
+)yaml",
+                           "doc.yaml");
+  ASSERT_TRUE(doc) << doc.error().ToString();
+  ASSERT_EQ(doc->devices[3].faults.size(), 1u);
+  EXPECT_EQ(doc->devices[3].faults[0].until_s, 180);
+  EXPECT_EQ(doc->devices[5].faults[0].latency_s, 2);
+  EXPECT_TRUE(doc->devices[4].faults.empty());
+}
+
 struct BadCase {
   const char* label;
   const char* yaml;
@@ -307,6 +349,29 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"not_supported unknown what",
                 "name: x\ndevices: [{faults: [{kind: not_supported, what: memory_temp}]}]\n",
                 "devices[0].faults[0].what", "Did you mean 'memory_temperature'?"},
+        BadCase{"slow without latency or hang",
+                "name: x\ndevices: [{faults: [{kind: slow, at: 1s}]}]\n", "devices[0].faults[0]",
+                "missing latency or hang; e.g. latency: 2s"},
+        BadCase{"slow with latency and hang",
+                "name: x\ndevices: [{faults: [{kind: slow, latency: 1s, hang: true}]}]\n",
+                "devices[0].faults[0]", "either latency or hang, not both"},
+        BadCase{"slow latency zero", "name: x\ndevices: [{faults: [{kind: slow, latency: 0s}]}]\n",
+                "devices[0].faults[0].latency", "more than 0s"},
+        BadCase{"slow latency without unit",
+                "name: x\ndevices: [{faults: [{kind: slow, latency: 2}]}]\n",
+                "devices[0].faults[0].latency", "2s"},
+        BadCase{"slow hang false", "name: x\ndevices: [{faults: [{kind: slow, hang: false}]}]\n",
+                "devices[0].faults[0].hang", "use hang: true"},
+        BadCase{"slow unknown function",
+                "name: x\ndevices: [{faults: [{kind: slow, hang: true, "
+                "what: nvmlDeviceGetPowerUsag}]}]\n",
+                "devices[0].faults[0].what", "Did you mean 'nvmlDeviceGetPowerUsage'?"},
+        BadCase{"slow what is a signal",
+                "name: x\ndevices: [{faults: [{kind: slow, hang: true, what: power}]}]\n",
+                "devices[0].faults[0].what", "leave what out to slow every call"},
+        BadCase{"slow unknown key",
+                "name: x\ndevices: [{faults: [{kind: slow, hang: true, code: 1}]}]\n",
+                "devices[0].faults[0].code", "Allowed here: kind, at, until, what, latency, hang"},
         BadCase{"key not valid for fault kind",
                 "name: x\ndevices: [{faults: [{kind: gpu_lost, at: 1s, code: 3}]}]\n",
                 "devices[0].faults[0].code", "Allowed here: kind, at, until"},

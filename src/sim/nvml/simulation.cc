@@ -198,6 +198,16 @@ bool Simulation::Unsupported(size_t d, std::string_view what, double t) const {
   return FaultActive(d, FaultKind::kNotSupported, what, t);
 }
 
+const FaultSpec* Simulation::Slow(size_t d, std::string_view fn, double t) const {
+  for (const auto& f : scenario_.devices[d].faults) {
+    if (f.kind == FaultKind::kSlow && t >= f.at_s && t < f.until_s &&
+        (f.what.empty() || f.what == fn)) {
+      return &f;
+    }
+  }
+  return nullptr;
+}
+
 std::optional<double> Simulation::NextEventTime(double t) const {
   std::optional<double> next;
   for (const auto& dev : scenario_.devices) {

@@ -57,6 +57,9 @@ class Simulation {
   bool NoPermission(size_t d, double t) const;
   // True when a not_supported fault for `what` (a signal or NVML function name) is active at t.
   bool Unsupported(size_t d, std::string_view what, double t) const;
+  // The first slow fault of device `d` active at t that covers the call `fn` (a fault without
+  // `what` covers every call on the device), or nullptr.
+  const FaultSpec* Slow(size_t d, std::string_view fn, double t) const;
   // Earliest XID fault or gpu_lost start at a time > t on any device, for waking event waiters.
   std::optional<double> NextEventTime(double t) const;
 
