@@ -29,6 +29,18 @@ constexpr MetricDesc kSourceErrors{
     "/proc file (labels source, reason).",
     "warpscope_agent_source_errors_total", 1.0, "warpscope.agent.source.errors", {},
     "source,reason"};
+constexpr MetricDesc kSourceLate{
+    "agent.source.late",
+    EntityKind::kHost,
+    MetricKind::kCounter,
+    "{cycle}",
+    "Collection cycles that closed without this source's answer: its poll missed the deadline, "
+    "or it was still busy with a late poll and was skipped (label source).",
+    "warpscope_agent_source_late_total",
+    1.0,
+    "warpscope.agent.source.late",
+    {},
+    "source"};
 constexpr MetricDesc kDroppedSeries{
     "agent.dropped_series", EntityKind::kHost, MetricKind::kCounter, "{series}",
     "Series values dropped because the per-window series limit was reached.",
@@ -55,9 +67,9 @@ constexpr MetricDesc kBuildInfo{
     "Always 1; label version carries the agent version.", "warpscope_agent_build_info", 1.0,
     "warpscope.agent.build_info", {}, "version"};
 
-constexpr const MetricDesc* kAll[] = {&kCollectionDuration, &kSourceUp, &kSourceErrors,
-                                      &kDroppedSeries,      &kExports,  &kExporterDropped,
-                                      &kCpuSeconds,         &kRss,      &kBuildInfo};
+constexpr const MetricDesc* kAll[] = {
+    &kCollectionDuration, &kSourceUp,   &kSourceErrors, &kSourceLate, &kDroppedSeries, &kExports,
+    &kExporterDropped,    &kCpuSeconds, &kRss,          &kBuildInfo};
 
 }  // namespace
 
@@ -74,7 +86,17 @@ ErrorCounter& SelfStats::ErrorsFor(std::string_view source) {
   return *it->second;
 }
 
-void SelfStats::SetSourceUp(std::string_view source, bool up) { up_[std::string(source)] = up; }
+void SelfStats::SetSourceUp(std::string_view source, bool up) {
+  up_[std::string(source)] = up;
+  if (up) {
+    late_.try_emplace(std::string(source), 0);  // a running source reports 0 from the start
+  }
+}
+
+uint64_t SelfStats::late(std::string_view source) const {
+  auto it = late_.find(source);
+  return it == late_.end() ? 0 : it->second;
+}
 
 void SelfStats::RecordCollection(std::string_view source, base::Duration took) {
   collection_seconds_[std::string(source)] = base::ToSeconds(took);
@@ -91,6 +113,7 @@ void SelfStats::SetExporterDropped(std::string_view exporter, uint64_t total) {
 uint64_t SelfStats::errors(std::string_view source, std::string_view reason) const {
   auto it = errors_.find(source);
   if (it == errors_.end()) return 0;
+  std::lock_guard lock(it->second->mu);
   auto r = it->second->counts.find(std::string(reason));
   return r == it->second->counts.end() ? 0 : r->second;
 }
@@ -103,10 +126,14 @@ void SelfStats::WriteTo(model::SampleSink& out) {
     out.AddValue(kSourceUp, host_, model::Labels{{"source", source}}, up ? 1 : 0);
   }
   for (const auto& [source, errs] : errors_) {
+    std::lock_guard lock(errs->mu);
     for (const auto& [reason, n] : errs->counts) {
       out.AddValue(kSourceErrors, host_, model::Labels{{"source", source}, {"reason", reason}},
                    static_cast<double>(n));
     }
+  }
+  for (const auto& [source, n] : late_) {
+    out.AddValue(kSourceLate, host_, model::Labels{{"source", source}}, static_cast<double>(n));
   }
   out.AddValue(kDroppedSeries, host_, static_cast<double>(dropped_series_));
   for (const auto& [key, n] : exports_) {

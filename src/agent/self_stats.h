@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 
@@ -15,7 +16,7 @@
 namespace warpscope::agent {
 
 // Counts the degraded-mode events of one source ("nvml_not_supported", "gpu_lost",
-// "proc_unreadable"). Main sequence only.
+// "proc_unreadable"). Thread-safe: sources report from their worker threads.
 class ErrorCounter {
  public:
   virtual ~ErrorCounter() = default;
@@ -23,9 +24,10 @@ class ErrorCounter {
 };
 
 // The agent's own health: collection time per source, errors by source and reason, dropped
-// series, export results, its CPU time and RSS, build info. Written as series of the host entity
-// every cycle, so they reach /metrics and every push exporter like any other metric.
-// Main sequence only.
+// series, export results, sources that missed their deadline, its CPU time and RSS, build info.
+// Written as series of the host entity every cycle, so they reach /metrics and every push
+// exporter like any other metric.
+// Main sequence only, except the ErrorCounter of ErrorsFor(), which any thread may use.
 class SelfStats {
  public:
   SelfStats(std::string host_entity_id, std::string version);
@@ -33,6 +35,10 @@ class SelfStats {
   ErrorCounter& ErrorsFor(std::string_view source);
   void SetSourceUp(std::string_view source, bool up);
   void RecordCollection(std::string_view source, base::Duration took);
+  // One cycle closed without the source's answer: its Poll missed the deadline, or it was still
+  // busy with a late one and was not polled.
+  void CountLate(std::string_view source) { ++late_[std::string(source)]; }
+  uint64_t late(std::string_view source) const;
   void RecordExport(std::string_view exporter, std::string_view result);
   void SetDroppedSeries(uint64_t total) { dropped_series_ = total; }
   void SetExporterDropped(std::string_view exporter, uint64_t total);
@@ -46,8 +52,12 @@ class SelfStats {
  private:
   class SourceErrors : public ErrorCounter {
    public:
-    void Count(std::string_view reason, uint64_t n) override { counts[std::string(reason)] += n; }
-    std::map<std::string, uint64_t> counts;
+    void Count(std::string_view reason, uint64_t n) override {
+      std::lock_guard lock(mu);
+      counts[std::string(reason)] += n;
+    }
+    std::mutex mu;
+    std::map<std::string, uint64_t> counts;  // guarded by mu
   };
 
   std::string host_;
@@ -56,6 +66,7 @@ class SelfStats {
   std::map<std::string, std::unique_ptr<SourceErrors>, std::less<>> errors_;
   std::map<std::string, bool, std::less<>> up_;
   std::map<std::string, double, std::less<>> collection_seconds_;
+  std::map<std::string, uint64_t, std::less<>> late_;
   std::map<std::pair<std::string, std::string>, uint64_t> exports_;
   std::map<std::string, uint64_t, std::less<>> exporter_dropped_;
   uint64_t dropped_series_ = 0;
