@@ -148,11 +148,15 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
     procfs_options.host_id = host;
     procfs_options.top_processes = static_cast<size_t>(config.top_processes);
     agent::ErrorCounter& procfs_errors = agent.self_stats().ErrorsFor("procfs");
+    // The host source resolves on its own worker: a resolver of its own, never shared.
+    p->host_resolver_ = std::make_unique<agent::ProcfsProcessResolver>(config.host_root);
+    agent::ProcfsProcessResolver& host_resolver = *p->host_resolver_;
     auto procfs = std::make_unique<agent::ProcfsSource>(
-        procfs_options, clock, resolver,
+        procfs_options, clock, host_resolver,
         [&procfs_errors](std::string_view reason) { procfs_errors.Count(reason); });
     agent::ProcfsSource* procfs_ptr = procfs.get();
-    agent.AddSource({std::move(procfs), [procfs_ptr](const agent::Aggregator& agg) {
+    agent.AddSource({std::move(procfs), [procfs_ptr, &host_resolver](const agent::Aggregator& agg) {
+                       host_resolver.BeginCycle();  // on the main sequence, its worker idle
                        procfs_ptr->SetPidsOfInterest(ProcessPids(agg));
                      }});
   }

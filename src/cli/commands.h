@@ -68,7 +68,8 @@ class AgentProcess {
 
  private:
   AgentProcess();
-  std::unique_ptr<agent::ProcfsProcessResolver> resolver_;
+  std::unique_ptr<agent::ProcfsProcessResolver> resolver_;       // main sequence (NVML's Finish)
+  std::unique_ptr<agent::ProcfsProcessResolver> host_resolver_;  // the host source's worker
   std::unique_ptr<agent::Agent> agent_;
   std::shared_ptr<exporters::MetricsSnapshotStore> store_;
   std::unique_ptr<exporters::MetricsHttpServer> http_;

@@ -136,7 +136,7 @@ void GpuPoller::SampleGpm(Support& support, GpmSampler& sampler, std::vector<uin
     return;
   }
   const NvmlLibrary& lib = lib_;
-  const base::Duration mono = ctx_.clock->Monotonic();
+  const base::Duration mono = mono_;
   if (sampler.has_baseline() && mono - sampler.latest_time() < ctx_.options.gpm_min_interval) {
     return;  // too soon for GPM: keep the baseline, no values this poll
   }

@@ -111,6 +111,7 @@ void GpuPoller::TryRecover() {
   const bool handle_changed = handle != g_.handle;
   const bool was_known = !g_.uuid.empty();
   g_.handle = handle;
+  ++identity_version_;
   g_.degraded = false;
   if (was_known) {
     InitStatic();
@@ -135,6 +136,7 @@ void GpuPoller::MarkLostAtStart(nvmlReturn_t rc, base::TimePoint now) {
       WARNING, "{}",
       lib_.ToStatus(rc, fmt::format("nvmlDeviceGetHandleByIndex({})", g_.index)).message());
   reporter_.ReportError(nvml::ReturnCodeReason(rc));
+  ++identity_version_;
   g_.entity.kind = model::EntityKind::kGpu;
   g_.entity.id = fmt::format("nvml-index-{}", g_.index);
   g_.entity.attributes.Set(model::attr::kGpuIndex, std::to_string(g_.index));

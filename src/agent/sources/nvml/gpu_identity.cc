@@ -67,6 +67,7 @@ void GpuPoller::Identify(base::TimePoint now) {
 }
 
 void GpuPoller::InitGpu() {
+  ++identity_version_;
   const NvmlLibrary& lib = lib_;
   Device h = g_.handle;
   char buf[abi::kDeviceUuidBufferSize] = {};
@@ -209,6 +210,7 @@ void GpuPoller::RebuildFields() {
 }
 
 void GpuPoller::InitMig() {
+  ++identity_version_;
   const NvmlLibrary& lib = lib_;
   g_.migs.clear();
   g_.mig_enabled.reset();

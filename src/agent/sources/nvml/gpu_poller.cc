@@ -91,8 +91,10 @@ GpuPoller::GpuPoller(const PollerContext& ctx, Reporter& reporter, PollScratch& 
   g_.handle = handle;
 }
 
-void GpuPoller::Poll(base::TimePoint now, model::SampleSink& out) {
+void GpuPoller::Poll(base::TimePoint now, base::Duration mono, model::SampleSink& out) {
   now_ = now;
+  mono_ = mono;
+  ++polls_;
   groups_.clear();
   group_rows_.clear();
   if (g_.degraded) {
@@ -116,7 +118,18 @@ void GpuPoller::Poll(base::TimePoint now, model::SampleSink& out) {
     }
     (this->*step)(out);
   }
+  FetchProcessNames();
   out.AddValue(m::kDegraded, g_.entity.id, g_.degraded ? 1 : 0);
+}
+
+void GpuPoller::CopyIdentity(GpuIdentity& out) const {
+  out.handle = g_.handle;
+  out.entity = g_.entity;
+  out.migs.resize(g_.migs.size());
+  for (size_t i = 0; i < g_.migs.size(); ++i) {
+    out.migs[i].gpu_instance_id = g_.migs[i]->gpu_instance_id;
+    out.migs[i].entity = g_.migs[i]->entity;
+  }
 }
 
 void GpuPoller::PollUtilization(model::SampleSink& out) {
@@ -346,7 +359,7 @@ void GpuPoller::EmitNvlink(model::SampleSink& out) {
     return;
   }
   const std::string& id = g_.entity.id;
-  const base::Duration mono = ctx_.clock->Monotonic();
+  const base::Duration mono = mono_;
   double total = 0;
   bool have_total = false;
   for (auto& link : g_.links) {

@@ -9,9 +9,11 @@
 //   gpm_sampler.cc    GPM sampling
 //   gpu_processes.cc  running-process rows and per-process utilisation
 //
-// A poller owns its scratch buffers, so pollers of different GPUs may run on different threads.
-// One poller is used by one thread at a time. Values go to the SampleSink given to Poll();
-// degraded-mode reasons and events go to the Reporter given at construction.
+// Pollers of different GPUs may run on different threads at the same time (each with its own
+// PollScratch); one poller is used by one thread at a time. A poller never reads the clock (the
+// caller passes the poll's times) and never touches the process resolver. Values go to the
+// SampleSink given to Poll(); degraded-mode reasons and events go to the Reporter given at
+// construction.
 #ifndef WARPSCOPE_AGENT_SOURCES_NVML_GPU_POLLER_H_
 #define WARPSCOPE_AGENT_SOURCES_NVML_GPU_POLLER_H_
 
@@ -19,6 +21,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "agent/sources/nvml/gpu_state.h"
@@ -48,7 +51,6 @@ model::Event MakeEvent(base::TimePoint when, std::string_view entity, std::strin
 // What every poller of one source shares; read-only while pollers run.
 struct PollerContext {
   const nvml::NvmlLibrary* lib = nullptr;
-  const base::Clock* clock = nullptr;
   NvmlSourceOptions options;  // normalised (retry and streak counts >= 1)
   model::Labels reason_labels[kClockReasonCount];
   std::vector<model::Labels> link_labels;  // kMaxNvlinkLinks entries: {link}
@@ -84,12 +86,16 @@ class GpuPoller {
   // Registers XID/ECC events of this GPU on the source's event set; false when none.
   bool RegisterEvents();
 
-  // One poll: degraded handling (a retry every lost_retry_polls polls), then every metric group.
-  // Writes gpu.info and gpu.degraded and every value; collects process rows (process_groups()).
-  void Poll(base::TimePoint now, model::SampleSink& out);
+  // One poll at `now` (`mono` on the monotonic clock): degraded handling (a retry every
+  // lost_retry_polls polls), then every metric group. Writes gpu.info and gpu.degraded and every
+  // value; collects process rows (process_groups()) with their NVML names.
+  void Poll(base::TimePoint now, base::Duration mono, model::SampleSink& out);
 
   const GpuState& state() const { return g_; }
   GpuState& state() { return g_; }
+  // Changes whenever the identity (handle, entity, MIG instances) may have changed.
+  uint64_t identity_version() const { return identity_version_; }
+  void CopyIdentity(GpuIdentity& out) const;
   // What the last Poll found running, for the main-sequence process emission.
   const std::vector<ProcessGroup>& process_groups() const { return groups_; }
   const std::vector<ProcessRow>& process_rows() const { return group_rows_; }
@@ -131,18 +137,28 @@ class GpuPoller {
   bool ReadProcessUtilization();
   void AddGroup(const model::Labels (&labels)[2], const model::Labels& consumer_labels,
                 bool util_known, const std::vector<ProcessRow>& rows);
+  // nvmlSystemGetProcessName for each pid new on this GPU, remembered while it stays.
+  void FetchProcessNames();
 
   const PollerContext& ctx_;
   const nvml::NvmlLibrary& lib_;
   Reporter& reporter_;
   GpuState g_;
   base::TimePoint now_{};
+  base::Duration mono_{};
+  uint64_t identity_version_ = 0;
+  uint64_t polls_ = 0;
 
   PollScratch& scratch_;
   // What the last poll found running (read by the process emitter after Poll returns).
   std::vector<UtilAccumulator> util_acc_;
   std::vector<ProcessGroup> groups_;
   std::vector<ProcessRow> group_rows_;
+  struct ProcessName {
+    std::string name;
+    uint64_t seen_poll = 0;
+  };
+  std::unordered_map<unsigned, ProcessName> process_names_;  // by pid
 };
 
 }  // namespace warpscope::agent::nvml_internal

@@ -151,6 +151,24 @@ bool GpuPoller::ReadProcessUtilization() {
   return true;
 }
 
+void GpuPoller::FetchProcessNames() {
+  for (ProcessRow& row : group_rows_) {
+    auto [it, inserted] = process_names_.try_emplace(row.pid);
+    if (inserted) {
+      // Not in /proc (another pid namespace, or a simulated process): the emitter names it from
+      // NVML. Asked once per pid while it runs here; "" when NVML cannot tell.
+      char name[256] = {};
+      if (WARPSCOPE_NVML_CALL(lib_, nvmlSystemGetProcessName, row.pid, name, sizeof(name)) ==
+          abi::kSuccess) {
+        it->second.name = CopyString(name, sizeof(name));
+      }
+    }
+    it->second.seen_poll = polls_;
+    row.nvml_name = &it->second.name;
+  }
+  std::erase_if(process_names_, [&](const auto& kv) { return kv.second.seen_poll != polls_; });
+}
+
 void GpuPoller::AddGroup(const model::Labels (&labels)[2], const model::Labels& consumer_labels,
                          bool util_known, const std::vector<ProcessRow>& rows) {
   const size_t begin = group_rows_.size();

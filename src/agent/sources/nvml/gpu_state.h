@@ -108,6 +108,21 @@ struct ProcessRow {
   bool has_memory;
   uint8_t type;  // 0 compute, 1 graphics
   unsigned gpu_instance_id;
+  // nvmlSystemGetProcessName's answer ("" when it failed), read by the poller so that the
+  // process emitter never calls NVML; owned by the poller until its next poll.
+  const std::string* nvml_name = nullptr;
+};
+
+// A GPU's identity as the source shows it while the GPU's poll may be running: what its
+// entities are and how events name it.
+struct MigIdentity {
+  unsigned gpu_instance_id = 0;
+  model::Entity entity;
+};
+struct GpuIdentity {
+  nvml::Device handle = nullptr;
+  model::Entity entity;
+  std::vector<MigIdentity> migs;
 };
 
 // Per-process utilisation samples of one poll, summed per pid (sorted by pid).

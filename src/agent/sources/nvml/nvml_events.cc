@@ -78,11 +78,15 @@ void EventWatcher::Start() {
   thread_ = std::jthread([this](std::stop_token stop) { Loop(std::move(stop)); });
 }
 
-void EventWatcher::Stop() {
+void EventWatcher::StopThread() {
   if (thread_.joinable()) {
     thread_.request_stop();
     thread_.join();
   }
+}
+
+void EventWatcher::Stop() {
+  StopThread();
   if (set_ != nullptr && lib_ != nullptr) {
     (void)WARPSCOPE_NVML_CALL(*lib_, nvmlEventSetFree, set_);
   }
@@ -156,38 +160,36 @@ bool EventWatcher::WaitForEvents(uint64_t count, std::chrono::milliseconds timeo
 }
 
 void DeliverEvents(std::span<const RawEvent> events, base::TimePoint now,
-                   const std::function<GpuState*(nvml::Device)>& find, Reporter& reporter) {
+                   const std::function<std::optional<EventTarget>(nvml::Device)>& find,
+                   Reporter& reporter) {
   const auto steady_now = std::chrono::steady_clock::now();
   for (const RawEvent& ev : events) {
-    GpuState* g = find(ev.device);
-    if (g == nullptr) {
+    std::optional<EventTarget> target = find(ev.device);
+    if (!target) {
       reporter.ReportError("event_unknown_device");
       continue;
     }
+    const GpuIdentity& gpu = *target->identity;
     // The event's own time: `now` minus how long it waited in the queue.
     base::TimePoint when =
         now - std::chrono::duration_cast<base::Duration>(
                   std::max(steady_now - ev.when, std::chrono::steady_clock::duration::zero()));
-    const std::string* entity = &g->entity.id;
-    for (auto& mig : g->migs) {
+    const std::string* entity = &gpu.entity.id;
+    for (const MigIdentity& mig : gpu.migs) {
       if (ev.gpu_instance_id != abi::kInvalidInstanceId &&
-          mig->gpu_instance_id == ev.gpu_instance_id) {
-        entity = &mig->entity.id;
+          mig.gpu_instance_id == ev.gpu_instance_id) {
+        entity = &mig.entity.id;
         break;
       }
     }
     if ((ev.type & abi::kEventTypeXidCriticalError) != 0) {
-      g->last_xid = ev.data;
-      XidCount& seen = g->xids[ev.data];
-      if (seen.count++ == 0) {
-        seen.labels.Set(m::kLabelXid, std::to_string(ev.data));
-      }
+      target->xids->push_back(ev.data);
       std::string_view text = model::XidDescription(ev.data);
       model::Event e = MakeEvent(
           when, *entity, "xid", static_cast<int64_t>(ev.data),
           text.empty() ? fmt::format("XID {}", ev.data) : fmt::format("XID {}: {}", ev.data, text));
       e.attributes.Set(m::kLabelXid, std::to_string(ev.data));
-      WARPSCOPE_LOG(WARNING, "GPU {} ({}): {}", g->index, g->entity.id, e.message);
+      WARPSCOPE_LOG(WARNING, "GPU {} ({}): {}", target->index, gpu.entity.id, e.message);
       reporter.AddEvent(std::move(e));
     } else if ((ev.type & abi::kEventTypeDoubleBitEccError) != 0) {
       reporter.AddEvent(
@@ -195,6 +197,16 @@ void DeliverEvents(std::span<const RawEvent> events, base::TimePoint now,
     } else if ((ev.type & abi::kEventTypeSingleBitEccError) != 0) {
       reporter.AddEvent(
           MakeEvent(when, *entity, "ecc_corrected", 0, "corrected (single-bit) ECC error"));
+    }
+  }
+}
+
+void CountXids(std::span<const uint64_t> xids, GpuState& g) {
+  for (uint64_t xid : xids) {
+    g.last_xid = xid;
+    XidCount& seen = g.xids[xid];
+    if (seen.count++ == 0) {
+      seen.labels.Set(m::kLabelXid, std::to_string(xid));
     }
   }
 }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <stop_token>
 #include <thread>
@@ -49,7 +50,10 @@ class EventWatcher {
   bool Register(GpuState& g, Reporter& reporter) const;
   // Starts the thread that waits for events.
   void Start();
-  // Ends the thread (within one wait timeout), frees the set, drops queued events. Idempotent.
+  // Ends the thread (within one wait timeout). Idempotent.
+  void StopThread();
+  // StopThread(), then frees the set and drops queued events. Idempotent. Not while a GPU
+  // poller may still call Register().
   void Stop();
 
   // Swaps the events received since the last call into `out`.
@@ -75,12 +79,24 @@ class EventWatcher {
   std::jthread thread_;
 };
 
+// What event delivery needs of one GPU: its identity (which may be a copy, while its poll runs)
+// and where its XIDs are counted.
+struct EventTarget {
+  unsigned index = 0;
+  const GpuIdentity* identity = nullptr;
+  std::vector<uint64_t>* xids = nullptr;  // XID codes, in arrival order, to count on the GPU
+};
+
 // Attributes each raw event to its GPU (or to the MIG instance it names) and turns it into a
 // model::Event stamped with its arrival time (`now` minus how long it waited in the queue). An XID
-// also updates the GPU's XID counts. `find` maps a device handle to its state (nullptr: unknown,
-// counted as "event_unknown_device").
+// is also appended to the GPU's `xids`. `find` maps a device handle to its target (nullopt:
+// unknown, counted as "event_unknown_device").
 void DeliverEvents(std::span<const RawEvent> events, base::TimePoint now,
-                   const std::function<GpuState*(nvml::Device)>& find, Reporter& reporter);
+                   const std::function<std::optional<EventTarget>(nvml::Device)>& find,
+                   Reporter& reporter);
+
+// Counts XIDs on a GPU: the last code and a counter per code (gpu.xid.last, gpu.xid.errors).
+void CountXids(std::span<const uint64_t> xids, GpuState& g);
 
 }  // namespace warpscope::agent::nvml_internal
 

@@ -575,7 +575,8 @@ const MetricDesc kDegraded{
     .unit = "1",
     .help =
         "1 while the agent cannot read the GPU (NVML_ERROR_GPU_IS_LOST, reset required or "
-        "repeated unknown errors) and retries it periodically, else 0.",
+        "repeated unknown errors) and retries it periodically, or while an NVML call on it has "
+        "not answered within the per-GPU deadline, else 0.",
     .prom_name = "warpscope_gpu_degraded",
     .prom_scale = 1,
     .otel_name = "warpscope.gpu.degraded",

@@ -3,13 +3,18 @@
 //
 // Start() loads NVML, enumerates the GPUs once (identity, MIG instances, NVLink links, GPM
 // support), registers XID/ECC events and starts the event thread. Poll() reads every GPU and
-// writes entities, values and events to the sink. See docs/design/nvml.md for the calls made,
-// the GPM two-sample scheme and the error policy.
+// writes entities, values and events to the sink; Finish() writes the GPU processes. See
+// docs/design/nvml.md for the calls made, the GPM two-sample scheme and the error policy.
 //
-// Threads: Start/Poll/Stop run on the agent main sequence. One extra std::jthread
-// ("nvml-events") blocks in nvmlEventSetWait_v2 with a short timeout and pushes events into a
-// bounded queue (drops and counts when full) that Poll() drains; Stop() ends it within one wait
-// timeout.
+// Threads (docs/design/nvml.md section 9): Start/Finish/Stop run on the agent main sequence,
+// Poll on the source's worker (never at the same time). Each GPU is read on a thread of its own
+// ("nvml-gpu<N>", one per GPU for the source's lifetime); Poll waits for each up to the per-GPU
+// deadline and closes with the GPUs that answered. A GPU still inside NVML at its deadline is
+// late: degraded (gpu.degraded = 1, Event "gpu_late", reason "gpu_late") and not polled again
+// until it answers, then Event "gpu_recovered". Process resolution happens in Finish, so the
+// resolver is used on the main sequence only. One more thread ("nvml-events") blocks in
+// nvmlEventSetWait_v2 with a short timeout and pushes events into a bounded queue (drops and
+// counts when full) that Poll() drains; Stop() ends it within one wait timeout.
 //
 // Error policy (per GPU, others keep going):
 //   NOT_SUPPORTED / FUNCTION_NOT_FOUND / missing symbol -> that metric is absent (never zero);
@@ -56,12 +61,15 @@ struct NvmlSourceOptions {
   // GPM needs this much time between two samples; a poll sooner than that writes no GPM values
   // and keeps the previous sample as the baseline.
   std::chrono::milliseconds gpm_min_interval{100};
+  // How long Poll waits for one GPU; a GPU that misses it is late. Zero: half the agent's
+  // deadline for the source (SetPollDeadline), or 5 s when none was set.
+  std::chrono::milliseconds device_deadline{0};
 };
 
 class NvmlSource final : public Source {
  public:
   // `clock` and `resolver` must outlive the source. The resolver's BeginCycle() is the agent's
-  // job (once per cycle, before the sources poll); the source only calls Resolve().
+  // job (once per cycle, before the sources poll); the source only calls Resolve(), in Finish().
   static std::unique_ptr<NvmlSource> Create(const NvmlSourceOptions& options,
                                             const base::Clock& clock, ProcessResolver& resolver,
                                             SourceErrorHook on_error = {});
@@ -72,10 +80,20 @@ class NvmlSource final : public Source {
   // (library missing, driver not loaded, ...), or kNotFound / kPermissionDenied when no GPU can
   // be opened. On error nothing stays loaded and Poll() writes nothing.
   base::Status Start() override;
+  // Every GPU that is not still busy is polled on its thread; what answered by the per-GPU
+  // deadline is written, plus gpu.degraded = 1 for the rest, and the events.
   void Poll(base::TimePoint now, model::SampleSink& out) override;
-  // Stops the event thread (within one event wait timeout), frees GPM samples and the event set,
-  // shuts NVML down. Idempotent.
+  // The processes of the GPUs that answered the last Poll: resolved through the ProcessResolver,
+  // written as entities, per-process series and per-executable roll-ups. Makes no NVML call.
+  void Finish(base::TimePoint now, model::SampleSink& out) override;
+  // Stops the event thread (within one event wait timeout) and the GPU threads, frees GPM samples
+  // and the event set, shuts NVML down. A GPU thread still inside NVML is first released by
+  // shutting NVML down under it; one that still does not return is left behind, with the
+  // library, for the rest of the process. Idempotent.
   void Stop() override;
+  void SetPollDeadline(base::Duration deadline) override;
+  // The per-GPU deadline in effect (see NvmlSourceOptions::device_deadline).
+  base::Duration device_deadline() const;
 
   // Errors seen so far by reason (the same calls the hook received).
   const std::map<std::string, uint64_t, std::less<>>& error_counts() const;
@@ -88,6 +106,8 @@ class NvmlSource final : public Source {
   // Blocks until the event thread has received at least `count` events in total since Create()
   // (queued or dropped), or `timeout` passes. Returns whether the count was reached.
   bool WaitForEventsForTesting(uint64_t count, std::chrono::milliseconds timeout);
+  // Blocks until the thread of GPU `index` (the i-th usable GPU) is idle or `timeout` passes.
+  bool WaitForGpuIdleForTesting(size_t index, std::chrono::milliseconds timeout);
 
  private:
   class Impl;

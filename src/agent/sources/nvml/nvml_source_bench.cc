@@ -3,6 +3,8 @@
 // agent CPU beyond the NVML calls). Runs on the NVML simulator, so the figure includes the
 // simulator's own work (scenario signals, a mutex per call): it is an upper bound of the agent's
 // share. BM_NvmlCallsOnly makes the same NVML calls without the source, for the difference.
+// One "poll" is what the agent does per cycle: Poll (the GPUs in parallel, on their threads) then
+// Finish (the processes).
 //
 //   ninja -C build/<dir> nvml_source_bench && build/<dir>/bin/nvml_source_bench
 #include <benchmark/benchmark.h>
@@ -102,12 +104,16 @@ void BM_NvmlSourcePoll(benchmark::State& state) {
     clock.Advance(std::chrono::seconds(1));
     state.ResumeTiming();
     source->Poll(clock.Now(), sink);
+    source->Finish(clock.Now(), sink);
   }
   state.counters["values_per_poll"] =
       static_cast<double>(sink.values) / static_cast<double>(state.iterations());
   source->Stop();
 }
 BENCHMARK(BM_NvmlSourcePoll)->Unit(benchmark::kMicrosecond);
+// The same with the CPU time of every thread of the process: each GPU is polled on a thread of
+// its own, so the CPU time above is only the polling thread's share.
+BENCHMARK(BM_NvmlSourcePoll)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime();
 
 // The NVML calls one poll makes per GPU (utilisation, memory, power x3, energy, temperature,
 // clocks x2, reasons, PCIe x3, field values, ECC x4, remapped rows, GPM x2, process lists x2,

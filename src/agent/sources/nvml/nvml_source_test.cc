@@ -6,7 +6,10 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agent/sources/nvml/nvml_metrics.h"
@@ -102,7 +105,8 @@ class NvmlSourceTest : public ::testing::Test {
     ASSERT_TRUE(status.ok()) << status.ToString();
   }
 
-  // Moves the simulated time and the agent's clock to `seconds` and polls into a fresh sink.
+  // Moves the simulated time and the agent's clock to `seconds` and polls into a fresh sink: Poll
+  // then Finish, as the agent does when the source answers in time.
   void PollAt(double seconds) {
     sim_->SetTime(seconds);
     base::Duration target =
@@ -113,6 +117,7 @@ class NvmlSourceTest : public ::testing::Test {
     }
     sink_.Clear();
     source_->Poll(clock_.Now(), sink_);
+    source_->Finish(clock_.Now(), sink_);
   }
 
   std::optional<double> Value(const model::MetricDesc& d, std::string_view entity,
@@ -710,6 +715,150 @@ TEST_F(NvmlSourceTest, StopEndsTheEventThreadAndUnloads) {
   sink_.Clear();
   source_->Poll(clock_.Now(), sink_);
   EXPECT_TRUE(sink_.values.empty());
+}
+
+// Threads of this process, from /proc/self/task.
+size_t ThreadCount() {
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) {
+    ++n;
+  }
+  return n;
+}
+
+// GPU 1 stops answering NVML from t = 10 s to t = 20 s.
+constexpr char kTwoGpusOneHung[] = R"yaml(
+name: hung
+devices:
+  - repeat: 2
+    name: "NVIDIA H100 80GB HBM3"
+    architecture: hopper
+    uuid: "GPU-00000000-0000-4000-8000-00000000000{i}"
+    signals: {gpu_util: 50, temperature: 40}
+    processes:
+      - {pid: "5100{i}", name: python3, type: compute, memory: 1GiB, sm_util: 30}
+    overrides:
+      "1": {faults: [{kind: slow, hang: true, at: 10s, until: 20s}]}
+)yaml";
+
+NvmlSourceOptions HungOptions() {
+  NvmlSourceOptions options;
+  options.device_deadline = std::chrono::milliseconds(300);
+  return options;
+}
+
+TEST_F(NvmlSourceTest, HungGpuIsLateAndDegradedWhileTheOtherAnswers) {
+  StartWith(kTwoGpusOneHung, kSimPath, HungOptions());
+  PollAt(5);
+  EXPECT_EQ(Value(m::kTemperature, kUuid1), 40);
+
+  PollAt(10);  // GPU 1 hangs in its first call; GPU 0 is not held up
+  EXPECT_EQ(Value(m::kTemperature, kUuid0), 40);
+  EXPECT_EQ(Value(m::kDegraded, kUuid0), 0);
+  EXPECT_NE(sink_.FindEntity("pid/51000/0"), nullptr);
+  EXPECT_EQ(Value(m::kDegraded, kUuid1), 1);
+  EXPECT_FALSE(Value(m::kTemperature, kUuid1));
+  EXPECT_EQ(sink_.FindEntity("pid/51001/0"), nullptr);
+  EXPECT_NE(sink_.FindEntity(kUuid1), nullptr);  // still declared
+  ASSERT_EQ(CountEvents("gpu_late"), 1u);
+  EXPECT_EQ(FindEvent("gpu_late")->entity, kUuid1);
+  EXPECT_THAT(FindEvent("gpu_late")->message, HasSubstr("did not answer within 300ms"));
+  EXPECT_EQ(source_->error_count("gpu_late"), 1u);
+  EXPECT_EQ(CountEvents("gpu_lost"), 0u);
+}
+
+TEST_F(NvmlSourceTest, HungGpuIsSkippedWithoutNewThreadsAndRejoinsWhenItAnswers) {
+  StartWith(kTwoGpusOneHung, kSimPath, HungOptions());
+  PollAt(10);
+  ASSERT_EQ(source_->error_count("gpu_late"), 1u);
+  const size_t threads = ThreadCount();
+  for (int t = 11; t <= 15; ++t) {
+    PollAt(t);  // still hung: skipped, never a second call queued behind the first
+    EXPECT_EQ(Value(m::kDegraded, kUuid1), 1);
+    EXPECT_EQ(Value(m::kTemperature, kUuid0), 40);
+    EXPECT_EQ(CountEvents("gpu_late"), 0u);
+  }
+  EXPECT_EQ(ThreadCount(), threads);
+  EXPECT_EQ(source_->error_count("gpu_late"), 1u);
+
+  sim_->SetTime(20);  // the hang ends
+  ASSERT_TRUE(source_->WaitForGpuIdleForTesting(1, std::chrono::seconds(10)));
+  PollAt(21);
+  EXPECT_EQ(CountEvents("gpu_recovered"), 1u);
+  EXPECT_EQ(FindEvent("gpu_recovered")->entity, kUuid1);
+  EXPECT_EQ(Value(m::kDegraded, kUuid1), 0);
+  EXPECT_EQ(Value(m::kTemperature, kUuid1), 40);
+  EXPECT_NE(sink_.FindEntity("pid/51001/0"), nullptr);
+  PollAt(22);
+  EXPECT_EQ(CountEvents("gpu_recovered"), 0u);
+}
+
+TEST_F(NvmlSourceTest, StopReturnsWhileAGpuHangs) {
+  StartWith(R"yaml(
+name: hung-for-good
+devices:
+  - repeat: 2
+    name: "NVIDIA H100 80GB HBM3"
+    uuid: "GPU-00000000-0000-4000-8000-00000000000{i}"
+    overrides:
+      "1": {faults: [{kind: slow, hang: true, at: 10s}]}
+)yaml",
+            kSimPath, HungOptions());
+  PollAt(10);
+  ASSERT_EQ(source_->error_count("gpu_late"), 1u);
+  source_->Stop();  // shutting NVML down releases the hung call
+  EXPECT_EQ(source_->library(), nullptr);
+  EXPECT_EQ(source_->gpu_count(), 0u);
+}
+
+TEST_F(NvmlSourceTest, DeviceDeadlineIsHalfTheAgentsDeadlineUnlessSet) {
+  StartWith(kHealthy);
+  EXPECT_EQ(source_->device_deadline(), std::chrono::seconds(5));  // no agent deadline
+  source_->SetPollDeadline(std::chrono::seconds(2));
+  EXPECT_EQ(source_->device_deadline(), std::chrono::seconds(1));
+  base::FakeClock clock;
+  NvmlSourceOptions options;
+  options.device_deadline = std::chrono::milliseconds(300);
+  auto configured = NvmlSource::Create(options, clock, resolver_);
+  configured->SetPollDeadline(std::chrono::seconds(2));
+  EXPECT_EQ(configured->device_deadline(), std::chrono::milliseconds(300));
+}
+
+// Records the threads Resolve() is called on.
+class ThreadRecordingResolver : public ProcessResolver {
+ public:
+  const ProcessInfo* Resolve(int) override {
+    std::lock_guard lock(mu_);
+    threads_.insert(std::this_thread::get_id());
+    return nullptr;
+  }
+  std::set<std::thread::id> threads() {
+    std::lock_guard lock(mu_);
+    return threads_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::set<std::thread::id> threads_;
+};
+
+TEST_F(NvmlSourceTest, ProcessesAreResolvedAndWrittenInFinishOnTheCallersThread) {
+  SimEnvironment sim(kHealthy);
+  ASSERT_TRUE(sim.ok()) << sim.error();
+  ThreadRecordingResolver resolver;
+  NvmlSourceOptions options;
+  options.library_path = sim.library_path();
+  options.event_wait_timeout = std::chrono::milliseconds(20);
+  auto source = NvmlSource::Create(options, clock_, resolver);
+  ASSERT_TRUE(source->Start().ok());
+  sim.SetTime(1);
+  source->Poll(clock_.Now(), sink_);
+  EXPECT_EQ(sink_.FindEntity("pid/41000/0"), nullptr);  // not from Poll
+  EXPECT_TRUE(resolver.threads().empty());
+  source->Finish(clock_.Now(), sink_);
+  EXPECT_NE(sink_.FindEntity("pid/41000/0"), nullptr);
+  EXPECT_EQ(resolver.threads(), std::set<std::thread::id>{std::this_thread::get_id()});
+  source->Stop();
 }
 
 // Every scenario shipped in scenarios/ starts and produces GPU values without unexpected errors.

@@ -5,13 +5,10 @@
 #include <string>
 
 #include "agent/sources/nvml/nvml_metrics.h"
-#include "agent/sources/nvml/nvml_queries.h"
 
 namespace warpscope::agent::nvml_internal {
 
-namespace abi = nvml::abi;
 namespace m = nvml_metrics;
-using abi::nvmlReturn_t;
 using model::Labels;
 
 void ProcessEmitter::BeginPoll() {
@@ -31,8 +28,8 @@ void ProcessEmitter::EndPoll() {
   }
 }
 
-ProcessEmitter::CacheEntry& ProcessEmitter::Resolve(unsigned pid, const nvml::NvmlLibrary& lib,
-                                                    Reporter& reporter) {
+ProcessEmitter::CacheEntry& ProcessEmitter::Resolve(const ProcessRow& row, Reporter& reporter) {
+  const unsigned pid = row.pid;
   auto [it, inserted] = cache_.try_emplace(pid);
   CacheEntry& entry = it->second;
   entry.seen_poll = poll_seq_;
@@ -62,9 +59,8 @@ ProcessEmitter::CacheEntry& ProcessEmitter::Resolve(unsigned pid, const nvml::Nv
   ProcessInfo fallback;
   fallback.pid = static_cast<int>(pid);
   fallback.container_pid = static_cast<int>(pid);
-  char name[256] = {};
-  nvmlReturn_t rc = WARPSCOPE_NVML_CALL(lib, nvmlSystemGetProcessName, pid, name, sizeof(name));
-  std::string full = rc == abi::kSuccess ? CopyString(name, sizeof(name)) : std::string();
+  static const std::string kNoName;
+  const std::string& full = row.nvml_name != nullptr ? *row.nvml_name : kNoName;
   if (full.empty()) {
     reporter.ReportError("process_name");
     fallback.executable = "unknown";
@@ -102,13 +98,12 @@ void ProcessEmitter::EmitEntities(CacheEntry& entry, model::SampleSink& out) {
 }
 
 void ProcessEmitter::Emit(const ProcessGroup& group, std::span<const ProcessRow> rows,
-                          std::span<const UtilAccumulator> utilization,
-                          const nvml::NvmlLibrary& lib, Reporter& reporter,
+                          std::span<const UtilAccumulator> utilization, Reporter& reporter,
                           model::SampleSink& out) {
   const bool util_known = group.util_known;
   rollups_.clear();
   for (const ProcessRow& row : rows.subspan(group.rows_begin, group.rows_end - group.rows_begin)) {
-    CacheEntry& entry = Resolve(row.pid, lib, reporter);
+    CacheEntry& entry = Resolve(row, reporter);
     EmitEntities(entry, out);
     const Labels& l = group.labels[row.type];
     const std::string& pid_id = entry.process.id;

@@ -2,7 +2,8 @@
 // Internal to the NVML source: turns the process rows of a poll into process, executable and
 // container entities, per-process series and per-executable roll-ups (docs/design/nvml.md
 // section 6). Resolves pids through the agent's ProcessResolver, so it runs where the resolver
-// may be used (the agent main sequence). Caches what it built per pid across polls.
+// may be used (the agent main sequence: NvmlSource::Finish). Makes no NVML call. Caches what it
+// built per pid across polls.
 #ifndef WARPSCOPE_AGENT_SOURCES_NVML_PROCESS_EMITTER_H_
 #define WARPSCOPE_AGENT_SOURCES_NVML_PROCESS_EMITTER_H_
 
@@ -18,7 +19,6 @@
 #include "agent/sources/nvml/gpu_state.h"
 #include "model/entity.h"
 #include "model/sample_sink.h"
-#include "nvml/nvml_library.h"
 
 namespace warpscope::agent::nvml_internal {
 
@@ -30,10 +30,10 @@ class ProcessEmitter {
   // Starts one poll: entities are declared at most once per poll.
   void BeginPoll();
   // Writes the entities and series of one group. A pid the resolver does not know is named
-  // from nvmlSystemGetProcessName (through `lib`); a failure there is reported ("process_name").
+  // after the row's NVML name; when NVML had none it is "unknown", reported as "process_name".
   void Emit(const ProcessGroup& group, std::span<const ProcessRow> rows,
-            std::span<const UtilAccumulator> utilization, const nvml::NvmlLibrary& lib,
-            Reporter& reporter, model::SampleSink& out);
+            std::span<const UtilAccumulator> utilization, Reporter& reporter,
+            model::SampleSink& out);
   // Forgets the pids that no group of this poll mentioned.
   void EndPoll();
   void Clear() { cache_.clear(); }
@@ -57,7 +57,7 @@ class ProcessEmitter {
     unsigned processes;
   };
 
-  CacheEntry& Resolve(unsigned pid, const nvml::NvmlLibrary& lib, Reporter& reporter);
+  CacheEntry& Resolve(const ProcessRow& row, Reporter& reporter);
   void EmitEntities(CacheEntry& entry, model::SampleSink& out);
 
   ProcessResolver& resolver_;
