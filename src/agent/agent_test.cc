@@ -194,6 +194,16 @@ Agent::SourceEntry FastSource(FakeSource** out, double* temp) {
   return {std::move(src), nullptr, seconds(10)};
 }
 
+// Registers `slow`, hung (30 ms deadline), then a healthy "fast" source writing *temp, *temp + 1,
+// ...; returns the healthy one.
+FakeSource* AddHungThenHealthy(Agent& agent, GatedSource& slow, double* temp) {
+  slow.block = true;
+  FakeSource* fast = nullptr;
+  agent.AddSource(slow.Entry("slow", milliseconds(30)));
+  agent.AddSource(FastSource(&fast, temp));
+  return fast;
+}
+
 TEST_F(AgentTest, PollRunsOnAWorkerOfItsOwnReusedAcrossCycles) {
   auto agent = MakeAgent(seconds(1), seconds(10));
   std::vector<std::thread::id> threads;
@@ -214,14 +224,12 @@ TEST_F(AgentTest, PollRunsOnAWorkerOfItsOwnReusedAcrossCycles) {
 TEST_F(AgentTest, AHungSourceDoesNotHoldUpTheCycle) {
   auto agent = MakeAgent(seconds(1), seconds(10));
   GatedSource slow;
-  slow.block = true;
   double temp = 60;
-  FakeSource* fast = nullptr;
-  agent->AddSource(slow.Entry("slow", milliseconds(30)));
-  agent->AddSource(FastSource(&fast, &temp));
+  FakeSource* fast = AddHungThenHealthy(*agent, slow, &temp);
   agent->Start();
   runner_.RunUntilIdle();  // the slow source misses its 30 ms deadline
   EXPECT_EQ(agent->cycles(), 1);
+  EXPECT_EQ(fast->polls, 1);
   ASSERT_EQ(cycle_->frames().size(), 1u);
   EXPECT_EQ(Latest(kTemp.key, "GPU-fast"), 60);
   EXPECT_FALSE(Latest(kTemp.key, "GPU-slow"));
@@ -236,11 +244,8 @@ TEST_F(AgentTest, AHungSourceDoesNotHoldUpTheCycle) {
 TEST_F(AgentTest, AHungSourceIsSkippedWhileBusyAndRejoinsWhenItAnswers) {
   auto agent = MakeAgent(seconds(1), seconds(10));
   GatedSource slow;
-  slow.block = true;
   double temp = 60;
-  FakeSource* fast = nullptr;
-  agent->AddSource(slow.Entry("slow", milliseconds(30)));
-  agent->AddSource(FastSource(&fast, &temp));
+  FakeSource* fast = AddHungThenHealthy(*agent, slow, &temp);
   agent->Start();
   runner_.RunUntilIdle();
   runner_.AdvanceTimeAndRun(seconds(2));  // two more cycles while it hangs
