@@ -43,7 +43,7 @@ struct DeadlineWorker::Shared {
       lock.lock();
       running = false;
       last_run = took;
-      cv.notify_all();
+      cv.notify_one();  // the only waiter now is the owner
     }
   }
 };
@@ -64,7 +64,7 @@ bool DeadlineWorker::Run() {
     return false;
   }
   shared_->requested = true;
-  shared_->cv.notify_all();
+  shared_->cv.notify_one();  // the only waiter now is the worker
   return true;
 }
 
