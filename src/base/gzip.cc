@@ -1,18 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "exporters/prometheus/gzip.h"
+#include "base/gzip.h"
 
 #include <zlib.h>
 
 #include <algorithm>
 #include <climits>
 
-namespace warpscope::exporters {
+namespace warpscope::base {
 
-base::Result<std::string> GzipCompress(std::string_view data, int level) {
+Result<std::string> GzipCompress(std::string_view data, int level) {
   z_stream zs{};
   // windowBits 15 + 16: write a gzip header and trailer instead of a zlib one.
   if (deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-    return base::Error(base::Internal("gzip: deflateInit2 failed (level {})", level));
+    return Error(Internal("gzip: deflateInit2 failed (level {})", level));
   }
   std::string out;
   out.resize(deflateBound(&zs, static_cast<uLong>(data.size())) + 32);
@@ -24,17 +24,17 @@ base::Result<std::string> GzipCompress(std::string_view data, int level) {
   const size_t written = zs.total_out;
   deflateEnd(&zs);
   if (rc != Z_STREAM_END) {
-    return base::Error(base::Internal("gzip: deflate failed ({})", rc));
+    return Error(Internal("gzip: deflate failed ({})", rc));
   }
   out.resize(written);
   return out;
 }
 
-base::Result<std::string> GzipDecompress(std::string_view data, size_t max_size) {
+Result<std::string> GzipDecompress(std::string_view data, size_t max_size) {
   z_stream zs{};
   // windowBits 15 + 32: detect gzip or zlib headers.
   if (inflateInit2(&zs, 15 + 32) != Z_OK) {
-    return base::Error(base::Internal("gzip: inflateInit2 failed"));
+    return Error(Internal("gzip: inflateInit2 failed"));
   }
   std::string out;
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
@@ -47,22 +47,22 @@ base::Result<std::string> GzipDecompress(std::string_view data, size_t max_size)
     rc = inflate(&zs, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END) {
       inflateEnd(&zs);
-      return base::Error(base::InvalidArgument("gzip: corrupt or truncated data (zlib {})", rc));
+      return Error(InvalidArgument("gzip: corrupt or truncated data (zlib {})", rc));
     }
     const size_t n = sizeof(buf) - zs.avail_out;
     if (out.size() + n > max_size) {
       inflateEnd(&zs);
-      return base::Error(base::ErrStatus(base::StatusCode::kResourceExhausted,
-                                         "gzip: inflated data exceeds {} bytes", max_size));
+      return Error(ErrStatus(StatusCode::kResourceExhausted, "gzip: inflated data exceeds {} bytes",
+                             max_size));
     }
     out.append(buf, n);
     if (rc == Z_OK && n == 0 && zs.avail_in == 0) {
       inflateEnd(&zs);
-      return base::Error(base::InvalidArgument("gzip: truncated data"));
+      return Error(InvalidArgument("gzip: truncated data"));
     }
   }
   inflateEnd(&zs);
   return out;
 }
 
-}  // namespace warpscope::exporters
+}  // namespace warpscope::base

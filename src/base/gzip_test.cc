@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "exporters/prometheus/gzip.h"
+#include "base/gzip.h"
 
 #include <gtest/gtest.h>
 
-namespace warpscope::exporters {
+namespace warpscope::base {
 namespace {
 
 TEST(GzipTest, RoundTrips) {
@@ -32,7 +32,7 @@ TEST(GzipTest, RoundTripsEmptyInput) {
 TEST(GzipTest, RejectsCorruptInput) {
   auto back = GzipDecompress("definitely not gzip");
   ASSERT_FALSE(back.has_value());
-  EXPECT_EQ(back.error().code(), base::StatusCode::kInvalidArgument);
+  EXPECT_EQ(back.error().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(GzipTest, RejectsTruncatedInput) {
@@ -47,8 +47,8 @@ TEST(GzipTest, EnforcesTheSizeLimit) {
   ASSERT_TRUE(gz.has_value());
   auto back = GzipDecompress(*gz, 1000);
   ASSERT_FALSE(back.has_value());
-  EXPECT_EQ(back.error().code(), base::StatusCode::kResourceExhausted);
+  EXPECT_EQ(back.error().code(), StatusCode::kResourceExhausted);
 }
 
 }  // namespace
-}  // namespace warpscope::exporters
+}  // namespace warpscope::base
