@@ -17,11 +17,12 @@
 
 #include "base/listen_address.h"
 #include "base/logging.h"
+#include "profiling/flame_tree.h"
+#include "profiling/pprof.h"
 #include "server/api/query_params.h"
 #include "server/ingest/native_batch.h"
 #include "server/ingest/otlp_metrics.h"
 #include "server/ingest/remote_write.h"
-#include "server/profiles/pprof.h"
 #include "server/ui/ui_handler.h"
 #include "web/assets.h"
 #include "warpscope/v1/batch.pb.h"
@@ -1308,13 +1309,14 @@ void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& re
   }
   // A stored profile that does not decode is left out (and counted) rather than failing the
   // whole window.
-  std::vector<profiles::DecodedProfile> decoded;
+  std::vector<profiling::Profile> decoded;
   size_t skipped = 0;
   std::string first_error;
   for (const ProfileMeta& m : *list) {
     auto blob = storage_.ReadProfile(m.id);
     if (!blob) return SendError(res, HttpStatusFor(blob.error()), blob.error().message());
-    auto p = profiles::DecodePprof(blob->data);
+    // Labels are not kept: the tree and the merged download sum samples by stack.
+    auto p = profiling::DecodePprof(blob->data, {.keep_labels = false});
     if (!p) {
       ++skipped;
       if (first_error.empty()) {
@@ -1329,19 +1331,19 @@ void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& re
   if (decoded.empty()) {
     return SendError(res, 422, "no stored profile in this window decodes as pprof: " + first_error);
   }
-  auto merged = profiles::Merge(decoded);
+  auto merged = profiling::Merge(decoded);
   if (!merged) return SendError(res, HttpStatusFor(merged.error()), merged.error().message());
   if (format == "pprof") {
-    auto bytes = profiles::EncodePprof(*merged);
+    auto bytes = profiling::EncodePprof(*merged);
     if (!bytes) return SendError(res, HttpStatusFor(bytes.error()), bytes.error().message());
     res.status = 200;
     res.set_header("Content-Disposition", "attachment; filename=\"profile-merged.pb.gz\"");
     res.set_content(*bytes, "application/octet-stream");
     return;
   }
-  profiles::FlameTreeOptions tree_options;
+  profiling::FlameTreeOptions tree_options;
   if (auto v = Param(params, "value")) {
-    auto index = profiles::FindSampleType(merged->sample_types, *v);
+    auto index = profiling::FindSampleType(merged->sample_types, *v);
     if (!index) return SendError(res, 400, index.error().message());
     tree_options.sort_value = *index;
   }
@@ -1352,7 +1354,7 @@ void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& re
                 {"value", tree_options.sort_value},
                 {"profiles", decoded.size()},
                 {"skipped_profiles", skipped},
-                {"root", profiles::FlameNodeJson(profiles::FlameTree(*merged, tree_options))}});
+                {"root", profiling::FlameNodeJson(profiling::FlameTree(*merged, tree_options))}});
 }
 
 void ApiServer::Ready(const httplib::Request&, httplib::Response& res) {
