@@ -4,6 +4,7 @@
 #include <benchmark/benchmark.h>
 
 #include "base/gzip.h"
+#include "bench/alloc_counter/alloc_counter.h"
 #include "exporters/prometheus/prometheus_exporter.h"
 #include "exporters/prometheus/text_renderer.h"
 #include "exporters/testing/sample_frame.h"
@@ -51,14 +52,37 @@ void BM_RenderBoth(benchmark::State& state) {
 }
 BENCHMARK(BM_RenderBoth)->Unit(benchmark::kMicrosecond);
 
-// What the agent pays per collection cycle: render both formats and publish.
+// Heap allocations per iteration since `before`, as a benchmark counter.
+void CountAllocations(benchmark::State& state, uint64_t before) {
+  state.counters["allocs"] = static_cast<double>(bench::AllocationCount() - before) /
+                             static_cast<double>(state.iterations());
+}
+
+// What the agent pays per collection cycle when nobody scrapes: publish the frame.
 void BM_PrometheusExporterExport(benchmark::State& state) {
   PrometheusExporter exporter({}, std::make_shared<MetricsSnapshotStore>());
+  const uint64_t before = bench::AllocationCount();
   for (auto _ : state) {
     benchmark::DoNotOptimize(exporter.Export(ReferenceFrame()));
   }
+  CountAllocations(state, before);
 }
 BENCHMARK(BM_PrometheusExporterExport)->Unit(benchmark::kMicrosecond);
+
+// A cycle followed by one scrape in each format (the agent's cost plus the HTTP thread's).
+void BM_PrometheusExporterExportAndScrape(benchmark::State& state) {
+  auto store = std::make_shared<MetricsSnapshotStore>();
+  PrometheusExporter exporter({}, store);
+  const uint64_t before = bench::AllocationCount();
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(exporter.Export(ReferenceFrame()));
+    auto snapshot = store->Get();
+    benchmark::DoNotOptimize(snapshot->body(ExpositionFormat::kText004).data());
+    benchmark::DoNotOptimize(snapshot->body(ExpositionFormat::kOpenMetrics1).data());
+  }
+  CountAllocations(state, before);
+}
+BENCHMARK(BM_PrometheusExporterExportAndScrape)->Unit(benchmark::kMicrosecond);
 
 void BM_GzipText004(benchmark::State& state) {
   TextRenderer renderer({});
