@@ -14,9 +14,9 @@
 #include "agent/sources/nvml/nvml_source.h"
 #include "agent/sources/procfs/procfs_process_resolver.h"
 #include "agent/sources/procfs/procfs_source.h"
-#include "base/file_util.h"
 #include "base/logging.h"
 #include "base/task_runner.h"
+#include "base/token_file.h"
 #include "cli/commands.h"
 #include "cli/simulation.h"
 #include "exporters/otlp/otlp_http_exporter.h"
@@ -86,9 +86,8 @@ base::Result<std::unique_ptr<agent::Source>> MakeCudaProfiler(const agent::Agent
     so.tls_ca_file = config.tls_ca_file;
     so.timeout = std::chrono::seconds(5);  // bounds the agent's shutdown
     if (!config.auth_token_file.empty()) {
-      auto token = base::ReadFile(config.auth_token_file, 4096);
-      if (!token) return base::Error(token.error().WithContext("--auth-token-file"));
-      so.auth_token = std::string(base::TrimWhitespace(*token));
+      WARPSCOPE_ASSIGN_OR_RETURN(so.auth_token,
+                                 base::ReadTokenFile("--auth-token-file", config.auth_token_file));
     }
     auto server = exporters::ServerProfileSink::Create(so);
     if (!server) return base::Error(server.error().WithContext("--server (CUDA profiles)"));

@@ -9,8 +9,8 @@
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
-#include "base/file_util.h"
 #include "base/logging.h"
+#include "base/token_file.h"
 
 namespace warpscope::exporters {
 
@@ -19,7 +19,6 @@ namespace {
 // Sequences are persisted this far ahead of use, so the spool's "sequence" file is rewritten
 // once per 4096 batches (about 3 days at one window a minute), not once per batch.
 constexpr uint64_t kReserveAhead = 4096;
-constexpr size_t kMaxTokenFileBytes = 64 << 10;
 
 // "512 bytes", "64.0 MiB": for log lines.
 std::string FormatBytes(uint64_t n) {
@@ -147,28 +146,8 @@ base::Result<std::unique_ptr<ServerExporter>> ServerExporter::Create(Options opt
 
   std::string token;
   if (!options.auth_token_file.empty()) {
-    auto text = base::ReadFile(options.auth_token_file, kMaxTokenFileBytes);
-    if (!text) {
-      return base::Error(base::ErrStatus(
-          text.error().code(), "--auth-token-file {}: {}; write the server's ingest token into it",
-          options.auth_token_file, text.error().message()));
-    }
-    token = std::string(base::TrimWhitespace(*text));
-    if (token.empty()) {
-      return base::Error(base::InvalidArgument(
-          "--auth-token-file {}: the file is empty; write the server's ingest token into it",
-          options.auth_token_file));
-    }
-    const bool clean = std::none_of(token.begin(), token.end(), [](char c) {
-      const auto u = static_cast<unsigned char>(c);
-      return u <= 0x20 || u == 0x7f;
-    });
-    if (!clean) {
-      return base::Error(base::InvalidArgument(
-          "--auth-token-file {}: the token has spaces, line breaks or control characters; the "
-          "file must hold the token alone",
-          options.auth_token_file));
-    }
+    WARPSCOPE_ASSIGN_OR_RETURN(token,
+                               base::ReadTokenFile("--auth-token-file", options.auth_token_file));
     const std::string& url = options.server_url;
     const bool loopback = url.rfind("http://127.", 0) == 0 ||
                           url.rfind("http://localhost", 0) == 0 ||
