@@ -8,67 +8,56 @@
 namespace warpscope::exporters {
 
 ProfileUploader::ProfileUploader(std::unique_ptr<ProfileSink> sink, Options options)
-    : sink_(std::move(sink)), options_(std::move(options)), backoff_(options_.retry_backoff) {
-  thread_ = std::thread([this] { Run(); });
+    : sink_(std::move(sink)),
+      options_(std::move(options)),
+      queue_(options_.max_queued_windows),
+      retry_(options_.max_retry_profiles),
+      backoff_({.initial = options_.retry_backoff, .max = options_.max_backoff}) {
+  loop_.Start([this](std::stop_token) { Run(); });
 }
 
 ProfileUploader::~ProfileUploader() { Stop(); }
 
 void ProfileUploader::Enqueue(profiling::WindowFuture window) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) {
+    std::lock_guard<std::mutex> lock(monitor_.mu);
+    if (!loop_.accepting()) {
       ++stats_.dropped_shutdown;
       return;
     }
-    if (queue_.size() >= options_.max_queued_windows) {
-      queue_.pop_front();
+    if (queue_.Push(std::move(window))) {
       ++stats_.dropped_queue;
       WARPSCOPE_LOG_FIRST_N(
           WARNING, 5, "profiles: the {} sink is behind; dropping the oldest window", options_.name);
     }
-    queue_.push_back(std::move(window));
   }
-  cv_.notify_all();
+  monitor_.cv.notify_all();
 }
 
-void ProfileUploader::BeginStop() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!stopping_) {
-      stopping_ = true;
-      deadline_ =
-          std::chrono::steady_clock::now() +
-          std::chrono::duration_cast<std::chrono::steady_clock::duration>(options_.stop_deadline);
-    }
-  }
-  cv_.notify_all();
-}
+void ProfileUploader::BeginStop() { loop_.BeginShutdown(options_.stop_deadline); }
 
 void ProfileUploader::Stop() {
   BeginStop();
-  if (thread_.joinable()) {
-    thread_.join();
-  }
+  loop_.Join();  // the thread writes until the deadline, then returns
 }
 
 ProfileUploader::Stats ProfileUploader::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(monitor_.mu);
   return stats_;
 }
 
 bool ProfileUploader::WaitUntil(const std::function<bool(const Stats&)>& done,
                                 std::chrono::milliseconds timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return done(stats_); });
+  std::unique_lock<std::mutex> lock(monitor_.mu);
+  return monitor_.cv.wait_for(lock, timeout, [&] { return done(stats_); });
 }
 
 bool ProfileUploader::WriteOne(const profiling::WindowProfile& profile) {
   base::Status status = sink_->Write(profile);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(monitor_.mu);
   if (status.ok()) {
     ++stats_.written;
-    backoff_ = options_.retry_backoff;
+    backoff_.Reset();
     return true;
   }
   if (status.code() == base::StatusCode::kUnavailable) {
@@ -83,20 +72,23 @@ bool ProfileUploader::WriteOne(const profiling::WindowProfile& profile) {
 }
 
 void ProfileUploader::Run() {
-  std::unique_lock<std::mutex> lock(mu_);
+  auto after = [](base::Duration d) {
+    return std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(d);
+  };
+  SendLoop::Lock lock(monitor_.mu);
   while (true) {
     const auto now = std::chrono::steady_clock::now();
     const bool retry_due = !retry_.empty() && now >= next_retry_;
-    if (stopping_ && (now >= deadline_ || (queue_.empty() && (retry_.empty() || !retry_due)))) {
-      stats_.dropped_shutdown += queue_.size() + retry_.size();
-      queue_.clear();
-      retry_.clear();
-      cv_.notify_all();
+    // Stopping: write what is queued until the deadline; a retry not due yet is not waited for.
+    if (!loop_.accepting() &&
+        (now >= loop_.deadline() || (queue_.empty() && (retry_.empty() || !retry_due)))) {
+      stats_.dropped_shutdown += queue_.Clear() + retry_.Clear();
+      monitor_.cv.notify_all();
       return;
     }
     if (!queue_.empty()) {
-      profiling::WindowFuture window = std::move(queue_.front());
-      queue_.pop_front();
+      profiling::WindowFuture window = queue_.Pop();
       ++stats_.windows;
       lock.unlock();
       const std::vector<profiling::WindowProfile>& profiles = window.get();
@@ -107,40 +99,38 @@ void ProfileUploader::Run() {
         }
       }
       lock.lock();
+      const size_t failures = failed.size();
       for (auto& p : failed) {
-        if (retry_.size() >= options_.max_retry_profiles) {
-          retry_.pop_front();
+        if (retry_.Push(std::move(p))) {
           ++stats_.dropped_retry;
         }
-        retry_.push_back(std::move(p));
       }
-      if (!failed.empty() && (retry_.size() == failed.size() || next_retry_ <= now)) {
-        next_retry_ = std::chrono::steady_clock::now() +
-                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(backoff_);
+      if (failures > 0 && (retry_.size() == failures || next_retry_ <= now)) {
+        next_retry_ = after(backoff_.current());
       }
-      cv_.notify_all();
+      monitor_.cv.notify_all();
       continue;
     }
     if (retry_due) {
-      profiling::WindowProfile p = std::move(retry_.front());
-      retry_.pop_front();
       ++stats_.retried;
       lock.unlock();
-      const bool done = WriteOne(p);
+      // retry_ is this thread's only, so its head stays put while the monitor is released.
+      const bool done = WriteOne(retry_.front());
       lock.lock();
-      if (!done) {
-        retry_.push_front(std::move(p));
-        backoff_ = std::min(backoff_ * 2, options_.max_backoff);
-        next_retry_ = std::chrono::steady_clock::now() +
-                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(backoff_);
+      if (done) {
+        retry_.Pop();
+      } else {
+        backoff_.Next();  // doubles the wait, up to max_backoff
+        next_retry_ = after(backoff_.current());
       }
-      cv_.notify_all();
+      monitor_.cv.notify_all();
       continue;
     }
+    auto woken = [&] { return !loop_.accepting() || !queue_.empty(); };
     if (retry_.empty()) {
-      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      monitor_.cv.wait(lock, woken);
     } else {
-      cv_.wait_until(lock, next_retry_, [&] { return stopping_ || !queue_.empty(); });
+      monitor_.cv.wait_until(lock, next_retry_, woken);
     }
   }
 }

@@ -10,23 +10,20 @@
 // (doubling up to `max_backoff`, reset by a success). Other errors drop the profile (counted,
 // logged). Stop() keeps writing what is queued until `stop_deadline`, then drops the rest.
 //
-// Thread contract: every public method is thread-safe.
+// Thread contract: every public method is thread-safe. The thread is named "profile-upload".
 #ifndef WARPSCOPE_EXPORTERS_PROFILES_PROFILE_UPLOADER_H_
 #define WARPSCOPE_EXPORTERS_PROFILES_PROFILE_UPLOADER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <future>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/time.h"
+#include "exporters/delivery.h"
 #include "exporters/profiles/profile_sink.h"
 #include "profiling/profile_exporter.h"
 
@@ -77,16 +74,13 @@ class ProfileUploader final : public profiling::ProfileExporter {
 
   std::unique_ptr<ProfileSink> sink_;
   Options options_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<profiling::WindowFuture> queue_;
-  std::deque<profiling::WindowProfile> retry_;
-  Stats stats_;
-  bool stopping_ = false;
-  std::chrono::steady_clock::time_point deadline_{};
-  std::chrono::steady_clock::time_point next_retry_{};
-  base::Duration backoff_;
-  std::thread thread_;
+  mutable LoopMonitor monitor_;
+  DropOldestQueue<profiling::WindowFuture> queue_;      // guarded by monitor_.mu
+  DropOldestQueue<profiling::WindowProfile> retry_;     // the thread's only
+  Stats stats_;                                         // guarded by monitor_.mu
+  std::chrono::steady_clock::time_point next_retry_{};  // the thread's only
+  ExponentialBackoff backoff_;                          // guarded by monitor_.mu
+  SendLoop loop_{"profile-upload", monitor_};           // last: its thread uses the above
 };
 
 }  // namespace warpscope::exporters
