@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace warpscope::agent {
 namespace {
@@ -218,20 +221,22 @@ TEST(AggregatorTest, CycleEntitiesAreOnlyThoseOfTheCycleInProgress) {
   agg.EndCycle();
 }
 
+// One cycle at `t` that declares the GPUs of `util` and writes their utilization.
+void UtilCycle(Aggregator& agg, int t, std::vector<std::pair<std::string, double>> util) {
+  agg.BeginCycle(T(t));
+  for (const auto& [gpu, value] : util) {
+    agg.AddEntity(Gpu(gpu));
+    agg.AddValue(kUtil, gpu, value);
+  }
+  agg.EndCycle();
+}
+
 TEST(AggregatorTest, SeriesAndEntitiesAWindowDidNotWriteAreNotInTheNext) {
   Aggregator agg;
-  agg.BeginCycle(T(0));
-  agg.AddEntity(Gpu("GPU-a"));
-  agg.AddEntity(Gpu("GPU-b"));
-  agg.AddValue(kUtil, "GPU-a", 0.1);
-  agg.AddValue(kUtil, "GPU-b", 0.2);
-  agg.EndCycle();
+  UtilCycle(agg, 0, {{"GPU-a", 0.1}, {"GPU-b", 0.2}});
   ASSERT_EQ(agg.CloseWindow(T(1)).series.size(), 2u);
 
-  agg.BeginCycle(T(1));
-  agg.AddEntity(Gpu("GPU-b"));
-  agg.AddValue(kUtil, "GPU-b", 0.6);
-  agg.EndCycle();
+  UtilCycle(agg, 1, {{"GPU-b", 0.6}});
   model::Frame w2 = agg.CloseWindow(T(2));
   ASSERT_EQ(w2.series.size(), 1u);
   EXPECT_EQ(w2.series[0].entity, "GPU-b");
@@ -241,10 +246,7 @@ TEST(AggregatorTest, SeriesAndEntitiesAWindowDidNotWriteAreNotInTheNext) {
   EXPECT_EQ(w2.entities[0].id, "GPU-b");
 
   // GPU-a comes back: a new series in the third window, with only its new samples.
-  agg.BeginCycle(T(2));
-  agg.AddEntity(Gpu("GPU-a"));
-  agg.AddValue(kUtil, "GPU-a", 0.9);
-  agg.EndCycle();
+  UtilCycle(agg, 2, {{"GPU-a", 0.9}});
   model::Frame w3 = agg.CloseWindow(T(3));
   ASSERT_EQ(w3.series.size(), 1u);
   EXPECT_EQ(w3.series[0].entity, "GPU-a");
