@@ -148,7 +148,9 @@ class SendLoop {
 
   // `thread_name`: the thread's name in ps/top (at most 15 characters).
   SendLoop(std::string thread_name, LoopMonitor& monitor);
-  ~SendLoop();  // stops and joins a thread still running (without waiting for a drain)
+  // Requests the stop of a thread still running and joins it, without a drain. Owners shut down
+  // first; a thread that does not watch its stop token must have been told by BeginShutdown.
+  ~SendLoop();
   SendLoop(const SendLoop&) = delete;
   SendLoop& operator=(const SendLoop&) = delete;
 
