@@ -85,9 +85,11 @@ class ApiServer {
   void IngestProfile(const httplib::Request& req, httplib::Response& res);
   void OtlpMetrics(const httplib::Request& req, httplib::Response& res);
   void RemoteWrite(const httplib::Request& req, httplib::Response& res);
-  // Writes decoded batches in order; stops at the first error (batches written before it are
-  // duplicates when the sender retries, as their sequences are content hashes).
-  [[nodiscard]] base::Status StoreBatches(const std::vector<server::IngestBatch>& batches);
+  // Writes decoded batches in order; stops at the first error, answers it (RejectWrite) and
+  // returns false (batches written before it are duplicates when the sender retries, as their
+  // sequences are content hashes).
+  [[nodiscard]] bool StoreBatches(const std::vector<server::IngestBatch>& batches,
+                                  httplib::Response& res);
   // Answers an ingest request with a 4xx error and counts it in `rejected`.
   void Reject(httplib::Response& res, int status, std::string_view message);
   // Answers a failed write with the status for `error`, counted in `rejected` when it is the

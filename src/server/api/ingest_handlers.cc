@@ -39,11 +39,13 @@ void ApiServer::RejectWrite(httplib::Response& res, const base::Status& error) {
   SendError(res, status, error.message());
 }
 
-base::Status ApiServer::StoreBatches(const std::vector<server::IngestBatch>& batches) {
+bool ApiServer::StoreBatches(const std::vector<server::IngestBatch>& batches,
+                             httplib::Response& res) {
   for (const server::IngestBatch& batch : batches) {
     auto written = storage_.WriteBatch(batch);
     if (!written) {
-      return written.error();
+      RejectWrite(res, written.error());
+      return false;
     }
     if (written->duplicate) {
       ++duplicate_batches_;
@@ -51,7 +53,7 @@ base::Status ApiServer::StoreBatches(const std::vector<server::IngestBatch>& bat
     series_windows_ += written->stored;
     dropped_series_ += written->dropped_series;
   }
-  return base::OkStatus();
+  return true;
 }
 
 void ApiServer::IngestBatch(const httplib::Request& req, httplib::Response& res) {
@@ -173,8 +175,8 @@ void ApiServer::OtlpMetrics(const httplib::Request& req, httplib::Response& res)
     WARPSCOPE_LOG_EVERY_N(WARNING, 100, "OTLP metrics: {} data points left out: {}",
                           decoded->rejected_points, decoded->first_rejection);
   }
-  if (base::Status stored = StoreBatches(decoded->batches); !stored.ok()) {
-    return RejectWrite(res, stored);
+  if (!StoreBatches(decoded->batches, res)) {
+    return;
   }
   ++otlp_requests_;
   res.status = 200;
@@ -222,8 +224,8 @@ void ApiServer::RemoteWrite(const httplib::Request& req, httplib::Response& res)
     WARPSCOPE_LOG_EVERY_N(WARNING, 100, "remote write: {} samples left out: {}",
                           decoded->rejected_samples, decoded->first_rejection);
   }
-  if (base::Status stored = StoreBatches(decoded->batches); !stored.ok()) {
-    return RejectWrite(res, stored);
+  if (!StoreBatches(decoded->batches, res)) {
+    return;
   }
   ++remote_write_requests_;
   res.status = 204;

@@ -60,6 +60,20 @@ base::Result<json> BreakdownAnswer(Storage& storage, const Params& params, base:
   return query::BreakdownJson(breakdown, q, by);
 }
 
+// A list endpoint's answer, {key: [to_json(record), ...]}, or the storage's error.
+template <typename Record, typename ToJson>
+void SendList(httplib::Response& res, const base::Result<std::vector<Record>>& records,
+              std::string_view key, ToJson to_json) {
+  if (!records) {
+    return SendStatus(res, records.error());
+  }
+  json out = json::array();
+  for (const Record& r : *records) {
+    out.push_back(to_json(r));
+  }
+  SendJson(res, 200, json{{key, std::move(out)}});
+}
+
 // One query of a POST /api/v1/query_batch body; `error` is set when the entry itself is malformed.
 struct BatchQuery {
   std::string path;
@@ -143,15 +157,7 @@ void ApiServer::Metrics(const httplib::Request& req, httplib::Response& res) {
   if (!StartQuery(req, res)) {
     return;
   }
-  auto metrics = storage_.ListMetrics();
-  if (!metrics) {
-    return SendStatus(res, metrics.error());
-  }
-  json out = json::array();
-  for (const auto& m : *metrics) {
-    out.push_back(query::MetricJson(m));
-  }
-  SendJson(res, 200, json{{"metrics", out}});
+  SendList(res, storage_.ListMetrics(), "metrics", query::MetricJson);
 }
 
 void ApiServer::Entities(const httplib::Request& req, httplib::Response& res) {
@@ -193,15 +199,7 @@ void ApiServer::Entities(const httplib::Request& req, httplib::Response& res) {
     return SendError(res, 400, limit.error().message());
   }
   q.limit = *limit;
-  auto entities = storage_.ListEntities(q);
-  if (!entities) {
-    return SendStatus(res, entities.error());
-  }
-  json out = json::array();
-  for (const auto& e : *entities) {
-    out.push_back(query::EntityJson(e));
-  }
-  SendJson(res, 200, json{{"entities", out}});
+  SendList(res, storage_.ListEntities(q), "entities", query::EntityJson);
 }
 
 void ApiServer::QueryRange(const httplib::Request& req, httplib::Response& res) {
@@ -279,15 +277,7 @@ void ApiServer::Events(const httplib::Request& req, httplib::Response& res) {
       !st.ok()) {
     return SendError(res, 400, st.message());
   }
-  auto events = storage_.QueryEvents(q);
-  if (!events) {
-    return SendStatus(res, events.error());
-  }
-  json out = json::array();
-  for (const auto& r : *events) {
-    out.push_back(query::EventJson(r));
-  }
-  SendJson(res, 200, json{{"events", out}});
+  SendList(res, storage_.QueryEvents(q), "events", query::EventJson);
 }
 
 void ApiServer::Summary(const httplib::Request& req, httplib::Response& res) {
@@ -366,15 +356,7 @@ void ApiServer::Profiles(const httplib::Request& req, httplib::Response& res) {
       !st.ok()) {
     return SendError(res, 400, st.message());
   }
-  auto list = storage_.ListProfiles(q);
-  if (!list) {
-    return SendStatus(res, list.error());
-  }
-  json out = json::array();
-  for (const auto& m : *list) {
-    out.push_back(query::ProfileMetaJson(m));
-  }
-  SendJson(res, 200, json{{"profiles", out}});
+  SendList(res, storage_.ListProfiles(q), "profiles", query::ProfileMetaJson);
 }
 
 void ApiServer::ProfileData(const httplib::Request& req, httplib::Response& res) {

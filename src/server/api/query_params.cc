@@ -21,7 +21,8 @@ base::Result<base::TimePoint> ParseTime(std::string_view text, base::TimePoint n
     std::string_view rest = text.substr(3);
     if (rest.empty()) return now;
     if (rest[0] != '-' && rest[0] != '+') {
-      return base::Error(base::InvalidArgument("bad time '{}': write now, now-15m or now+1h", text));
+      return base::Error(
+          base::InvalidArgument("bad time '{}': write now, now-15m or now+1h", text));
     }
     auto d = base::ParseDuration(rest.substr(1));
     if (!d) return base::Error(d.error().WithContext(fmt::format("bad time '{}'", text)));
@@ -109,8 +110,8 @@ base::Result<size_t> ParseCount(const Params& params, std::string_view name, siz
   size_t n = 0;
   auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
   if (ec != std::errc() || ptr != v->data() + v->size() || n == 0 || n > max) {
-    return base::Error(base::InvalidArgument("{}={}: expected a number from 1 to {}", name, *v,
-                                             max));
+    return base::Error(
+        base::InvalidArgument("{}={}: expected a number from 1 to {}", name, *v, max));
   }
   return n;
 }

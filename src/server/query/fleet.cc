@@ -11,6 +11,7 @@
 
 #include "server/query/bucket_sums.h"
 #include "server/query/json_format.h"
+#include "server/query/storage_reads.h"
 
 namespace warpscope::server::query {
 namespace {
@@ -74,18 +75,7 @@ constexpr GpuFigure kGpuFigures[] = {
 base::Result<std::vector<TopEntry>> RankAll(Storage& storage, std::string_view metric,
                                             model::EntityKind kind, Aggregation aggregation,
                                             base::TimePoint start, base::TimePoint end) {
-  TopQuery q;
-  q.metric = std::string(metric);
-  q.match.entity_kind = kind;
-  q.start = start;
-  q.end = end;
-  q.aggregation = aggregation;
-  q.limit = 1000000;
-  auto top = storage.TopEntities(q);
-  if (!top && top.error().code() == base::StatusCode::kNotFound) {
-    return std::vector<TopEntry>{};
-  }
-  return top;
+  return TopEntitiesIfKnown(storage, RankQuery(metric, kind, start, end, aggregation, 1000000));
 }
 
 // A fleet-wide timeline of a GPU metric, in about 120 steps: the mean or the sum over GPUs.
@@ -98,15 +88,9 @@ base::Result<std::vector<Point>> GpuTimeline(Storage& storage, std::string_view 
   q.end = end;
   q.step = std::max<base::Duration>(std::chrono::seconds(10), (q.end - q.start) / 120);
   q.max_series = 100000;
-  auto result = storage.QueryRange(q);
-  if (!result) {
-    if (result.error().code() == base::StatusCode::kNotFound) {
-      return std::vector<Point>{};
-    }
-    return base::Error(result.error());
-  }
+  WARPSCOPE_ASSIGN_OR_RETURN(RangeResult result, QueryRangeIfKnown(storage, q));
   BucketSums sums;
-  sums.AddSeries(result->series);
+  sums.AddSeries(result.series);
   return sums.Points(mean);
 }
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "server/query/json_format.h"
+#include "server/query/storage_reads.h"
 
 namespace warpscope::server::query {
 namespace {
@@ -27,23 +28,11 @@ base::Status Summarize(Storage& storage, std::string_view host, base::TimePoint 
                        base::TimePoint end, std::string_view metric, model::EntityKind kind,
                        const model::Labels& labels, std::map<std::string, EntitySummary>& out) {
   for (Aggregation agg : {Aggregation::kAvg, Aggregation::kMax}) {
-    TopQuery q;
-    q.metric = std::string(metric);
+    TopQuery q = RankQuery(metric, kind, start, end, agg, 10000);
     q.match.host = std::string(host);
-    q.match.entity_kind = kind;
     q.match.labels = labels;
-    q.start = start;
-    q.end = end;
-    q.aggregation = agg;
-    q.limit = 10000;
-    auto top = storage.TopEntities(q);
-    if (!top) {
-      if (top.error().code() == base::StatusCode::kNotFound) {
-        return base::OkStatus();
-      }
-      return top.error();
-    }
-    for (const TopEntry& e : *top) {
+    WARPSCOPE_ASSIGN_OR_RETURN(std::vector<TopEntry> top, TopEntitiesIfKnown(storage, q));
+    for (const TopEntry& e : top) {
       EntitySummary& entity = out[e.entity];
       MetricSummary& m = entity.metrics[std::string(metric)];
       (agg == Aggregation::kAvg ? m.avg : m.max) = e.value;
