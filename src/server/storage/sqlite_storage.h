@@ -126,15 +126,18 @@ class SqliteStorage : public Storage {
   [[nodiscard]] base::Status LoadStaged();  // staged_ from staged_samples, after LoadState's clear
   [[nodiscard]] base::Status SetMeta(const char* key, int64_t value);
 
-  // Writes (sqlite_storage_write.cc). Request errors, found before any transaction.
+  // Writes (sqlite_storage_write.cc), all with write_mu_ held.
+  // A batch's request errors, found before its transaction (so that only database failures
+  // need the caches reloaded).
   [[nodiscard]] base::Status CheckBatch(const IngestBatch& batch) const;
-  // The pieces below run with write_mu_ held, inside the batch transaction.
-  [[nodiscard]] base::Result<WriteResult> WriteBatchLocked(const IngestBatch& batch);
-  [[nodiscard]] base::Status WriteBatchRows(const IngestBatch& batch, int64_t agent_id,
-                                            WriteResult& result, StagedBatch& staged);
   // Reloads the caches after a failed write transaction (they may hold ids it created); a
   // failure to reload is logged.
   void ReloadAfterFailedWrite();
+  // The batch's transaction; then its staged samples join staged_.
+  [[nodiscard]] base::Result<WriteResult> WriteBatchLocked(const IngestBatch& batch);
+  // The pieces below run inside that transaction.
+  [[nodiscard]] base::Status WriteBatchRows(const IngestBatch& batch, int64_t agent_id,
+                                            WriteResult& result, StagedBatch& staged);
   [[nodiscard]] base::Result<bool> IsDuplicate(int64_t agent_id, const IngestBatch& batch);
   [[nodiscard]] base::Result<int64_t> InternAgent(const std::string& name);
   [[nodiscard]] base::Result<int64_t> InternHost(const std::string& name,
