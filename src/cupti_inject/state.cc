@@ -31,8 +31,10 @@ void Notify(wire::Severity severity, uint32_t code, std::string message) {
 }
 
 void ClearInternedStacks() {
+  // The array's address in a local: otherwise each store may alias `g` and reloads it.
+  std::atomic<uint64_t>* cells = g->interned.get();
   for (size_t i = 0; i < kInternSize; ++i) {
-    g->interned[i].store(0, std::memory_order_relaxed);
+    cells[i].store(0, std::memory_order_relaxed);
   }
 }
 
