@@ -6,6 +6,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -128,8 +129,17 @@ class CuptiAgentConnectionTest : public ::testing::Test {
  protected:
   void SetUp() override { g_now = 1000 * kMs; }
   std::string SocketPath() const { return dir_.path() + "/agent.sock"; }
+  // An agent listening on SocketPath() and a connection to it, accepted.
+  void Connect(size_t out_cap_bytes = 64 * 1024) {
+    agent_ = std::make_unique<Listener>(SocketPath());
+    conn_ = std::make_unique<AgentConnection>(SocketPath(), out_cap_bytes, &FakeNow);
+    ASSERT_TRUE(conn_->MaybeConnect(g_now));
+    ASSERT_GE(agent_->Accept(), 0);
+  }
 
   test::TempDir dir_;
+  std::unique_ptr<Listener> agent_;
+  std::unique_ptr<AgentConnection> conn_;
 };
 
 TEST_F(CuptiAgentConnectionTest, AbsentAgentIsRetriedOnlyWhenTheBackoffAllows) {
@@ -164,11 +174,10 @@ TEST_F(CuptiAgentConnectionTest, WhileDisconnectedEveryMessageIsDroppedAndCounte
 }
 
 TEST_F(CuptiAgentConnectionTest, MessagesBeyondTheCapAreDroppedWholeAndTheStreamDecodes) {
-  Listener agent(SocketPath());
   const size_t launch_bytes = EncodedSize(MakeLaunch(1));
-  AgentConnection conn(SocketPath(), launch_bytes * 3 + launch_bytes / 2, &FakeNow);
-  ASSERT_TRUE(conn.MaybeConnect(g_now));
-  ASSERT_GE(agent.Accept(), 0);
+  ASSERT_NO_FATAL_FAILURE(Connect(launch_bytes * 3 + launch_bytes / 2));
+  Listener& agent = *agent_;
+  AgentConnection& conn = *conn_;
   std::vector<bool> accepted;
   for (uint32_t id = 1; id <= 5; ++id) {
     accepted.push_back(conn.Emit(MakeLaunch(id)));
@@ -193,10 +202,9 @@ TEST_F(CuptiAgentConnectionTest, MessagesBeyondTheCapAreDroppedWholeAndTheStream
 }
 
 TEST_F(CuptiAgentConnectionTest, ControlsAreReadInOrderAndOtherMessagesSkipped) {
-  Listener agent(SocketPath());
-  AgentConnection conn(SocketPath(), 64 * 1024, &FakeNow);
-  ASSERT_TRUE(conn.MaybeConnect(g_now));
-  ASSERT_GE(agent.Accept(), 0);
+  ASSERT_NO_FATAL_FAILURE(Connect());
+  Listener& agent = *agent_;
+  AgentConnection& conn = *conn_;
   std::string bytes;
   wire::Encode(wire::Control{wire::ControlOp::kSetRate, 7}, &bytes);
   wire::Encode(MakeLaunch(1), &bytes);
@@ -220,10 +228,9 @@ TEST_F(CuptiAgentConnectionTest, ControlsAreReadInOrderAndOtherMessagesSkipped) 
 }
 
 TEST_F(CuptiAgentConnectionTest, AgentClosingDisconnectsCountsUnsentBytesAndRetriesAfterTheWait) {
-  Listener agent(SocketPath());
-  AgentConnection conn(SocketPath(), 64 * 1024, &FakeNow);
-  ASSERT_TRUE(conn.MaybeConnect(g_now));
-  ASSERT_GE(agent.Accept(), 0);
+  ASSERT_NO_FATAL_FAILURE(Connect());
+  Listener& agent = *agent_;
+  AgentConnection& conn = *conn_;
   ASSERT_TRUE(conn.Emit(MakeLaunch(1)));
   const size_t unsent = conn.pending_bytes();
   agent.ClosePeer();
@@ -242,10 +249,9 @@ TEST_F(CuptiAgentConnectionTest, AgentClosingDisconnectsCountsUnsentBytesAndRetr
 }
 
 TEST_F(CuptiAgentConnectionTest, UndecodableInputDisconnects) {
-  Listener agent(SocketPath());
-  AgentConnection conn(SocketPath(), 64 * 1024, &FakeNow);
-  ASSERT_TRUE(conn.MaybeConnect(g_now));
-  ASSERT_GE(agent.Accept(), 0);
+  ASSERT_NO_FATAL_FAILURE(Connect());
+  Listener& agent = *agent_;
+  AgentConnection& conn = *conn_;
   std::string bytes;
   wire::Encode(wire::Control{wire::ControlOp::kSetRate, 3}, &bytes);
   std::string bad;
