@@ -138,11 +138,14 @@ struct Global {
   pid_t cupti_pid = 0;  // the process that set CUPTI up (a fork child does not flush CUPTI)
   uint64_t start_realtime_ns = 0;
 
-  std::atomic<bool> passive{true};
+  // Read on every launch and written rarely (setup, the agent's controls, fork): one cache line
+  // of their own, so that no write on a launch or by the flusher invalidates it.
+  alignas(64) std::atomic<bool> passive{true};
+  std::atomic<bool> flusher_started{false};
   RuntimeControls controls;  // what the agent can change (control.h)
   std::atomic<uint32_t> burst{20};
   std::atomic<uint64_t> generation{1};  // bumped in a fork child: thread handles re-claim slots
-  std::atomic<uint64_t> threads_over_cap{0};
+  alignas(64) std::atomic<uint64_t> threads_over_cap{0};
   std::atomic<uint64_t> callback_errors{0};
   std::atomic<bool> intern_dirty{false};
   std::atomic<uint64_t> ring_bytes{0};  // rings allocated (kept for reuse, never freed)
@@ -166,9 +169,8 @@ struct Global {
   std::vector<wire::Notice> notices;  // GUARDED_BY(notice_mu)
   std::atomic<uint64_t> notice_generation{0};
 
-  // Starting the flusher (once, and again in a fork child).
+  // Starting the flusher (once, and again in a fork child); flusher_started is above.
   std::mutex start_mu;
-  std::atomic<bool> flusher_started{false};
   // The flusher's wake-ups and stop handshake.
   std::mutex flusher_mu;
   std::condition_variable flusher_cv;
