@@ -3,8 +3,8 @@
 
 #include <new>
 
+#include "base/gzip.h"
 #include "base/logging.h"
-#include "exporters/prometheus/gzip.h"
 
 namespace warpscope::exporters {
 
@@ -19,7 +19,7 @@ MetricsSnapshot::MetricsSnapshot(std::string text, std::string openmetrics, uint
 const std::string* MetricsSnapshot::gzipped(ExpositionFormat format) const {
   Gzip& g = gzip_[format == ExpositionFormat::kOpenMetrics1 ? 1 : 0];
   std::call_once(g.once, [&] {
-    auto compressed = GzipCompress(body(format), gzip_level_);
+    auto compressed = base::GzipCompress(body(format), gzip_level_);
     if (compressed) {
       g.data = std::move(*compressed);
       g.ok = true;

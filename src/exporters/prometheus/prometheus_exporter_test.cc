@@ -4,7 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "exporters/prometheus/gzip.h"
+#include "base/gzip.h"
 #include "exporters/testing/sample_frame.h"
 
 namespace warpscope::exporters {
@@ -46,7 +46,7 @@ TEST(PrometheusExporterTest, GzipBodyInflatesToThePlainBody) {
     const std::string* gz = snap->gzipped(format);
     ASSERT_NE(gz, nullptr);
     EXPECT_EQ(gz, snap->gzipped(format));  // computed once
-    auto plain = GzipDecompress(*gz);
+    auto plain = base::GzipDecompress(*gz);
     ASSERT_TRUE(plain.has_value());
     EXPECT_EQ(*plain, snap->body(format));
   }

@@ -3,7 +3,7 @@
 // GPU processes, in both exposition formats, plus the gzip of the text body.
 #include <benchmark/benchmark.h>
 
-#include "exporters/prometheus/gzip.h"
+#include "base/gzip.h"
 #include "exporters/prometheus/prometheus_exporter.h"
 #include "exporters/prometheus/text_renderer.h"
 #include "exporters/testing/sample_frame.h"
@@ -66,7 +66,7 @@ void BM_GzipText004(benchmark::State& state) {
   const int level = static_cast<int>(state.range(0));
   size_t compressed = 0;
   for (auto _ : state) {
-    auto gz = GzipCompress(text, level);
+    auto gz = base::GzipCompress(text, level);
     compressed = gz ? gz->size() : 0;
     benchmark::DoNotOptimize(compressed);
   }

@@ -11,13 +11,14 @@
 #include <vector>
 
 #include "base/logging.h"
+#include "profiling/pprof.h"
 #include "server/api/api_server.h"
 #include "server/api/http_reply.h"
 #include "server/api/query_params.h"
-#include "server/profiles/pprof.h"
 #include "server/query/batch.h"
 #include "server/query/fleet.h"
 #include "server/query/json_format.h"
+#include "server/query/profiles.h"
 #include "server/query/range.h"
 #include "server/query/summary.h"
 
@@ -396,46 +397,16 @@ void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& re
       !st.ok()) {
     return SendError(res, 400, st.message());
   }
-  auto list = storage_.ListProfiles(q);
-  if (!list) {
-    return SendStatus(res, list.error());
-  }
-  if (list->empty()) {
-    return SendError(res, 404,
-                     "no profile for this window: run the CPU or CUDA profiler, see docs "
-                     "(docs/api.md, POST /api/v1/ingest/profile)");
-  }
-  // A stored profile that does not decode is left out (and counted) rather than failing the
-  // whole window.
-  std::vector<profiles::DecodedProfile> decoded;
-  size_t skipped = 0;
-  std::string first_error;
-  for (const ProfileMeta& m : *list) {
-    auto blob = storage_.ReadProfile(m.id);
-    if (!blob) {
-      return SendStatus(res, blob.error());
-    }
-    auto p = profiles::DecodePprof(blob->data);
-    if (!p) {
-      ++skipped;
-      if (first_error.empty()) {
-        first_error = fmt::format("profile {}: {}", m.id, p.error().message());
-      }
-      WARPSCOPE_LOG_EVERY_N(WARNING, 100, "merged profile: profile {} left out: {}", m.id,
-                            p.error().message());
-      continue;
-    }
-    decoded.push_back(std::move(*p));
-  }
-  if (decoded.empty()) {
-    return SendError(res, 422, "no stored profile in this window decodes as pprof: " + first_error);
-  }
-  auto merged = profiles::Merge(decoded);
+  auto merged = query::MergeStoredProfiles(storage_, q);
   if (!merged) {
     return SendStatus(res, merged.error());
   }
+  if (merged->profiles == 0) {
+    return SendError(res, 422,
+                     "no stored profile in this window decodes as pprof: " + merged->first_error);
+  }
   if (format == "pprof") {
-    auto bytes = profiles::EncodePprof(*merged);
+    auto bytes = profiling::EncodePprof(merged->profile);
     if (!bytes) {
       return SendStatus(res, bytes.error());
     }
@@ -444,24 +415,15 @@ void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& re
     res.set_content(*bytes, "application/octet-stream");
     return;
   }
-  profiles::FlameTreeOptions tree_options;
+  profiling::FlameTreeOptions tree_options;
   if (auto v = Param(params, "value")) {
-    auto index = profiles::FindSampleType(merged->sample_types, *v);
+    auto index = profiling::FindSampleType(merged->profile.sample_types, *v);
     if (!index) {
       return SendError(res, 400, index.error().message());
     }
     tree_options.sort_value = *index;
   }
-  json types = json::array();
-  for (const auto& t : merged->sample_types) {
-    types.push_back({{"type", t.type}, {"unit", t.unit}});
-  }
-  SendJson(res, 200,
-           json{{"sample_types", types},
-                {"value", tree_options.sort_value},
-                {"profiles", decoded.size()},
-                {"skipped_profiles", skipped},
-                {"root", profiles::FlameNodeJson(profiles::FlameTree(*merged, tree_options))}});
+  SendJson(res, 200, query::MergedProfileTreeJson(*merged, tree_options));
 }
 
 }  // namespace warpscope::server
