@@ -29,6 +29,7 @@
 #include "perftools/profiles.pb.h"
 #include "profiling/elf_symbols.h"
 #include "profiling/testing/pprof_rows.h"
+#include "base/testing/peer.h"
 
 namespace warpscope::agent::cuda_profiler {
 namespace {
@@ -287,7 +288,8 @@ TEST_F(CudaProfilerE2eTest, PythonFramesSitAboveTheNativeFrames) {
   { std::ofstream(go) << "go"; }
   const int status = app->Wait(30s);
   if (WIFEXITED(status) && WEXITSTATUS(status) == 5) {
-    GTEST_SKIP() << "fake_cuda_app was built without Python (install python3-dev)";
+    WARPSCOPE_REQUIRE_PEER(false, "python3-dev (fake_cuda_app was built without Python)",
+                           "run scripts/setup.sh --test and rebuild");
   }
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << app->Stderr();
   ASSERT_TRUE(progress_.WaitKernels(pid, 2 + 2 + 6, 30s));
