@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "base/file_util.h"
+#include "base/testing/temp_dir.h"
 
 namespace warpscope::base {
 namespace {
@@ -17,14 +18,10 @@ constexpr std::string_view kFlag = "--auth-token-file";
 class TokenFileTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = std::filesystem::temp_directory_path().string() + "/warpscope_token_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
   }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  void TearDown() override {}
 
   // Writes `content` to a file of the test directory with `mode`; returns its path.
   std::string Write(std::string_view content, mode_t mode = 0600) {
@@ -47,6 +44,7 @@ class TokenFileTest : public ::testing::Test {
     return r.error();
   }
 
+  base::TempDir tmp_;  // removed after everything below
   std::string dir_;
   int files_ = 0;
 };

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "integration/child_process.h"
+#include "base/testing/temp_dir.h"
 
 namespace warpscope::cupti_inject {
 namespace {
@@ -137,7 +137,7 @@ class CuptiAgentConnectionTest : public ::testing::Test {
     ASSERT_GE(agent_->Accept(), 0);
   }
 
-  test::TempDir dir_;
+  base::TempDir dir_;
   std::unique_ptr<Listener> agent_;
   std::unique_ptr<AgentConnection> conn_;
 };

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "base/file_util.h"
+#include "base/testing/temp_dir.h"
 
 namespace warpscope::profiling {
 namespace {
@@ -67,17 +68,16 @@ TEST(ToSassMapTest, KeysEveryInstructionByCubinFunctionAndOffset) {
 }
 
 TEST(SassDisassemblerTest, MissingToolsAreUnavailableWithARemedy) {
-  char tmpl[] = "/tmp/warpscope_sass_XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  base::TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
   SassDisassembler::Options options;
-  options.search_path = tmpl;
+  options.search_path = tmp.path();
   SassDisassembler disassembler(options);
   EXPECT_EQ(disassembler.ToolPath(), "");
   auto result = disassembler.DisassembleFile("/nonexistent.cubin");
   ASSERT_FALSE(result);
   EXPECT_EQ(result.error().code(), base::StatusCode::kUnavailable);
   EXPECT_NE(result.error().message().find("nvidia-cuda-nvdisasm"), std::string::npos);
-  std::filesystem::remove_all(tmpl);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "base/file_util.h"
+#include "base/testing/temp_dir.h"
 #include "profiling/sass_disassembly.h"
 
 namespace warpscope::profiling {
@@ -16,11 +17,9 @@ namespace {
 class SassToolTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/warpscope_sass_tool_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
   }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // Writes an executable script `name` into the tool directory.
   void Tool(const std::string& name, const std::string& body) {
@@ -38,6 +37,7 @@ class SassToolTest : public ::testing::Test {
     return std::string(WARPSCOPE_SOURCE_DIR) + "/test/data/cupti/" + name;
   }
 
+  base::TempDir tmp_;
   std::string dir_;
 };
 

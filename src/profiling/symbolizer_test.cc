@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "base/file_util.h"
+#include "base/testing/temp_dir.h"
 
 // A function of the test executable itself, with a stable demangled name.
 namespace warpscope_symbolizer_test {
@@ -21,19 +22,7 @@ namespace warpscope::profiling {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/warpscope_symbolizer_XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using base::TempDir;
 
 // dlopens a fixture library for the life of the test.
 class Library {

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "agent/sources/cuda_profiler/profile_builder.h"
+#include "base/testing/temp_dir.h"
 #include "base/time.h"
 #include "exporters/profiles/profile_sink.h"
 #include "profiling/pprof.h"
@@ -23,9 +24,8 @@ constexpr int64_t kEnd = kStart + 10'000'000'000;
 class ServerSinkTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/warpscope_profile_upload_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
     server::SqliteStorageOptions so;
     so.data_dir = dir_;
     auto storage = server::SqliteStorage::Open(so);
@@ -43,7 +43,6 @@ class ServerSinkTest : public ::testing::Test {
   void TearDown() override {
     api_.reset();
     storage_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   profiling::WindowProfile BuildProfile() {
@@ -55,6 +54,7 @@ class ServerSinkTest : public ::testing::Test {
     return profiles.empty() ? profiling::WindowProfile{} : profiles[0];
   }
 
+  base::TempDir tmp_;  // removed after everything below
   std::string dir_;
   base::FakeClock clock_{base::FromUnixNanos(kEnd + 60'000'000'000)};
   std::unique_ptr<server::Storage> storage_;

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "base/file_util.h"
+#include "base/testing/temp_dir.h"
 #include "exporters/profiles/testing/fake_profile_sink.h"
 
 namespace warpscope::exporters {
@@ -15,19 +16,7 @@ namespace {
 using profiling::WindowProfile;
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/warpscope_profile_sink_XXXXXX";
-    path_ = mkdtemp(tmpl);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using base::TempDir;
 
 WindowProfile Profile() {
   WindowProfile p;

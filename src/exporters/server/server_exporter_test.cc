@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "base/file_util.h"
-#include "exporters/server/testing/temp_dir.h"
+#include "base/testing/temp_dir.h"
 #include "exporters/testing/sample_frame.h"
 
 namespace warpscope::exporters {
@@ -28,7 +28,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using testing::TempDir;
+using base::TempDir;
 using Stats = ServerExporter::Stats;
 
 constexpr auto kWait = seconds(10);  // upper bound for any condition; normally milliseconds

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "base/testing/temp_dir.h"
 #include "profiling/pprof.h"
 #include "server/ui/ui_handler.h"
 #include "web/assets.h"
@@ -71,9 +72,8 @@ warpscope::v1::Batch MakeBatch(uint64_t sequence, int64_t start_ns, double util)
 class ApiServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/warpscope_api_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
     SqliteStorageOptions so;
     so.data_dir = dir_;
     auto storage = SqliteStorage::Open(so);
@@ -91,7 +91,6 @@ class ApiServerTest : public ::testing::Test {
   void TearDown() override {
     api_.reset();
     storage_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   httplib::Result Post(const std::string& body, const std::string& type = "application/x-protobuf",
@@ -102,6 +101,7 @@ class ApiServerTest : public ::testing::Test {
   }
 
   base::FakeClock clock_{base::FromUnixNanos(kT0 + 3'600'000'000'000)};
+  base::TempDir tmp_;  // removed after everything below
   std::string dir_;
   std::unique_ptr<SqliteStorage> storage_;
   std::unique_ptr<ApiServer> api_;
@@ -261,9 +261,9 @@ namespace warpscope::server {
 namespace {
 
 TEST(ApiServerTlsTest, ServesHttpsAndAgentsVerifyIt) {
-  char tmpl[] = "/tmp/warpscope_api_tls_XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  base::TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string dir = tmp.path();
   ASSERT_TRUE(test::MakeSelfSignedCert(dir + "/cert.pem", dir + "/key.pem"));
   SqliteStorageOptions so;
   so.data_dir = dir + "/db";
@@ -289,14 +289,13 @@ TEST(ApiServerTlsTest, ServesHttpsAndAgentsVerifyIt) {
   untrusted.enable_server_certificate_verification(true);
   EXPECT_FALSE(untrusted.Get("/healthz"));  // self-signed, not in the system CAs
   api.Stop();
-  std::filesystem::remove_all(dir);
 }
 
 TEST(ApiServerTlsTest, BadCertificateIsAClearError) {
   SqliteStorageOptions so;
-  char tmpl[] = "/tmp/warpscope_api_tls_XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  so.data_dir = tmpl;
+  base::TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  so.data_dir = tmp.path();
   auto storage = SqliteStorage::Open(so);
   ASSERT_TRUE(storage);
   base::FakeClock clock;
@@ -308,7 +307,6 @@ TEST(ApiServerTlsTest, BadCertificateIsAClearError) {
   auto port = api.Start();
   ASSERT_FALSE(port);
   EXPECT_NE(port.error().message().find("--tls-cert"), std::string::npos);
-  std::filesystem::remove_all(tmpl);
 }
 
 // --- OTLP/HTTP metrics and Prometheus remote write ---------------------------------------------

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "base/testing/temp_dir.h"
 #include "model/testing/collecting_sink.h"
 #include "profiling/testing/fake_profile_exporter.h"
 
@@ -20,8 +21,9 @@ namespace w = ::warpscope::cupti::wire;
 using namespace std::chrono_literals;
 
 TEST(CudaProfilerSourceTest, FinishesWindowsAtTheIntervalAndAtStop) {
-  std::string templ = (std::filesystem::temp_directory_path() / "wssrc-XXXXXX").string();
-  ASSERT_NE(mkdtemp(templ.data()), nullptr);
+  base::TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string& templ = tmp.path();
   CudaProfilerSource::Options options;
   options.listener.socket_path = templ + "/cupti.sock";
   options.listener.use_peer_pid = false;
@@ -92,7 +94,6 @@ TEST(CudaProfilerSourceTest, FinishesWindowsAtTheIntervalAndAtStop) {
   ASSERT_EQ(windows.size(), 2u);
   ASSERT_EQ(windows[1].get().size(), 1u);
   EXPECT_EQ(windows[1].get()[0].gpu_time_ns, 1000u);
-  std::filesystem::remove_all(templ);
 }
 
 }  // namespace

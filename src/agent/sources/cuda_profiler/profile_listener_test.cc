@@ -15,30 +15,15 @@
 
 #include "agent/sources/cuda_profiler/cuda_profiler_metrics.h"
 #include "agent/sources/cuda_profiler/cuda_profiler_source.h"
+#include "base/testing/temp_dir.h"
 #include "model/testing/collecting_sink.h"
 
 namespace warpscope::agent::cuda_profiler {
 namespace {
 
 namespace w = ::warpscope::cupti::wire;
+using base::TempDir;
 using namespace std::chrono_literals;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string templ = (std::filesystem::temp_directory_path() / "wsprof-XXXXXX").string();
-    char* made = mkdtemp(templ.data());
-    path_ = made != nullptr ? made : "";
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // A process speaking the wire over a real unix socket.
 class TestClient {

@@ -13,6 +13,7 @@
 #include <string>
 #include <utility>
 
+#include "base/testing/temp_dir.h"
 #include "server/storage/sqlite_storage.h"
 
 namespace warpscope::server::query {
@@ -27,20 +28,15 @@ inline base::TimePoint At(int64_t unix_seconds) {
 class QueryFixture : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (std::filesystem::path(::testing::TempDir()) / "warpscope-query-XXXXXX");
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
     SqliteStorageOptions options;
     options.data_dir = dir_;
     auto storage = SqliteStorage::Open(options);
     ASSERT_TRUE(storage) << storage.error().message();
     storage_ = std::move(*storage);
   }
-  void TearDown() override {
-    storage_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+  void TearDown() override { storage_.reset(); }
 
   // The window [kT0 + offset_s, +10 s) of `host`, from the agent "agent-<host>".
   IngestBatch Window(const std::string& host, int64_t offset_s) {
@@ -101,6 +97,7 @@ class QueryFixture : public ::testing::Test {
     ASSERT_FALSE(written->duplicate);
   }
 
+  base::TempDir tmp_;  // removed after everything below
   std::string dir_;
   std::unique_ptr<SqliteStorage> storage_;
   std::map<std::string, uint64_t> sequences_;
