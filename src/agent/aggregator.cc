@@ -2,6 +2,7 @@
 #include "agent/aggregator.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <functional>
 
@@ -35,113 +36,142 @@ void Aggregator::BeginCycle(base::TimePoint now) {
     window_start_ = now;
     window_started_ = true;
   }
-  cycle_.entities.clear();
-  cycle_.series.clear();
+  ++cycle_id_;
+  cycle_series_count_ = 0;
+  cycle_entity_count_ = 0;
   cycle_.events.clear();
-  cycle_index_.clear();
-  cycle_entity_index_.clear();
   cycle_.start = now;
   cycle_.end = now;
 }
 
 void Aggregator::EndCycle() {
+  // Trim what is left from two cycles ago (series or entities that this cycle did not write).
+  cycle_.series.erase(cycle_.series.begin() + static_cast<std::ptrdiff_t>(cycle_series_count_),
+                      cycle_.series.end());
+  cycle_.entities.erase(cycle_.entities.begin() + static_cast<std::ptrdiff_t>(cycle_entity_count_),
+                        cycle_.entities.end());
   cycle_.sequence = latest_.sequence + 1;
   std::swap(latest_, cycle_);
+  cycle_series_count_ = 0;
+  cycle_entity_count_ = 0;
 }
 
 void Aggregator::AddEntity(const model::Entity& entity) {
-  auto [pos, inserted] = cycle_entity_index_.emplace(entity.id, cycle_.entities.size());
-  if (inserted) {
-    cycle_.entities.push_back(entity);
+  EntityState& state = entities_.try_emplace(entity.id).first->second;
+  model::Entity* current = nullptr;
+  if (state.cycle == cycle_id_) {
+    current = &cycle_.entities[state.cycle_pos];
+    for (const auto& [k, v] : entity.attributes) current->attributes.Set(k, v);
+    if (!entity.parent.empty()) current->parent = entity.parent;
   } else {
-    model::Entity& merged = cycle_.entities[pos->second];
-    for (const auto& [k, v] : entity.attributes) merged.attributes.Set(k, v);
-    if (!entity.parent.empty()) merged.parent = entity.parent;
+    state.cycle = cycle_id_;
+    state.cycle_pos = static_cast<uint32_t>(cycle_entity_count_++);
+    if (state.cycle_pos == cycle_.entities.size()) {
+      cycle_.entities.push_back(entity);
+    } else {
+      cycle_.entities[state.cycle_pos] = entity;  // reuses the strings of two cycles ago
+    }
+    current = &cycle_.entities[state.cycle_pos];
   }
-  const model::Entity& current = cycle_.entities[pos->second];
-  auto it = window_entities_.find(entity.id);
-  if (it == window_entities_.end()) {
-    window_entity_order_.push_back(entity.id);
-    window_entities_.emplace(entity.id, current);
-  } else {
-    it->second = current;  // attributes may change (e.g. a process exec'd)
+  if (state.window != window_id_) {
+    state.window = window_id_;
+    window_entities_.push_back(&state);
+  }
+  state.merged = *current;  // attributes may change (e.g. a process exec'd)
+}
+
+uint32_t Aggregator::Find(uint64_t hash, const model::MetricDesc& metric,
+                          std::string_view entity_id, const model::Labels& labels) const {
+  if (table_.empty()) return kNoSlot;
+  const size_t mask = table_.size() - 1;
+  // The table is at most half full, so the probe ends at an empty entry.
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
+    const uint32_t entry = table_[i];
+    if (entry == 0) return kNoSlot;
+    const Slot& s = slots_[entry - 1];
+    if (s.hash == hash && s.metric == &metric && s.entity == entity_id && s.labels == labels) {
+      return entry - 1;
+    }
   }
 }
 
-size_t Aggregator::FindOrInsert(std::unordered_map<uint64_t, std::vector<uint32_t>>& index,
-                                std::vector<SeriesState>& states, const model::MetricDesc& metric,
-                                std::string_view entity_id, const model::Labels& labels,
-                                size_t limit, bool* inserted) {
-  uint64_t h = SeriesHash(metric, entity_id, labels);
-  auto& bucket = index[h];
-  for (uint32_t i : bucket) {
-    const auto& p = states[i].point;
-    if (p.metric == &metric && p.entity == entity_id && p.labels == labels) {
-      *inserted = false;
-      return i;
-    }
+uint32_t Aggregator::Insert(uint64_t hash, const model::MetricDesc& metric,
+                            std::string_view entity_id, const model::Labels& labels) {
+  Slot& s = slots_.emplace_back();
+  s.metric = &metric;
+  s.entity = std::string(entity_id);
+  s.labels = labels;
+  s.hash = hash;
+  const auto index = static_cast<uint32_t>(slots_.size() - 1);
+  if (slots_.size() * 2 > table_.size()) {
+    Rehash(slots_.size());  // places every slot, the new one included
+    return index;
   }
-  if (states.size() >= limit) {
-    *inserted = false;
-    return SIZE_MAX;
+  const size_t mask = table_.size() - 1;
+  size_t i = hash & mask;
+  while (table_[i] != 0) i = (i + 1) & mask;
+  table_[i] = index + 1;
+  return index;
+}
+
+void Aggregator::Rehash(size_t slots) {
+  table_.assign(std::bit_ceil(std::max<size_t>(64, 2 * slots)), 0);
+  const size_t mask = table_.size() - 1;
+  for (size_t k = 0; k < slots_.size(); ++k) {
+    size_t i = slots_[k].hash & mask;
+    while (table_[i] != 0) i = (i + 1) & mask;
+    table_[i] = static_cast<uint32_t>(k + 1);
   }
-  SeriesState s;
-  s.point.metric = &metric;
-  s.point.entity = std::string(entity_id);
-  s.point.labels = labels;
-  states.push_back(std::move(s));
-  bucket.push_back(static_cast<uint32_t>(states.size() - 1));
-  *inserted = true;
-  return states.size() - 1;
 }
 
 void Aggregator::AddValue(const model::MetricDesc& metric, std::string_view entity_id,
                           const model::Labels& labels, double value) {
   if (std::isnan(value)) return;  // NaN means "no value": absent, never zero
-  bool inserted = false;
-  size_t wi = FindOrInsert(window_index_, window_series_, metric, entity_id, labels, max_series_,
-                           &inserted);
-  if (wi == SIZE_MAX) {
-    ++dropped_values_total_;
-    // Count each distinct rejected series once per window would need another set; count values.
-    dropped_series_total_ += 1;
-    return;
-  }
-  model::SeriesPoint& w = window_series_[wi].point;
-  if (inserted || w.count == 0) {
-    w.avg = value;  // running sum
-    w.min = value;
-    w.max = value;
-    w.count = 1;
-  } else {
-    w.avg += value;
-    w.min = std::min(w.min, value);
-    w.max = std::max(w.max, value);
-    ++w.count;
-  }
-  w.last = value;
-  w.last_time = cycle_time_;
-
-  // The latest-cycle frame shares the series layout but holds one value per series. A source
-  // writing the same series twice in one cycle overwrites.
-  uint64_t h = SeriesHash(metric, entity_id, labels);
-  auto& bucket = cycle_index_[h];
-  for (uint32_t i : bucket) {
-    auto& p = cycle_.series[i];
-    if (p.metric == &metric && p.entity == entity_id && p.labels == labels) {
-      p.avg = p.min = p.max = p.last = value;
+  const uint64_t hash = SeriesHash(metric, entity_id, labels);
+  uint32_t index = Find(hash, metric, entity_id, labels);
+  if (index == kNoSlot || slots_[index].window != window_id_) {
+    // The first value of this series in the window.
+    if (window_order_.size() >= max_series_) {
+      ++dropped_values_total_;
+      // Count each distinct rejected series once per window would need another set; count
+      // values.
+      dropped_series_total_ += 1;
       return;
     }
+    if (index == kNoSlot) index = Insert(hash, metric, entity_id, labels);
+    Slot& s = slots_[index];
+    s.window = window_id_;
+    s.sum = s.min = s.max = value;  // sum: the running sum until the window closes
+    s.count = 1;
+    window_order_.push_back(index);
+  } else {
+    Slot& s = slots_[index];
+    s.sum += value;
+    s.min = std::min(s.min, value);
+    s.max = std::max(s.max, value);
+    ++s.count;
   }
-  model::SeriesPoint p;
-  p.metric = &metric;
-  p.entity = std::string(entity_id);
-  p.labels = labels;
+  Slot& s = slots_[index];
+  s.last = value;
+  s.last_time = cycle_time_;
+
+  // The latest-cycle frame shares the series identity but holds one value per series. A source
+  // writing the same series twice in one cycle overwrites.
+  if (s.cycle != cycle_id_) {
+    s.cycle = cycle_id_;
+    s.cycle_pos = static_cast<uint32_t>(cycle_series_count_++);
+    if (s.cycle_pos == cycle_.series.size()) cycle_.series.emplace_back();
+    // Assignments into the point of two cycles ago, which usually held this very series: the
+    // strings keep their capacity, so nothing is allocated.
+    model::SeriesPoint& p = cycle_.series[s.cycle_pos];
+    p.metric = s.metric;
+    p.entity = s.entity;
+    p.labels = s.labels;
+    p.count = 1;
+    p.last_time = cycle_time_;
+  }
+  model::SeriesPoint& p = cycle_.series[s.cycle_pos];
   p.avg = p.min = p.max = p.last = value;
-  p.count = 1;
-  p.last_time = cycle_time_;
-  cycle_.series.push_back(std::move(p));
-  bucket.push_back(static_cast<uint32_t>(cycle_.series.size() - 1));
 }
 
 void Aggregator::AddEvent(const model::Event& event) {
@@ -154,30 +184,53 @@ model::Frame Aggregator::CloseWindow(base::TimePoint end) {
   frame.start = window_started_ ? window_start_ : end;
   frame.end = end;
   frame.sequence = ++sequence_;
-  frame.series.reserve(window_series_.size());
-  for (auto& s : window_series_) {
-    model::SeriesPoint p = std::move(s.point);
-    if (p.count == 0) continue;
-    if (p.metric->kind == model::MetricKind::kCounter) {
-      p.avg = p.min = p.max = p.last;
+  frame.series.reserve(window_order_.size());
+  for (uint32_t index : window_order_) {
+    const Slot& s = slots_[index];
+    model::SeriesPoint& p = frame.series.emplace_back();
+    p.metric = s.metric;
+    p.entity = s.entity;
+    p.labels = s.labels;
+    p.last = s.last;
+    p.count = s.count;
+    p.last_time = s.last_time;
+    if (s.metric->kind == model::MetricKind::kCounter) {
+      p.avg = p.min = p.max = s.last;
     } else {
-      p.avg /= p.count;
+      p.avg = s.sum / s.count;
+      p.min = s.min;
+      p.max = s.max;
     }
-    frame.series.push_back(std::move(p));
   }
-  frame.entities.reserve(window_entity_order_.size());
-  for (const auto& id : window_entity_order_) {
-    frame.entities.push_back(std::move(window_entities_[id]));
+  frame.entities.reserve(window_entities_.size());
+  for (EntityState* state : window_entities_) {
+    frame.entities.push_back(std::move(state->merged));
   }
   frame.events = std::move(window_events_);
-
-  window_series_.clear();
-  window_index_.clear();
-  window_entities_.clear();
-  window_entity_order_.clear();
   window_events_.clear();
+
+  ForgetUnwritten();
+  window_order_.clear();
+  window_entities_.clear();
+  ++window_id_;
   window_start_ = end;
   return frame;
+}
+
+void Aggregator::ForgetUnwritten() {
+  // What the closed window wrote is likely written again; the rest (an exited process, a
+  // vanished link) would only grow the tables.
+  size_t kept = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].window != window_id_) continue;
+    if (kept != i) slots_[kept] = std::move(slots_[i]);
+    ++kept;
+  }
+  if (kept != slots_.size()) {
+    slots_.erase(slots_.begin() + static_cast<std::ptrdiff_t>(kept), slots_.end());
+    Rehash(kept);
+  }
+  std::erase_if(entities_, [&](const auto& entry) { return entry.second.window != window_id_; });
 }
 
 }  // namespace warpscope::agent

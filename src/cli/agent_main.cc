@@ -10,16 +10,18 @@
 #include <thread>
 
 #include "agent/agent.h"
-#include "agent/sources/cupti/cuda_profiler_source.h"
+#include "agent/sources/cuda_profiler/cuda_profiler_source.h"
 #include "agent/sources/nvml/nvml_source.h"
 #include "agent/sources/procfs/procfs_process_resolver.h"
 #include "agent/sources/procfs/procfs_source.h"
-#include "base/file_util.h"
 #include "base/logging.h"
 #include "base/task_runner.h"
+#include "base/token_file.h"
 #include "cli/commands.h"
 #include "cli/simulation.h"
 #include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/profiles/profile_sink.h"
+#include "exporters/profiles/profile_uploader.h"
 #include "exporters/prometheus/metrics_http_server.h"
 #include "exporters/prometheus/prometheus_exporter.h"
 #include "exporters/server/server_exporter.h"
@@ -53,11 +55,11 @@ base::Result<std::unique_ptr<agent::Source>> MakeCudaProfiler(const agent::Agent
                                                               const std::string& host,
                                                               const base::Clock& clock,
                                                               agent::ErrorCounter& errors) {
-  namespace cupti = agent::cupti;
+  namespace cuda = agent::cuda_profiler;
   namespace wire = ::warpscope::cupti::wire;
-  cupti::CudaProfilerSource::Options options;
+  cuda::CudaProfilerSource::Options options;
   options.listener.socket_path = config.cuda_profiler_socket.empty()
-                                     ? cupti::DefaultListenSocket(::getenv)
+                                     ? cuda::DefaultListenSocket(::getenv)
                                      : config.cuda_profiler_socket;
   options.listener.symbolizer.host_root = config.host_root;
   if (config.cuda_profiler_rate) {
@@ -69,37 +71,36 @@ base::Result<std::unique_ptr<agent::Source>> MakeCudaProfiler(const agent::Agent
         wire::Control{wire::ControlOp::kEnablePcSampling, 0});
   }
   options.window = config.cuda_profile_interval;
-  std::vector<cupti::CudaProfilerSource::SinkEntry> sinks;
+  cuda::CudaProfilerSource::Exporters exporters;
   if (!config.cuda_profile_dir.empty()) {
-    auto dir = cupti::DirectoryProfileSink::Create(config.cuda_profile_dir, host);
+    auto dir = exporters::DirectoryProfileSink::Create(config.cuda_profile_dir, host);
     if (!dir) return base::Error(dir.error().WithContext("--cuda-profile-dir"));
-    cupti::ProfileUploader::Options upload;
+    exporters::ProfileUploader::Options upload;
     upload.name = "directory";
-    sinks.push_back({std::move(*dir), upload});
+    exporters.push_back(std::make_unique<exporters::ProfileUploader>(std::move(*dir), upload));
   }
   if (!config.server_url.empty()) {
-    cupti::ServerProfileSink::Options so;
+    exporters::ServerProfileSink::Options so;
     so.server_url = config.server_url;
     so.host = host;
     so.tls_ca_file = config.tls_ca_file;
     so.timeout = std::chrono::seconds(5);  // bounds the agent's shutdown
     if (!config.auth_token_file.empty()) {
-      auto token = base::ReadFile(config.auth_token_file, 4096);
-      if (!token) return base::Error(token.error().WithContext("--auth-token-file"));
-      so.auth_token = std::string(base::TrimWhitespace(*token));
+      WARPSCOPE_ASSIGN_OR_RETURN(so.auth_token,
+                                 base::ReadTokenFile("--auth-token-file", config.auth_token_file));
     }
-    auto server = cupti::ServerProfileSink::Create(so);
+    auto server = exporters::ServerProfileSink::Create(so);
     if (!server) return base::Error(server.error().WithContext("--server (CUDA profiles)"));
-    cupti::ProfileUploader::Options upload;
+    exporters::ProfileUploader::Options upload;
     upload.name = "server";
-    sinks.push_back({std::move(*server), upload});
+    exporters.push_back(std::make_unique<exporters::ProfileUploader>(std::move(*server), upload));
   }
   WARPSCOPE_LOG(INFO, "CUDA profiler: profiles every {}{}{}",
                 base::FormatDuration(config.cuda_profile_interval),
                 config.cuda_profile_dir.empty() ? "" : " to " + config.cuda_profile_dir,
                 config.server_url.empty() ? "" : " to " + config.server_url);
-  return std::unique_ptr<agent::Source>(std::make_unique<cupti::CudaProfilerSource>(
-      std::move(options), std::move(sinks), clock,
+  return std::unique_ptr<agent::Source>(std::make_unique<cuda::CudaProfilerSource>(
+      std::move(options), std::move(exporters), clock,
       [&errors](std::string_view reason) { errors.Count(reason); }));
 }
 

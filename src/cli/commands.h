@@ -6,11 +6,14 @@
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agent/agent_config.h"
 #include "base/task_runner.h"
+#include "model/metric.h"
 #include "server/server_config.h"
 
 namespace warpscope::agent {
@@ -47,6 +50,15 @@ struct UpOptions {
 };
 int RunUp(const UpOptions& options);
 std::string DefaultUpDataDir();
+
+// One catalog of metrics the agent can write, with its section of the reference.
+struct MetricCatalog {
+  std::string_view title;
+  std::string_view intro;
+  std::span<const model::MetricDesc* const> metrics;
+};
+// Every catalog, in the order of the reference: the one list the reference and its tests use.
+std::vector<MetricCatalog> AllMetricCatalogs();
 
 // `warpscope metrics`: the reference of every metric (docs/metrics.md is this output).
 std::string MetricsReference(std::string_view format);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "agent/self_stats.h"
+#include "agent/sources/cuda_profiler/cuda_profiler_metrics.h"
 #include "agent/sources/nvml/nvml_metrics.h"
 #include "agent/sources/procfs/host_metrics.h"
 #include "cli/commands.h"
@@ -63,6 +64,26 @@ void Section(std::string& out, std::string_view title, std::string_view intro,
 
 }  // namespace
 
+std::vector<MetricCatalog> AllMetricCatalogs() {
+  return {
+      {"GPU (NVML)",
+       "Read through NVML each collection cycle by the `nvml` source "
+       "(`--enable-gpu-metrics`). GPM metrics (`DCGM_FI_PROF_*`) need Hopper or newer.",
+       agent::nvml_metrics::AllNvmlMetrics()},
+      {"Host",
+       "Read from /proc and /sys under `--host-root` by the `procfs` source "
+       "(`--enable-host-metrics`, on by default).",
+       agent::host_metrics::AllHostMetrics()},
+      {"CUDA kernel profiler",
+       "On the process entity of each process the injected CUDA profiler "
+       "(`libwarpscope_cupti.so`) reports from, written by the `cuda_profiler` source "
+       "(`--cuda-profiler`).",
+       agent::cuda_profiler_metrics::AllCudaProfilerMetrics()},
+      {"Agent self-metrics", "The agent's own health, on the host entity.",
+       agent::AllSelfMetrics()},
+  };
+}
+
 std::string MetricsReference(std::string_view format) {
   bool markdown = format == "markdown";
   std::string out;
@@ -81,16 +102,9 @@ std::string MetricsReference(std::string_view format) {
         "`Hostname`; host series carry `Hostname`; `--tags` adds constant labels to all. The "
         "labels column lists the extra dimensions of each metric.\n";
   }
-  Section(out, "GPU (NVML)",
-          "Read through NVML each collection cycle by the `nvml` source "
-          "(`--enable-gpu-metrics`). GPM metrics (`DCGM_FI_PROF_*`) need Hopper or newer.",
-          agent::nvml_metrics::AllNvmlMetrics(), markdown);
-  Section(out, "Host",
-          "Read from /proc and /sys under `--host-root` by the `procfs` source "
-          "(`--enable-host-metrics`, on by default).",
-          agent::host_metrics::AllHostMetrics(), markdown);
-  Section(out, "Agent self-metrics", "The agent's own health, on the host entity.",
-          agent::AllSelfMetrics(), markdown);
+  for (const MetricCatalog& c : AllMetricCatalogs()) {
+    Section(out, c.title, c.intro, c.metrics, markdown);
+  }
   return out;
 }
 

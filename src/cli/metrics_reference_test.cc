@@ -4,6 +4,7 @@
 #include <set>
 
 #include "agent/self_stats.h"
+#include "agent/sources/cuda_profiler/cuda_profiler_metrics.h"
 #include "agent/sources/nvml/nvml_metrics.h"
 #include "agent/sources/procfs/host_metrics.h"
 #include "base/file_util.h"
@@ -22,13 +23,34 @@ TEST(MetricsReferenceTest, DocsMatchTheCatalogs) {
 TEST(MetricsReferenceTest, NamesAndKeysAreUniqueAcrossCatalogs) {
   std::set<std::string_view> keys;
   std::set<std::string_view> prom;
-  for (auto catalog : {agent::nvml_metrics::AllNvmlMetrics(), agent::host_metrics::AllHostMetrics(),
-                       agent::AllSelfMetrics()}) {
-    for (const model::MetricDesc* m : catalog) {
+  for (const MetricCatalog& catalog : AllMetricCatalogs()) {
+    for (const model::MetricDesc* m : catalog.metrics) {
       EXPECT_TRUE(keys.insert(m->key).second) << "duplicate key " << m->key;
       EXPECT_TRUE(prom.insert(m->prom_name).second) << "duplicate prom name " << m->prom_name;
       EXPECT_FALSE(m->help.empty()) << m->key;
       EXPECT_FALSE(m->otel_name.empty()) << m->key;
+    }
+  }
+}
+
+TEST(MetricsReferenceTest, EveryCatalogIsInTheReference) {
+  // Each catalog of the agent, named here on its own, is one of AllMetricCatalogs(): a new
+  // catalog must be added there (and so to docs/metrics.md and the uniqueness check).
+  const std::span<const model::MetricDesc* const> catalogs[] = {
+      agent::nvml_metrics::AllNvmlMetrics(), agent::host_metrics::AllHostMetrics(),
+      agent::cuda_profiler_metrics::AllCudaProfilerMetrics(), agent::AllSelfMetrics()};
+  const std::vector<MetricCatalog> listed = AllMetricCatalogs();
+  for (const auto& catalog : catalogs) {
+    ASSERT_FALSE(catalog.empty());
+    bool found = false;
+    for (const MetricCatalog& c : listed) found |= c.metrics.data() == catalog.data();
+    EXPECT_TRUE(found) << "a catalog starting with " << catalog[0]->key
+                       << " is missing from AllMetricCatalogs()";
+  }
+  const std::string reference = MetricsReference("markdown");
+  for (const auto& catalog : catalogs) {
+    for (const model::MetricDesc* m : catalog) {
+      EXPECT_NE(reference.find(std::string(m->prom_name)), std::string::npos) << m->key;
     }
   }
 }

@@ -7,6 +7,7 @@
 
 #include "base/logging.h"
 #include "base/task_runner.h"
+#include "base/token_file.h"
 #include "cli/commands.h"
 #include "server/api/api_server.h"
 #include "server/storage/sqlite_storage.h"
@@ -18,7 +19,7 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   std::unique_ptr<ServerProcess> p(new ServerProcess(runner, clock));
   std::string token;
   if (!config.auth_token_file.empty()) {
-    WARPSCOPE_ASSIGN_OR_RETURN(token, server::ReadTokenFile(config.auth_token_file));
+    WARPSCOPE_ASSIGN_OR_RETURN(token, base::ReadTokenFile("--auth-token-file", config.auth_token_file));
   }
   server::SqliteStorageOptions storage_options;
   storage_options.data_dir = config.data_dir;

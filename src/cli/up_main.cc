@@ -11,7 +11,7 @@
 #include <filesystem>
 
 #include "agent/agent.h"
-#include "agent/sources/cupti/profile_listener.h"
+#include "agent/sources/cuda_profiler/profile_listener.h"
 #include "base/file_util.h"
 #include "base/logging.h"
 #include "cli/commands.h"
@@ -94,7 +94,7 @@ int RunUp(const UpOptions& options) {
   // CUDA kernel profiles of injected applications go to the local server too.
   agent_config.enable_cuda_profiler = true;
   agent_config.cuda_profile_interval = std::chrono::seconds(10);
-  agent_config.cuda_profiler_socket = agent::cupti::DefaultListenSocket(::getenv);
+  agent_config.cuda_profiler_socket = agent::cuda_profiler::DefaultListenSocket(::getenv);
   if (base::Status st = agent_config.Validate(); !st.ok()) {
     std::fprintf(stderr, "warpscope up: %s\n", st.message().c_str());
     return 2;

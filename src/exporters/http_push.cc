@@ -93,20 +93,4 @@ bool IsValidHeaderName(std::string_view name) {
   });
 }
 
-ExponentialBackoff::ExponentialBackoff(const Options& options)
-    : options_(options),
-      ceiling_(options.initial),
-      rng_(options.seed != 0 ? options.seed : std::random_device{}()) {}
-
-base::Duration ExponentialBackoff::Next() {
-  const base::Duration ceiling = std::min(ceiling_, options_.max);
-  // Doubling saturates at the cap, so a long outage cannot overflow the duration.
-  ceiling_ = ceiling >= options_.max / 2 ? options_.max : ceiling * 2;
-  if (!options_.full_jitter || ceiling <= base::Duration::zero()) {
-    return ceiling;
-  }
-  std::uniform_int_distribution<int64_t> pick(0, ceiling.count());
-  return base::Duration(pick(rng_));
-}
-
 }  // namespace warpscope::exporters

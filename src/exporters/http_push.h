@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Pieces shared by the exporters that POST to a remote endpoint (OTLP/HTTP, the warpscope
-// server): URL parsing, client setup (timeouts, TLS trust), retry backoff and response helpers.
+// server): URL parsing, client setup (timeouts, TLS trust) and response helpers. Queues, retry
+// policy and the sender thread: exporters/delivery.h.
 // Everything here is stateless or owned by one sender thread.
 #ifndef WARPSCOPE_EXPORTERS_HTTP_PUSH_H_
 #define WARPSCOPE_EXPORTERS_HTTP_PUSH_H_
@@ -8,7 +9,6 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
-#include <random>
 #include <string>
 #include <string_view>
 
@@ -58,29 +58,6 @@ std::string BodySnippet(std::string_view body);
 bool IsValidHeaderValue(std::string_view value);
 // True for a non-empty token without separators (no ':', spaces or control characters).
 bool IsValidHeaderName(std::string_view name);
-
-// Exponential backoff. The n-th call to Next() (n from 0) returns min(max, initial * 2^n);
-// with full jitter it returns a uniformly random duration in [0, that], which spreads the
-// retries of many agents after a server outage. Reset() after a success. Not thread-safe.
-class ExponentialBackoff {
- public:
-  struct Options {
-    base::Duration initial = std::chrono::seconds(1);
-    base::Duration max = std::chrono::seconds(60);
-    bool full_jitter = false;
-    uint64_t seed = 0;  // 0: seeded from std::random_device
-  };
-
-  explicit ExponentialBackoff(const Options& options);
-
-  base::Duration Next();
-  void Reset() { ceiling_ = options_.initial; }
-
- private:
-  Options options_;
-  base::Duration ceiling_;
-  std::mt19937_64 rng_;
-};
 
 }  // namespace warpscope::exporters
 

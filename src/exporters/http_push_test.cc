@@ -7,7 +7,6 @@
 namespace warpscope::exporters {
 namespace {
 
-using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 TEST(ParseHttpEndpointTest, SplitsSchemeHostPortAndPath) {
@@ -28,41 +27,6 @@ TEST(ParseHttpEndpointTest, ErrorsNameTheSetting) {
   EXPECT_NE(e.error().message().find("--server"), std::string::npos);
   EXPECT_NE(e.error().message().find("http://warpscope:7070"), std::string::npos);
   EXPECT_FALSE(ParseHttpEndpoint("http://h:70000", "--server", "x").has_value());
-}
-
-TEST(ExponentialBackoffTest, DoublesUpToTheCap) {
-  ExponentialBackoff b({.initial = seconds(1), .max = seconds(5)});
-  EXPECT_EQ(b.Next(), seconds(1));
-  EXPECT_EQ(b.Next(), seconds(2));
-  EXPECT_EQ(b.Next(), seconds(4));
-  EXPECT_EQ(b.Next(), seconds(5));
-  EXPECT_EQ(b.Next(), seconds(5));
-  b.Reset();
-  EXPECT_EQ(b.Next(), seconds(1));
-}
-
-TEST(ExponentialBackoffTest, FullJitterStaysWithinTheCeiling) {
-  ExponentialBackoff b(
-      {.initial = milliseconds(100), .max = seconds(1), .full_jitter = true, .seed = 42});
-  base::Duration ceiling = milliseconds(100);
-  bool varied = false;
-  base::Duration first = b.Next();
-  EXPECT_LE(first, ceiling);
-  for (int i = 0; i < 200; ++i) {
-    ceiling = std::min<base::Duration>(ceiling * 2, seconds(1));
-    base::Duration d = b.Next();
-    EXPECT_GE(d, base::Duration::zero());
-    EXPECT_LE(d, ceiling);
-    varied = varied || d != first;
-  }
-  EXPECT_TRUE(varied);
-}
-
-TEST(ExponentialBackoffTest, LongOutagesDoNotOverflow) {
-  ExponentialBackoff b({.initial = seconds(1), .max = std::chrono::hours(24 * 365 * 100)});
-  for (int i = 0; i < 200; ++i) {
-    EXPECT_GT(b.Next(), base::Duration::zero());
-  }
 }
 
 TEST(RetryAfterTest, ReadsSecondsOnly) {

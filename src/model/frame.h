@@ -38,7 +38,9 @@ struct Event {
 };
 
 // The unit of export: every entity seen, every series and every event of one window
-// [start, end). Produced by the agent's aggregator; consumed by exporters and, later, the server.
+// [start, end). Produced by the agent's aggregator; consumed by the exporters (the server
+// receives it as the batch the server exporter encodes, proto/warpscope/v1/batch.proto, and
+// stores it with the same entities, metric descriptions and labels).
 struct Frame {
   base::TimePoint start;
   base::TimePoint end;

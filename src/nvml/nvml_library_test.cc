@@ -8,6 +8,7 @@
 #include <string>
 
 #include "nvml/testing/sim_environment.h"
+#include "base/testing/peer.h"
 
 namespace warpscope::nvml {
 namespace {
@@ -19,12 +20,9 @@ using testing::SimEnvironment;
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
-#define SKIP_WITHOUT_SIMULATOR(path)                           \
-  do {                                                         \
-    if ((path).empty()) {                                      \
-      GTEST_SKIP() << "NVML simulator not part of this build"; \
-    }                                                          \
-  } while (0)
+#define SKIP_WITHOUT_SIMULATOR(path)                                       \
+  WARPSCOPE_REQUIRE_PEER(!(path).empty(), "the NVML simulator (src/sim/nvml)", \
+                         "build it with the tests (it needs yaml-cpp: scripts/setup.sh --test)")
 
 constexpr char kOneGpu[] = R"yaml(
 name: one-gpu

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/server_config.h"
 
-#include <sys/stat.h>
-
-#include "base/file_util.h"
 #include "base/listen_address.h"
 
 namespace warpscope::server {
@@ -38,26 +35,6 @@ base::Status ServerConfig::Validate() const {
     return base::InvalidArgument("--compact-interval must be at least 1s");
   }
   return base::OkStatus();
-}
-
-base::Result<std::string> ReadTokenFile(const std::string& path) {
-  auto content = base::ReadFile(path, 4096);
-  if (!content) {
-    return base::Error(content.error().WithContext(
-        "--auth-token-file (create it with: head -c 32 /dev/urandom | base64 > FILE; "
-        "chmod 600 FILE)"));
-  }
-  std::string token(base::TrimWhitespace(*content));
-  if (token.empty()) {
-    return base::Error(base::InvalidArgument("--auth-token-file {} is empty: put a token in it",
-                                             path));
-  }
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0 && (st.st_mode & 0077) != 0) {
-    return base::Error(base::PermissionDenied(
-        "--auth-token-file {} is readable by other users: chmod 600 {}", path, path));
-  }
-  return token;
 }
 
 }  // namespace warpscope::server

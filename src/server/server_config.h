@@ -36,10 +36,6 @@ struct ServerConfig {
   [[nodiscard]] base::Status Validate() const;
 };
 
-// Reads a token file: its content with surrounding whitespace removed. Errors name the file and
-// the remedy (missing, unreadable, empty, readable by others).
-base::Result<std::string> ReadTokenFile(const std::string& path);
-
 }  // namespace warpscope::server
 
 #endif  // WARPSCOPE_SERVER_SERVER_CONFIG_H_

@@ -35,16 +35,24 @@ if (!warpscope || !fs.existsSync(warpscope)) {
   console.error(`--warpscope must name the built warpscope binary (got ${warpscope})`);
   process.exit(1);
 }
-if (!fs.existsSync(chromiumPath)) {
-  console.log(`SKIP: no Chromium at ${chromiumPath} (apt-get install chromium, or pass --chromium)`);
+// A missing peer skips the test, except in CI (CI=true), where it fails: a CI run never passes
+// a test that checked nothing.
+function missingPeer(message) {
+  if (['true', '1'].includes(process.env.CI)) {
+    console.error(`FAIL: ${message} (CI=true: a missing peer fails)`);
+    process.exit(1);
+  }
+  console.log(`SKIP: ${message}`);
   process.exit(SKIP);
+}
+if (!fs.existsSync(chromiumPath)) {
+  missingPeer(`no Chromium at ${chromiumPath} (run scripts/setup.sh --test, or pass --chromium)`);
 }
 let chromium;
 try {
   chromium = createRequire(path.join(nodeModules, 'noop.js'))('playwright-core').chromium;
 } catch (e) {
-  console.log(`SKIP: playwright-core not found under ${nodeModules} (run npm ci in web/): ${e.message}`);
-  process.exit(SKIP);
+  missingPeer(`playwright-core not found under ${nodeModules} (run npm ci in web/): ${e.message}`);
 }
 
 // The whole test is bounded: a hung browser or server fails it instead of blocking CI.
@@ -258,10 +266,16 @@ async function main() {
   await rows.first().locator('a').first().click();
   await page.waitForURL(/\/host\/.+tab=gpu/);
   await ready();
-  for (const id of ['util', 'consumer', 'sm', 'occupancy', 'tensor', 'memutil', 'memconsumer', 'power', 'temp', 'pcietx', 'pcierx', 'nvlinktx', 'nvlinkrx']) {
+  const widgets = ['util', 'consumer', 'sm', 'occupancy', 'tensor', 'memutil', 'memconsumer', 'power', 'temp', 'pcietx', 'pcierx', 'nvlinktx', 'nvlinkrx'];
+  for (const id of widgets) {
     await page.locator(`[data-testid=widget-${id}] canvas`).first().waitFor();
   }
-  check(true, 'GPU Metrics tab shows all 13 widgets with charts');
+  const charted = [];
+  for (const id of widgets) {
+    if ((await page.locator(`[data-testid=widget-${id}] canvas`).count()) > 0) charted.push(id);
+  }
+  check(charted.length === 13 && (await page.locator('[data-testid^=widget-]').count()) >= 13,
+    `GPU Metrics tab shows all 13 widgets with charts (${charted.join(', ')})`);
   const legend = await page.locator('[data-testid=widget-power] .u-legend .u-series').allTextContents();
   check(legend.filter((t) => /GPU \d/.test(t)).length === 8, 'the power chart has one line per GPU');
   // Hover the right end of the power chart: every chart's legend shows the values at the

@@ -108,15 +108,4 @@ int PickFreePort() {
   return ntohs(addr.sin_port);
 }
 
-TempDir::TempDir() {
-  const char* tmp = getenv("TMPDIR");
-  std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/warpscope_test_XXXXXX";
-  if (mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-}
-
 }  // namespace warpscope::test

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/testing/temp_dir.h"
 
 namespace warpscope::test {
 
@@ -43,16 +44,8 @@ class ChildProcess {
 // that cannot report the port they bound.
 int PickFreePort();
 
-// A fresh temporary directory under $TMPDIR (or /tmp), removed by the destructor.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+// Temporary directories: the one helper every test uses.
+using base::TempDir;
 
 }  // namespace warpscope::test
 

@@ -40,7 +40,7 @@ class PrometheusPeer {
     std::string remote_write_bearer_token;
   };
 
-  // True when `binary` exists and is executable; tests GTEST_SKIP otherwise.
+  // True when `binary` exists and is executable; tests WARPSCOPE_REQUIRE_PEER it.
   static bool Available(const std::string& binary = "/usr/bin/prometheus");
 
   // Starts Prometheus and waits (bounded polling of /-/ready) until it serves queries.

@@ -25,6 +25,7 @@
 #include "exporters/otlp/otlp_http_exporter.h"
 #include "exporters/testing/sample_frame.h"
 #include "integration/prometheus_peer.h"
+#include "base/testing/peer.h"
 
 namespace warpscope::test {
 namespace {
@@ -133,7 +134,8 @@ double LatestValue(const json& range, const std::string& label, const std::strin
 }
 
 TEST(PrometheusRemoteWriteTest, ForwardedSeriesArriveWithTheirValues) {
-  if (!PrometheusPeer::Available()) GTEST_SKIP() << "prometheus is not installed";
+  WARPSCOPE_REQUIRE_PEER(PrometheusPeer::Available(), "/usr/bin/prometheus",
+                         "run scripts/setup.sh --test (apt-get install prometheus)");
   TempDir tmp;
   ServerProcess server;
   ASSERT_NO_FATAL_FAILURE(server.Start(tmp));
@@ -263,11 +265,11 @@ TEST_P(OtelSdkIngestTest, SdkMetricsArriveWithTheirValues) {
   const std::string protocol = GetParam();
   const std::string node = FindOnPath("node");
   const std::string peer = std::string(WARPSCOPE_SOURCE_DIR) + "/test/peers/otel_sdk";
-  if (node.empty()) GTEST_SKIP() << "node is not installed (scripts/setup.sh installs it)";
-  if (!std::filesystem::exists(peer + "/node_modules/@opentelemetry/sdk-metrics")) {
-    GTEST_SKIP() << "the OpenTelemetry SDK is not installed: npm ci --prefix " << peer
-                 << " (scripts/test.sh does it)";
-  }
+  WARPSCOPE_REQUIRE_PEER(!node.empty(), "node", "run scripts/setup.sh --test");
+  WARPSCOPE_REQUIRE_PEER(
+      std::filesystem::exists(peer + "/node_modules/@opentelemetry/sdk-metrics"),
+      "the OpenTelemetry SDK (test/peers/otel_sdk)",
+      "npm ci --prefix " + peer + " (scripts/test.sh runs it)");
   TempDir tmp;
   ServerProcess server;
   ASSERT_NO_FATAL_FAILURE(server.Start(tmp));

@@ -12,6 +12,7 @@
 #include "exporters/prometheus/prometheus_exporter.h"
 #include "exporters/testing/sample_frame.h"
 #include "integration/prometheus_peer.h"
+#include "base/testing/peer.h"
 
 namespace warpscope::exporters {
 namespace {
@@ -60,9 +61,8 @@ std::map<std::string, double> ByHostGpu(const json& result) {
 class PrometheusScrapeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!PrometheusPeer::Available()) {
-      GTEST_SKIP() << "/usr/bin/prometheus is not installed (apt-get install prometheus)";
-    }
+    WARPSCOPE_REQUIRE_PEER(PrometheusPeer::Available(), "/usr/bin/prometheus",
+                           "run scripts/setup.sh --test (apt-get install prometheus)");
     StartAgent("node-om", /*openmetrics=*/true, &om_);
     StartAgent("node-text", /*openmetrics=*/false, &text_);
     PrometheusPeer::Options o;

@@ -12,6 +12,7 @@
 #include "base/file_util.h"
 #include "exporters/prometheus/text_renderer.h"
 #include "exporters/testing/sample_frame.h"
+#include "base/testing/peer.h"
 
 namespace warpscope::exporters {
 namespace {
@@ -65,9 +66,8 @@ bool IsDcgmCompatibilityNote(const std::string& line) {
 class PromtoolCheckTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (access(kPromtool, X_OK) != 0) {
-      GTEST_SKIP() << kPromtool << " is not installed (apt-get install prometheus)";
-    }
+    WARPSCOPE_REQUIRE_PEER(access(kPromtool, X_OK) == 0, kPromtool,
+                           "run scripts/setup.sh --test (apt-get install prometheus)");
   }
 };
 

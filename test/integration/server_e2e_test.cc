@@ -27,7 +27,13 @@ devices:
   - name: "NVIDIA H100 80GB HBM3"
     architecture: hopper
     memory_total: 80GiB
-    signals: {gpu_util: 97, power: 650, temperature: 62, memory_used: 20GiB}
+    signals:
+      gpu_util: 97
+      temperature: 62
+      memory_used: 20GiB
+      # Rises ~0.4 W per 400 ms window, so every window's last power reading is its own: a
+      # window stored twice shows as a repeated value, wherever its copy landed.
+      power: {ramp: {from: 100, to: 700, duration: 10m}}
 )";
 
 // The first sample value of `name` (with every needle in its line) in a Prometheus text body.
@@ -138,6 +144,22 @@ TEST(ServerE2ETest, WindowsSurviveAServerKillAndArriveOnce) {
   EXPECT_GE(points, static_cast<size_t>(windows));
   EXPECT_LE(points, static_cast<size_t>(windows) + 2);
   for (const auto& p : r["series"][0]["points"]) EXPECT_DOUBLE_EQ(p[1].get<double>(), 0.97);
+
+  // No window is stored twice: on the power ramp each window's last reading is distinct and
+  // later windows read higher, so the points in time order must strictly increase.
+  auto power = api.Get(
+      "/api/v1/query_range?metric=gpu.power.usage&host=push-node&kind=gpu&start=now-10m&"
+      "end=now%2B1m&step=100ms&agg=last");
+  ASSERT_TRUE(power);
+  ASSERT_EQ(power->status, 200) << power->body;
+  json pr = json::parse(power->body);
+  ASSERT_EQ(pr["series"].size(), 1u) << power->body.substr(0, 500);
+  const json& watts = pr["series"][0]["points"];
+  EXPECT_EQ(watts.size(), points) << "one power point per stored window";
+  for (size_t i = 1; i < watts.size(); ++i) {
+    EXPECT_GT(watts[i][1].get<double>(), watts[i - 1][1].get<double>())
+        << "window at " << watts[i][0] << " repeats or precedes the one before: stored twice?";
+  }
 }
 
 TEST(ServerE2ETest, UpRunsServerAndAgentWithAGeneratedToken) {

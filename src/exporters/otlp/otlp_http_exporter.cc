@@ -2,7 +2,6 @@
 #include "exporters/otlp/otlp_http_exporter.h"
 
 #include <httplib.h>
-#include <pthread.h>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -53,8 +52,12 @@ OtlpHttpExporter::OtlpHttpExporter(Options options, OtlpEndpoint endpoint)
     : options_(std::move(options)),
       endpoint_(std::move(endpoint)),
       encoder_(options_.encoder),
-      client_(MakeHttpClient(endpoint_, {.timeout = options_.timeout, .gzip = options_.gzip})) {
-  worker_ = std::jthread([this](std::stop_token stop) { Run(std::move(stop)); });
+      retry_({.backoff = {.initial = options_.initial_backoff, .max = options_.max_backoff},
+              .max_attempts = options_.max_attempts,
+              .retry_after = RetryPolicy::RetryAfter::kReplacesBackoff}),
+      client_(MakeHttpClient(endpoint_, {.timeout = options_.timeout, .gzip = options_.gzip})),
+      queue_(options_.max_queue) {
+  loop_.Start([this](std::stop_token stop) { Run(std::move(stop)); });
 }
 
 OtlpHttpExporter::~OtlpHttpExporter() { Shutdown(base::Duration::zero()); }
@@ -63,21 +66,19 @@ ExportResult OtlpHttpExporter::Export(const model::Frame& frame) noexcept {
   try {
     model::Frame copy = frame;
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!accepting_) {
+      std::lock_guard<std::mutex> lock(monitor_.mu);
+      if (!loop_.accepting()) {
         return ExportResult::kDropped;
       }
-      if (queue_.size() >= options_.max_queue) {
-        queue_.pop_front();
+      if (queue_.Push(std::move(copy))) {
         dropped_.fetch_add(1, std::memory_order_relaxed);
         WARPSCOPE_LOG_FIRST_N(WARNING, 1,
                               "OTLP exporter: queue of {} frames is full ({} is slow or down); "
                               "dropping the oldest",
                               options_.max_queue, options_.endpoint);
       }
-      queue_.push_back(std::move(copy));
     }
-    cv_.notify_all();
+    monitor_.cv.notify_all();
     return ExportResult::kSuccess;
   } catch (...) {
     dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -86,18 +87,14 @@ ExportResult OtlpHttpExporter::Export(const model::Frame& frame) noexcept {
 }
 
 void OtlpHttpExporter::Run(std::stop_token stop) {
-  pthread_setname_np(pthread_self(), "otlp-export");
   while (true) {
     model::Frame frame;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, stop, [&] { return !queue_.empty(); });
-      if (queue_.empty() || stop.stop_requested()) {
+      SendLoop::Lock lock(monitor_.mu);
+      if (!loop_.WaitForWork(lock, stop, [&] { return !queue_.empty(); })) {
         break;
       }
-      frame = std::move(queue_.front());
-      queue_.pop_front();
-      busy_ = true;
+      frame = queue_.Pop();
     }
     try {
       std::string body = encoder_.Encode(frame);
@@ -106,26 +103,9 @@ void OtlpHttpExporter::Run(std::stop_token stop) {
       failed_.fetch_add(1, std::memory_order_relaxed);
       WARPSCOPE_LOG_FIRST_N(ERROR, 1, "OTLP exporter: unexpected error encoding a frame");
     }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      busy_ = false;
-    }
-    cv_.notify_all();
+    SendLoop::Lock lock(monitor_.mu);
+    loop_.FinishItem(lock);
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    busy_ = false;
-  }
-  cv_.notify_all();
-}
-
-bool OtlpHttpExporter::Backoff(base::Duration d, std::stop_token& stop) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (draining_ && std::chrono::steady_clock::now() + d > deadline_) {
-    return false;  // cannot retry before the shutdown deadline
-  }
-  cv_.wait_for(lock, stop, d, [] { return false; });
-  return !stop.stop_requested();
 }
 
 bool OtlpHttpExporter::Send(const std::string& body, std::stop_token& stop) {
@@ -134,7 +114,7 @@ bool OtlpHttpExporter::Send(const std::string& body, std::stop_token& stop) {
   for (const auto& [k, v] : options_.headers) {
     headers.emplace(k, v);
   }
-  ExponentialBackoff backoff({.initial = options_.initial_backoff, .max = options_.max_backoff});
+  retry_.Reset();
   for (int attempt = 1;; ++attempt) {
     if (stop.stop_requested()) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
@@ -154,25 +134,22 @@ bool OtlpHttpExporter::Send(const std::string& body, std::stop_token& stop) {
       return true;
     }
     const bool retryable = !res || Retryable(res->status);
-    const std::string what =
-        res ? "HTTP " + std::to_string(res->status) + " " + BodySnippet(res->body)
-            : httplib::to_string(res.error());
-    if (!retryable || attempt >= options_.max_attempts) {
+    std::optional<base::Duration> wait;
+    if (retryable) {
+      wait = retry_.NextWait(res ? RetryAfter(*res) : std::nullopt);
+    }
+    if (!wait.has_value()) {
+      const std::string what =
+          res ? "HTTP " + std::to_string(res->status) + " " + BodySnippet(res->body)
+              : httplib::to_string(res.error());
       failed_.fetch_add(1, std::memory_order_relaxed);
       WARPSCOPE_LOG_EVERY_N(WARNING, 10, "OTLP export to {}{} failed after {} attempt(s): {}{}",
                             endpoint_.scheme_host_port, endpoint_.path, attempt, what,
                             retryable ? "" : " (not retryable; check the endpoint and headers)");
       return false;
     }
-    base::Duration wait = backoff.Next();
-    if (res) {
-      if (auto ra = RetryAfter(*res)) {
-        wait = *ra;
-      }
-    }
-    wait = std::min(wait, options_.max_backoff);
     retries_.fetch_add(1, std::memory_order_relaxed);
-    if (!Backoff(wait, stop)) {
+    if (!loop_.WaitBeforeRetry(*wait, stop)) {
       dropped_.fetch_add(1, std::memory_order_relaxed);
       return false;
     }
@@ -180,33 +157,12 @@ bool OtlpHttpExporter::Send(const std::string& body, std::stop_token& stop) {
 }
 
 void OtlpHttpExporter::Shutdown(base::Duration timeout) {
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!worker_.joinable()) {
-      return;
-    }
-    accepting_ = false;
-    draining_ = true;
-    deadline_ = std::chrono::steady_clock::now() +
-                std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
-    cv_.notify_all();
-    cv_.wait_until(lock, deadline_, [&] { return queue_.empty() && !busy_; });
+  if (!loop_.Shutdown(
+          timeout, [&] { return queue_.empty(); }, [&] { client_->stop(); })) {
+    return;
   }
-  worker_.request_stop();
-  {
-    // A request in flight ends at its timeout at the latest; stopping the client aborts it now.
-    std::unique_lock<std::mutex> lock(mu_);
-    while (busy_) {
-      lock.unlock();
-      client_->stop();
-      lock.lock();
-      cv_.wait_for(lock, std::chrono::milliseconds(10), [&] { return !busy_; });
-    }
-  }
-  worker_.join();
-  std::lock_guard<std::mutex> lock(mu_);
-  dropped_.fetch_add(queue_.size(), std::memory_order_relaxed);
-  queue_.clear();
+  std::lock_guard<std::mutex> lock(monitor_.mu);
+  dropped_.fetch_add(queue_.Clear(), std::memory_order_relaxed);
 }
 
 OtlpHttpExporter::Stats OtlpHttpExporter::stats() const {
@@ -215,7 +171,7 @@ OtlpHttpExporter::Stats OtlpHttpExporter::stats() const {
   s.failed = failed_.load(std::memory_order_relaxed);
   s.dropped = dropped_.load(std::memory_order_relaxed);
   s.retries = retries_.load(std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(monitor_.mu);
   s.queued = queue_.size();
   return s;
 }

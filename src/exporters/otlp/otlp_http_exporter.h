@@ -3,19 +3,17 @@
 #define WARPSCOPE_EXPORTERS_OTLP_OTLP_HTTP_EXPORTER_H_
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <mutex>
+#include <stop_token>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "base/time.h"
+#include "exporters/delivery.h"
 #include "exporters/exporter.h"
 #include "exporters/http_push.h"
 #include "exporters/otlp/otlp_json_encoder.h"
@@ -73,28 +71,22 @@ class OtlpHttpExporter : public Exporter {
   void Run(std::stop_token stop);
   // Sends one body with retries. Returns false when it gave up.
   bool Send(const std::string& body, std::stop_token& stop);
-  // Waits up to `d`; returns false when woken by a stop or by the shutdown deadline.
-  bool Backoff(base::Duration d, std::stop_token& stop);
 
   const Options options_;
   const OtlpEndpoint endpoint_;
   OtlpJsonEncoder encoder_;                  // worker thread only
+  RetryPolicy retry_;                        // worker thread only
   std::unique_ptr<httplib::Client> client_;  // worker thread only (stop() from Shutdown)
 
-  mutable std::mutex mu_;
-  std::condition_variable_any cv_;
-  std::deque<model::Frame> queue_;  // guarded by mu_
-  bool accepting_ = true;           // guarded by mu_
-  bool draining_ = false;           // guarded by mu_: Shutdown waits for the queue to empty
-  bool busy_ = false;               // guarded by mu_: a frame is being sent
-  std::chrono::steady_clock::time_point deadline_;  // guarded by mu_, valid while draining_
+  mutable LoopMonitor monitor_;
+  DropOldestQueue<model::Frame> queue_;  // guarded by monitor_.mu
 
   std::atomic<uint64_t> sent_{0};
   std::atomic<uint64_t> failed_{0};
   std::atomic<uint64_t> dropped_{0};
   std::atomic<uint64_t> retries_{0};
 
-  std::jthread worker_;  // last: starts after everything above is constructed
+  SendLoop loop_{"otlp-export", monitor_};  // last: its thread uses everything above
 };
 
 }  // namespace warpscope::exporters

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
-#include "exporters/prometheus/gzip.h"
+#include "base/gzip.h"
 #include "exporters/testing/sample_frame.h"
 
 namespace warpscope::exporters {
@@ -84,7 +84,7 @@ TEST_F(MetricsHttpServerTest, GzipsWhenAsked) {
     auto res = client_->Get("/metrics", {{"Accept", accept}, {"Accept-Encoding", "gzip"}});
     ASSERT_TRUE(res);
     EXPECT_EQ(res->get_header_value("Content-Encoding"), "gzip");
-    auto plain = GzipDecompress(res->body);
+    auto plain = base::GzipDecompress(res->body);
     ASSERT_TRUE(plain.has_value()) << plain.error().ToString();
     EXPECT_EQ(*plain, Body(format));  // compressed exactly once
   }

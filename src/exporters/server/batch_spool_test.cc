@@ -4,12 +4,12 @@
 #include <gtest/gtest.h>
 
 #include "base/file_util.h"
-#include "exporters/server/testing/temp_dir.h"
+#include "base/testing/temp_dir.h"
 
 namespace warpscope::exporters {
 namespace {
 
-using testing::TempDir;
+using base::TempDir;
 
 std::unique_ptr<BatchSpool> MustOpen(const std::string& dir) {
   auto spool = BatchSpool::Open(dir);

@@ -2,15 +2,14 @@
 #include "exporters/server/server_exporter.h"
 
 #include <httplib.h>
-#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
-#include "base/file_util.h"
 #include "base/logging.h"
+#include "base/token_file.h"
 
 namespace warpscope::exporters {
 
@@ -19,7 +18,6 @@ namespace {
 // Sequences are persisted this far ahead of use, so the spool's "sequence" file is rewritten
 // once per 4096 batches (about 3 days at one window a minute), not once per batch.
 constexpr uint64_t kReserveAhead = 4096;
-constexpr size_t kMaxTokenFileBytes = 64 << 10;
 
 // "512 bytes", "64.0 MiB": for log lines.
 std::string FormatBytes(uint64_t n) {
@@ -48,16 +46,6 @@ std::string DescribeError(httplib::Error err) {
 // reading the request) and 429 (rate limited) are 4xx but transient.
 bool IsRejected(int status) {
   return status >= 400 && status < 500 && status != 408 && status != 429;
-}
-
-std::chrono::steady_clock::time_point DeadlineAfter(base::Duration d) {
-  // Saturate: Shutdown(Duration::max()) means "no deadline", not an overflow.
-  const auto now = std::chrono::steady_clock::now();
-  const auto room = std::chrono::steady_clock::time_point::max() - now;
-  const auto step =
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::min<base::Duration>(
-          std::max(d, base::Duration::zero()), std::chrono::duration_cast<base::Duration>(room)));
-  return now + step;
 }
 
 // The remedy for a rejected batch, by status.
@@ -147,28 +135,8 @@ base::Result<std::unique_ptr<ServerExporter>> ServerExporter::Create(Options opt
 
   std::string token;
   if (!options.auth_token_file.empty()) {
-    auto text = base::ReadFile(options.auth_token_file, kMaxTokenFileBytes);
-    if (!text) {
-      return base::Error(base::ErrStatus(
-          text.error().code(), "--auth-token-file {}: {}; write the server's ingest token into it",
-          options.auth_token_file, text.error().message()));
-    }
-    token = std::string(base::TrimWhitespace(*text));
-    if (token.empty()) {
-      return base::Error(base::InvalidArgument(
-          "--auth-token-file {}: the file is empty; write the server's ingest token into it",
-          options.auth_token_file));
-    }
-    const bool clean = std::none_of(token.begin(), token.end(), [](char c) {
-      const auto u = static_cast<unsigned char>(c);
-      return u <= 0x20 || u == 0x7f;
-    });
-    if (!clean) {
-      return base::Error(base::InvalidArgument(
-          "--auth-token-file {}: the token has spaces, line breaks or control characters; the "
-          "file must hold the token alone",
-          options.auth_token_file));
-    }
+    WARPSCOPE_ASSIGN_OR_RETURN(token,
+                               base::ReadTokenFile("--auth-token-file", options.auth_token_file));
     const std::string& url = options.server_url;
     const bool loopback = url.rfind("http://127.", 0) == 0 ||
                           url.rfind("http://localhost", 0) == 0 ||
@@ -215,14 +183,15 @@ ServerExporter::ServerExporter(Options options, HttpEndpoint endpoint, std::stri
       client_(MakeHttpClient(
           endpoint_, {.timeout = options_.request_timeout, .tls_ca_file = options_.tls_ca_file})),
       spool_(std::move(spool)),
-      backoff_({.initial = options_.initial_backoff,
-                .max = options_.max_backoff,
-                .full_jitter = true,
-                .seed = options_.jitter_seed}) {}
+      retry_({.backoff = {.initial = options_.initial_backoff,
+                          .max = options_.max_backoff,
+                          .full_jitter = true,
+                          .seed = options_.jitter_seed},
+              .retry_after = RetryPolicy::RetryAfter::kExtendsBackoff}) {}
 
 void ServerExporter::Start(const std::vector<BatchSpool::File>& spooled, uint64_t next_sequence) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(monitor_.mu);
     next_sequence_ = next_sequence;
     if (spool_ != nullptr) {
       reserved_ = spool_->reserved_sequence();
@@ -240,9 +209,9 @@ void ServerExporter::Start(const std::vector<BatchSpool::File>& spooled, uint64_
     }
   }
   if (spool_ != nullptr) {
-    spooler_ = std::jthread([this](std::stop_token stop) { RunSpool(stop); });
+    spooler_.Start([this](std::stop_token stop) { RunSpool(stop); });
   }
-  sender_ = std::jthread([this](std::stop_token stop) { RunSender(std::move(stop)); });
+  sender_.Start([this](std::stop_token stop) { RunSender(std::move(stop)); });
 }
 
 ServerExporter::~ServerExporter() { Shutdown(base::Duration::zero()); }
@@ -251,8 +220,8 @@ ExportResult ServerExporter::Export(const model::Frame& frame) noexcept {
   try {
     uint64_t sequence = 0;
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!accepting_) {
+      std::lock_guard<std::mutex> lock(monitor_.mu);
+      if (!sender_.accepting()) {
         return ExportResult::kDropped;
       }
       sequence = next_sequence_++;
@@ -262,7 +231,7 @@ ExportResult ServerExporter::Export(const model::Frame& frame) noexcept {
     auto bytes = std::make_shared<const std::string>(encoder_.Encode(frame, sequence));
     const uint64_t size = bytes->size();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(monitor_.mu);
       if (size > options_.max_queue_bytes ||
           (spool_ != nullptr && size > options_.buffer_max_bytes)) {
         ++counters_.dropped_full;
@@ -272,7 +241,7 @@ ExportResult ServerExporter::Export(const model::Frame& frame) noexcept {
             "memory{}); dropped. Raise the bound or export fewer series per window",
             sequence, size, options_.max_queue_bytes,
             spool_ != nullptr ? fmt::format(", {} on disk", options_.buffer_max_bytes) : "");
-        cv_.notify_all();
+        monitor_.cv.notify_all();
         return ExportResult::kDropped;
       }
       queue_.push_back({.sequence = sequence,
@@ -282,7 +251,7 @@ ExportResult ServerExporter::Export(const model::Frame& frame) noexcept {
       memory_bytes_ += size;
       EnforceMemoryBoundLocked();
     }
-    cv_.notify_all();
+    monitor_.cv.notify_all();
     return ExportResult::kSuccess;
   } catch (...) {
     WARPSCOPE_LOG_FIRST_N(ERROR, 1, "server exporter: out of memory encoding a window");
@@ -302,7 +271,7 @@ bool ServerExporter::SpoolPendingLocked() const {
 }
 
 void ServerExporter::EnforceMemoryBoundLocked() {
-  const size_t first = in_flight_ ? 1 : 0;  // the batch being sent keeps its bytes
+  const size_t first = sender_.busy() ? 1 : 0;  // the batch being sent keeps its bytes
   // First release the bytes of batches that are safe on disk (read back when their turn
   // comes), oldest first; only then drop batches that exist nowhere else.
   for (size_t i = first; memory_bytes_ > options_.max_queue_bytes && i < queue_.size(); ++i) {
@@ -335,7 +304,7 @@ void ServerExporter::EnforceMemoryBoundLocked() {
 }
 
 void ServerExporter::EnforceSpoolBoundLocked() {
-  size_t i = (in_flight_ ? 1 : 0);
+  size_t i = (sender_.busy() ? 1 : 0);
   while (spool_bytes_ > options_.buffer_max_bytes && i < queue_.size()) {
     Entry& e = queue_[i];
     if (!e.on_disk) {
@@ -363,14 +332,12 @@ void ServerExporter::EnforceSpoolBoundLocked() {
 }
 
 void ServerExporter::RunSpool(const std::stop_token& stop) {
-  pthread_setname_np(pthread_self(), "server-spool");
   while (true) {
     uint64_t sequence = 0;
     std::shared_ptr<const std::string> bytes;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, stop, [&] { return SpoolPendingLocked(); });
-      if (stop.stop_requested()) {
+      SendLoop::Lock lock(monitor_.mu);
+      if (!spooler_.WaitForWork(lock, stop, [&] { return SpoolPendingLocked(); })) {
         break;
       }
       auto it = queue_.end();
@@ -379,7 +346,6 @@ void ServerExporter::RunSpool(const std::stop_token& stop) {
       }
       sequence = it->sequence;
       bytes = it->bytes;
-      spool_writing_ = true;
     }
     base::Status st = base::OkStatus();
     if (sequence >= reserved_) {
@@ -393,8 +359,8 @@ void ServerExporter::RunSpool(const std::stop_token& stop) {
     }
     bytes.reset();
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      spool_writing_ = false;
+      SendLoop::Lock lock(monitor_.mu);
+      spooler_.FinishItem(lock);
       Entry* e = FindLocked(sequence);
       if (e == nullptr) {
         // Dropped by the memory bound while being written.
@@ -420,27 +386,20 @@ void ServerExporter::RunSpool(const std::stop_token& stop) {
                             "only and lost if the agent stops before it is delivered",
                             options_.buffer_dir, sequence, st.message());
     }
-    cv_.notify_all();
+    monitor_.cv.notify_all();
   }
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    spool_writing_ = false;
-  }
-  cv_.notify_all();
 }
 
 void ServerExporter::RunSender(std::stop_token stop) {
-  pthread_setname_np(pthread_self(), "server-send");
   while (true) {
     Entry head;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, stop, [&] { return !queue_.empty() && !queue_.front().spool_pending; });
-      if (stop.stop_requested()) {
+      SendLoop::Lock lock(monitor_.mu);
+      if (!sender_.WaitForWork(lock, stop,
+                               [&] { return !queue_.empty() && !queue_.front().spool_pending; })) {
         break;
       }
       head = queue_.front();
-      in_flight_ = true;
     }
     std::shared_ptr<const std::string> body = head.bytes;
     Outcome outcome = Outcome::kRejected;
@@ -460,12 +419,10 @@ void ServerExporter::RunSender(std::stop_token stop) {
     body.reset();
     bool remove_file = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
-      in_flight_ = false;
+      SendLoop::Lock lock(monitor_.mu);
+      sender_.FinishItem(lock);
       if (outcome == Outcome::kAbandoned) {
-        sender_exited_ = true;  // Shutdown need not wait for its deadline
-        cv_.notify_all();
-        break;
+        break;  // the loop counts as exited: Shutdown need not wait for its deadline
       }
       WARPSCOPE_CHECK(!queue_.empty() && queue_.front().sequence == head.sequence);
       const Entry& done = queue_.front();
@@ -496,16 +453,16 @@ void ServerExporter::RunSender(std::stop_token stop) {
         WARPSCOPE_LOG_EVERY_N(WARNING, 100, "--buffer-dir: {}", st.message());
       }
     }
-    cv_.notify_all();
+    monitor_.cv.notify_all();
   }
 }
 
 void ServerExporter::SetLastError(std::string error) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(monitor_.mu);
     counters_.last_error = std::move(error);
   }
-  cv_.notify_all();
+  monitor_.cv.notify_all();
 }
 
 ServerExporter::Outcome ServerExporter::Deliver(const std::string& body, uint64_t sequence,
@@ -517,7 +474,7 @@ ServerExporter::Outcome ServerExporter::Deliver(const std::string& body, uint64_
     headers.emplace("Authorization", "Bearer " + token_);
   }
   const std::string url = endpoint_.scheme_host_port + endpoint_.path;
-  backoff_.Reset();
+  retry_.Reset();
   while (true) {
     if (stop.stop_requested()) {
       return Outcome::kAbandoned;
@@ -527,7 +484,7 @@ ServerExporter::Outcome ServerExporter::Deliver(const std::string& body, uint64_
       const bool duplicate = ParseDuplicate(*res);
       bool recovered = false;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        std::lock_guard<std::mutex> lock(monitor_.mu);
         recovered = outage_logged_;
         outage_logged_ = false;
       }
@@ -557,21 +514,18 @@ ServerExporter::Outcome ServerExporter::Deliver(const std::string& body, uint64_
     if (stop.stop_requested()) {
       return Outcome::kAbandoned;
     }
-    base::Duration wait = backoff_.Next();
-    if (res) {
-      if (auto after = RetryAfter(*res)) {
-        wait = std::max(wait, std::min<base::Duration>(*after, options_.max_backoff));
-      }
-    }
+    // Retry-After raises the jittered wait, within max_backoff; no attempt limit.
+    const base::Duration wait =
+        retry_.NextWait(res ? RetryAfter(*res) : std::nullopt).value_or(options_.max_backoff);
     bool first = false;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard<std::mutex> lock(monitor_.mu);
       ++counters_.retries;
       first = !outage_logged_;
       outage_logged_ = true;
       counters_.last_error = error;
     }
-    cv_.notify_all();
+    monitor_.cv.notify_all();
     if (first) {
       WARPSCOPE_LOG(WARNING,
                     "server exporter: cannot deliver batch {}: {}; retrying with backoff up to "
@@ -586,72 +540,41 @@ ServerExporter::Outcome ServerExporter::Deliver(const std::string& body, uint64_
       WARPSCOPE_LOG_EVERY_N(WARNING, 50, "server exporter: still retrying batch {}: {}", sequence,
                             error);
     }
-    if (!Backoff(wait, stop)) {
+    if (!sender_.WaitBeforeRetry(wait, stop)) {
       return Outcome::kAbandoned;
     }
   }
 }
 
-bool ServerExporter::Backoff(base::Duration d, std::stop_token& stop) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (draining_ && std::chrono::steady_clock::now() + d > deadline_) {
-    return false;  // the retry could not happen before the shutdown deadline
-  }
-  cv_.wait_for(lock, stop, d, [] { return false; });
-  return !stop.stop_requested();
-}
-
 void ServerExporter::Shutdown(base::Duration timeout) {
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (shut_down_) {
-      return;
-    }
-    shut_down_ = true;
-    accepting_ = false;
-    draining_ = true;
-    deadline_ = DeadlineAfter(timeout);
-    cv_.notify_all();
-    cv_.wait_until(lock, deadline_,
-                   [&] { return (queue_.empty() && !in_flight_) || sender_exited_; });
+  if (!sender_.Shutdown(
+          timeout, [&] { return queue_.empty(); }, [&] { client_->stop(); })) {
+    return;
   }
-  sender_.request_stop();
-  {
-    // A request in flight ends at its timeout at the latest; stopping the client aborts it now.
-    // Repeated because a request may start just after a stop() (the sender checks its stop
-    // token before each request).
-    std::unique_lock<std::mutex> lock(mu_);
-    while (in_flight_) {
-      lock.unlock();
-      client_->stop();
-      lock.lock();
-      cv_.wait_for(lock, std::chrono::milliseconds(10), [&] { return !in_flight_; });
-    }
-  }
-  sender_.join();
-  if (spooler_.joinable()) {
+  if (spool_ != nullptr) {
+    // Pending batches get until the shutdown deadline (if still ahead) plus
+    // spool_flush_timeout to reach the disk.
+    base::Duration flush = options_.spool_flush_timeout;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      const auto flush_deadline = std::max(deadline_, std::chrono::steady_clock::now()) +
-                                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                      options_.spool_flush_timeout);
-      cv_.wait_until(lock, flush_deadline,
-                     [&] { return !SpoolPendingLocked() && !spool_writing_; });
+      std::lock_guard<std::mutex> lock(monitor_.mu);
+      const auto ahead = std::chrono::duration_cast<base::Duration>(
+          std::max(sender_.deadline() - std::chrono::steady_clock::now(),
+                   std::chrono::steady_clock::duration::zero()));
+      flush = ahead > base::Duration::max() - flush ? base::Duration::max() : ahead + flush;
     }
-    spooler_.request_stop();
-    spooler_.join();
+    spooler_.Shutdown(
+        flush, [&] { return !SpoolPendingLocked(); }, nullptr);
   }
   uint64_t kept = 0;
   uint64_t lost = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(monitor_.mu);
     for (const Entry& e : queue_) {
       ++(e.on_disk ? kept : lost);
     }
     counters_.dropped_shutdown += lost;
     queue_.clear();
     memory_bytes_ = 0;
-    draining_ = false;
   }
   if (kept > 0) {
     WARPSCOPE_LOG(INFO, "server exporter: {} unsent batch(es) ({}) stay in {} for the next start",
@@ -664,7 +587,7 @@ void ServerExporter::Shutdown(base::Duration timeout) {
                   lost, options_.server_url);
   }
   spool_.reset();  // releases the directory lock
-  cv_.notify_all();
+  monitor_.cv.notify_all();
 }
 
 ServerExporter::Stats ServerExporter::StatsLocked() const {
@@ -677,14 +600,14 @@ ServerExporter::Stats ServerExporter::StatsLocked() const {
 }
 
 ServerExporter::Stats ServerExporter::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(monitor_.mu);
   return StatsLocked();
 }
 
 bool ServerExporter::WaitForStatsForTesting(const std::function<bool(const Stats&)>& done,
                                             base::Duration timeout) const {
-  std::unique_lock<std::mutex> lock(mu_);
-  return cv_.wait_for(lock, timeout, [&] { return done(StatsLocked()); });
+  std::unique_lock<std::mutex> lock(monitor_.mu);
+  return monitor_.cv.wait_for(lock, timeout, [&] { return done(StatsLocked()); });
 }
 
 }  // namespace warpscope::exporters

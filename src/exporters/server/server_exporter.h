@@ -3,21 +3,20 @@
 #define WARPSCOPE_EXPORTERS_SERVER_SERVER_EXPORTER_H_
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
+#include <stop_token>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "base/status.h"
 #include "base/time.h"
+#include "exporters/delivery.h"
 #include "exporters/exporter.h"
 #include "exporters/http_push.h"
 #include "exporters/server/batch_encoder.h"
@@ -147,11 +146,9 @@ class ServerExporter : public Exporter {
   // Sends one batch until it is delivered or rejected (kAbandoned: stopped or past the
   // shutdown deadline). Sender thread.
   Outcome Deliver(const std::string& body, uint64_t sequence, std::stop_token& stop);
-  // Waits `d`; false when stopped or when the wait would end past the shutdown deadline.
-  bool Backoff(base::Duration d, std::stop_token& stop);
   void SetLastError(std::string error);
 
-  // All below with mu_ held.
+  // All below with monitor_.mu held.
   Stats StatsLocked() const;
   Entry* FindLocked(uint64_t sequence);
   void EnforceMemoryBoundLocked();
@@ -165,28 +162,23 @@ class ServerExporter : public Exporter {
   std::unique_ptr<httplib::Client> client_;  // sender thread (stop() from Shutdown)
   std::unique_ptr<BatchSpool> spool_;        // null without buffer_dir
   std::set<int> logged_statuses_;            // sender thread: 4xx codes logged once
-  ExponentialBackoff backoff_;               // sender thread
+  RetryPolicy retry_;                        // sender thread
   uint64_t reserved_ = 0;                    // spool thread: the spool's persisted mark
 
-  mutable std::mutex mu_;
-  mutable std::condition_variable_any cv_;  // every change of the state below
-  std::deque<Entry> queue_;                 // ascending sequence
-  bool in_flight_ = false;                  // queue_.front() is being sent
-  bool spool_writing_ = false;              // the spool writer holds a batch
-  bool accepting_ = true;
-  bool draining_ = false;  // Shutdown() is waiting for the queue to empty
-  bool shut_down_ = false;
-  bool sender_exited_ = false;  // the sender gave up before the shutdown deadline
+  // Guards the state below and announces every change of it (both loops wait on it).
+  mutable LoopMonitor monitor_;
+  std::deque<Entry> queue_;  // ascending sequence; front() is in flight while sender_.busy()
   bool outage_logged_ = false;
   bool full_logged_ = false;
-  std::chrono::steady_clock::time_point deadline_;  // valid while draining_
   uint64_t next_sequence_ = 0;
   uint64_t memory_bytes_ = 0;
   uint64_t spool_bytes_ = 0;
   Stats counters_;  // the monotonic counters and last_error; gauges come from the state
 
-  std::jthread spooler_;
-  std::jthread sender_;  // last: starts after everything above is constructed
+  // Last: their threads use everything above. The spool writer is busy while it holds a
+  // batch; the sender's loop also holds accepting and the shutdown deadline.
+  SendLoop spooler_{"server-spool", monitor_};
+  SendLoop sender_{"server-send", monitor_};
 };
 
 }  // namespace warpscope::exporters

@@ -10,6 +10,7 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -19,7 +20,7 @@
 #include <thread>
 
 #include "base/file_util.h"
-#include "exporters/server/testing/temp_dir.h"
+#include "base/testing/temp_dir.h"
 #include "exporters/testing/sample_frame.h"
 
 namespace warpscope::exporters {
@@ -27,7 +28,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using std::chrono::seconds;
-using testing::TempDir;
+using base::TempDir;
 using Stats = ServerExporter::Stats;
 
 constexpr auto kWait = seconds(10);  // upper bound for any condition; normally milliseconds
@@ -241,6 +242,7 @@ TEST(ServerExporterTest, SendsTheTrimmedTokenFromTheTokenFileAsBearer) {
   TempDir tmp;
   const std::string token_file = tmp.path() + "/token";
   ASSERT_TRUE(base::WriteFile(token_file, "  s3cret-token\n").ok());
+  ASSERT_EQ(chmod(token_file.c_str(), 0600), 0);
   auto record = std::make_shared<IngestRecord>();
   FakeIngestServer server(record);
   auto o = FastOptions(server.url());
@@ -543,6 +545,9 @@ TEST(ServerExporterCreateTest, RejectsOptionsThatCannotWork) {
   ASSERT_TRUE(base::WriteFile(empty_token, " \n").ok());
   const std::string two_lines = tmp.path() + "/two";
   ASSERT_TRUE(base::WriteFile(two_lines, "abc\ndef\n").ok());
+  const std::string shared_token = tmp.path() + "/shared";
+  ASSERT_TRUE(base::WriteFile(shared_token, "s3cret\n").ok());
+  ASSERT_EQ(chmod(shared_token.c_str(), 0644), 0);
 
   struct Case {
     const char* what;
@@ -558,6 +563,8 @@ TEST(ServerExporterCreateTest, RejectsOptionsThatCannotWork) {
        "--auth-token-file"},
       {"empty token", [&](auto& o) { o.auth_token_file = empty_token; }, "empty"},
       {"two-line token", [&](auto& o) { o.auth_token_file = two_lines; }, "--auth-token-file"},
+      {"token readable by others", [&](auto& o) { o.auth_token_file = shared_token; },
+       "chmod 600"},
       {"ca file over http", [&](auto& o) { o.tls_ca_file = empty_token; }, "https"},
       {"missing ca file",
        [&](auto& o) {

@@ -9,8 +9,8 @@
 #include <mutex>
 #include <thread>
 
+#include "base/testing/temp_dir.h"
 #include "exporters/server/server_exporter.h"
-#include "exporters/server/testing/temp_dir.h"
 #include "exporters/testing/sample_frame.h"
 #include "support/self_signed_cert.h"
 
@@ -82,7 +82,7 @@ class ServerExporterTlsTest : public ::testing::Test {
     key_ = tmp_.path() + "/key.pem";
     ASSERT_TRUE(test::MakeSelfSignedCert(cert_, key_));
   }
-  testing::TempDir tmp_;
+  base::TempDir tmp_;
   std::string cert_;
   std::string key_;
 };

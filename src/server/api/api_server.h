@@ -7,6 +7,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -23,8 +24,9 @@ struct Response;
 namespace warpscope::server {
 
 // The server's HTTP front: ingest endpoints, the JSON query API (docs/api.md), health and
-// self-metrics. Request threads call the Storage directly (it is thread-safe); nothing else is
-// shared. Errors are JSON bodies {"error": "..."} with a 4xx status for bad requests.
+// self-metrics. Request threads call the Storage (through server/query for the query API; both
+// are thread-safe); nothing else is shared. Errors are JSON bodies {"error": "..."} with a 4xx
+// status for bad requests. The handlers live in ingest_handlers.cc and query_handlers.cc.
 class ApiServer {
  public:
   struct Options {
@@ -48,12 +50,12 @@ class ApiServer {
     bool serve_ui = true;
   };
   struct Stats {
-    uint64_t batches = 0;          // stored
+    uint64_t batches = 0;  // stored
     uint64_t duplicate_batches = 0;
-    uint64_t series_windows = 0;   // stored
-    uint64_t dropped_series = 0;   // over the cardinality cap
-    uint64_t rejected = 0;         // 4xx answers on ingest endpoints
-    uint64_t unauthorized = 0;     // 401 answers
+    uint64_t series_windows = 0;  // stored
+    uint64_t dropped_series = 0;  // over the cardinality cap
+    uint64_t rejected = 0;        // 4xx answers on ingest endpoints
+    uint64_t unauthorized = 0;    // 401 answers
     uint64_t profiles = 0;
     uint64_t queries = 0;
     uint64_t otlp_requests = 0;          // OTLP/HTTP metrics requests stored
@@ -78,13 +80,25 @@ class ApiServer {
   void InstallRoutes();
   bool Authorized(const httplib::Request& req, httplib::Response& res, bool ingest);
 
+  // Ingest endpoints (ingest_handlers.cc): decode with server/ingest, store, count.
   void IngestBatch(const httplib::Request& req, httplib::Response& res);
   void IngestProfile(const httplib::Request& req, httplib::Response& res);
   void OtlpMetrics(const httplib::Request& req, httplib::Response& res);
   void RemoteWrite(const httplib::Request& req, httplib::Response& res);
-  // Writes decoded batches in order; stops at the first error (batches written before it are
-  // duplicates when the sender retries, as their sequences are content hashes).
-  [[nodiscard]] base::Status StoreBatches(const std::vector<server::IngestBatch>& batches);
+  // Writes decoded batches in order; stops at the first error, answers it (RejectWrite) and
+  // returns false (batches written before it are duplicates when the sender retries, as their
+  // sequences are content hashes).
+  [[nodiscard]] bool StoreBatches(const std::vector<server::IngestBatch>& batches,
+                                  httplib::Response& res);
+  // Answers an ingest request with a 4xx error and counts it in `rejected`.
+  void Reject(httplib::Response& res, int status, std::string_view message);
+  // Answers a failed write with the status for `error`, counted in `rejected` when it is the
+  // sender's (4xx).
+  void RejectWrite(httplib::Response& res, const base::Status& error);
+
+  // Query endpoints (query_handlers.cc): parse the parameters, call server/query, answer.
+  // Checks the token of a read request and counts the query; false when it answered 401.
+  bool StartQuery(const httplib::Request& req, httplib::Response& res);
   void Metrics(const httplib::Request& req, httplib::Response& res);
   void Entities(const httplib::Request& req, httplib::Response& res);
   void QueryRange(const httplib::Request& req, httplib::Response& res);
@@ -99,12 +113,13 @@ class ApiServer {
   // POST /api/v1/query_batch: up to 64 query_range / breakdown queries in one request, answered
   // in order, each as its GET would be or {"error", "status"}; run a few at a time.
   void QueryBatch(const httplib::Request& req, httplib::Response& res);
-  // GET on any other path: the web UI (server/ui/ui_handler.h).
-  void Ui(const httplib::Request& req, httplib::Response& res);
   void Profiles(const httplib::Request& req, httplib::Response& res);
   void ProfileData(const httplib::Request& req, httplib::Response& res);
   // GET /api/v1/profiles/merged: the profiles of a window merged, as a tree (JSON) or pprof.
   void MergedProfile(const httplib::Request& req, httplib::Response& res);
+
+  // GET on any other path: the web UI (server/ui/ui_handler.h).
+  void Ui(const httplib::Request& req, httplib::Response& res);
   void Ready(const httplib::Request& req, httplib::Response& res);
   void SelfMetrics(const httplib::Request& req, httplib::Response& res);
 

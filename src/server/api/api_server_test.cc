@@ -8,7 +8,8 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
-#include "server/profiles/pprof.h"
+#include "base/testing/temp_dir.h"
+#include "profiling/pprof.h"
 #include "server/ui/ui_handler.h"
 #include "web/assets.h"
 #include "server/storage/sqlite_storage.h"
@@ -71,9 +72,8 @@ warpscope::v1::Batch MakeBatch(uint64_t sequence, int64_t start_ns, double util)
 class ApiServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/warpscope_api_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
     SqliteStorageOptions so;
     so.data_dir = dir_;
     auto storage = SqliteStorage::Open(so);
@@ -91,7 +91,6 @@ class ApiServerTest : public ::testing::Test {
   void TearDown() override {
     api_.reset();
     storage_.reset();
-    std::filesystem::remove_all(dir_);
   }
 
   httplib::Result Post(const std::string& body, const std::string& type = "application/x-protobuf",
@@ -102,6 +101,7 @@ class ApiServerTest : public ::testing::Test {
   }
 
   base::FakeClock clock_{base::FromUnixNanos(kT0 + 3'600'000'000'000)};
+  base::TempDir tmp_;  // removed after everything below
   std::string dir_;
   std::unique_ptr<SqliteStorage> storage_;
   std::unique_ptr<ApiServer> api_;
@@ -261,9 +261,9 @@ namespace warpscope::server {
 namespace {
 
 TEST(ApiServerTlsTest, ServesHttpsAndAgentsVerifyIt) {
-  char tmpl[] = "/tmp/warpscope_api_tls_XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  const std::string dir = tmpl;
+  base::TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  const std::string dir = tmp.path();
   ASSERT_TRUE(test::MakeSelfSignedCert(dir + "/cert.pem", dir + "/key.pem"));
   SqliteStorageOptions so;
   so.data_dir = dir + "/db";
@@ -289,14 +289,13 @@ TEST(ApiServerTlsTest, ServesHttpsAndAgentsVerifyIt) {
   untrusted.enable_server_certificate_verification(true);
   EXPECT_FALSE(untrusted.Get("/healthz"));  // self-signed, not in the system CAs
   api.Stop();
-  std::filesystem::remove_all(dir);
 }
 
 TEST(ApiServerTlsTest, BadCertificateIsAClearError) {
   SqliteStorageOptions so;
-  char tmpl[] = "/tmp/warpscope_api_tls_XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  so.data_dir = tmpl;
+  base::TempDir tmp;
+  ASSERT_FALSE(tmp.path().empty());
+  so.data_dir = tmp.path();
   auto storage = SqliteStorage::Open(so);
   ASSERT_TRUE(storage);
   base::FakeClock clock;
@@ -308,7 +307,6 @@ TEST(ApiServerTlsTest, BadCertificateIsAClearError) {
   auto port = api.Start();
   ASSERT_FALSE(port);
   EXPECT_NE(port.error().message().find("--tls-cert"), std::string::npos);
-  std::filesystem::remove_all(tmpl);
 }
 
 // --- OTLP/HTTP metrics and Prometheus remote write ---------------------------------------------
@@ -503,11 +501,16 @@ namespace {
 
 // A CPU profile: main -> work (`work` samples) and main -> idle (`idle` samples), 1 ms each.
 std::string CpuPprof(int64_t work, int64_t idle) {
-  profiles::DecodedProfile p;
-  p.sample_types = {{"samples", "count"}, {"cpu", "nanoseconds"}};
-  p.samples.push_back({{{"main", "main.cc", 1}, {"work", "work.cc", 2}}, {work, work * 1'000'000}});
-  p.samples.push_back({{{"main", "main.cc", 1}, {"idle", "main.cc", 3}}, {idle, idle * 1'000'000}});
-  return profiles::EncodePprof(p).value();
+  profiling::ProfileAggregator p(
+      std::vector<profiling::ValueType>{{"samples", "count"}, {"cpu", "nanoseconds"}});
+  uint32_t main = p.InternFrame({"main", "main.cc", 1});
+  uint32_t work_fn = p.InternFrame({"work", "work.cc", 2});
+  uint32_t idle_fn = p.InternFrame({"idle", "main.cc", 3});
+  const int64_t work_values[] = {work, work * 1'000'000};
+  const int64_t idle_values[] = {idle, idle * 1'000'000};
+  p.Add(std::vector<uint32_t>{main, work_fn}, work_values);
+  p.Add(std::vector<uint32_t>{main, idle_fn}, idle_values);
+  return profiling::EncodePprof(p.profile()).value();
 }
 
 class MergedProfileTest : public ApiServerTest {
@@ -550,7 +553,7 @@ TEST_F(MergedProfileTest, PprofFormatDecodesBack) {
   ASSERT_TRUE(res);
   ASSERT_EQ(res->status, 200) << res->body;
   EXPECT_EQ(res->get_header_value("Content-Type"), "application/octet-stream");
-  auto merged = profiles::DecodePprof(res->body);
+  auto merged = profiling::DecodePprof(res->body);
   ASSERT_TRUE(merged) << merged.error().message();
   ASSERT_EQ(merged->samples.size(), 2u);
   EXPECT_EQ(merged->samples[0].values, (std::vector<int64_t>{40, 40'000'000}));
@@ -567,10 +570,11 @@ TEST_F(MergedProfileTest, EmptyWindowIs404SayingWhatToEnable) {
 
 TEST_F(MergedProfileTest, DifferentSampleTypesAndBadParametersAre400) {
   Upload(CpuPprof(10, 5), "cpu", 1700000000);
-  profiles::DecodedProfile gpu;
-  gpu.sample_types = {{"launches", "count"}, {"gpu_time", "nanoseconds"}};
-  gpu.samples.push_back({{{"kernel", "", 0}}, {1, 100}});
-  Upload(profiles::EncodePprof(gpu).value(), "gpu", 1700000100);
+  profiling::ProfileAggregator gpu(
+      std::vector<profiling::ValueType>{{"launches", "count"}, {"gpu_time", "nanoseconds"}});
+  const int64_t gpu_values[] = {1, 100};
+  gpu.Add(std::vector<uint32_t>{gpu.InternFrame({"kernel", "", 0})}, gpu_values);
+  Upload(profiling::EncodePprof(gpu.profile()).value(), "gpu", 1700000100);
   auto mixed = client_->Get(std::string("/api/v1/profiles/merged?") + kWindow);
   ASSERT_TRUE(mixed);
   EXPECT_EQ(mixed->status, 400);

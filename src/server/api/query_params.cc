@@ -3,6 +3,7 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -20,7 +21,8 @@ base::Result<base::TimePoint> ParseTime(std::string_view text, base::TimePoint n
     std::string_view rest = text.substr(3);
     if (rest.empty()) return now;
     if (rest[0] != '-' && rest[0] != '+') {
-      return base::Error(base::InvalidArgument("bad time '{}': write now, now-15m or now+1h", text));
+      return base::Error(
+          base::InvalidArgument("bad time '{}': write now, now-15m or now+1h", text));
     }
     auto d = base::ParseDuration(rest.substr(1));
     if (!d) return base::Error(d.error().WithContext(fmt::format("bad time '{}'", text)));
@@ -108,10 +110,43 @@ base::Result<size_t> ParseCount(const Params& params, std::string_view name, siz
   size_t n = 0;
   auto [ptr, ec] = std::from_chars(v->data(), v->data() + v->size(), n);
   if (ec != std::errc() || ptr != v->data() + v->size() || n == 0 || n > max) {
-    return base::Error(base::InvalidArgument("{}={}: expected a number from 1 to {}", name, *v,
-                                             max));
+    return base::Error(
+        base::InvalidArgument("{}={}: expected a number from 1 to {}", name, *v, max));
   }
   return n;
+}
+
+base::Result<base::Duration> ParseStep(const Params& params, const TimeRange& range,
+                                       size_t default_points) {
+  if (auto s = Param(params, "step")) {
+    auto step = base::ParseDuration(*s);
+    if (!step || step->count() <= 0) {
+      return base::Error(
+          base::InvalidArgument("step: expected a positive duration such as 30s or 5m"));
+    }
+    return *step;
+  }
+  return std::max<base::Duration>(std::chrono::seconds(10),
+                                  (range.end - range.start) / static_cast<int64_t>(default_points));
+}
+
+base::Result<RangeQuery> ParseRangeQuery(const Params& params, base::TimePoint now,
+                                         std::string_view metric_hint) {
+  RangeQuery q;
+  auto metric = Param(params, "metric");
+  if (!metric || metric->empty()) {
+    return base::Error(base::InvalidArgument("metric= is required ({})", metric_hint));
+  }
+  q.metric = std::string(*metric);
+  WARPSCOPE_ASSIGN_OR_RETURN(q.match, ParseMatcher(params));
+  WARPSCOPE_ASSIGN_OR_RETURN(TimeRange range, ParseRange(params, now));
+  q.start = range.start;
+  q.end = range.end;
+  WARPSCOPE_ASSIGN_OR_RETURN(q.step, ParseStep(params, range));
+  if (auto a = Param(params, "agg")) {
+    WARPSCOPE_ASSIGN_OR_RETURN(q.aggregation, ParseAggregation(*a));
+  }
+  return q;
 }
 
 }  // namespace warpscope::server

@@ -41,6 +41,32 @@ std::optional<std::string_view> Param(const Params& params, std::string_view nam
 base::Result<size_t> ParseCount(const Params& params, std::string_view name, size_t fallback,
                                 size_t max);
 
+// step= of a range query: the given duration, or about `default_points` points across the range
+// (at least 10 s).
+base::Result<base::Duration> ParseStep(const Params& params, const TimeRange& range,
+                                       size_t default_points = 300);
+
+// The parameters of a range query (query_range, breakdown): metric= (required; `metric_hint`
+// says what to give), the matchers, the time range, step= and agg=. Errors are InvalidArgument
+// with the remedy.
+base::Result<RangeQuery> ParseRangeQuery(const Params& params, base::TimePoint now,
+                                         std::string_view metric_hint);
+
+// Fills the parameters the event and profile queries share: host=, entity=, kind=, the time
+// range (default: the last `span`) and limit= (default `limit`, at most `max_limit`).
+template <typename Query>
+base::Status FillScopedQuery(const Params& params, base::TimePoint now, base::Duration span,
+                             size_t limit, size_t max_limit, Query& q) {
+  if (auto h = Param(params, "host")) q.host = std::string(*h);
+  if (auto e = Param(params, "entity")) q.entity = std::string(*e);
+  if (auto k = Param(params, "kind")) q.kind = std::string(*k);
+  WARPSCOPE_ASSIGN_OR_RETURN(TimeRange range, ParseRange(params, now, span));
+  q.start = range.start;
+  q.end = range.end;
+  WARPSCOPE_ASSIGN_OR_RETURN(q.limit, ParseCount(params, "limit", limit, max_limit));
+  return base::OkStatus();
+}
+
 }  // namespace warpscope::server
 
 #endif  // WARPSCOPE_SERVER_API_QUERY_PARAMS_H_

@@ -1,13 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/ingest/native_batch.h"
 
-#include <google/protobuf/stubs/logging.h>
-#include <google/protobuf/util/json_util.h>
-
-#include <climits>
 #include <cmath>
 #include <unordered_set>
 
+#include "server/ingest/request_body.h"
 #include "warpscope/v1/batch.pb.h"
 
 namespace warpscope::server {
@@ -18,6 +15,12 @@ using base::InvalidArgument;
 using base::Result;
 
 namespace pb = ::warpscope::v1;
+
+constexpr BodyMessage kBatchBody{
+    .what = "batch",
+    .size_note = "",
+    .protobuf = "warpscope.v1.Batch protobuf message (strings must be UTF-8)",
+    .json = "JSON for warpscope.v1.Batch"};
 
 Result<model::EntityKind> ToEntityKind(int kind) {
   switch (kind) {
@@ -203,37 +206,14 @@ Result<DecodedBatch> Convert(const pb::Batch& in) {
 }  // namespace
 
 Result<DecodedBatch> DecodeNativeBatchProto(std::string_view bytes) {
-  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
-    return Error(InvalidArgument("batch: {} bytes is too large to decode", bytes.size()));
-  }
   pb::Batch batch;
-  bool parsed = false;
-  {
-    // protobuf logs an ERROR line for every string field with invalid UTF-8; a bad client must
-    // not be able to flood the server's log. The failure is reported to the caller instead.
-    google::protobuf::LogSilencer silence;
-    parsed = batch.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  }
-  if (!parsed) {
-    return Error(InvalidArgument(
-        "batch: the body ({} bytes) is not a valid warpscope.v1.Batch protobuf message (strings "
-        "must be UTF-8)",
-        bytes.size()));
-  }
+  WARPSCOPE_RETURN_IF_ERROR(ParseProtobufBody(bytes, batch, kBatchBody));
   return Convert(batch);
 }
 
 Result<DecodedBatch> DecodeNativeBatchJson(std::string_view json) {
   pb::Batch batch;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
-  google::protobuf::LogSilencer silence;
-  auto status = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(json.data(), json.size()), &batch, options);
-  if (!status.ok()) {
-    return Error(InvalidArgument("batch: the body is not valid JSON for warpscope.v1.Batch: {}",
-                                 status.ToString()));
-  }
+  WARPSCOPE_RETURN_IF_ERROR(ParseJsonBody(json, batch, kBatchBody));
   return Convert(batch);
 }
 

@@ -2,10 +2,8 @@
 #include "server/ingest/otlp_metrics.h"
 
 #include <fmt/format.h>
-#include <google/protobuf/stubs/logging.h>
 #include <google/protobuf/util/json_util.h>
 
-#include <climits>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -17,6 +15,7 @@
 #include "model/entity.h"
 #include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
 #include "server/ingest/content_sequence.h"
+#include "server/ingest/request_body.h"
 
 namespace warpscope::server {
 namespace {
@@ -36,6 +35,13 @@ using KeyValues = google::protobuf::RepeatedPtrField<common::KeyValue>;
 // Start times further than this before a point's time are not used for its window (a delta
 // point whose interval began long ago would otherwise place the window hours back).
 constexpr uint64_t kMaxWindowNanos = 3600ull * 1'000'000'000ull;
+constexpr BodyMessage kRequestBody{
+    .what = "OTLP metrics",
+    .size_note = "",
+    .protobuf = "protobuf opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest "
+                "(or a string in it is not valid UTF-8); send OTLP/HTTP protobuf, or JSON with "
+                "Content-Type: application/json",
+    .json = "OTLP/JSON for ExportMetricsServiceRequest"};
 // Nested attribute values are rendered at most this deep.
 constexpr int kMaxValueDepth = 8;
 
@@ -509,36 +515,14 @@ Result<DecodedOtlpMetrics> Convert(const collector::ExportMetricsServiceRequest&
 }  // namespace
 
 Result<DecodedOtlpMetrics> DecodeOtlpMetricsProto(std::string_view bytes) {
-  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
-    return Error(InvalidArgument("OTLP metrics: {} bytes is too large to decode", bytes.size()));
-  }
   collector::ExportMetricsServiceRequest req;
-  // Bad input is reported in the returned error; protobuf's own log line would only add noise
-  // to the server's log (one per bad request).
-  google::protobuf::LogSilencer silence;
-  if (!req.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Error(InvalidArgument(
-        "OTLP metrics: the body ({} bytes) is not a valid protobuf "
-        "opentelemetry.proto.collector.metrics.v1.ExportMetricsServiceRequest (or a string in it "
-        "is not valid UTF-8); send OTLP/HTTP protobuf, or JSON with Content-Type: "
-        "application/json",
-        bytes.size()));
-  }
+  WARPSCOPE_RETURN_IF_ERROR(ParseProtobufBody(bytes, req, kRequestBody));
   return Convert(req);
 }
 
 Result<DecodedOtlpMetrics> DecodeOtlpMetricsJson(std::string_view json) {
   collector::ExportMetricsServiceRequest req;
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = true;
-  google::protobuf::LogSilencer silence;
-  auto status = google::protobuf::util::JsonStringToMessage(
-      google::protobuf::StringPiece(json.data(), json.size()), &req, options);
-  if (!status.ok()) {
-    return Error(InvalidArgument(
-        "OTLP metrics: the body is not valid OTLP/JSON for ExportMetricsServiceRequest: {}",
-        status.ToString()));
-  }
+  WARPSCOPE_RETURN_IF_ERROR(ParseJsonBody(json, req, kRequestBody));
   return Convert(req);
 }
 

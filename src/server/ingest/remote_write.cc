@@ -3,7 +3,6 @@
 
 #include <fmt/format.h>
 #include <google/protobuf/arena.h>
-#include <google/protobuf/stubs/logging.h>
 #include <snappy.h>
 
 #include <climits>
@@ -16,6 +15,7 @@
 
 #include "prometheus/remote.pb.h"
 #include "server/ingest/content_sequence.h"
+#include "server/ingest/request_body.h"
 
 namespace warpscope::server {
 namespace {
@@ -28,6 +28,12 @@ using ingest_internal::ContentSequence;
 // Labels that name the host of a series, in order of preference.
 constexpr std::string_view kHostLabels[] = {"instance", "host", "Hostname"};
 constexpr std::string_view kNameLabel = "__name__";
+constexpr BodyMessage kRequestBody{
+    .what = "remote write",
+    .size_note = " uncompressed",
+    .protobuf = "protobuf prometheus.WriteRequest (remote write 1.0), or a label in it is not "
+                "valid UTF-8",
+    .json = ""};
 // |ms| above this overflows nanoseconds in int64.
 constexpr int64_t kMaxTimestampMs = INT64_MAX / 1'000'000;
 
@@ -193,21 +199,10 @@ Result<DecodedRemoteWrite> Convert(const prometheus::WriteRequest& req,
 
 Result<DecodedRemoteWrite> DecodeRemoteWriteProto(std::string_view bytes,
                                                   const RemoteWriteOptions& options) {
-  if (bytes.size() > static_cast<size_t>(INT_MAX)) {
-    return Error(InvalidArgument("remote write: {} bytes is too large to decode", bytes.size()));
-  }
   // An arena frees the request's thousands of small messages at once.
   google::protobuf::Arena arena;
   auto* req = google::protobuf::Arena::CreateMessage<prometheus::WriteRequest>(&arena);
-  // Bad input is reported in the returned error; protobuf's own log line would only add noise
-  // to the server's log (one per bad request).
-  google::protobuf::LogSilencer silence;
-  if (!req->ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
-    return Error(InvalidArgument(
-        "remote write: the body ({} bytes uncompressed) is not a valid protobuf "
-        "prometheus.WriteRequest (remote write 1.0), or a label in it is not valid UTF-8",
-        bytes.size()));
-  }
+  WARPSCOPE_RETURN_IF_ERROR(ParseProtobufBody(bytes, *req, kRequestBody));
   return Convert(*req, options);
 }
 

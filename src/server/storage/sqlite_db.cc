@@ -166,8 +166,8 @@ base::Result<Statement> Connection::Prepare(const std::string& sql) {
     int rc = sqlite3_prepare_v3(db_, sql.c_str(), static_cast<int>(sql.size()),
                                 SQLITE_PREPARE_PERSISTENT, &stmt, nullptr);
     if (rc != SQLITE_OK) {
-      return base::Error(SqliteError(rc, fmt::format("{}: prepare \"{}\"", path_, sql),
-                                     sqlite3_errmsg(db_)));
+      return base::Error(
+          SqliteError(rc, fmt::format("{}: prepare \"{}\"", path_, sql), sqlite3_errmsg(db_)));
     }
     it = cache_.emplace(sql, stmt).first;
   }
@@ -210,6 +210,35 @@ base::Status Transaction::Commit() {
     db_ = nullptr;
   }
   return status;
+}
+
+ReaderPool::Lease::~Lease() {
+  if (db_ == nullptr) {
+    return;
+  }
+  std::lock_guard lock(pool_->mu_);
+  if (pool_->idle_.size() < pool_->max_idle_) {
+    pool_->idle_.push_back(std::move(db_));
+  }
+}
+
+ReaderPool::~ReaderPool() {
+  std::lock_guard lock(mu_);
+  idle_.clear();
+}
+
+base::Result<ReaderPool::Lease> ReaderPool::Acquire() {
+  {
+    std::lock_guard lock(mu_);
+    if (!idle_.empty()) {
+      std::unique_ptr<Connection> db = std::move(idle_.back());
+      idle_.pop_back();
+      return Lease(this, std::move(db));
+    }
+  }
+  WARPSCOPE_ASSIGN_OR_RETURN(std::unique_ptr<Connection> db, Connection::Open(path_, false));
+  WARPSCOPE_RETURN_IF_ERROR(db->Exec("PRAGMA query_only = ON; PRAGMA cache_size = -16000;"));
+  return Lease(this, std::move(db));
 }
 
 }  // namespace warpscope::server::sqlite

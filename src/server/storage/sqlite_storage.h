@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -21,7 +22,8 @@ namespace warpscope::server {
 
 namespace sqlite {
 class Connection;
-}
+class ReaderPool;
+}  // namespace sqlite
 
 struct SqliteStorageOptions {
   std::string data_dir;  // --data-dir; created if missing; the database is <data_dir>/warpscope.db
@@ -47,6 +49,12 @@ struct SqliteStorageOptions {
 // the database and are reloaded if a write transaction fails. Reads use a pool of separate
 // connections, each read in one transaction (a consistent snapshot); WAL lets them run while
 // the writer commits.
+//
+// The implementation is split by job: sqlite_storage.cc (opening: pragmas, schema and its
+// migrations, loading the caches), sqlite_storage_write.cc (WriteBatch, WriteProfile),
+// sqlite_storage_staged.cc (staged samples and their moves), sqlite_storage_read.cc (queries),
+// sqlite_storage_rollup.cc (Compact's rollups) and sqlite_storage_retention.cc; what they share
+// is in sqlite_storage_internal.h.
 class SqliteStorage : public Storage {
  public:
   // 2 added the staged_samples table; a version 1 database is upgraded when opened.
@@ -107,17 +115,30 @@ class SqliteStorage : public Storage {
     int64_t count = 0;
   };
   struct MatchedSeries;
-  class ReaderLease;
+  struct StagedBatch;
 
   SqliteStorage(SqliteStorageOptions options, std::string path,
                 std::unique_ptr<sqlite::Connection> writer);
 
-  // Open helpers.
+  // Opening (sqlite_storage.cc); write_mu_ held.
   [[nodiscard]] base::Status InitSchema();
-  [[nodiscard]] base::Status LoadState();  // caches and compaction state; write_mu_ held
+  [[nodiscard]] base::Status LoadState();   // caches and compaction state
+  [[nodiscard]] base::Status LoadStaged();  // staged_ from staged_samples, after LoadState's clear
+  [[nodiscard]] base::Status SetMeta(const char* key, int64_t value);
 
-  // WriteBatch pieces; write_mu_ held, inside the batch transaction.
+  // Writes (sqlite_storage_write.cc), all with write_mu_ held.
+  // A batch's request errors, found before its transaction (so that only database failures
+  // need the caches reloaded).
+  [[nodiscard]] base::Status CheckBatch(const IngestBatch& batch) const;
+  // Reloads the caches after a failed write transaction (they may hold ids it created); a
+  // failure to reload is logged.
+  void ReloadAfterFailedWrite();
+  // The batch's transaction; then its staged samples join staged_.
   [[nodiscard]] base::Result<WriteResult> WriteBatchLocked(const IngestBatch& batch);
+  // The pieces below run inside that transaction.
+  [[nodiscard]] base::Status WriteBatchRows(const IngestBatch& batch, int64_t agent_id,
+                                            WriteResult& result, StagedBatch& staged);
+  [[nodiscard]] base::Result<bool> IsDuplicate(int64_t agent_id, const IngestBatch& batch);
   [[nodiscard]] base::Result<int64_t> InternAgent(const std::string& name);
   [[nodiscard]] base::Result<int64_t> InternHost(const std::string& name,
                                                  const model::Labels& tags);
@@ -125,8 +146,20 @@ class SqliteStorage : public Storage {
   [[nodiscard]] base::Result<EntityEntry*> TouchEntity(int64_t host_id, const model::Entity& entity,
                                                        bool declared, int64_t start_ms,
                                                        int64_t end_ms);
-  [[nodiscard]] base::Status SetMeta(const char* key, int64_t value);
+  // The host and the batch's declared entities, by id.
+  [[nodiscard]] base::Status TouchDeclaredEntities(
+      const IngestBatch& batch, int64_t host_id, int64_t start_ms, int64_t end_ms,
+      std::unordered_map<std::string_view, EntityEntry*>& touched);
+  // The series entry for `s`, created when new; nullptr when the cardinality cap drops it.
+  [[nodiscard]] base::Result<SeriesEntry*> InternSeries(const IngestSeries& s, int64_t host_id,
+                                                        int64_t entity_row, int64_t metric_id,
+                                                        int64_t start_ms, int64_t end_ms,
+                                                        std::string& key);
+  [[nodiscard]] base::Status WriteEvents(const IngestBatch& batch, int64_t host_id);
+  // rollup_dirty: the bucket of `from_ms` at `resolution` (kDirtyMinute/Hour) for the host.
+  [[nodiscard]] base::Status MarkDirty(int64_t resolution, int64_t host_id, int64_t from_ms);
 
+  // Staged samples (sqlite_storage_staged.cc).
   // Waits for a MoveStaged in progress, then moves every staged sample into the samples table,
   // sorted by (series, start), in one transaction that also empties staged_samples; on failure
   // nothing moves (retried later). `lock` holds write_mu_.
@@ -135,20 +168,21 @@ class SqliteStorage : public Storage {
   // the samples table calls first, so reads see every acknowledged batch.
   [[nodiscard]] base::Status ApplyStaged();
   // The write path's move, once staged_samples_max samples wait: takes them out of staged_,
-  // sorts them without the lock, and inserts them in chunks of staged_move_chunk, releasing write_mu_
-  // between chunks so that batches keep being written; then deletes the staged rows it moved.
-  // `lock` holds write_mu_ on entry and on return.
+  // sorts them without the lock, and inserts them in chunks of staged_move_chunk, releasing
+  // write_mu_ between chunks so that batches keep being written; then deletes the staged rows it
+  // moved. `lock` holds write_mu_ on entry and on return.
   [[nodiscard]] base::Status MoveStaged(std::unique_lock<std::mutex>& lock);
   // Orders staged samples for InsertSamples: by (series, start), arrival order kept.
   static void SortForInsert(std::vector<StagedSample>& rows);
   // INSERT OR REPLACE of `rows` into samples, inside the caller's transaction.
   [[nodiscard]] base::Status InsertSamples(std::span<const StagedSample> rows);
 
-  // Reads.
-  [[nodiscard]] base::Result<ReaderLease> AcquireReader();
-  [[nodiscard]] base::Result<std::vector<MatchedSeries>> MatchSeries(
-      sqlite::Connection& db, int64_t metric_id, const SeriesMatcher& match, int64_t start_ms,
-      int64_t end_ms);
+  // Reads (sqlite_storage_read.cc), each inside one read transaction on `db`.
+  [[nodiscard]] base::Result<std::vector<MatchedSeries>> MatchSeries(sqlite::Connection& db,
+                                                                     int64_t metric_id,
+                                                                     const SeriesMatcher& match,
+                                                                     int64_t start_ms,
+                                                                     int64_t end_ms);
   [[nodiscard]] base::Result<Availability> ReadAvailability(sqlite::Connection& db);
   // Feeds the rows of one series in `segments` to `folder`; marks the resolutions that had rows.
   // With `only` set, reads just the columns that aggregation needs.
@@ -157,7 +191,7 @@ class SqliteStorage : public Storage {
                                         std::optional<Aggregation> only, SeriesFolder& folder,
                                         bool used[3]);
 
-  // Compaction; compact_mu_ held, write_mu_ taken per chunk.
+  // Rollups (sqlite_storage_rollup.cc); compact_mu_ held, write_mu_ taken per chunk.
   [[nodiscard]] base::Status RollUpNew(Resolution target, int64_t until_ms, CompactResult& result);
   [[nodiscard]] base::Status RollUpDirty(Resolution target, CompactResult& result);
   [[nodiscard]] base::Status RollUpRange(Resolution target, int64_t host_id, int64_t from_ms,
@@ -165,14 +199,21 @@ class SqliteStorage : public Storage {
   [[nodiscard]] base::Result<uint64_t> RollUpChunk(Resolution target, int64_t host_id,
                                                    int64_t id_lo, int64_t id_hi, int64_t from_ms,
                                                    int64_t to_ms);
+  // Series ids (of one host, or all with host_id 0) cut into chunks of at most kChunkSeries,
+  // as inclusive [lo, hi] id ranges. Takes write_mu_.
+  std::vector<std::pair<int64_t, int64_t>> SeriesChunks(int64_t host_id);
+
+  // Retention (sqlite_storage_retention.cc); compact_mu_ held, write_mu_ taken per chunk.
   [[nodiscard]] base::Status ApplyRetention(int64_t now_ms, CompactResult& result);
+  // Moves a cutoff: first the meta row (readers stop planning on the data), then its mirror.
+  [[nodiscard]] base::Status AdvanceCutoff(const char* key, int64_t& mirror, int64_t value);
+  // Forgets series and entities with no data left before `before_ms` in any resolution.
+  [[nodiscard]] base::Status ForgetSeries(int64_t before_ms, CompactResult& result);
+  [[nodiscard]] base::Status ForgetEntities(int64_t before_ms, CompactResult& result);
   [[nodiscard]] base::Status DeleteSeriesRows(const char* table, const char* time_column,
                                               int64_t before_ms, CompactResult& result);
   [[nodiscard]] base::Status DeleteInChunks(const std::string& sql, int64_t before_ms,
                                             CompactResult& result);
-  // Series ids (of one host, or all with host_id 0) cut into chunks of at most kChunkSeries,
-  // as inclusive [lo, hi] id ranges. Takes write_mu_.
-  std::vector<std::pair<int64_t, int64_t>> SeriesChunks(int64_t host_id);
   void RecountActiveSeries(int64_t now_ms);  // write_mu_ held
 
   const SqliteStorageOptions options_;
@@ -180,7 +221,7 @@ class SqliteStorage : public Storage {
 
   std::mutex compact_mu_;  // one Compact at a time
 
-  std::mutex write_mu_;  // guards everything below up to the reader pool
+  std::mutex write_mu_;  // guards everything below up to readers_
   std::unique_ptr<sqlite::Connection> writer_;
   std::unordered_map<std::string, HostEntry> hosts_;
   std::unordered_map<std::string, int64_t> agents_;
@@ -207,8 +248,7 @@ class SqliteStorage : public Storage {
   int64_t hour_cutoff_ = 0;
   int64_t other_retention_ms_ = 0;  // last time events/profiles/ingested were trimmed
 
-  std::mutex pool_mu_;
-  std::vector<std::unique_ptr<sqlite::Connection>> idle_readers_;  // guarded by pool_mu_
+  std::unique_ptr<sqlite::ReaderPool> readers_;  // thread-safe itself
 };
 
 }  // namespace warpscope::server

@@ -6,6 +6,7 @@
 #include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <thread>
 
+#include "base/testing/temp_dir.h"
 #include "server/storage/storage_conformance.h"
 
 namespace warpscope::server {
@@ -56,14 +58,11 @@ INSTANTIATE_TEST_SUITE_P(Sqlite, StorageConformanceTest,
 class SqliteStorageTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string tmpl = (std::filesystem::path(::testing::TempDir()) / "warpscope-sqlite-XXXXXX");
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
+    ASSERT_FALSE(tmp_.path().empty());
+    dir_ = tmp_.path();
   }
   void TearDown() override {
     chmod(dir_.c_str(), 0700);
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
   }
   base::Result<std::unique_ptr<SqliteStorage>> Open(const std::string& dir) {
     SqliteStorageOptions o;
@@ -97,6 +96,7 @@ class SqliteStorageTest : public ::testing::Test {
     return n;
   }
 
+  base::TempDir tmp_;  // removed after everything below
   std::string dir_;
 };
 
@@ -111,17 +111,52 @@ TEST_F(SqliteStorageTest, CreatesTheDataDirAndADatabaseInWalMode) {
   EXPECT_TRUE(std::filesystem::exists(nested + "/warpscope.db-wal"));
 }
 
-TEST_F(SqliteStorageTest, UnwritableDataDirNamesThePathAndTheRemedy) {
-  if (geteuid() == 0) {
-    GTEST_SKIP() << "root can write anywhere";
+// The error of opening storage in `dir`; as root (who may write anywhere) in a child process
+// that runs as the unprivileged user 65534. "" when the open succeeded.
+std::string OpenErrorAsUnprivilegedUser(const std::string& dir) {
+  auto open = [&dir]() -> std::string {
+    SqliteStorageOptions o;
+    o.data_dir = dir;
+    auto storage = SqliteStorage::Open(o);
+    return storage ? "" : storage.error().message();
+  };
+  if (geteuid() != 0) {
+    return open();
   }
-  ASSERT_EQ(chmod(dir_.c_str(), 0500), 0);
+  int fds[2];
+  if (pipe(fds) != 0) {
+    return "pipe failed";
+  }
+  pid_t child = fork();
+  if (child == 0) {
+    close(fds[0]);
+    std::string message = "could not become user 65534";
+    if (setgid(65534) == 0 && setuid(65534) == 0) {
+      message = open();
+    }
+    ssize_t ignored = write(fds[1], message.data(), message.size());
+    (void)ignored;
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string message;
+  char buf[512];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;) {
+    message.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return message;
+}
 
-  auto storage = Open(dir_);
+TEST_F(SqliteStorageTest, UnwritableDataDirNamesThePathAndTheRemedy) {
+  ASSERT_EQ(chmod(dir_.c_str(), 0555), 0);  // readable and searchable, not writable, by anyone
 
-  ASSERT_FALSE(storage.has_value());
-  EXPECT_THAT(storage.error().message(), HasSubstr("--data-dir " + dir_ + " is not writable"));
-  EXPECT_THAT(storage.error().message(), HasSubstr("permissions"));
+  const std::string message = OpenErrorAsUnprivilegedUser(dir_);
+
+  EXPECT_THAT(message, HasSubstr("--data-dir " + dir_ + " is not writable"));
+  EXPECT_THAT(message, HasSubstr("permissions"));
 }
 
 TEST_F(SqliteStorageTest, DataDirThatIsAFileIsRefused) {

@@ -19,9 +19,8 @@ std::string StorageBackendName(const ::testing::TestParamInfo<StorageBackend>& i
 }
 
 void StorageConformanceTest::SetUp() {
-  std::string tmpl = (std::filesystem::path(::testing::TempDir()) / "warpscope-storage-XXXXXX");
-  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-  dir_ = tmpl;
+  ASSERT_FALSE(tmp_.path().empty());
+  dir_ = tmp_.path();
   auto opened = GetParam().open(dir_, options_);
   ASSERT_TRUE(opened.has_value()) << opened.error().ToString();
   storage_ = std::move(*opened);
@@ -29,8 +28,6 @@ void StorageConformanceTest::SetUp() {
 
 void StorageConformanceTest::TearDown() {
   storage_.reset();
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
 }
 
 void StorageConformanceTest::Reopen() {

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "base/status.h"
+#include "base/testing/temp_dir.h"
 #include "server/storage/storage.h"
 
 namespace warpscope::server {
@@ -51,6 +52,7 @@ class StorageConformanceTest : public ::testing::TestWithParam<StorageBackend> {
   Storage& storage() { return *storage_; }
 
   StorageOptions options_;
+  base::TempDir tmp_;  // removed after everything below
   std::string dir_;
   std::unique_ptr<Storage> storage_;
 };

@@ -34,6 +34,7 @@
 #include "agent/process_info.h"
 #include "agent/sources/procfs/procfs_source.h"
 #include "model/testing/collecting_sink.h"
+#include "base/testing/peer.h"
 
 extern char** environ;
 
@@ -182,10 +183,8 @@ class NodeExporterTest : public ::testing::Test {
   }
 
   void SetUp() override {
-    if (access(kNodeExporter, X_OK) != 0) {
-      GTEST_SKIP() << kNodeExporter << " is not installed (apt-get install "
-                   << "prometheus-node-exporter); skipping the comparison";
-    }
+    WARPSCOPE_REQUIRE_PEER(access(kNodeExporter, X_OK) == 0, kNodeExporter,
+                           "run scripts/setup.sh --test (apt-get install prometheus-node-exporter)");
     ASSERT_TRUE(ready_) << "prometheus-node-exporter is not running";
     ProcfsSourceOptions options;
     options.root = "/";

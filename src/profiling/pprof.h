@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// pprof (gzip of a serialized perftools.profiles.Profile) to and from the profile model
+// (profile.h): the one encoder and decoder of the agent's profilers and the server.
+#ifndef WARPSCOPE_PROFILING_PPROF_H_
+#define WARPSCOPE_PROFILING_PPROF_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "profiling/profile.h"
+
+namespace warpscope::profiling {
+
+struct DecodeOptions {
+  // Refuse profiles that inflate to more than this (a gzip bomb guard).
+  size_t max_uncompressed_bytes = 256u << 20;
+  // Keep sample labels; false drops them (samples that differ only by labels stay apart).
+  bool keep_labels = true;
+};
+
+// Decodes a pprof blob: gzip of a serialized perftools.profiles.Profile, or the serialized
+// message itself. Inlined frames (several lines of one location) are expanded, outermost first;
+// a location's mapping gives its frames' module and build id. InvalidArgument (naming the broken
+// part) for bad gzip, bad protobuf, string, function or location references that do not resolve,
+// and samples whose value count differs from the number of sample types. Mapping and
+// default_sample_type references that do not resolve are ignored (they only annotate).
+[[nodiscard]] base::Result<Profile> DecodePprof(std::string_view data,
+                                                const DecodeOptions& options = {});
+
+// The profile as a gzipped pprof: one location per frame (in frame order, ids from 1), one
+// function per (name, system name, file) and one mapping per (module, build id), each in
+// first-use order with ids from 1; label keys and values enter the string table on first use.
+// DecodePprof(EncodePprof(p)) == p but for FrameKind, which pprof cannot carry. InvalidArgument
+// for a sample whose value count differs from the sample types or that names no frame.
+[[nodiscard]] base::Result<std::string> EncodePprof(const Profile& profile);
+
+}  // namespace warpscope::profiling
+
+#endif  // WARPSCOPE_PROFILING_PPROF_H_

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+// Native symbolization for the CUDA kernel profiler, done in the agent so the profiled
+// application never pays for it. An address of process `pid` is resolved through
+// <host_root>/proc/<pid>/maps to the mapped file and file offset, then through that ELF file's
+// PT_LOAD segments and symbol tables (.symtab, else .dynsym, plus a separate debug file found by
+// build id under <host_root>/usr/lib/debug/.build-id/) to a demangled function name. Addresses
+// in anonymous memory, or in mapped files that are not readable ELF (memfd), are looked up in
+// the process's perf map (/tmp/perf-<nspid>.map inside its mount namespace) for JIT code.
+//
+// Caches: parsed ELF files by (device, inode, size, mtime) and shared by build id; parsed maps
+// and perf maps per pid. A pid's maps are re-read when an address falls outside every mapping
+// (at most once per Symbolize call, so a burst of bad addresses costs one re-read; a re-read that
+// fails because the process exited keeps the last maps) and when the perf map file changes size
+// or mtime. Call ForgetProcess() when a process exits (pids are
+// reused).
+//
+// Thread contract: not thread-safe; one instance belongs to one sequence (the agent's profile
+// builder). Symbolize() does file I/O on cache misses only.
+#ifndef WARPSCOPE_PROFILING_SYMBOLIZER_H_
+#define WARPSCOPE_PROFILING_SYMBOLIZER_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "profiling/elf_symbols.h"
+
+namespace warpscope::profiling {
+
+// One resolved (or not) native frame.
+struct NativeFrame {
+  uint64_t address = 0;        // as passed in
+  std::string function;        // demangled; "[unknown] libfoo.so+0x1a2b" when unresolved
+  std::string mangled;         // as in the symbol table; "" when unresolved
+  std::string module;          // mapped file path ("/usr/lib/libcuda.so.1"), "[jit]", or ""
+  uint64_t module_offset = 0;  // ELF virtual address when known, else file offset
+  std::string build_id;        // hex, "" when unknown
+  bool resolved = false;
+  bool jit = false;  // from a perf map
+  bool operator==(const NativeFrame&) const = default;
+};
+
+// One line of /proc/<pid>/maps.
+struct MapEntry {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint64_t file_offset = 0;
+  bool executable = false;
+  uint64_t inode = 0;
+  std::string path;  // "" for anonymous mappings; "[heap]", "[vdso]" as the kernel writes them
+};
+
+// Parses the text of /proc/<pid>/maps; lines that do not parse are skipped.
+std::vector<MapEntry> ParseProcMaps(std::string_view text);
+
+// One line of a perf map: "START SIZE name" (hex, with or without 0x).
+struct PerfMapSymbol {
+  uint64_t start = 0;
+  uint64_t size = 0;
+  std::string name;
+};
+// Parses a perf map file's text, sorted by start; malformed lines are skipped.
+std::vector<PerfMapSymbol> ParsePerfMap(std::string_view text);
+
+class Symbolizer {
+ public:
+  struct Options {
+    std::string host_root = "/";  // like the agent's --host-root: "/host" in a container
+    // Directory holding perf-<pid>.map files. Empty: "<host_root>/proc/<pid>/root/tmp" with
+    // the process's innermost namespace pid, which is where a containerised JIT writes it.
+    std::string perf_map_dir;
+    size_t max_elf_files = 512;   // parsed ELF files kept (least recently used go first)
+    size_t max_processes = 1024;  // processes whose maps are kept
+  };
+
+  struct Stats {
+    uint64_t addresses = 0;
+    uint64_t unresolved = 0;
+    uint64_t elf_loads = 0;     // ELF files parsed (cache misses)
+    uint64_t elf_failures = 0;  // files that could not be opened or parsed
+    uint64_t maps_reads = 0;    // /proc/<pid>/maps reads
+    uint64_t perf_map_reads = 0;
+  };
+
+  explicit Symbolizer(Options options);
+  ~Symbolizer();
+  Symbolizer(const Symbolizer&) = delete;
+  Symbolizer& operator=(const Symbolizer&) = delete;
+
+  // Resolves `addresses` of process `pid` (each looked up as given: pass pc - 1 for return
+  // addresses). Always returns one frame per address; an address that cannot be resolved
+  // becomes "[unknown] <module basename>+0x<offset>" (or "[unknown] 0x<address>" outside every
+  // mapping, e.g. after the process exited).
+  std::vector<NativeFrame> Symbolize(pid_t pid, std::span<const uint64_t> addresses);
+
+  // Drops the cached maps of `pid` (re-read on next use), e.g. after dlopen was reported.
+  void InvalidateProcess(pid_t pid);
+  // Drops everything about `pid`: it exited.
+  void ForgetProcess(pid_t pid);
+
+  const Stats& stats() const { return stats_; }
+
+ private:
+  struct ElfKey {
+    uint64_t dev = 0;
+    uint64_t inode = 0;
+    int64_t size = 0;
+    int64_t mtime_ns = 0;
+    auto operator<=>(const ElfKey&) const = default;
+  };
+  struct ElfEntry {
+    std::shared_ptr<const ElfSymbols> symbols;  // null: the file could not be read
+    std::list<ElfKey>::iterator lru;
+  };
+  struct ProcessEntry {
+    std::vector<MapEntry> maps;  // sorted by start
+    bool maps_loaded = false;
+    std::string perf_map_path;
+    int64_t perf_map_size = -1;
+    int64_t perf_map_mtime_ns = -1;
+    std::vector<PerfMapSymbol> perf_map;
+    // The ELF of each mapping, resolved lazily; index parallel to `maps`.
+    std::vector<std::shared_ptr<const ElfSymbols>> elf;
+    std::vector<bool> elf_tried;
+    uint64_t last_use = 0;
+  };
+
+  ProcessEntry& Process(pid_t pid);
+  void LoadMaps(pid_t pid, ProcessEntry& process);
+  void RefreshPerfMap(pid_t pid, ProcessEntry& process);
+  std::shared_ptr<const ElfSymbols> ElfFor(pid_t pid, const MapEntry& map);
+  std::string ProcPath(pid_t pid, std::string_view rest) const;
+  NativeFrame Resolve(pid_t pid, ProcessEntry& process, uint64_t address, bool& reread);
+
+  Options options_;
+  Stats stats_;
+  uint64_t use_clock_ = 0;
+  std::unordered_map<pid_t, ProcessEntry> processes_;
+  std::map<ElfKey, ElfEntry> elf_cache_;
+  std::list<ElfKey> elf_lru_;  // most recently used first
+  std::map<std::string, std::weak_ptr<const ElfSymbols>> by_build_id_;
+};
+
+}  // namespace warpscope::profiling
+
+#endif  // WARPSCOPE_PROFILING_SYMBOLIZER_H_

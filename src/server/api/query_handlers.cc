@@ -1,0 +1,429 @@
+// SPDX-License-Identifier: Apache-2.0
+// ApiServer's query endpoints: each checks the token, parses its parameters, asks server/query
+// (or the Storage, for plain lists) and writes the JSON answer.
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include <chrono>
+#include <exception>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "base/logging.h"
+#include "profiling/pprof.h"
+#include "server/api/api_server.h"
+#include "server/api/http_reply.h"
+#include "server/api/query_params.h"
+#include "server/query/batch.h"
+#include "server/query/fleet.h"
+#include "server/query/json_format.h"
+#include "server/query/profiles.h"
+#include "server/query/range.h"
+#include "server/query/summary.h"
+
+namespace warpscope::server {
+namespace {
+
+using api_internal::HttpStatusFor;
+using api_internal::ParamsOf;
+using api_internal::SendAnswer;
+using api_internal::SendError;
+using api_internal::SendJson;
+using api_internal::SendStatus;
+using nlohmann::json;
+
+// POST /api/v1/query_batch: queries per request, and threads that run one request's queries.
+constexpr size_t kMaxBatchQueries = 64;
+constexpr size_t kBatchThreads = 4;
+
+constexpr std::string_view kRangeMetricHint =
+    "a metric key such as gpu.utilization; GET /api/v1/metrics lists them";
+constexpr std::string_view kBreakdownMetricHint =
+    "a per-process metric such as gpu.process.sm.utilization or gpu.process.memory.used";
+
+// GET /api/v1/query_range's answer for `params`. Errors carry the status to send
+// (InvalidArgument: 400).
+base::Result<json> QueryRangeAnswer(Storage& storage, const Params& params, base::TimePoint now) {
+  WARPSCOPE_ASSIGN_OR_RETURN(RangeQuery q, ParseRangeQuery(params, now, kRangeMetricHint));
+  return query::RangeJson(storage, q);
+}
+
+// GET /api/v1/breakdown's answer for `params`: by= names the grouping (default: the
+// executable).
+base::Result<json> BreakdownAnswer(Storage& storage, const Params& params, base::TimePoint now) {
+  WARPSCOPE_ASSIGN_OR_RETURN(RangeQuery q, ParseRangeQuery(params, now, kBreakdownMetricHint));
+  std::string by(query::kDefaultBreakdownBy);
+  if (auto b = Param(params, "by"); b && !b->empty()) {
+    by = std::string(*b);
+  }
+  WARPSCOPE_ASSIGN_OR_RETURN(query::Breakdown breakdown, query::QueryBreakdown(storage, q, by));
+  return query::BreakdownJson(breakdown, q, by);
+}
+
+// A list endpoint's answer, {key: [to_json(record), ...]}, or the storage's error.
+template <typename Record, typename ToJson>
+void SendList(httplib::Response& res, const base::Result<std::vector<Record>>& records,
+              std::string_view key, ToJson to_json) {
+  if (!records) {
+    return SendStatus(res, records.error());
+  }
+  json out = json::array();
+  for (const Record& r : *records) {
+    out.push_back(to_json(r));
+  }
+  SendJson(res, 200, json{{key, std::move(out)}});
+}
+
+// One query of a POST /api/v1/query_batch body; `error` is set when the entry itself is malformed.
+struct BatchQuery {
+  std::string path;
+  Params params;
+  std::string error;
+};
+
+// One entry of the "queries" array as a BatchQuery (with its error when malformed).
+BatchQuery ParseBatchEntry(const json& e, size_t i) {
+  BatchQuery q;
+  if (!e.is_object() || !e.contains("path") || !e["path"].is_string()) {
+    q.error = fmt::format(
+        "query {}: expected {{\"path\": \"query_range\"|\"breakdown\", \"params\": {{...}}}}", i);
+    return q;
+  }
+  q.path = e["path"].get<std::string>();
+  if (q.path != "query_range" && q.path != "breakdown") {
+    q.error = fmt::format("query {}: unknown path \"{}\"; a batch takes query_range and breakdown",
+                          i, q.path);
+    return q;
+  }
+  if (!e.contains("params")) {
+    return q;
+  }
+  if (!e["params"].is_object()) {
+    q.error = fmt::format("query {}: params must be an object of name: value", i);
+    return q;
+  }
+  for (const auto& [k, v] : e["params"].items()) {
+    if (v.is_string()) {
+      q.params.emplace(k, v.get<std::string>());
+    } else if (v.is_number() || v.is_boolean()) {
+      q.params.emplace(k, v.dump());
+    } else if (!v.is_null()) {
+      q.error = fmt::format("query {}: param {} must be a string or a number", i, k);
+      break;
+    }
+  }
+  return q;
+}
+
+// The body of POST /api/v1/query_batch: {"queries": [{"path": ..., "params": {...}}, ...]}.
+// Errors (the body as a whole) are InvalidArgument with the remedy; a malformed entry is kept
+// with its error so that the other queries are still answered.
+base::Result<std::vector<BatchQuery>> ParseBatch(const std::string& body) {
+  json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) {
+    return base::Error(base::InvalidArgument(
+        "query_batch: the body is not JSON; send {{\"queries\": [{{\"path\": \"query_range\", "
+        "\"params\": {{...}}}}]}}"));
+  }
+  if (!doc.is_object() || !doc.contains("queries") || !doc["queries"].is_array()) {
+    return base::Error(base::InvalidArgument(
+        "query_batch: expected an object with a \"queries\" array of {{\"path\", \"params\"}}"));
+  }
+  const json& list = doc["queries"];
+  if (list.size() > kMaxBatchQueries) {
+    return base::Error(base::InvalidArgument(
+        "query_batch: {} queries, at most {} per batch; split them into several batches",
+        list.size(), kMaxBatchQueries));
+  }
+  std::vector<BatchQuery> out;
+  out.reserve(list.size());
+  for (size_t i = 0; i < list.size(); ++i) {
+    out.push_back(ParseBatchEntry(list[i], i));
+  }
+  return out;
+}
+
+}  // namespace
+
+bool ApiServer::StartQuery(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, /*ingest=*/false)) {
+    return false;
+  }
+  ++queries_;
+  return true;
+}
+
+void ApiServer::Metrics(const httplib::Request& req, httplib::Response& res) {
+  if (!StartQuery(req, res)) {
+    return;
+  }
+  SendList(res, storage_.ListMetrics(), "metrics", query::MetricJson);
+}
+
+void ApiServer::Entities(const httplib::Request& req, httplib::Response& res) {
+  if (!StartQuery(req, res)) {
+    return;
+  }
+  Params params = ParamsOf(req);
+  EntityQuery q;
+  if (auto k = Param(params, "kind")) {
+    auto kind = ParseEntityKind(*k);
+    if (!kind) {
+      return SendError(res, 400, kind.error().message());
+    }
+    q.kind = *kind;
+  }
+  if (auto h = Param(params, "host")) {
+    q.host = std::string(*h);
+  }
+  if (auto p = Param(params, "prefix")) {
+    q.id_prefix = std::string(*p);
+  }
+  if (auto s = Param(params, "q")) {
+    q.id_contains = std::string(*s);
+  }
+  for (const auto& [k, v] : params) {
+    if (k.rfind("attr.", 0) == 0) {
+      q.attributes.Set(k.substr(5), v);
+    }
+  }
+  if (auto since = Param(params, "since")) {
+    auto t = ParseTime(*since, clock_.Now());
+    if (!t) {
+      return SendError(res, 400, t.error().WithContext("since").message());
+    }
+    q.seen_since = *t;
+  }
+  auto limit = ParseCount(params, "limit", 1000, 100000);
+  if (!limit) {
+    return SendError(res, 400, limit.error().message());
+  }
+  q.limit = *limit;
+  SendList(res, storage_.ListEntities(q), "entities", query::EntityJson);
+}
+
+void ApiServer::QueryRange(const httplib::Request& req, httplib::Response& res) {
+  if (!StartQuery(req, res)) {
+    return;
+  }
+  SendAnswer(res, QueryRangeAnswer(storage_, ParamsOf(req), clock_.Now()));
+}
+
+void ApiServer::Breakdown(const httplib::Request& req, httplib::Response& res) {
+  if (!StartQuery(req, res)) {
+    return;
+  }
+  SendAnswer(res, BreakdownAnswer(storage_, ParamsOf(req), clock_.Now()));
+}
+
+void ApiServer::Top(const httplib::Request& req, httplib::Response& res) {
+  if (!StartQuery(req, res)) {
+    return;
+  }
+  Params params = ParamsOf(req);
+  TopQuery q;
+  auto metric = Param(params, "metric");
+  if (!metric || metric->empty()) {
+    return SendError(res, 400, "metric= is required");
+  }
+  q.metric = std::string(*metric);
+  auto match = ParseMatcher(params);
+  if (!match) {
+    return SendError(res, 400, match.error().message());
+  }
+  q.match = *match;
+  auto range = ParseRange(params, clock_.Now());
+  if (!range) {
+    return SendError(res, 400, range.error().message());
+  }
+  q.start = range->start;
+  q.end = range->end;
+  if (auto a = Param(params, "agg")) {
+    auto agg = ParseAggregation(*a);
+    if (!agg) {
+      return SendError(res, 400, agg.error().message());
+    }
+    q.aggregation = *agg;
+  }
+  auto limit = ParseCount(params, "limit", 10, 10000);
+  if (!limit) {
+    return SendError(res, 400, limit.error().message());
+  }
+  q.limit = *limit;
+  if (auto o = Param(params, "order")) {
+    if (*o != "asc" && *o != "desc") {
+      return SendError(res, 400, "order= must be asc or desc");
+    }
+    q.ascending = *o == "asc";
+  }
+  auto sparkline_points = ParseCount(params, "sparkline", 0, 500);
+  if (!sparkline_points) {
+    return SendError(res, 400, sparkline_points.error().message());
+  }
+  auto rows = query::QueryTop(storage_, q, *sparkline_points);
+  if (!rows) {
+    return SendStatus(res, rows.error());
+  }
+  SendJson(res, 200, query::TopJson(q.metric, *rows));
+}
+
+void ApiServer::Events(const httplib::Request& req, httplib::Response& res) {
+  if (!StartQuery(req, res)) {
+    return;
+  }
+  EventQuery q;
+  if (base::Status st =
+          FillScopedQuery(ParamsOf(req), clock_.Now(), std::chrono::hours(24), 1000, 100000, q);
+      !st.ok()) {
+    return SendError(res, 400, st.message());
+  }
+  SendList(res, storage_.QueryEvents(q), "events", query::EventJson);
+}
+
+void ApiServer::Summary(const httplib::Request& req, httplib::Response& res) {
+  if (!StartQuery(req, res)) {
+    return;
+  }
+  Params params = ParamsOf(req);
+  auto host = Param(params, "host");
+  if (!host || host->empty()) {
+    return SendError(res, 400, "host= is required");
+  }
+  auto range = ParseRange(params, clock_.Now());
+  if (!range) {
+    return SendError(res, 400, range.error().message());
+  }
+  auto summary = query::SummarizeHost(storage_, *host, range->start, range->end);
+  if (!summary) {
+    return SendStatus(res, summary.error());
+  }
+  SendJson(res, 200, query::SummaryJson(*summary));
+}
+
+void ApiServer::Fleet(const httplib::Request& req, httplib::Response& res) {
+  if (!StartQuery(req, res)) {
+    return;
+  }
+  auto range = ParseRange(ParamsOf(req), clock_.Now());
+  if (!range) {
+    return SendError(res, 400, range.error().message());
+  }
+  auto fleet = query::QueryFleet(storage_, range->start, range->end);
+  if (!fleet) {
+    return SendStatus(res, fleet.error());
+  }
+  SendJson(res, 200, query::FleetJson(*fleet));
+}
+
+void ApiServer::QueryBatch(const httplib::Request& req, httplib::Response& res) {
+  if (!Authorized(req, res, /*ingest=*/false)) {
+    return;
+  }
+  auto queries = ParseBatch(req.body);
+  if (!queries) {
+    return SendError(res, 400, queries.error().message());
+  }
+  queries_ += queries->size();
+  base::TimePoint now = clock_.Now();
+  std::vector<json> results(queries->size());
+  query::RunConcurrently(queries->size(), kBatchThreads, [&](size_t i) {
+    const BatchQuery& q = (*queries)[i];
+    if (!q.error.empty()) {
+      results[i] = json{{"error", q.error}, {"status", 400}};
+      return;
+    }
+    base::Result<json> answer = base::Error(base::Internal("query {}: internal error", i));
+    try {
+      answer = q.path == "breakdown" ? BreakdownAnswer(storage_, q.params, now)
+                                     : QueryRangeAnswer(storage_, q.params, now);
+    } catch (const std::exception& e) {
+      WARPSCOPE_LOG_EVERY_N(ERROR, 100, "query_batch query {}: {}", i, e.what());
+    }
+    results[i] = answer ? std::move(*answer)
+                        : json{{"error", answer.error().message()},
+                               {"status", HttpStatusFor(answer.error())}};
+  });
+  SendJson(res, 200, json{{"results", std::move(results)}});
+}
+
+void ApiServer::Profiles(const httplib::Request& req, httplib::Response& res) {
+  if (!StartQuery(req, res)) {
+    return;
+  }
+  ProfileQuery q;
+  if (base::Status st =
+          FillScopedQuery(ParamsOf(req), clock_.Now(), std::chrono::hours(24), 100, 10000, q);
+      !st.ok()) {
+    return SendError(res, 400, st.message());
+  }
+  SendList(res, storage_.ListProfiles(q), "profiles", query::ProfileMetaJson);
+}
+
+void ApiServer::ProfileData(const httplib::Request& req, httplib::Response& res) {
+  if (!StartQuery(req, res)) {
+    return;
+  }
+  int64_t id = 0;
+  try {
+    id = std::stoll(req.matches[1].str());
+  } catch (...) {
+    return SendError(res, 400, "bad profile id");
+  }
+  auto profile = storage_.ReadProfile(id);
+  if (!profile) {
+    return SendStatus(res, profile.error());
+  }
+  res.status = 200;
+  res.set_header("Content-Disposition",
+                 "attachment; filename=\"profile-" + std::to_string(id) + ".pb.gz\"");
+  res.set_content(profile->data, "application/octet-stream");
+}
+
+void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& res) {
+  if (!StartQuery(req, res)) {
+    return;
+  }
+  Params params = ParamsOf(req);
+  std::string format = "tree";
+  if (auto f = Param(params, "format")) {
+    format = std::string(*f);
+  }
+  if (format != "tree" && format != "pprof") {
+    return SendError(res, 400, "format= must be tree or pprof");
+  }
+  ProfileQuery q;
+  if (base::Status st = FillScopedQuery(params, clock_.Now(), std::chrono::hours(1), 100, 1000, q);
+      !st.ok()) {
+    return SendError(res, 400, st.message());
+  }
+  auto merged = query::MergeStoredProfiles(storage_, q);
+  if (!merged) {
+    return SendStatus(res, merged.error());
+  }
+  if (merged->profiles == 0) {
+    return SendError(res, 422,
+                     "no stored profile in this window decodes as pprof: " + merged->first_error);
+  }
+  if (format == "pprof") {
+    auto bytes = profiling::EncodePprof(merged->profile);
+    if (!bytes) {
+      return SendStatus(res, bytes.error());
+    }
+    res.status = 200;
+    res.set_header("Content-Disposition", "attachment; filename=\"profile-merged.pb.gz\"");
+    res.set_content(*bytes, "application/octet-stream");
+    return;
+  }
+  profiling::FlameTreeOptions tree_options;
+  if (auto v = Param(params, "value")) {
+    auto index = profiling::FindSampleType(merged->profile.sample_types, *v);
+    if (!index) {
+      return SendError(res, 400, index.error().message());
+    }
+    tree_options.sort_value = *index;
+  }
+  SendJson(res, 200, query::MergedProfileTreeJson(*merged, tree_options));
+}
+
+}  // namespace warpscope::server

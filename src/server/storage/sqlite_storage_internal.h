@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the sqlite_storage*.cc files share: tuning constants, the meta table's keys, time and
+// name conversions, and the few reads both the open and the query paths do. Private to
+// SqliteStorage's implementation; nothing outside src/server/storage/ includes it.
+#ifndef WARPSCOPE_SERVER_STORAGE_SQLITE_STORAGE_INTERNAL_H_
+#define WARPSCOPE_SERVER_STORAGE_SQLITE_STORAGE_INTERNAL_H_
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "base/status.h"
+#include "base/time.h"
+#include "model/entity.h"
+#include "server/storage/query_plan.h"
+#include "server/storage/sqlite_db.h"
+#include "server/storage/sqlite_storage.h"
+#include "server/storage/storage.h"
+
+namespace warpscope::server {
+
+struct SqliteStorage::MatchedSeries {
+  int64_t id = 0;
+  SeriesIdentity identity;
+};
+
+// What one batch transaction staged, applied to staged_ once it has committed.
+struct SqliteStorage::StagedBatch {
+  std::vector<StagedSample> rows;
+  int64_t last_id = 0;  // rowid of its staged_samples row (staged_last_id_ when it has none)
+};
+
+namespace storage_internal {
+
+// series.last_seen_ms is written at most this often per series (an UPDATE per series per batch
+// would double the write cost); readers allow twice this much slack when they use it.
+inline constexpr int64_t kLastSeenPersistMs = 10 * kMinuteMs;
+inline constexpr int64_t kLastSeenSlackMs = 2 * kLastSeenPersistMs;
+// Compaction works on this many series per transaction, over slices of this many ms, so one
+// chunk reads about 256 series x 60 rows and holds the write lock for a few milliseconds.
+inline constexpr size_t kChunkSeries = 256;
+inline constexpr int64_t kMinuteSliceMs = 10 * kMinuteMs;
+inline constexpr int64_t kHourSliceMs = kHourMs;
+// Retention runs when its cutoff has moved at least this far.
+inline constexpr int64_t kRetentionStepMs = kHourMs;
+// kRate needs the row before the first bucket; it is looked for this far back.
+inline constexpr int64_t kRateSeedMs = 10 * kMinuteMs;
+// Rows deleted per transaction by retention of events, profiles and the dedup table.
+inline constexpr int kDeleteBatch = 5000;
+
+// Resolution keys of rollup_dirty: the bucket in seconds.
+inline constexpr int64_t kDirtyMinute = 60;
+inline constexpr int64_t kDirtyHour = 3600;
+
+inline constexpr char kMetaSchemaVersion[] = "schema_version";
+inline constexpr char kMetaFirstWindow[] = "first_window_ms";
+inline constexpr char kMetaMinuteWatermark[] = "minute_watermark_ms";
+inline constexpr char kMetaHourWatermark[] = "hour_watermark_ms";
+inline constexpr char kMetaRawCutoff[] = "raw_cutoff_ms";
+inline constexpr char kMetaMinuteCutoff[] = "minute_cutoff_ms";
+inline constexpr char kMetaHourCutoff[] = "hour_cutoff_ms";
+
+// Every table, in the order Stats() reports them.
+inline constexpr const char* kTables[] = {
+    "samples", "staged_samples", "rollup_1m", "rollup_1h", "series", "entities",     "hosts",
+    "metrics", "events",         "profiles",  "ingested",  "agents", "rollup_dirty", "meta"};
+
+// The time marks kept in the meta table, in ms; 0 when absent.
+struct MetaMarks {
+  int64_t first_window = 0;
+  int64_t minute_watermark = 0;
+  int64_t hour_watermark = 0;
+  int64_t raw_cutoff = 0;
+  int64_t minute_cutoff = 0;
+  int64_t hour_cutoff = 0;
+};
+[[nodiscard]] base::Result<MetaMarks> ReadMetaMarks(sqlite::Connection& db);
+
+// Reads one metric row by key: its id and description. NotFound names the key.
+[[nodiscard]] base::Result<std::pair<int64_t, MetricInfo>> ReadMetric(sqlite::Connection& db,
+                                                                      const std::string& key);
+
+inline int64_t ToMs(base::TimePoint t) { return base::ToUnixMillis(t); }
+inline base::TimePoint FromMs(int64_t ms) { return base::FromUnixNanos(ms * 1'000'000); }
+inline int64_t DurationMs(base::Duration d) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+}
+
+inline std::string_view MetricKindName(model::MetricKind kind) {
+  return kind == model::MetricKind::kCounter ? "counter" : "gauge";
+}
+inline model::MetricKind ParseMetricKind(std::string_view name) {
+  return name == "counter" ? model::MetricKind::kCounter : model::MetricKind::kGauge;
+}
+inline model::EntityKind EntityKindOrHost(std::string_view name) {
+  auto kind = ParseEntityKind(name);
+  return kind ? *kind : model::EntityKind::kHost;
+}
+
+// Keys of the entities_ and series_ caches.
+inline std::string EntityKey(int64_t host_id, std::string_view entity) {
+  return fmt::format("{}\x1f{}", host_id, entity);
+}
+inline std::string SeriesKey(int64_t entity_row, int64_t metric_id, std::string_view labels) {
+  return fmt::format("{}\x1f{}\x1f{}", entity_row, metric_id, labels);
+}
+
+}  // namespace storage_internal
+}  // namespace warpscope::server
+
+#endif  // WARPSCOPE_SERVER_STORAGE_SQLITE_STORAGE_INTERNAL_H_

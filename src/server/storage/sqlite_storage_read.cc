@@ -1,0 +1,543 @@
+// SPDX-License-Identifier: Apache-2.0
+// SqliteStorage's read queries: range, top entities, entities, metrics, events, profiles and
+// Stats, each in one read transaction on a pooled connection.
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <optional>
+#include <tuple>
+
+#include "server/storage/label_codec.h"
+#include "server/storage/sqlite_db.h"
+#include "server/storage/sqlite_storage.h"
+#include "server/storage/sqlite_storage_internal.h"
+
+namespace warpscope::server {
+namespace {
+
+using base::Error;
+using base::Result;
+using base::Status;
+using sqlite::Connection;
+using sqlite::Statement;
+using storage_internal::DurationMs;
+using storage_internal::EntityKindOrHost;
+using storage_internal::FromMs;
+using storage_internal::kLastSeenSlackMs;
+using storage_internal::kRateSeedMs;
+using storage_internal::kTables;
+using storage_internal::MetaMarks;
+using storage_internal::ReadMetaMarks;
+using storage_internal::ReadMetric;
+using storage_internal::ToMs;
+
+bool MatchesAll(const model::Labels& have, const model::Labels& want) {
+  for (const auto& [key, value] : want) {
+    if (!have.Has(key) || have.Get(key) != value) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The rows of one series in [?2, ?3) at resolution `r`. With `only` set, just the columns that
+// aggregation needs are read (a chart over a day reads ~10^5 rows; fewer columns per row is the
+// cheapest saving); otherwise all of them.
+std::string RowsSql(Resolution r, std::optional<Aggregation> only) {
+  const char* table = r == Resolution::kRaw      ? "samples"
+                      : r == Resolution::kMinute ? "rollup_1m"
+                                                 : "rollup_1h";
+  const char* time = r == Resolution::kRaw ? "start_ms" : "bucket_ms";
+  const char* columns = "avg, min, max, last, count";
+  if (only.has_value()) {
+    switch (*only) {
+      case Aggregation::kAvg:
+        columns = "avg, count";
+        break;
+      case Aggregation::kMin:
+        columns = "min";
+        break;
+      case Aggregation::kMax:
+        columns = "max";
+        break;
+      case Aggregation::kLast:
+      case Aggregation::kRate:
+        columns = "last";
+        break;
+    }
+  }
+  return fmt::format(
+      "SELECT {1}, {2} FROM {0} WHERE series_id = ?1 AND {1} >= ?2 AND {1} < ?3 "
+      "ORDER BY {1}",
+      table, time, columns);
+}
+
+// A row of RowsSql(_, only) as a Row; fields not read stay at Row's defaults.
+Row ReadRow(const Statement& stmt, std::optional<Aggregation> only) {
+  Row r;
+  r.start = stmt.ColumnInt(0);
+  if (!only.has_value()) {
+    r.avg = stmt.ColumnDouble(1);
+    r.min = stmt.ColumnDouble(2);
+    r.max = stmt.ColumnDouble(3);
+    r.last = stmt.ColumnDouble(4);
+    r.count = stmt.ColumnInt(5);
+  } else if (*only == Aggregation::kAvg) {
+    r.avg = stmt.ColumnDouble(1);
+    r.count = stmt.ColumnInt(2);
+  } else if (*only == Aggregation::kMin) {
+    r.min = stmt.ColumnDouble(1);
+  } else if (*only == Aggregation::kMax) {
+    r.max = stmt.ColumnDouble(1);
+  } else {
+    r.last = stmt.ColumnDouble(1);
+  }
+  return r;
+}
+
+// The buckets a range query has for `query`, or InvalidArgument naming the limit and the step
+// that would fit.
+Result<int64_t> RangeBuckets(const RangeQuery& query, int64_t origin, int64_t step_ms,
+                             int64_t end_ms) {
+  const int64_t buckets = (end_ms - origin + step_ms - 1) / step_ms;
+  if (static_cast<uint64_t>(buckets) > query.max_points) {
+    return Error(base::InvalidArgument(
+        "query: {} points per series exceeds the limit of {}; use a step of at least {}", buckets,
+        query.max_points,
+        base::FormatDuration(std::chrono::milliseconds(
+            (end_ms - origin + static_cast<int64_t>(query.max_points) - 1) /
+            static_cast<int64_t>(query.max_points)))));
+  }
+  return buckets;
+}
+
+// The value of a range's buckets that have one, as points.
+std::vector<Point> BucketPoints(const SeriesFolder& folder, Aggregation aggregation, int64_t origin,
+                                int64_t step_ms) {
+  std::vector<Point> points;
+  const auto& folded = folder.buckets();
+  for (size_t i = 0; i < folded.size(); ++i) {
+    std::optional<double> value = folded[i].Value(aggregation);
+    if (value.has_value()) {
+      points.push_back(Point{FromMs(origin + static_cast<int64_t>(i) * step_ms), *value});
+    }
+  }
+  return points;
+}
+
+std::vector<Resolution> UsedResolutions(const bool used[3]) {
+  std::vector<Resolution> out;
+  for (Resolution r : {Resolution::kRaw, Resolution::kMinute, Resolution::kHour}) {
+    if (used[static_cast<int>(r)]) {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+// One entity's figures in TopEntities: its series' buckets combined.
+struct PerEntity {
+  TopEntry entry;
+  Bucket combined;
+  double rate_sum = 0;
+  bool has_rate = false;
+
+  void Add(const SeriesIdentity& identity, const Bucket& b) {
+    if (combined.empty()) {
+      entry.host = identity.host;
+      entry.entity = identity.entity;
+      entry.entity_kind = identity.entity_kind;
+      entry.entity_attributes = identity.entity_attributes;
+    }
+    Bucket& c = combined;
+    if (c.empty() || b.last_start >= c.last_start) {
+      c.last = b.last;
+      c.last_start = b.last_start;
+    }
+    c.count += b.count;
+    c.weighted_sum += b.weighted_sum;
+    c.min = std::min(c.min, b.min);
+    c.max = std::max(c.max, b.max);
+    if (std::optional<double> r = b.Value(Aggregation::kRate); r.has_value()) {
+      rate_sum += *r;
+      has_rate = true;
+    }
+  }
+};
+
+// The entries of `entities` that have a value for `query`, ranked and cut to its limit.
+std::vector<TopEntry> RankTop(const TopQuery& query,
+                              std::map<std::pair<std::string, std::string>, PerEntity>& entities) {
+  const bool rate = query.aggregation == Aggregation::kRate;
+  std::vector<TopEntry> out;
+  for (auto& [key, pe] : entities) {
+    std::optional<double> value =
+        rate ? (pe.has_rate ? std::optional<double>(pe.rate_sum) : std::nullopt)
+             : pe.combined.Value(query.aggregation);
+    if (!value.has_value()) {
+      continue;
+    }
+    pe.entry.value = *value;
+    pe.entry.latest = pe.combined.last;
+    pe.entry.latest_time = FromMs(pe.combined.last_start);
+    out.push_back(std::move(pe.entry));
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const TopEntry& a, const TopEntry& b) {
+    return query.ascending ? a.value < b.value : a.value > b.value;
+  });
+  if (out.size() > query.limit) {
+    out.resize(query.limit);
+  }
+  return out;
+}
+
+constexpr char kProfileColumns[] =
+    "SELECT p.id, h.name, p.entity, p.pid, p.executable, p.kind, p.start_ms, p.end_ms, "
+    "p.labels, p.size";
+
+ProfileMeta ReadProfileMeta(const Statement& stmt) {
+  ProfileMeta m;
+  m.id = stmt.ColumnInt(0);
+  m.host = std::string(stmt.ColumnText(1));
+  m.entity = std::string(stmt.ColumnText(2));
+  m.pid = stmt.ColumnInt(3);
+  m.executable = std::string(stmt.ColumnText(4));
+  m.kind = std::string(stmt.ColumnText(5));
+  m.start = FromMs(stmt.ColumnInt(6));
+  m.end = FromMs(stmt.ColumnInt(7));
+  m.labels = DecodeLabels(stmt.ColumnText(8));
+  m.size_bytes = static_cast<uint64_t>(stmt.ColumnInt(9));
+  return m;
+}
+
+// The bytes of each table, indexes included, from the dbstat virtual table.
+Result<std::map<std::string, uint64_t>> TableBytes(Connection& db) {
+  // B-tree name (table or index) -> its table.
+  std::map<std::string, std::string> owner;
+  {
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
+                               db.Prepare("SELECT name, tbl_name FROM sqlite_schema WHERE type IN "
+                                          "('table', 'index')"));
+    WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
+      owner[std::string(row.ColumnText(0))] = std::string(row.ColumnText(1));
+    }));
+  }
+  std::map<std::string, uint64_t> bytes;
+  WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
+                             db.Prepare("SELECT name, SUM(pgsize) FROM dbstat GROUP BY name"));
+  WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
+    auto it = owner.find(std::string(row.ColumnText(0)));
+    if (it != owner.end()) {
+      bytes[it->second] += static_cast<uint64_t>(row.ColumnInt(1));
+    }
+  }));
+  return bytes;
+}
+
+}  // namespace
+
+Result<std::vector<SqliteStorage::MatchedSeries>> SqliteStorage::MatchSeries(
+    Connection& db, int64_t metric_id, const SeriesMatcher& match, int64_t start_ms,
+    int64_t end_ms) {
+  // Only the conditions that apply, so that SQLite can use series_by_metric(metric_id, host_id)
+  // and the entities unique index. One cached statement per combination.
+  std::string sql =
+      "SELECT s.id, h.name, e.entity, e.kind, e.attributes, s.labels FROM series s "
+      "JOIN hosts h ON h.id = s.host_id JOIN entities e ON e.id = s.entity_id "
+      "WHERE s.metric_id = ?1 AND s.last_seen_ms >= ?2 AND s.first_seen_ms < ?3";
+  if (!match.host.empty()) {
+    sql += " AND h.name = ?4";
+  }
+  if (!match.entity.empty()) {
+    sql += " AND e.entity = ?5";
+  }
+  if (match.entity_kind.has_value()) {
+    sql += " AND e.kind = ?6";
+  }
+  WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(sql));
+  stmt.Bind(metric_id, start_ms - kLastSeenSlackMs, end_ms);
+  if (!match.host.empty()) {
+    stmt.BindText(4, match.host);
+  }
+  if (!match.entity.empty()) {
+    stmt.BindText(5, match.entity);
+  }
+  if (match.entity_kind.has_value()) {
+    stmt.BindText(6, model::EntityKindName(*match.entity_kind));
+  }
+  std::vector<MatchedSeries> out;
+  WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
+    MatchedSeries m;
+    m.id = row.ColumnInt(0);
+    m.identity.host = std::string(row.ColumnText(1));
+    m.identity.entity = std::string(row.ColumnText(2));
+    m.identity.entity_kind = EntityKindOrHost(row.ColumnText(3));
+    m.identity.entity_attributes = DecodeLabels(row.ColumnText(4));
+    m.identity.labels = DecodeLabels(row.ColumnText(5));
+    if (MatchesAll(m.identity.labels, match.labels) &&
+        MatchesAll(m.identity.entity_attributes, match.entity_attributes)) {
+      out.push_back(std::move(m));
+    }
+  }));
+  std::sort(out.begin(), out.end(), [](const MatchedSeries& a, const MatchedSeries& b) {
+    return std::tie(a.identity.host, a.identity.entity, a.identity.labels) <
+           std::tie(b.identity.host, b.identity.entity, b.identity.labels);
+  });
+  return out;
+}
+
+Result<Availability> SqliteStorage::ReadAvailability(Connection& db) {
+  WARPSCOPE_ASSIGN_OR_RETURN(MetaMarks marks, ReadMetaMarks(db));
+  constexpr int64_t kAll = std::numeric_limits<int64_t>::min();
+  Availability a;
+  a.raw_from = marks.raw_cutoff != 0 ? marks.raw_cutoff : kAll;
+  a.minute_from = marks.minute_cutoff != 0 ? marks.minute_cutoff : kAll;
+  a.minute_to = marks.minute_watermark;
+  a.hour_from = marks.hour_cutoff != 0 ? marks.hour_cutoff : kAll;
+  a.hour_to = marks.hour_watermark;
+  return a;
+}
+
+Status SqliteStorage::FoldSeries(Connection& db, int64_t series_id,
+                                 const std::vector<Segment>& segments,
+                                 std::optional<Aggregation> only, SeriesFolder& folder,
+                                 bool used[3]) {
+  for (const Segment& segment : segments) {
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(RowsSql(segment.resolution, only)));
+    stmt.Bind(series_id, segment.from, segment.to);
+    WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
+      folder.Add(ReadRow(row, only));
+      used[static_cast<int>(segment.resolution)] = true;
+    }));
+  }
+  return base::OkStatus();
+}
+
+Result<RangeResult> SqliteStorage::QueryRange(const RangeQuery& query) {
+  if (query.metric.empty()) {
+    return Error(base::InvalidArgument("query: metric is required"));
+  }
+  const int64_t step_ms = DurationMs(query.step);
+  if (step_ms <= 0) {
+    return Error(base::InvalidArgument("query: step must be at least 1ms"));
+  }
+  WARPSCOPE_RETURN_IF_ERROR(ApplyStaged());
+  const int64_t start_ms = ToMs(query.start);
+  const int64_t end_ms = ToMs(query.end);
+  if (end_ms <= start_ms) {
+    return Error(base::InvalidArgument("query: end must be after start"));
+  }
+  const int64_t origin = FloorTo(start_ms, step_ms);
+  WARPSCOPE_ASSIGN_OR_RETURN(const int64_t buckets, RangeBuckets(query, origin, step_ms, end_ms));
+
+  return sqlite::InReadTransaction(*readers_, [&](Connection& db) -> Result<RangeResult> {
+    WARPSCOPE_ASSIGN_OR_RETURN(auto metric, ReadMetric(db, query.metric));
+    WARPSCOPE_ASSIGN_OR_RETURN(std::vector<MatchedSeries> matched,
+                               MatchSeries(db, metric.first, query.match, start_ms, end_ms));
+    if (matched.size() > query.max_series) {
+      return Error(base::InvalidArgument(
+          "query: {} series of {} match, more than the limit of {}; narrow the matchers (host, "
+          "entity, labels)",
+          matched.size(), query.metric, query.max_series));
+    }
+    WARPSCOPE_ASSIGN_OR_RETURN(Availability availability, ReadAvailability(db));
+    const int64_t fetch_from =
+        query.aggregation == Aggregation::kRate ? origin - std::max(step_ms, kRateSeedMs) : origin;
+    std::vector<Segment> segments = PlanSegments(fetch_from, end_ms, step_ms, availability);
+
+    RangeResult result;
+    result.metric = std::move(metric.second);
+    bool used[3] = {false, false, false};
+    for (MatchedSeries& m : matched) {
+      SeriesFolder folder(origin, step_ms, static_cast<size_t>(buckets));
+      WARPSCOPE_RETURN_IF_ERROR(FoldSeries(db, m.id, segments, query.aggregation, folder, used));
+      RangeSeries series;
+      series.points = BucketPoints(folder, query.aggregation, origin, step_ms);
+      if (series.points.empty()) {
+        continue;
+      }
+      series.series = std::move(m.identity);
+      result.series.push_back(std::move(series));
+    }
+    result.resolutions = UsedResolutions(used);
+    return result;
+  });
+}
+
+Result<std::vector<TopEntry>> SqliteStorage::TopEntities(const TopQuery& query) {
+  if (query.metric.empty()) {
+    return Error(base::InvalidArgument("top entities: metric is required"));
+  }
+  const int64_t start_ms = ToMs(query.start);
+  const int64_t end_ms = ToMs(query.end);
+  if (end_ms <= start_ms) {
+    return Error(base::InvalidArgument("top entities: end must be after start"));
+  }
+  WARPSCOPE_RETURN_IF_ERROR(ApplyStaged());
+  const int64_t range_ms = end_ms - start_ms;
+
+  return sqlite::InReadTransaction(*readers_, [&](Connection& db) -> Result<std::vector<TopEntry>> {
+    WARPSCOPE_ASSIGN_OR_RETURN(auto metric, ReadMetric(db, query.metric));
+    WARPSCOPE_ASSIGN_OR_RETURN(std::vector<MatchedSeries> matched,
+                               MatchSeries(db, metric.first, query.match, start_ms, end_ms));
+    WARPSCOPE_ASSIGN_OR_RETURN(Availability availability, ReadAvailability(db));
+    const int64_t fetch_from =
+        query.aggregation == Aggregation::kRate ? start_ms - kRateSeedMs : start_ms;
+    std::vector<Segment> segments = PlanSegments(fetch_from, end_ms, range_ms, availability);
+
+    std::map<std::pair<std::string, std::string>, PerEntity> entities;
+    bool used[3] = {false, false, false};
+    for (MatchedSeries& m : matched) {
+      SeriesFolder folder(start_ms, range_ms, 1);
+      // All columns: the entry also reports the latest value.
+      WARPSCOPE_RETURN_IF_ERROR(FoldSeries(db, m.id, segments, std::nullopt, folder, used));
+      const Bucket& b = folder.buckets()[0];
+      if (b.empty()) {
+        continue;
+      }
+      entities[{m.identity.host, m.identity.entity}].Add(m.identity, b);
+    }
+    return RankTop(query, entities);
+  });
+}
+
+Result<std::vector<EntityRecord>> SqliteStorage::ListEntities(const EntityQuery& query) {
+  return sqlite::InReadTransaction(
+      *readers_, [&](Connection& db) -> Result<std::vector<EntityRecord>> {
+        WARPSCOPE_ASSIGN_OR_RETURN(
+            Statement stmt,
+            db.Prepare("SELECT h.name, e.entity, e.kind, e.parent, e.attributes, "
+                       "e.first_seen_ms, e.last_seen_ms FROM entities e JOIN hosts h ON h.id = "
+                       "e.host_id WHERE (?1 = '' OR e.kind = ?1) AND (?2 = '' OR h.name = ?2) "
+                       "AND (?3 = '' OR substr(e.entity, 1, length(?3)) = ?3) "
+                       "AND (?4 = '' OR instr(e.entity, ?4) > 0) AND e.last_seen_ms >= ?5 "
+                       "ORDER BY h.name, e.kind, e.entity"));
+        stmt.Bind(query.kind.has_value() ? model::EntityKindName(*query.kind) : "", query.host,
+                  query.id_prefix, query.id_contains,
+                  query.seen_since.has_value() ? ToMs(*query.seen_since)
+                                               : std::numeric_limits<int64_t>::min());
+        std::vector<EntityRecord> out;
+        if (query.limit == 0) {
+          return out;
+        }
+        WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
+          EntityRecord r;
+          r.host = std::string(row.ColumnText(0));
+          r.entity.id = std::string(row.ColumnText(1));
+          r.entity.kind = EntityKindOrHost(row.ColumnText(2));
+          r.entity.parent = std::string(row.ColumnText(3));
+          r.entity.attributes = DecodeLabels(row.ColumnText(4));
+          r.first_seen = FromMs(row.ColumnInt(5));
+          r.last_seen = FromMs(row.ColumnInt(6));
+          if (MatchesAll(r.entity.attributes, query.attributes)) {
+            out.push_back(std::move(r));
+          }
+          return out.size() < query.limit;
+        }));
+        return out;
+      });
+}
+
+Result<std::vector<MetricInfo>> SqliteStorage::ListMetrics() {
+  return sqlite::InReadTransaction(
+      *readers_, [&](Connection& db) -> Result<std::vector<MetricInfo>> {
+        WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
+                                   db.Prepare("SELECT key FROM metrics ORDER BY key"));
+        std::vector<std::string> keys;
+        WARPSCOPE_RETURN_IF_ERROR(
+            stmt.ForEachRow([&](const Statement& row) { keys.emplace_back(row.ColumnText(0)); }));
+        std::vector<MetricInfo> out;
+        for (const std::string& key : keys) {
+          WARPSCOPE_ASSIGN_OR_RETURN(auto metric, ReadMetric(db, key));
+          out.push_back(std::move(metric.second));
+        }
+        return out;
+      });
+}
+
+Result<std::vector<EventRecord>> SqliteStorage::QueryEvents(const EventQuery& query) {
+  return sqlite::InReadTransaction(
+      *readers_, [&](Connection& db) -> Result<std::vector<EventRecord>> {
+        WARPSCOPE_ASSIGN_OR_RETURN(
+            Statement stmt,
+            db.Prepare("SELECT h.name, ev.entity, ev.time_ms, ev.kind, ev.code, ev.message, "
+                       "ev.attributes FROM events ev JOIN hosts h ON h.id = ev.host_id "
+                       "WHERE ev.time_ms >= ?1 AND ev.time_ms < ?2 AND (?3 = '' OR h.name = ?3) "
+                       "AND (?4 = '' OR ev.entity = ?4) AND (?5 = '' OR ev.kind = ?5) "
+                       "ORDER BY ev.time_ms DESC, ev.id DESC LIMIT ?6"));
+        stmt.Bind(ToMs(query.start), ToMs(query.end), query.host, query.entity, query.kind,
+                  static_cast<int64_t>(std::min<size_t>(query.limit, INT64_MAX)));
+        std::vector<EventRecord> out;
+        WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
+          EventRecord r;
+          r.host = std::string(row.ColumnText(0));
+          r.event.entity = std::string(row.ColumnText(1));
+          r.event.time = FromMs(row.ColumnInt(2));
+          r.event.kind = std::string(row.ColumnText(3));
+          r.event.code = row.ColumnInt(4);
+          r.event.message = std::string(row.ColumnText(5));
+          r.event.attributes = DecodeLabels(row.ColumnText(6));
+          out.push_back(std::move(r));
+        }));
+        return out;
+      });
+}
+
+Result<std::vector<ProfileMeta>> SqliteStorage::ListProfiles(const ProfileQuery& query) {
+  return sqlite::InReadTransaction(
+      *readers_, [&](Connection& db) -> Result<std::vector<ProfileMeta>> {
+        WARPSCOPE_ASSIGN_OR_RETURN(
+            Statement stmt,
+            db.Prepare(std::string(kProfileColumns) +
+                       " FROM profiles p JOIN hosts h ON h.id = p.host_id "
+                       "WHERE p.start_ms < ?2 AND p.end_ms > ?1 AND (?3 = '' OR h.name = ?3) "
+                       "AND (?4 = '' OR p.entity = ?4) AND (?5 = '' OR p.kind = ?5) "
+                       "AND (?6 = 0 OR p.pid = ?6) ORDER BY p.start_ms DESC, p.id DESC LIMIT ?7"));
+        stmt.Bind(ToMs(query.start), ToMs(query.end), query.host, query.entity, query.kind,
+                  query.pid, static_cast<int64_t>(std::min<size_t>(query.limit, INT64_MAX)));
+        std::vector<ProfileMeta> out;
+        WARPSCOPE_RETURN_IF_ERROR(
+            stmt.ForEachRow([&](const Statement& row) { out.push_back(ReadProfileMeta(row)); }));
+        return out;
+      });
+}
+
+Result<Profile> SqliteStorage::ReadProfile(int64_t id) {
+  return sqlite::InReadTransaction(*readers_, [&](Connection& db) -> Result<Profile> {
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        Statement stmt,
+        db.Prepare(std::string(kProfileColumns) +
+                   ", p.data FROM profiles p JOIN hosts h ON h.id = p.host_id WHERE p.id = ?1"));
+    stmt.Bind(id);
+    WARPSCOPE_ASSIGN_OR_RETURN(bool row, stmt.Step());
+    if (!row) {
+      return Error(base::NotFound("profile {} does not exist (or has expired)", id));
+    }
+    Profile p;
+    p.meta = ReadProfileMeta(stmt);
+    p.data = std::string(stmt.ColumnBlob(10));
+    return p;
+  });
+}
+
+Result<StorageStats> SqliteStorage::Stats() {
+  WARPSCOPE_RETURN_IF_ERROR(ApplyStaged());
+  return sqlite::InReadTransaction(*readers_, [&](Connection& db) -> Result<StorageStats> {
+    WARPSCOPE_ASSIGN_OR_RETURN(auto bytes, TableBytes(db));
+    StorageStats stats;
+    for (const char* table : kTables) {
+      WARPSCOPE_ASSIGN_OR_RETURN(int64_t rows,
+                                 db.QueryInt(fmt::format("SELECT COUNT(*) FROM {}", table), 0));
+      stats.tables.push_back(TableStats{table, static_cast<uint64_t>(rows), bytes[table]});
+    }
+    WARPSCOPE_ASSIGN_OR_RETURN(int64_t pages, db.QueryInt("PRAGMA page_count", 0));
+    WARPSCOPE_ASSIGN_OR_RETURN(int64_t page_size, db.QueryInt("PRAGMA page_size", 0));
+    std::error_code ec;
+    uintmax_t wal = std::filesystem::file_size(path_ + "-wal", ec);
+    stats.total_bytes = static_cast<uint64_t>(pages * page_size) + (ec ? 0 : wal);
+    return stats;
+  });
+}
+
+}  // namespace warpscope::server
