@@ -32,12 +32,13 @@ function(warpscope_add_library name)
   add_library(warpscope::${name} ALIAS ${target})
 endfunction()
 
-# warpscope_add_test(NAME foo_test SOURCES foo_test.cc DEPS ... LABELS unit)
+# warpscope_add_test(NAME foo_test SOURCES foo_test.cc DEPS ... LABELS unit
+#                    [PROPERTIES RUN_SERIAL TRUE ...])   extra ctest properties of its tests
 function(warpscope_add_test name)
   if(NOT WARPSCOPE_BUILD_TESTS)
     return()
   endif()
-  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;LABELS;PROPERTIES" ${ARGN})
   if(NOT ARG_LABELS)
     set(ARG_LABELS unit)
   endif()
@@ -48,7 +49,8 @@ function(warpscope_add_test name)
   target_compile_definitions(${name} PRIVATE
     WARPSCOPE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     WARPSCOPE_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" DISCOVERY_TIMEOUT 60)
+  gtest_discover_tests(${name} PROPERTIES LABELS "${ARG_LABELS}" ${ARG_PROPERTIES}
+                       DISCOVERY_TIMEOUT 60)
 endfunction()
 
 # warpscope_missing_peer_test(NAME browser_ui_test REASON "node is not installed: ...")
