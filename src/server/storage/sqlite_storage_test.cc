@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "base/testing/temp_dir.h"
-#include "server/storage/storage_conformance.h"
+#include "server/storage/testing/storage_conformance.h"
 
 namespace warpscope::server {
 namespace {

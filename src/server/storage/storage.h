@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The server's storage interface: what ingest writes and what the query API reads. Backends:
 // SqliteStorage (embedded, the default; sqlite_storage.h) and later ClickHouse. Every backend
-// passes the conformance suite in storage_conformance.h. Design: docs/design/storage.md.
+// passes the conformance suite in testing/storage_conformance.h. Design: docs/design/storage.md.
 #ifndef WARPSCOPE_SERVER_STORAGE_STORAGE_H_
 #define WARPSCOPE_SERVER_STORAGE_STORAGE_H_
 

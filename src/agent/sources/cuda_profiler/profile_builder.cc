@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "agent/sources/cuda_profiler/profile_builder.h"
 
-#include "agent/process_info.h"
 #include "agent/sources/cuda_profiler/cuda_profiler_metrics.h"
 #include "agent/sources/cuda_profiler/process_window.h"
 #include "base/logging.h"
+#include "model/process.h"
 
 namespace warpscope::agent::cuda_profiler {
 
@@ -129,13 +129,13 @@ std::vector<profiling::WindowProfile> ProfileBuilder::FinishWindow(int64_t start
 void ProfileBuilder::EmitSelfMetrics(model::SampleSink& sink) const {
   for (const auto& [pid, state_ptr] : processes_) {
     const ProcessState& state = *state_ptr;
-    agent::ProcessInfo info;
+    model::ProcessInfo info;
     info.pid = pid;
     info.container_pid = pid;
     info.start_ticks = state.desc.start_ticks;
     info.executable = state.desc.executable.substr(state.desc.executable.rfind('/') + 1);
     info.executable_path = state.desc.executable;
-    model::Entity entity = MakeProcessEntity(info);
+    model::Entity entity = model::MakeProcessEntity(info);
     sink.AddEntity(entity);
     const ProcessCounters& c = state.counters;
     sink.AddValue(cuda_profiler_metrics::kLaunchesSeen, entity.id,

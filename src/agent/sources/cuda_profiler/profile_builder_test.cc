@@ -10,8 +10,8 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "agent/process_info.h"
 #include "agent/sources/cuda_profiler/cuda_profiler_metrics.h"
+#include "model/process.h"
 #include "model/testing/collecting_sink.h"
 #include "perftools/profiles.pb.h"
 #include "profiling/testing/pprof_rows.h"
@@ -478,10 +478,10 @@ TEST_F(ProfileBuilderTest, SelfMetricsCarryCountersAndTheOverheadOfTheLastWindow
   builder_.FinishWindow(1'000'000'000, 2'000'000'000);
   model::CollectingSink sink;
   builder_.EmitSelfMetrics(sink);
-  ProcessInfo info;
+  model::ProcessInfo info;
   info.pid = pid_;
   info.start_ticks = 55;
-  std::string entity = ProcessEntityId(info);
+  std::string entity = model::ProcessEntityId(info);
   ASSERT_EQ(sink.entities.size(), 1u);
   EXPECT_EQ(sink.entities[0].id, entity);
   EXPECT_EQ(sink.Find(cuda_profiler_metrics::kLaunchesSeen.key, entity), 2000);

@@ -55,7 +55,7 @@ void KeepForever(LeftBehind left) {
 
 class NvmlSource::Impl final : public nvml_internal::Reporter {
  public:
-  Impl(const NvmlSourceOptions& options, const base::Clock& clock, ProcessResolver& resolver,
+  Impl(const NvmlSourceOptions& options, const base::Clock& clock, model::ProcessResolver& resolver,
        SourceErrorHook on_error)
       : clock_(clock), on_error_(std::move(on_error)), options_(options), emitter_(resolver) {
     options_.lost_retry_polls = std::max(options_.lost_retry_polls, 1);
@@ -401,7 +401,8 @@ void NvmlSource::Impl::Finish(model::SampleSink& out) {
 // NvmlSource
 
 std::unique_ptr<NvmlSource> NvmlSource::Create(const NvmlSourceOptions& options,
-                                               const base::Clock& clock, ProcessResolver& resolver,
+                                               const base::Clock& clock,
+                                               model::ProcessResolver& resolver,
                                                SourceErrorHook on_error) {
   return std::unique_ptr<NvmlSource>(
       new NvmlSource(std::make_unique<Impl>(options, clock, resolver, std::move(on_error))));

@@ -35,10 +35,10 @@
 #include <string>
 #include <string_view>
 
-#include "agent/process_info.h"
 #include "agent/sources/source.h"
 #include "base/status.h"
 #include "base/time.h"
+#include "model/process.h"
 #include "nvml/nvml_library.h"
 
 namespace warpscope::agent {
@@ -71,7 +71,8 @@ class NvmlSource final : public Source {
   // `clock` and `resolver` must outlive the source. The resolver's BeginCycle() is the agent's
   // job (once per cycle, before the sources poll); the source only calls Resolve(), in Finish().
   static std::unique_ptr<NvmlSource> Create(const NvmlSourceOptions& options,
-                                            const base::Clock& clock, ProcessResolver& resolver,
+                                            const base::Clock& clock,
+                                            model::ProcessResolver& resolver,
                                             SourceErrorHook on_error = {});
   ~NvmlSource() override;
 
@@ -83,8 +84,9 @@ class NvmlSource final : public Source {
   // Every GPU that is not still busy is polled on its thread; what answered by the per-GPU
   // deadline is written, plus gpu.degraded = 1 for the rest, and the events.
   void Poll(base::TimePoint now, model::SampleSink& out) override;
-  // The processes of the GPUs that answered the last Poll: resolved through the ProcessResolver,
-  // written as entities, per-process series and per-executable roll-ups. Makes no NVML call.
+  // The processes of the GPUs that answered the last Poll: resolved through the
+  // model::ProcessResolver, written as entities, per-process series and per-executable roll-ups.
+  // Makes no NVML call.
   void Finish(base::TimePoint now, model::SampleSink& out) override;
   // Stops the event thread (within one event wait timeout) and the GPU threads, frees GPM samples
   // and the event set, shuts NVML down. A GPU thread still inside NVML is first released by

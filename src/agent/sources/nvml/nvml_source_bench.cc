@@ -13,9 +13,9 @@
 #include <map>
 #include <string>
 
-#include "agent/process_info.h"
 #include "agent/sources/nvml/nvml_source.h"
 #include "base/time.h"
+#include "model/process.h"
 #include "model/sample_sink.h"
 #include "nvml/testing/sim_environment.h"
 
@@ -62,9 +62,9 @@ class NullSink : public model::SampleSink {
 };
 
 // A resolver that knows every pid, as the procfs resolver would on a real host.
-class AllKnownResolver : public ProcessResolver {
+class AllKnownResolver : public model::ProcessResolver {
  public:
-  const ProcessInfo* Resolve(int pid) override {
+  const model::ProcessInfo* Resolve(int pid) override {
     auto [it, inserted] = table_.try_emplace(pid);
     if (inserted) {
       it->second.pid = pid;
@@ -76,7 +76,7 @@ class AllKnownResolver : public ProcessResolver {
   }
 
  private:
-  std::map<int, ProcessInfo> table_;
+  std::map<int, model::ProcessInfo> table_;
 };
 
 void BM_NvmlSourcePoll(benchmark::State& state) {

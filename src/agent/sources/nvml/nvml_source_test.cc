@@ -14,6 +14,7 @@
 
 #include "agent/sources/nvml/nvml_metrics.h"
 #include "model/testing/collecting_sink.h"
+#include "model/testing/fake_process_resolver.h"
 #include "nvml/testing/sim_environment.h"
 
 namespace warpscope::agent {
@@ -145,7 +146,7 @@ class NvmlSourceTest : public ::testing::Test {
 
   base::FakeClock clock_;
   base::Duration elapsed_{};
-  FakeProcessResolver resolver_;
+  model::FakeProcessResolver resolver_;
   model::CollectingSink sink_;
   std::vector<std::string> hook_calls_;
   std::unique_ptr<SimEnvironment> sim_;
@@ -162,7 +163,7 @@ model::Labels GpuLabels(std::string_view uuid, std::string_view index, std::stri
 
 TEST(NvmlSourceStartTest, MissingLibraryIsAClearStatusAndCounted) {
   base::FakeClock clock;
-  FakeProcessResolver resolver;
+  model::FakeProcessResolver resolver;
   std::vector<std::string> reasons;
   NvmlSourceOptions options;
   options.library_path = "/nonexistent/libnvidia-ml.so.1";
@@ -486,7 +487,7 @@ devices:
       - {pid: 701, name: python3, type: compute, memory: 2GiB, sm_util: 10, mem_util: 5}
       - {pid: 702, name: Xorg, type: graphics, memory: 100MiB}
 )yaml");
-  ProcessInfo py;
+  model::ProcessInfo py;
   py.pid = 700;
   py.start_ticks = 1234;
   py.executable = "python3";
@@ -825,9 +826,9 @@ TEST_F(NvmlSourceTest, DeviceDeadlineIsHalfTheAgentsDeadlineUnlessSet) {
 }
 
 // Records the threads Resolve() is called on.
-class ThreadRecordingResolver : public ProcessResolver {
+class ThreadRecordingResolver : public model::ProcessResolver {
  public:
-  const ProcessInfo* Resolve(int) override {
+  const model::ProcessInfo* Resolve(int) override {
     std::lock_guard lock(mu_);
     threads_.insert(std::this_thread::get_id());
     return nullptr;
@@ -885,7 +886,7 @@ TEST_F(NvmlSourceTest, ShippedScenariosStartAndPoll) {
     SimEnvironment sim(yaml);
     ASSERT_TRUE(sim.ok()) << sim.error();
     base::FakeClock clock;
-    FakeProcessResolver resolver;
+    model::FakeProcessResolver resolver;
     NvmlSourceOptions options;
     options.library_path = sim.library_path();
     options.event_wait_timeout = std::chrono::milliseconds(20);

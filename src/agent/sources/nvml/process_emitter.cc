@@ -33,16 +33,16 @@ ProcessEmitter::CacheEntry& ProcessEmitter::Resolve(const ProcessRow& row, Repor
   auto [it, inserted] = cache_.try_emplace(pid);
   CacheEntry& entry = it->second;
   entry.seen_poll = poll_seq_;
-  const ProcessInfo* info = resolver_.Resolve(static_cast<int>(pid));
-  auto build = [&](const ProcessInfo& p, bool from_nvml) {
+  const model::ProcessInfo* info = resolver_.Resolve(static_cast<int>(pid));
+  auto build = [&](const model::ProcessInfo& p, bool from_nvml) {
     entry.from_nvml_name = from_nvml;
     entry.start_ticks = p.start_ticks;
-    entry.process = MakeProcessEntity(p);
-    entry.executable = MakeExecutableEntity(p);
+    entry.process = model::MakeProcessEntity(p);
+    entry.executable = model::MakeExecutableEntity(p);
     if (p.container_id.empty()) {
       entry.container.reset();
     } else {
-      entry.container = MakeContainerEntity(p);
+      entry.container = model::MakeContainerEntity(p);
     }
     entry.emitted_poll = 0;
   };
@@ -56,7 +56,7 @@ ProcessEmitter::CacheEntry& ProcessEmitter::Resolve(const ProcessRow& row, Repor
     return entry;
   }
   // Not in /proc (another pid namespace, already exited, or a simulated process): NVML's name.
-  ProcessInfo fallback;
+  model::ProcessInfo fallback;
   fallback.pid = static_cast<int>(pid);
   fallback.container_pid = static_cast<int>(pid);
   static const std::string kNoName;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Internal to the NVML source: turns the process rows of a poll into process, executable and
 // container entities, per-process series and per-executable roll-ups (docs/design/nvml.md
-// section 6). Resolves pids through the agent's ProcessResolver, so it runs where the resolver
-// may be used (the agent main sequence: NvmlSource::Finish). Makes no NVML call. Caches what it
-// built per pid across polls.
+// section 6). Resolves pids through the agent's model::ProcessResolver, so it runs where the
+// resolver may be used (the agent main sequence: NvmlSource::Finish). Makes no NVML call. Caches
+// what it built per pid across polls.
 #ifndef WARPSCOPE_AGENT_SOURCES_NVML_PROCESS_EMITTER_H_
 #define WARPSCOPE_AGENT_SOURCES_NVML_PROCESS_EMITTER_H_
 
@@ -14,10 +14,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/process_info.h"
 #include "agent/sources/nvml/gpu_poller.h"
 #include "agent/sources/nvml/gpu_state.h"
 #include "model/entity.h"
+#include "model/process.h"
 #include "model/sample_sink.h"
 
 namespace warpscope::agent::nvml_internal {
@@ -25,7 +25,7 @@ namespace warpscope::agent::nvml_internal {
 class ProcessEmitter {
  public:
   // `resolver` must outlive the emitter.
-  explicit ProcessEmitter(ProcessResolver& resolver) : resolver_(resolver) {}
+  explicit ProcessEmitter(model::ProcessResolver& resolver) : resolver_(resolver) {}
 
   // Starts one poll: entities are declared at most once per poll.
   void BeginPoll();
@@ -60,7 +60,7 @@ class ProcessEmitter {
   CacheEntry& Resolve(const ProcessRow& row, Reporter& reporter);
   void EmitEntities(CacheEntry& entry, model::SampleSink& out);
 
-  ProcessResolver& resolver_;
+  model::ProcessResolver& resolver_;
   uint64_t poll_seq_ = 0;
   std::unordered_map<unsigned, CacheEntry> cache_;
   // Reused per-poll scratch space.

@@ -31,7 +31,8 @@
 #include <thread>
 #include <vector>
 
-#include "agent/process_info.h"
+#include "model/process.h"
+#include "model/testing/fake_process_resolver.h"
 #include "agent/sources/procfs/procfs_source.h"
 #include "model/testing/collecting_sink.h"
 #include "base/testing/peer.h"
@@ -214,7 +215,7 @@ class NodeExporterTest : public ::testing::Test {
   static inline int port_ = 0;
   static inline bool ready_ = false;
 
-  FakeProcessResolver resolver_;
+  model::FakeProcessResolver resolver_;
   std::unique_ptr<ProcfsSource> source_;
   model::CollectingSink before_;
   model::CollectingSink after_;

@@ -37,7 +37,7 @@ std::string ProcfsProcessResolver::PidPath(int pid, const char* file) const {
   return path;
 }
 
-const ProcessInfo* ProcfsProcessResolver::Resolve(int pid) {
+const model::ProcessInfo* ProcfsProcessResolver::Resolve(int pid) {
   if (pid <= 0) return nullptr;
   auto it = cache_.find(pid);
   if (it != cache_.end() && it->second.checked_cycle == cycle_) return &it->second.info;
@@ -57,7 +57,7 @@ const ProcessInfo* ProcfsProcessResolver::Resolve(int pid) {
     return &it->second.info;
   }
 
-  ProcessInfo info;
+  model::ProcessInfo info;
   info.pid = pid;
   info.container_pid = pid;
   info.start_ticks = stat->start_ticks;
@@ -69,7 +69,7 @@ const ProcessInfo* ProcfsProcessResolver::Resolve(int pid) {
   return &entry.info;
 }
 
-void ProcfsProcessResolver::Fill(int pid, ProcessInfo& info) {
+void ProcfsProcessResolver::Fill(int pid, model::ProcessInfo& info) {
   char target[PATH_MAX];
   ssize_t n = readlink(PidPath(pid, "exe").c_str(), target, sizeof(target));
   if (n > 0 && static_cast<size_t>(n) < sizeof(target)) {

@@ -7,11 +7,11 @@
 #include <string_view>
 #include <unordered_map>
 
-#include "agent/process_info.h"
+#include "model/process.h"
 
 namespace warpscope::agent {
 
-// Resolves host pids to ProcessInfo from <root>/proc and <root>/etc/passwd:
+// Resolves host pids to model::ProcessInfo from <root>/proc and <root>/etc/passwd:
 //   executable       basename of the /proc/<pid>/exe link target (" (deleted)" stripped), or
 //                    the stat comm when the link cannot be read (kernel threads, EACCES)
 //   executable_path  the link target; "" when unreadable. Under a root other than "/" the target
@@ -28,25 +28,25 @@ namespace warpscope::agent {
 // Entries are cached per (pid, start_ticks): the first Resolve of a pid in a cycle reads its stat
 // file to confirm the identity; a reused pid is re-read. BeginCycle() drops entries whose
 // /proc/<pid> is gone. Runs on the agent main sequence; not thread-safe.
-class ProcfsProcessResolver : public ProcessResolver {
+class ProcfsProcessResolver : public model::ProcessResolver {
  public:
   // `root` is the directory holding proc/ and etc/ ("/" on a host, "/host" in a container that
   // mounts the host's root there, a snapshot in tests).
   explicit ProcfsProcessResolver(std::string_view root = "/");
 
   // nullptr when /proc/<pid>/stat cannot be read or parsed (the process exited).
-  const ProcessInfo* Resolve(int pid) override;
+  const model::ProcessInfo* Resolve(int pid) override;
   void BeginCycle() override;
 
   size_t cached_processes_for_testing() const { return cache_.size(); }
 
  private:
   struct Entry {
-    ProcessInfo info;
+    model::ProcessInfo info;
     uint64_t checked_cycle = 0;  // the cycle in which the identity was last confirmed
   };
 
-  void Fill(int pid, ProcessInfo& info);
+  void Fill(int pid, model::ProcessInfo& info);
   std::string UserName(uint32_t uid);
   std::string PidPath(int pid, const char* file) const;
 

@@ -23,7 +23,7 @@ void Overwrite(const std::filesystem::path& path, const std::string& text) {
 
 TEST(ProcfsProcessResolverTest, SlurmJobProcess) {
   ProcfsProcessResolver resolver(SnapshotT0());
-  const ProcessInfo* p = resolver.Resolve(1234);
+  const model::ProcessInfo* p = resolver.Resolve(1234);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->pid, 1234);
   EXPECT_EQ(p->container_pid, 1234);
@@ -39,7 +39,7 @@ TEST(ProcfsProcessResolverTest, SlurmJobProcess) {
 
 TEST(ProcfsProcessResolverTest, DockerContainerProcess) {
   ProcfsProcessResolver resolver(SnapshotT0());
-  const ProcessInfo* p = resolver.Resolve(2345);
+  const model::ProcessInfo* p = resolver.Resolve(2345);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->container_id, kDockerId);
   EXPECT_EQ(p->container_pid, 1);  // NSpid: 2345 1
@@ -51,7 +51,7 @@ TEST(ProcfsProcessResolverTest, DockerContainerProcess) {
 
 TEST(ProcfsProcessResolverTest, LongCommandLineIsBounded) {
   ProcfsProcessResolver resolver(SnapshotT0());
-  const ProcessInfo* p = resolver.Resolve(2345);
+  const model::ProcessInfo* p = resolver.Resolve(2345);
   ASSERT_NE(p, nullptr);
   EXPECT_LE(p->command_line.size(), 256u);
   EXPECT_TRUE(p->command_line.starts_with(
@@ -61,7 +61,7 @@ TEST(ProcfsProcessResolverTest, LongCommandLineIsBounded) {
 
 TEST(ProcfsProcessResolverTest, KubernetesPodProcessWithUnknownUid) {
   ProcfsProcessResolver resolver(SnapshotT0());
-  const ProcessInfo* p = resolver.Resolve(3456);
+  const model::ProcessInfo* p = resolver.Resolve(3456);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->container_id, kTritonId);
   EXPECT_EQ(p->pod_uid, "0f3c2a61-8b1e-4d2f-9a57-3e6c1d2b4a90");
@@ -72,7 +72,7 @@ TEST(ProcfsProcessResolverTest, KubernetesPodProcessWithUnknownUid) {
 
 TEST(ProcfsProcessResolverTest, KernelThreadFallsBackToComm) {
   ProcfsProcessResolver resolver(SnapshotT0());
-  const ProcessInfo* p = resolver.Resolve(2);
+  const model::ProcessInfo* p = resolver.Resolve(2);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->executable, "kthreadd");
   EXPECT_EQ(p->executable_path, "");
@@ -81,7 +81,7 @@ TEST(ProcfsProcessResolverTest, KernelThreadFallsBackToComm) {
 
 TEST(ProcfsProcessResolverTest, DeletedExecutableAndOddComm) {
   ProcfsProcessResolver resolver(SnapshotT0());
-  const ProcessInfo* p = resolver.Resolve(4567);
+  const model::ProcessInfo* p = resolver.Resolve(4567);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->executable_path, "/usr/local/bin/weird");
   EXPECT_EQ(p->executable, "weird");
@@ -99,12 +99,12 @@ TEST(ProcfsProcessResolverTest, MissingOrVanishedProcessIsNull) {
 TEST(ProcfsProcessResolverTest, CachesWithinAndAcrossCyclesWhileStartTimeMatches) {
   SnapshotCopy copy(SnapshotT0());
   ProcfsProcessResolver resolver(copy.root());
-  const ProcessInfo* first = resolver.Resolve(1234);
+  const model::ProcessInfo* first = resolver.Resolve(1234);
   ASSERT_NE(first, nullptr);
   // A changed cmdline is not re-read: the identity (pid, start_ticks) is unchanged.
   Overwrite(copy.path("proc/1234/cmdline"), std::string("other\0", 6));
   resolver.BeginCycle();
-  const ProcessInfo* again = resolver.Resolve(1234);
+  const model::ProcessInfo* again = resolver.Resolve(1234);
   EXPECT_EQ(again, first);
   EXPECT_EQ(again->command_line, "python3 train.py --epochs 10");
 }
@@ -117,7 +117,7 @@ TEST(ProcfsProcessResolverTest, ReusedPidIsReadAgain) {
             "777 (bash) S 1 777 777 0 -1 4194560 1 0 0 0 40 20 0 0 20 0 1 0 390000 9166848 "
             "1280 0\n");
   resolver.BeginCycle();
-  const ProcessInfo* p = resolver.Resolve(777);
+  const model::ProcessInfo* p = resolver.Resolve(777);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->start_ticks, 390000u);
 }
@@ -145,7 +145,7 @@ TEST(ProcfsProcessResolverTest, UserAddedLaterIsFoundInTheNextCycle) {
       copy.path("proc/3456"), copy.path("proc/3460"),
       std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
   resolver.BeginCycle();
-  const ProcessInfo* p = resolver.Resolve(3460);
+  const model::ProcessInfo* p = resolver.Resolve(3460);
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->user, "triton");
 }

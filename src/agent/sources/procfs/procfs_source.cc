@@ -64,7 +64,7 @@ std::string_view ProcfsErrorName(ProcfsError error) {
 }
 
 ProcfsSource::ProcfsSource(ProcfsSourceOptions options, const base::Clock& clock,
-                           ProcessResolver& resolver, SourceErrorHook on_error)
+                           model::ProcessResolver& resolver, SourceErrorHook on_error)
     : options_(std::move(options)),
       clock_(clock),
       resolver_(resolver),
@@ -474,12 +474,12 @@ void ProcfsSource::PollProcesses(model::SampleSink& out) {
   double capacity_ticks = elapsed * ticks_per_second_ * static_cast<double>(logical_cpus_);
   for (size_t index : selected_) {
     const ProcSample& s = procs_[index];
-    const ProcessInfo* info = resolver_.Resolve(s.pid);
+    const model::ProcessInfo* info = resolver_.Resolve(s.pid);
     // Gone since the scan, or the pid was reused in between: its numbers are not this process's.
     if (info == nullptr || info->start_ticks != s.start_ticks) continue;
-    std::string id = ProcessEntityId(*info);
-    out.AddEntity(MakeProcessEntity(*info));
-    if (!info->container_id.empty()) out.AddEntity(MakeContainerEntity(*info));
+    std::string id = model::ProcessEntityId(*info);
+    out.AddEntity(model::MakeProcessEntity(*info));
+    if (!info->container_id.empty()) out.AddEntity(model::MakeContainerEntity(*info));
     out.AddValue(hm::kProcessCpuTime, id, static_cast<double>(s.cpu_ticks) / ticks_per_second_);
     if (capacity_ticks > 0) {
       out.AddValue(hm::kProcessCpuUtilization, id,

@@ -11,12 +11,12 @@
 #include <string_view>
 #include <vector>
 
-#include "agent/process_info.h"
 #include "agent/sources/procfs/procfs_parse.h"
 #include "agent/sources/source.h"
 #include "base/status.h"
 #include "base/time.h"
 #include "model/labels.h"
+#include "model/process.h"
 
 namespace warpscope::agent {
 
@@ -79,7 +79,7 @@ std::string_view ProcfsErrorName(ProcfsError error);
 //   /proc/net/dev    bytes, packets, errors, drops per interface (filters above)
 //   /proc/[pid]/stat process count; CPU time and utilization, RSS, virtual size and threads of
 //                    the top-N processes by CPU plus every pid of interest, each with its
-//                    process entity (and container entity) from the ProcessResolver
+//                    process entity (and container entity) from the model::ProcessResolver
 // and reports every failure through the error hook. A file that cannot be read or parsed skips
 // the metrics that come from it, increments its error counter and logs a WARNING the first time;
 // a process that exits between listing /proc and reading its files is skipped silently.
@@ -88,8 +88,8 @@ std::string_view ProcfsErrorName(ProcfsError error);
 // methods run on the agent main sequence. `clock` and `resolver` must outlive the source.
 class ProcfsSource : public Source {
  public:
-  ProcfsSource(ProcfsSourceOptions options, const base::Clock& clock, ProcessResolver& resolver,
-               SourceErrorHook on_error = {});
+  ProcfsSource(ProcfsSourceOptions options, const base::Clock& clock,
+               model::ProcessResolver& resolver, SourceErrorHook on_error = {});
   ~ProcfsSource() override;
 
   std::string_view name() const override { return "procfs"; }
@@ -152,7 +152,7 @@ class ProcfsSource : public Source {
 
   ProcfsSourceOptions options_;
   const base::Clock& clock_;
-  ProcessResolver& resolver_;
+  model::ProcessResolver& resolver_;
   std::string root_;  // normalized options_.root
   std::string stat_path_, meminfo_path_, loadavg_path_, diskstats_path_, netdev_path_, proc_dir_;
   double ticks_per_second_ = 100;

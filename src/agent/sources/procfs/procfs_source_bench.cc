@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "agent/process_info.h"
 #include "agent/sources/procfs/procfs_process_resolver.h"
 #include "agent/sources/procfs/procfs_source.h"
+#include "model/process.h"
 #include "model/sample_sink.h"
 
 namespace warpscope::agent {

@@ -11,8 +11,8 @@
 // and links warpscope::server_storage_conformance. Each test gets a fresh, empty temporary
 // directory; opening the same directory again must give back everything written before
 // (durability). Tests drive time explicitly (no clocks, no sleeps).
-#ifndef WARPSCOPE_SERVER_STORAGE_STORAGE_CONFORMANCE_H_
-#define WARPSCOPE_SERVER_STORAGE_STORAGE_CONFORMANCE_H_
+#ifndef WARPSCOPE_SERVER_STORAGE_TESTING_STORAGE_CONFORMANCE_H_
+#define WARPSCOPE_SERVER_STORAGE_TESTING_STORAGE_CONFORMANCE_H_
 
 #include <gtest/gtest.h>
 
@@ -59,4 +59,4 @@ class StorageConformanceTest : public ::testing::TestWithParam<StorageBackend> {
 
 }  // namespace warpscope::server
 
-#endif  // WARPSCOPE_SERVER_STORAGE_STORAGE_CONFORMANCE_H_
+#endif  // WARPSCOPE_SERVER_STORAGE_TESTING_STORAGE_CONFORMANCE_H_

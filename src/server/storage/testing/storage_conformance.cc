@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server/storage/storage_conformance.h"
+#include "server/storage/testing/storage_conformance.h"
 
 #include <gmock/gmock.h>
 #include <stdlib.h>

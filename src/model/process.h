@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+#ifndef WARPSCOPE_MODEL_PROCESS_H_
+#define WARPSCOPE_MODEL_PROCESS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "model/entity.h"
+
+namespace warpscope::model {
+
+// Processes of a host: what the agent knows about one (for attribution of GPU and CPU use), its
+// entities, and the interface sources look processes up through. The procfs source implements
+// the resolver from /proc (agent/sources/procfs/procfs_process_resolver.h); a process is a host
+// pid and its start time, since pids are reused.
+
+// What the agent knows about one host process, for attribution of GPU and CPU use.
+struct ProcessInfo {
+  int pid = 0;                  // host pid (what NVML reports)
+  int container_pid = 0;        // innermost NSpid; equals pid outside containers
+  uint64_t start_ticks = 0;     // /proc/<pid>/stat field 22; with pid, a unique identity
+  std::string executable;       // main executable's base name: "python3"
+  std::string executable_path;  // "/usr/bin/python3.11"
+  std::string command_line;     // space-joined argv, at most 256 bytes
+  std::string user;             // user name, or the numeric uid when unknown
+  std::string container_id;     // 64-hex id from the cgroup path, "" on the host
+  std::string pod_uid;          // Kubernetes pod UID from the cgroup path
+  std::string pod_namespace;    // when it can be known (kubelet checkpoint); often ""
+  std::string slurm_job;        // "1234" from a slurm cgroup path
+};
+
+// Entity ids and entities for processes, executables and containers (docs/design/data-model.md).
+std::string ProcessEntityId(const ProcessInfo& info);
+std::string ExecutableEntityId(const ProcessInfo& info);
+std::string ContainerEntityId(const ProcessInfo& info);
+Entity MakeProcessEntity(const ProcessInfo& info);
+Entity MakeExecutableEntity(const ProcessInfo& info);
+Entity MakeContainerEntity(const ProcessInfo& info);
+
+// Looks processes up by host pid. Not thread-safe: each instance belongs to one sequence (the
+// agent's main sequence, or the one source that owns it).
+class ProcessResolver {
+ public:
+  virtual ~ProcessResolver() = default;
+  // nullptr when the process is gone or unreadable. The pointer is valid until the next call to
+  // BeginCycle().
+  virtual const ProcessInfo* Resolve(int pid) = 0;
+  // Called once per collection cycle; implementations may drop cache entries of dead processes.
+  virtual void BeginCycle() {}
+};
+
+}  // namespace warpscope::model
+
+#endif  // WARPSCOPE_MODEL_PROCESS_H_
