@@ -43,7 +43,11 @@ struct DeadlineWorker::Shared {
       lock.lock();
       running = false;
       last_run = took;
-      cv.notify_one();  // the only waiter now is the owner
+      // Woken after the unlock, the owner does not wake into a held mutex. The only waiter now
+      // is the owner.
+      lock.unlock();
+      cv.notify_one();
+      lock.lock();
     }
   }
 };
@@ -59,12 +63,14 @@ DeadlineWorker::DeadlineWorker(std::string name, std::function<void()> job)
 DeadlineWorker::~DeadlineWorker() { Stop(std::chrono::milliseconds(0)); }
 
 bool DeadlineWorker::Run() {
-  std::lock_guard lock(shared_->mu);
-  if (!shared_->idle() || shared_->stop) {
-    return false;
+  {
+    std::lock_guard lock(shared_->mu);
+    if (!shared_->idle() || shared_->stop) {
+      return false;
+    }
+    shared_->requested = true;
   }
-  shared_->requested = true;
-  shared_->cv.notify_one();  // the only waiter now is the worker
+  shared_->cv.notify_one();  // after the unlock, as above; the only waiter now is the worker
   return true;
 }
 
