@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // DeadlineWorker: one persistent thread that runs a fixed job each time it is asked to, for an
 // owner that waits for it only until a deadline. The agent has one per source (Source::Poll);
-// the NVML source has one per GPU.
+// the NVML source's poll workers are ones too (nvml/poll_pool.h).
 //
 // A run that misses the owner's deadline keeps the worker busy until the job returns; meanwhile
 // Run() refuses to start another one. So a job that hangs costs one parked thread, never a new

@@ -1,24 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "agent/sources/nvml/device_runner.h"
 
-#include <algorithm>
-
 #include "agent/sources/nvml/nvml_events.h"
-#include "base/logging.h"
 
 namespace warpscope::agent::nvml_internal {
 
 DeviceRunner::DeviceRunner(const PollerContext& ctx, unsigned index, nvml::Device handle)
-    : poller_(ctx, *this, scratch_, index, handle),
-      worker_(std::make_unique<DeadlineWorker>(fmt::format("nvml-gpu{}", index),
-                                               [this] { RunPoll(); })) {}
-
-DeviceRunner::~DeviceRunner() {
-  // Never destroyed under a running poll: NvmlSource stops the worker (or leaves the runner
-  // behind) first.
-  const bool joined = worker_->Stop(std::chrono::milliseconds(0));
-  WARPSCOPE_CHECK(joined);
-}
+    : poller_(ctx, *this, scratch_, index, handle) {}
 
 void DeviceRunner::RunPoll() {
   values_.Clear();
@@ -47,17 +35,11 @@ bool DeviceRunner::TakeReports(Reporter& to) {
   return recovered;
 }
 
-bool DeviceRunner::StartPoll(base::TimePoint now, base::Duration mono,
-                             DeadlineWorker::Clock::time_point due) {
-  if (worker_->busy()) {
-    return false;
-  }
+void DeviceRunner::PreparePoll(base::TimePoint now, base::Duration mono) {
   CountXids(pending_xids_, poller_.state());
   pending_xids_.clear();
   job_now_ = now;
   job_mono_ = mono;
-  due_ = due;
-  return worker_->Run();
 }
 
 }  // namespace warpscope::agent::nvml_internal

@@ -1,25 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 // Internal to the NVML source: DeviceRunner, one GPU as NvmlSource drives it. Its GpuPoller runs
-// on a worker thread of its own ("nvml-gpu<N>", created once, reused by every poll), writing into
-// buffers of its own: values, degraded-mode reasons and events. The source waits for it up to the
-// per-GPU deadline and merges what it wrote; meanwhile it describes the GPU from a copy of its
-// identity, so a GPU that hangs in an NVML call holds up nothing but itself
-// (docs/design/nvml.md, section 9).
+// on one of the source's poll workers (PollPool, poll_pool.h), writing into buffers of its own:
+// values, degraded-mode reasons and events. The source waits for it up to the poll's deadline and
+// merges what it wrote; meanwhile it describes the GPU from a copy of its identity, so a GPU that
+// hangs in an NVML call holds up nothing but itself (docs/design/nvml.md, section 9).
 //
-// Threads: while a poll runs, the worker owns the poller, its scratch and the three buffers; the
-// source's thread owns everything else, and may touch the worker's share only while the worker
-// is idle (after WaitForPoll() returned true or busy() returned false; the handoff goes through
-// the worker's mutex).
+// Threads: while a read of the GPU is in flight (PollPool::in_flight), the worker reading it owns
+// the poller, its scratch and the three buffers; the source's thread owns everything else, and
+// may touch the worker's share only while the GPU is not in flight (the handoff goes through the
+// pool's mutex).
 #ifndef WARPSCOPE_AGENT_SOURCES_NVML_DEVICE_RUNNER_H_
 #define WARPSCOPE_AGENT_SOURCES_NVML_DEVICE_RUNNER_H_
 
-#include <chrono>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "agent/sources/deadline_worker.h"
 #include "agent/sources/nvml/gpu_poller.h"
 #include "agent/sources/nvml/gpu_state.h"
 #include "agent/sources/sample_buffer.h"
@@ -30,9 +26,9 @@ namespace warpscope::agent::nvml_internal {
 
 class DeviceRunner final : public Reporter {
  public:
-  // `ctx` must outlive the runner, and so must the runner its worker: see Stop().
+  // `ctx` must outlive the runner, and the runner any read of it in flight (NvmlSource::Stop
+  // leaves both behind when one does not return).
   DeviceRunner(const PollerContext& ctx, unsigned index, nvml::Device handle);
-  ~DeviceRunner() override;
   DeviceRunner(const DeviceRunner&) = delete;
   DeviceRunner& operator=(const DeviceRunner&) = delete;
 
@@ -40,7 +36,7 @@ class DeviceRunner final : public Reporter {
   const GpuPoller& poller() const { return poller_; }
   unsigned index() const { return poller_.state().index; }
 
-  // --- Source thread, worker idle ---
+  // --- Source thread, not in flight ---
   // The GPU's entities and event attribution as of its last finished poll.
   const GpuIdentity& identity() const { return identity_; }
   // Copies the poller's identity when it changed.
@@ -50,22 +46,14 @@ class DeviceRunner final : public Reporter {
   // Hands the reasons and events reported since the last call over to `to`. Returns whether
   // one of the events was a "gpu_recovered".
   bool TakeReports(Reporter& to);
-  // Starts one poll at (`now`, `mono`); the source stops waiting for it at `due`. False while
-  // the previous poll still runs.
-  bool StartPoll(base::TimePoint now, base::Duration mono, DeadlineWorker::Clock::time_point due);
+  // Readies the next read, at (`now`, `mono`): counts the XIDs that arrived meanwhile.
+  void PreparePoll(base::TimePoint now, base::Duration mono);
   // What the last finished poll wrote.
   const SampleBuffer& values() const { return values_; }
 
-  // --- Source thread, any time ---
-  // Waits for the poll StartPoll() started, until its due time; true when it has returned.
-  bool WaitForPoll() { return worker_->WaitUntil(due_); }
-  // Waits until no poll runs, or `until`; true when none runs.
-  bool WaitIdle(DeadlineWorker::Clock::time_point until) { return worker_->WaitUntil(until); }
-  bool busy() const { return worker_->busy(); }
-  // Ends the worker, waiting up to `timeout` for a poll in progress. False: the poll is still
-  // inside NVML and the worker was detached; this runner and everything its poll uses must then
-  // stay allocated (NvmlSource leaves them behind).
-  bool Stop(std::chrono::milliseconds timeout) { return worker_->Stop(timeout); }
+  // --- A poll worker, in flight ---
+  // One poll, at the times PreparePoll() gave.
+  void RunPoll();
 
   // The source's view of lateness; source thread only.
   bool late = false;             // the current poll missed its deadline
@@ -76,8 +64,6 @@ class DeviceRunner final : public Reporter {
   void AddEvent(model::Event event) override { events_.push_back(std::move(event)); }
 
  private:
-  void RunPoll();
-
   PollScratch scratch_;
   GpuPoller poller_;
   SampleBuffer values_;
@@ -89,8 +75,6 @@ class DeviceRunner final : public Reporter {
   GpuIdentity identity_;
   uint64_t identity_version_ = ~uint64_t{0};
   std::vector<uint64_t> pending_xids_;
-  DeadlineWorker::Clock::time_point due_{};
-  std::unique_ptr<DeadlineWorker> worker_;  // last: its thread starts once the rest exists
 };
 
 }  // namespace warpscope::agent::nvml_internal

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // NvmlSource: loading and enumeration (Start), the order of one poll with its per-GPU deadline,
-// the process step (Finish), and Stop. Reading one GPU is GpuPoller's (gpu_poller.h), on the
-// GPU's own thread (device_runner.h); events are EventWatcher's (nvml_events.h); process entities
-// and series are ProcessEmitter's (process_emitter.h).
+// the process step (Finish), and Stop. Reading one GPU is GpuPoller's (gpu_poller.h), on one of
+// the poll workers (poll_pool.h, device_runner.h); events are EventWatcher's (nvml_events.h);
+// process entities and series are ProcessEmitter's (process_emitter.h).
 #include "agent/sources/nvml/nvml_source.h"
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "agent/sources/nvml/gpu_poller.h"
 #include "agent/sources/nvml/nvml_events.h"
 #include "agent/sources/nvml/nvml_metrics.h"
+#include "agent/sources/nvml/poll_pool.h"
 #include "agent/sources/nvml/process_emitter.h"
 #include "base/logging.h"
 
@@ -27,21 +28,23 @@ using nvml::NvmlLibrary;
 using nvml_internal::DeviceRunner;
 using nvml_internal::EventWatcher;
 using nvml_internal::PollerContext;
-using Clock = DeadlineWorker::Clock;
+using nvml_internal::PollPool;
+using Clock = PollPool::Clock;
 
 namespace {
 
 // The per-GPU deadline when the agent did not say how long the source may take.
 constexpr auto kDefaultDeviceDeadline = std::chrono::seconds(5);
-// How long Stop waits for a GPU thread after shutting NVML down under it.
+// How long Stop waits for a poll worker after shutting NVML down under it.
 constexpr auto kStopGrace = std::chrono::milliseconds(1000);
 
-// What GPU threads still inside NVML at Stop use; kept allocated for the rest of the process.
+// What poll workers still inside NVML at Stop use; kept allocated for the rest of the process.
 struct LeftBehind {
   std::unique_ptr<PollerContext> ctx;
   std::unique_ptr<NvmlLibrary> library;
   std::unique_ptr<EventWatcher> events;
   std::vector<std::unique_ptr<DeviceRunner>> gpus;
+  std::unique_ptr<PollPool> pool;
 };
 
 void KeepForever(LeftBehind left) {
@@ -87,7 +90,7 @@ class NvmlSource::Impl final : public nvml_internal::Reporter {
     return events_->WaitForEvents(count, timeout);
   }
   bool WaitForGpuIdle(size_t index, std::chrono::milliseconds timeout) {
-    return index >= gpus_.size() || gpus_[index]->WaitIdle(Clock::now() + timeout);
+    return index >= gpus_.size() || pool_->WaitIdle(index, Clock::now() + timeout);
   }
 
   // nvml_internal::Reporter
@@ -122,7 +125,7 @@ class NvmlSource::Impl final : public nvml_internal::Reporter {
   void SetupEvents();
   void Rejoin(base::TimePoint now);
   void MarkLate(DeviceRunner& gpu, base::TimePoint now, model::SampleSink& out);
-  // Ends the GPU threads; false when one stays inside NVML.
+  // Ends the poll workers; false when one stays inside NVML.
   bool StopGpus();
 
   const base::Clock& clock_;
@@ -131,19 +134,22 @@ class NvmlSource::Impl final : public nvml_internal::Reporter {
   NvmlSourceOptions options_;  // normalised
   base::Duration poll_deadline_{0};
 
-  // The GPU threads use these three: on the heap, so that they can be left behind with them.
-  // The library is declared before the GPUs and the event set so that it outlives them.
+  // The poll workers use these: on the heap, so that they can be left behind with them. The
+  // library is declared before the GPUs and the event set so that it outlives them, and the GPUs
+  // before the pool whose threads read them.
   std::unique_ptr<PollerContext> ctx_;
   std::unique_ptr<NvmlLibrary> library_;
   std::unique_ptr<EventWatcher> events_;
   std::vector<std::unique_ptr<DeviceRunner>> gpus_;
+  std::unique_ptr<PollPool> pool_;
   nvml_internal::ProcessEmitter emitter_;
   bool started_ = false;
 
   std::vector<model::Event> pending_events_;
   std::vector<nvml_internal::RawEvent> raw_events_;  // reused per poll
   std::vector<DeviceRunner*> answered_;              // GPUs of the last Poll that answered
-  std::vector<char> started_scratch_;                // GPUs started by this Poll
+  std::vector<size_t> batch_;                        // GPUs this Poll reads (reused)
+  std::vector<char> in_batch_;                       // by GPU (reused)
   uint64_t reported_stride_mismatches_ = 0;
 };
 
@@ -216,6 +222,13 @@ base::Status NvmlSource::Impl::StartLocked() {
                            "agent as root or give it access to /dev/nvidia*",
                            count);
   }
+  std::vector<DeviceRunner*> runners;
+  for (auto& gpu : gpus_) {
+    runners.push_back(gpu.get());
+  }
+  // The job holds the runners, not the source: a worker left behind at Stop outlives the source.
+  pool_ = std::make_unique<PollPool>(
+      gpus_.size(), [runners = std::move(runners)](size_t i) { runners[i]->RunPoll(); });
   SetupEvents();
   started_ = true;
   WARPSCOPE_LOG(INFO, "NVML {}: driver {}, CUDA {}, {} GPU(s){}; per-GPU deadline {}", lib.path(),
@@ -246,34 +259,33 @@ void NvmlSource::Impl::SetupEvents() {
 }
 
 bool NvmlSource::Impl::StopGpus() {
-  const bool any_busy =
-      std::any_of(gpus_.begin(), gpus_.end(), [](auto& gpu) { return gpu->busy(); });
-  if (any_busy && library_ != nullptr) {
-    // A GPU thread is inside an NVML call that does not return. Shutting NVML down is the only
+  if (pool_ == nullptr) {
+    return true;
+  }
+  if (pool_->any_in_flight() && library_ != nullptr) {
+    // A poll worker is inside an NVML call that does not return. Shutting NVML down is the only
     // thing that may release it (the simulator's hangs end there); nothing else uses NVML now.
     WARPSCOPE_LOG(WARNING, "NVML calls on a GPU have not returned; shutting NVML down under them");
     (void)NvmlLibrary::Invoke(library_->api().nvmlShutdown);
   }
-  bool all = true;
-  for (auto& gpu : gpus_) {
-    all = gpu->Stop(any_busy ? kStopGrace : std::chrono::milliseconds(0)) && all;
-  }
-  return all;
+  return pool_->Stop(kStopGrace);  // returns at once for idle workers
 }
 
 void NvmlSource::Impl::Stop() {
   events_->StopThread();
   if (!StopGpus()) {
     WARPSCOPE_LOG(ERROR,
-                  "NVML: a GPU thread is still inside an NVML call after shutdown; leaving it, "
+                  "NVML: a poll worker is still inside an NVML call after shutdown; leaving it, "
                   "the library and the GPU states behind until the process exits");
-    KeepForever({std::move(ctx_), std::move(library_), std::move(events_), std::move(gpus_)});
+    KeepForever({std::move(ctx_), std::move(library_), std::move(events_), std::move(gpus_),
+                 std::move(pool_)});
     gpus_.clear();
     ResetShared();
   }
   events_->Stop();
   ctx_->events = nullptr;
   answered_.clear();
+  pool_.reset();  // its threads have ended
   gpus_.clear();  // frees GPM samples while the library is still loaded
   emitter_.Clear();
   pending_events_.clear();
@@ -312,21 +324,34 @@ void NvmlSource::Impl::Poll(base::TimePoint now, model::SampleSink& out) {
       *this);
   events_->ReportCounters(*this);
 
-  // Every GPU that is not inside a late poll starts now, all with the same deadline.
+  // Every GPU that is not inside a late poll is read now, and must answer by the same due time.
+  // They are read one after another on one worker; a GPU that has not answered after the stall
+  // time hands the GPUs after it to another worker. The stall time leaves each GPU at least half
+  // the deadline to itself, however many before it stall (section 9).
+  const base::Duration deadline = device_deadline();
   const Clock::time_point due =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(device_deadline());
-  std::vector<char>& started = started_scratch_;
-  started.assign(gpus_.size(), 0);
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(deadline);
+  const auto stall = std::chrono::duration_cast<Clock::duration>(deadline) /
+                     static_cast<Clock::rep>(2 * gpus_.size());
+  batch_.clear();
+  in_batch_.assign(gpus_.size(), 0);
   for (size_t i = 0; i < gpus_.size(); ++i) {
-    started[i] = !gpus_[i]->late && gpus_[i]->StartPoll(now, mono, due);
+    if (!gpus_[i]->late) {
+      gpus_[i]->PreparePoll(now, mono);
+      batch_.push_back(i);
+      in_batch_[i] = 1;
+    }
   }
+  pool_->Poll(batch_, due, stall);
+
+  // Merged in GPU order, on this thread.
   for (size_t i = 0; i < gpus_.size(); ++i) {
     DeviceRunner& gpu = *gpus_[i];
-    if (!started[i]) {
+    if (!in_batch_[i]) {
       out.AddValue(m::kDegraded, gpu.identity().entity.id, 1);  // still inside a late poll
       continue;
     }
-    if (!gpu.WaitForPoll()) {
+    if (!pool_->answered(i)) {
       MarkLate(gpu, now, out);
       continue;
     }
@@ -362,8 +387,9 @@ void NvmlSource::Impl::MarkLate(DeviceRunner& gpu, base::TimePoint now, model::S
 // A GPU whose late poll has returned rejoins: what that poll reported still counts (its values
 // are too old and are dropped), and it is polled again in this poll.
 void NvmlSource::Impl::Rejoin(base::TimePoint now) {
-  for (auto& gpu : gpus_) {
-    if (!gpu->late || gpu->busy()) {
+  for (size_t i = 0; i < gpus_.size(); ++i) {
+    DeviceRunner* gpu = gpus_[i].get();
+    if (!gpu->late || pool_->in_flight(i)) {
       continue;
     }
     gpu->late = false;

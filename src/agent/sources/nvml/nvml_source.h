@@ -7,14 +7,15 @@
 // docs/design/nvml.md for the calls made, the GPM two-sample scheme and the error policy.
 //
 // Threads (docs/design/nvml.md section 9): Start/Finish/Stop run on the agent main sequence,
-// Poll on the source's worker (never at the same time). Each GPU is read on a thread of its own
-// ("nvml-gpu<N>", one per GPU for the source's lifetime); Poll waits for each up to the per-GPU
-// deadline and closes with the GPUs that answered. A GPU still inside NVML at its deadline is
-// late: degraded (gpu.degraded = 1, Event "gpu_late", reason "gpu_late") and not polled again
-// until it answers, then Event "gpu_recovered". Process resolution happens in Finish, so the
-// resolver is used on the main sequence only. One more thread ("nvml-events") blocks in
-// nvmlEventSetWait_v2 with a short timeout and pushes events into a bounded queue (drops and
-// counts when full) that Poll() drains; Stop() ends it within one wait timeout.
+// Poll on the source's worker (never at the same time). The GPUs are read one after another on a
+// poll worker ("nvml-poll<K>"); when one does not answer for a while, the GPUs after it go on on
+// a spare worker (created when first needed, kept, never more than the GPUs). Poll waits for them
+// up to the per-GPU deadline and closes with the GPUs that answered. A GPU still inside NVML at
+// the deadline is late: degraded (gpu.degraded = 1, Event "gpu_late", reason "gpu_late") and not
+// polled again until it answers, then Event "gpu_recovered". Process resolution happens in
+// Finish, so the resolver is used on the main sequence only. One more thread ("nvml-events")
+// blocks in nvmlEventSetWait_v2 with a short timeout and pushes events into a bounded queue
+// (drops and counts when full) that Poll() drains; Stop() ends it within one wait timeout.
 //
 // Error policy (per GPU, others keep going):
 //   NOT_SUPPORTED / FUNCTION_NOT_FOUND / missing symbol -> that metric is absent (never zero);
@@ -61,8 +62,9 @@ struct NvmlSourceOptions {
   // GPM needs this much time between two samples; a poll sooner than that writes no GPM values
   // and keeps the previous sample as the baseline.
   std::chrono::milliseconds gpm_min_interval{100};
-  // How long Poll waits for one GPU; a GPU that misses it is late. Zero: half the agent's
-  // deadline for the source (SetPollDeadline), or 5 s when none was set.
+  // How long Poll waits for the GPUs, counted from the start of their reads (every GPU of a poll
+  // must answer by then); a GPU that misses it is late. Zero: half the agent's deadline for the
+  // source (SetPollDeadline), or 5 s when none was set.
   std::chrono::milliseconds device_deadline{0};
 };
 
@@ -81,16 +83,16 @@ class NvmlSource final : public Source {
   // (library missing, driver not loaded, ...), or kNotFound / kPermissionDenied when no GPU can
   // be opened. On error nothing stays loaded and Poll() writes nothing.
   base::Status Start() override;
-  // Every GPU that is not still busy is polled on its thread; what answered by the per-GPU
+  // Every GPU that is not still inside a late poll is read; what answered by the per-GPU
   // deadline is written, plus gpu.degraded = 1 for the rest, and the events.
   void Poll(base::TimePoint now, model::SampleSink& out) override;
   // The processes of the GPUs that answered the last Poll: resolved through the
   // model::ProcessResolver, written as entities, per-process series and per-executable roll-ups.
   // Makes no NVML call.
   void Finish(base::TimePoint now, model::SampleSink& out) override;
-  // Stops the event thread (within one event wait timeout) and the GPU threads, frees GPM samples
-  // and the event set, shuts NVML down. A GPU thread still inside NVML is first released by
-  // shutting NVML down under it; one that still does not return is left behind, with the
+  // Stops the event thread (within one event wait timeout) and the poll workers, frees GPM
+  // samples and the event set, shuts NVML down. A poll worker still inside NVML is first released
+  // by shutting NVML down under it; one that still does not return is left behind, with the
   // library, for the rest of the process. Idempotent.
   void Stop() override;
   void SetPollDeadline(base::Duration deadline) override;
@@ -108,7 +110,7 @@ class NvmlSource final : public Source {
   // Blocks until the event thread has received at least `count` events in total since Create()
   // (queued or dropped), or `timeout` passes. Returns whether the count was reached.
   bool WaitForEventsForTesting(uint64_t count, std::chrono::milliseconds timeout);
-  // Blocks until the thread of GPU `index` (the i-th usable GPU) is idle or `timeout` passes.
+  // Blocks until no read of GPU `index` (the i-th usable GPU) is in flight or `timeout` passes.
   bool WaitForGpuIdleForTesting(size_t index, std::chrono::milliseconds timeout);
 
  private:

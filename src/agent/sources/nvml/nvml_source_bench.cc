@@ -3,8 +3,8 @@
 // agent CPU beyond the NVML calls). Runs on the NVML simulator, so the figure includes the
 // simulator's own work (scenario signals, a mutex per call): it is an upper bound of the agent's
 // share. BM_NvmlCallsOnly makes the same NVML calls without the source, for the difference.
-// One "poll" is what the agent does per cycle: Poll (the GPUs in parallel, on their threads) then
-// Finish (the processes).
+// One "poll" is what the agent does per cycle: Poll (the GPUs in turn, on the source's poll
+// worker) then Finish (the processes).
 //
 //   ninja -C build/<dir> nvml_source_bench && build/<dir>/bin/nvml_source_bench
 #include <benchmark/benchmark.h>
@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "agent/sources/nvml/nvml_source.h"
+#include "agent/sources/nvml/poll_pool.h"
 #include "base/time.h"
 #include "model/process.h"
 #include "model/sample_sink.h"
@@ -111,9 +113,28 @@ void BM_NvmlSourcePoll(benchmark::State& state) {
   source->Stop();
 }
 BENCHMARK(BM_NvmlSourcePoll)->Unit(benchmark::kMicrosecond);
-// The same with the CPU time of every thread of the process: each GPU is polled on a thread of
-// its own, so the CPU time above is only the polling thread's share.
+// The same with the CPU time of every thread of the process: the GPUs are read on the source's
+// poll worker, so the CPU time above is only the polling thread's share.
 BENCHMARK(BM_NvmlSourcePoll)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime();
+
+// What the source's one handoff per poll costs: the poll pool reading 8 GPUs that return at once
+// (a wake of the poll worker and of the caller, and the pool's bookkeeping).
+void BM_PollPoolHandoff(benchmark::State& state) {
+  nvml_internal::PollPool pool(kGpus, [](size_t) {});
+  std::vector<size_t> batch;
+  for (size_t i = 0; i < kGpus; ++i) {
+    batch.push_back(i);
+  }
+  for (auto _ : state) {
+    pool.Poll(batch, nvml_internal::PollPool::Clock::now() + std::chrono::seconds(5),
+              std::chrono::seconds(1));
+  }
+  (void)pool.Stop(std::chrono::seconds(1));
+}
+BENCHMARK(BM_PollPoolHandoff)
+    ->Unit(benchmark::kMicrosecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
 
 // The NVML calls one poll makes per GPU (utilisation, memory, power x3, energy, temperature,
 // clocks x2, reasons, PCIe x3, field values, ECC x4, remapped rows, GPM x2, process lists x2,

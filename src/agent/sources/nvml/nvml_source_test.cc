@@ -30,6 +30,8 @@ constexpr double kGiB = 1024.0 * 1024 * 1024;
 constexpr double kMiB = 1024.0 * 1024;
 constexpr char kUuid0[] = "GPU-00000000-0000-4000-8000-000000000000";
 constexpr char kUuid1[] = "GPU-00000000-0000-4000-8000-000000000001";
+constexpr char kUuid2[] = "GPU-00000000-0000-4000-8000-000000000002";
+constexpr char kUuid3[] = "GPU-00000000-0000-4000-8000-000000000003";
 
 // One busy H100 with constant signals (values checked after unit conversion), two NVLink links,
 // ECC, one compute process.
@@ -810,6 +812,121 @@ devices:
   source_->Stop();  // shutting NVML down releases the hung call
   EXPECT_EQ(source_->library(), nullptr);
   EXPECT_EQ(source_->gpu_count(), 0u);
+}
+
+// Four GPUs; GPUs 1 and 2 stop answering NVML from t = 10 s (GPU 2 only with `two`) to 20 s.
+std::string FourGpusHung(bool two) {
+  std::string yaml = R"yaml(
+name: hung-in-the-middle
+devices:
+  - repeat: 4
+    name: "NVIDIA H100 80GB HBM3"
+    architecture: hopper
+    uuid: "GPU-00000000-0000-4000-8000-00000000000{i}"
+    signals: {gpu_util: 50, temperature: 40}
+    processes:
+      - {pid: "5200{i}", name: python3, type: compute, memory: 1GiB, sm_util: 30}
+    overrides:
+      "1": {faults: [{kind: slow, hang: true, at: 10s, until: 20s}]}
+)yaml";
+  if (two) {
+    yaml += "      \"2\": {faults: [{kind: slow, hang: true, at: 10s, until: 20s}]}\n";
+  }
+  return yaml;
+}
+
+TEST_F(NvmlSourceTest, GpusAfterAHungOneStillAnswerInTheSamePoll) {
+  StartWith(FourGpusHung(false), kSimPath, HungOptions());
+  PollAt(10);  // GPU 1 hangs: GPUs 2 and 3, read after it, go on elsewhere
+  for (const char* uuid : {kUuid0, kUuid2, kUuid3}) {
+    EXPECT_EQ(Value(m::kTemperature, uuid), 40) << uuid;
+    EXPECT_EQ(Value(m::kDegraded, uuid), 0) << uuid;
+  }
+  EXPECT_NE(sink_.FindEntity("pid/52002/0"), nullptr);
+  EXPECT_NE(sink_.FindEntity("pid/52003/0"), nullptr);
+  EXPECT_EQ(Value(m::kDegraded, kUuid1), 1);
+  EXPECT_FALSE(Value(m::kTemperature, kUuid1));
+  ASSERT_EQ(CountEvents("gpu_late"), 1u);
+  EXPECT_EQ(FindEvent("gpu_late")->entity, kUuid1);
+  EXPECT_EQ(source_->error_count("gpu_late"), 1u);
+
+  const size_t threads = ThreadCount();
+  for (int t = 11; t <= 15; ++t) {
+    PollAt(t);
+    EXPECT_EQ(Value(m::kTemperature, kUuid3), 40);
+    EXPECT_EQ(Value(m::kDegraded, kUuid1), 1);
+  }
+  EXPECT_EQ(ThreadCount(), threads);
+  EXPECT_EQ(source_->error_count("gpu_late"), 1u);
+}
+
+TEST_F(NvmlSourceTest, TwoHungGpusAreLateInOnePollWhileTheOthersAnswerThenBothRejoin) {
+  StartWith(FourGpusHung(true), kSimPath, HungOptions());
+  PollAt(10);
+  EXPECT_EQ(Value(m::kTemperature, kUuid0), 40);
+  EXPECT_EQ(Value(m::kTemperature, kUuid3), 40);
+  EXPECT_EQ(Value(m::kDegraded, kUuid3), 0);
+  EXPECT_EQ(Value(m::kDegraded, kUuid1), 1);
+  EXPECT_EQ(Value(m::kDegraded, kUuid2), 1);
+  EXPECT_EQ(CountEvents("gpu_late"), 2u);
+  EXPECT_EQ(source_->error_count("gpu_late"), 2u);
+
+  const size_t threads = ThreadCount();
+  for (int t = 11; t <= 15; ++t) {
+    PollAt(t);
+    EXPECT_EQ(Value(m::kTemperature, kUuid3), 40);
+    EXPECT_EQ(CountEvents("gpu_late"), 0u);
+  }
+  EXPECT_EQ(ThreadCount(), threads);
+
+  sim_->SetTime(20);
+  ASSERT_TRUE(source_->WaitForGpuIdleForTesting(1, std::chrono::seconds(10)));
+  ASSERT_TRUE(source_->WaitForGpuIdleForTesting(2, std::chrono::seconds(10)));
+  PollAt(21);
+  EXPECT_EQ(CountEvents("gpu_recovered"), 2u);
+  for (const char* uuid : {kUuid0, kUuid1, kUuid2, kUuid3}) {
+    EXPECT_EQ(Value(m::kTemperature, uuid), 40) << uuid;
+    EXPECT_EQ(Value(m::kDegraded, uuid), 0) << uuid;
+  }
+  EXPECT_EQ(ThreadCount(), threads);
+  EXPECT_EQ(source_->error_count("gpu_late"), 2u);
+}
+
+// GPU 0, 1 and 2 hang in turn; each episode ends before the next begins.
+constexpr char kThreeGpusHungInTurn[] = R"yaml(
+name: hung-in-turn
+devices:
+  - repeat: 3
+    name: "NVIDIA H100 80GB HBM3"
+    uuid: "GPU-00000000-0000-4000-8000-00000000000{i}"
+    signals: {temperature: 40}
+    overrides:
+      "0": {faults: [{kind: slow, hang: true, at: 10s, until: 11s},
+                     {kind: slow, hang: true, at: 16s, until: 17s}]}
+      "1": {faults: [{kind: slow, hang: true, at: 12s, until: 13s}]}
+      "2": {faults: [{kind: slow, hang: true, at: 14s, until: 15s}]}
+)yaml";
+
+TEST_F(NvmlSourceTest, AThreadThatComesBackFromAHungGpuIsReused) {
+  StartWith(kThreeGpusHungInTurn, kSimPath, HungOptions());
+  PollAt(5);
+  const size_t healthy = ThreadCount();
+  size_t after_first = 0;
+  for (int at = 10; at <= 16; at += 2) {
+    const size_t gpu = at == 16 ? 0 : static_cast<size_t>((at - 10) / 2);
+    PollAt(at);
+    EXPECT_EQ(CountEvents("gpu_late"), 1u) << "t=" << at;
+    sim_->SetTime(at + 1);
+    ASSERT_TRUE(source_->WaitForGpuIdleForTesting(gpu, std::chrono::seconds(10)));
+    PollAt(at + 1);
+    EXPECT_EQ(CountEvents("gpu_recovered"), 1u) << "t=" << at + 1;
+    if (after_first == 0) {
+      after_first = ThreadCount();
+      EXPECT_EQ(after_first, healthy + 1);  // one spare, made at the first hang
+    }
+    EXPECT_EQ(ThreadCount(), after_first) << "t=" << at + 1;
+  }
+  EXPECT_EQ(source_->error_count("gpu_late"), 4u);
 }
 
 TEST_F(NvmlSourceTest, DeviceDeadlineIsHalfTheAgentsDeadlineUnlessSet) {
