@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <initializer_list>
 #include <mutex>
 #include <set>
 #include <string>
@@ -729,11 +730,13 @@ size_t ThreadCount() {
   return n;
 }
 
-// GPU 1 stops answering NVML from t = 10 s to t = 20 s.
-constexpr char kTwoGpusOneHung[] = R"yaml(
+// `gpus` GPUs, of which those in `hung` stop answering NVML from t = 10 s to t = 20 s.
+std::string HungScenario(int gpus, std::initializer_list<int> hung) {
+  std::string yaml = R"yaml(
 name: hung
 devices:
-  - repeat: 2
+  - repeat: )yaml" + std::to_string(gpus) +
+                     R"yaml(
     name: "NVIDIA H100 80GB HBM3"
     architecture: hopper
     uuid: "GPU-00000000-0000-4000-8000-00000000000{i}"
@@ -741,8 +744,13 @@ devices:
     processes:
       - {pid: "5100{i}", name: python3, type: compute, memory: 1GiB, sm_util: 30}
     overrides:
-      "1": {faults: [{kind: slow, hang: true, at: 10s, until: 20s}]}
 )yaml";
+  for (int gpu : hung) {
+    yaml += "      \"" + std::to_string(gpu) +
+            "\": {faults: [{kind: slow, hang: true, at: 10s, until: 20s}]}\n";
+  }
+  return yaml;
+}
 
 NvmlSourceOptions HungOptions() {
   NvmlSourceOptions options;
@@ -751,7 +759,7 @@ NvmlSourceOptions HungOptions() {
 }
 
 TEST_F(NvmlSourceTest, HungGpuIsLateAndDegradedWhileTheOtherAnswers) {
-  StartWith(kTwoGpusOneHung, kSimPath, HungOptions());
+  StartWith(HungScenario(2, {1}), kSimPath, HungOptions());
   PollAt(5);
   EXPECT_EQ(Value(m::kTemperature, kUuid1), 40);
 
@@ -771,7 +779,7 @@ TEST_F(NvmlSourceTest, HungGpuIsLateAndDegradedWhileTheOtherAnswers) {
 }
 
 TEST_F(NvmlSourceTest, HungGpuIsSkippedWithoutNewThreadsAndRejoinsWhenItAnswers) {
-  StartWith(kTwoGpusOneHung, kSimPath, HungOptions());
+  StartWith(HungScenario(2, {1}), kSimPath, HungOptions());
   PollAt(10);
   ASSERT_EQ(source_->error_count("gpu_late"), 1u);
   const size_t threads = ThreadCount();
@@ -814,36 +822,15 @@ devices:
   EXPECT_EQ(source_->gpu_count(), 0u);
 }
 
-// Four GPUs; GPUs 1 and 2 stop answering NVML from t = 10 s (GPU 2 only with `two`) to 20 s.
-std::string FourGpusHung(bool two) {
-  std::string yaml = R"yaml(
-name: hung-in-the-middle
-devices:
-  - repeat: 4
-    name: "NVIDIA H100 80GB HBM3"
-    architecture: hopper
-    uuid: "GPU-00000000-0000-4000-8000-00000000000{i}"
-    signals: {gpu_util: 50, temperature: 40}
-    processes:
-      - {pid: "5200{i}", name: python3, type: compute, memory: 1GiB, sm_util: 30}
-    overrides:
-      "1": {faults: [{kind: slow, hang: true, at: 10s, until: 20s}]}
-)yaml";
-  if (two) {
-    yaml += "      \"2\": {faults: [{kind: slow, hang: true, at: 10s, until: 20s}]}\n";
-  }
-  return yaml;
-}
-
 TEST_F(NvmlSourceTest, GpusAfterAHungOneStillAnswerInTheSamePoll) {
-  StartWith(FourGpusHung(false), kSimPath, HungOptions());
+  StartWith(HungScenario(4, {1}), kSimPath, HungOptions());
   PollAt(10);  // GPU 1 hangs: GPUs 2 and 3, read after it, go on elsewhere
   for (const char* uuid : {kUuid0, kUuid2, kUuid3}) {
     EXPECT_EQ(Value(m::kTemperature, uuid), 40) << uuid;
     EXPECT_EQ(Value(m::kDegraded, uuid), 0) << uuid;
   }
-  EXPECT_NE(sink_.FindEntity("pid/52002/0"), nullptr);
-  EXPECT_NE(sink_.FindEntity("pid/52003/0"), nullptr);
+  EXPECT_NE(sink_.FindEntity("pid/51002/0"), nullptr);
+  EXPECT_NE(sink_.FindEntity("pid/51003/0"), nullptr);
   EXPECT_EQ(Value(m::kDegraded, kUuid1), 1);
   EXPECT_FALSE(Value(m::kTemperature, kUuid1));
   ASSERT_EQ(CountEvents("gpu_late"), 1u);
@@ -861,7 +848,7 @@ TEST_F(NvmlSourceTest, GpusAfterAHungOneStillAnswerInTheSamePoll) {
 }
 
 TEST_F(NvmlSourceTest, TwoHungGpusAreLateInOnePollWhileTheOthersAnswerThenBothRejoin) {
-  StartWith(FourGpusHung(true), kSimPath, HungOptions());
+  StartWith(HungScenario(4, {1, 2}), kSimPath, HungOptions());
   PollAt(10);
   EXPECT_EQ(Value(m::kTemperature, kUuid0), 40);
   EXPECT_EQ(Value(m::kTemperature, kUuid3), 40);
