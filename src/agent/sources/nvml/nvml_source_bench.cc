@@ -11,11 +11,14 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "agent/sources/deadline_worker.h"
 #include "agent/sources/nvml/nvml_source.h"
 #include "agent/sources/nvml/poll_pool.h"
+#include "agent/sources/sample_buffer.h"
 #include "base/time.h"
 #include "model/process.h"
 #include "model/sample_sink.h"
@@ -81,41 +84,97 @@ class AllKnownResolver : public model::ProcessResolver {
   std::map<int, model::ProcessInfo> table_;
 };
 
-void BM_NvmlSourcePoll(benchmark::State& state) {
-  nvml::testing::SimEnvironment sim(BenchScenario());
-  if (!sim.ok()) {
-    state.SkipWithError(sim.error().c_str());
-    return;
+// A started source on the bench scenario, and the times of one poll after another.
+class BenchSource {
+ public:
+  // False (and the benchmark skipped) when the source cannot start.
+  bool Start(benchmark::State& state) {
+    if (!sim_.ok()) {
+      state.SkipWithError(sim_.error().c_str());
+      return false;
+    }
+    NvmlSourceOptions options;
+    options.library_path = sim_.library_path();
+    options.event_wait_timeout = std::chrono::milliseconds(50);
+    source_ = NvmlSource::Create(options, clock_, resolver_);
+    if (base::Status s = source_->Start(); !s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      return false;
+    }
+    return true;
   }
-  base::FakeClock clock;
-  AllKnownResolver resolver;
-  NvmlSourceOptions options;
-  options.library_path = sim.library_path();
-  options.event_wait_timeout = std::chrono::milliseconds(50);
-  auto source = NvmlSource::Create(options, clock, resolver);
-  if (base::Status s = source->Start(); !s.ok()) {
-    state.SkipWithError(s.ToString().c_str());
+  // Moves the simulated and the agent's time one second on, untimed.
+  void NextCycle(benchmark::State& state) {
+    state.PauseTiming();
+    t_ += 1;
+    sim_.SetTime(t_);
+    clock_.Advance(std::chrono::seconds(1));
+    state.ResumeTiming();
+  }
+  void Finish(benchmark::State& state, const NullSink& sink) {
+    state.counters["values_per_poll"] =
+        static_cast<double>(sink.values) / static_cast<double>(state.iterations());
+    source_->Stop();
+  }
+  NvmlSource& source() { return *source_; }
+  base::TimePoint now() const { return clock_.Now(); }
+
+ private:
+  nvml::testing::SimEnvironment sim_{BenchScenario()};
+  base::FakeClock clock_;
+  AllKnownResolver resolver_;
+  std::unique_ptr<NvmlSource> source_;
+  double t_ = 1;
+};
+
+void BM_NvmlSourcePoll(benchmark::State& state) {
+  BenchSource bench;
+  if (!bench.Start(state)) {
     return;
   }
   NullSink sink;
-  double t = 1;
   for (auto _ : state) {
-    state.PauseTiming();
-    t += 1;
-    sim.SetTime(t);
-    clock.Advance(std::chrono::seconds(1));
-    state.ResumeTiming();
-    source->Poll(clock.Now(), sink);
-    source->Finish(clock.Now(), sink);
+    bench.NextCycle(state);
+    bench.source().Poll(bench.now(), sink);
+    bench.source().Finish(bench.now(), sink);
   }
-  state.counters["values_per_poll"] =
-      static_cast<double>(sink.values) / static_cast<double>(state.iterations());
-  source->Stop();
+  bench.Finish(state, sink);
 }
 BENCHMARK(BM_NvmlSourcePoll)->Unit(benchmark::kMicrosecond);
 // The same with the CPU time of every thread of the process: the GPUs are read on the source's
 // poll worker, so the CPU time above is only the polling thread's share.
 BENCHMARK(BM_NvmlSourcePoll)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime()->UseRealTime();
+
+// One poll as the agent makes it (docs/design/agent.md, "Deadlines"): Poll on the source's worker
+// into its buffer, then, on the calling thread, the buffer replayed and Finish. CPU time of every
+// thread of the process.
+void BM_NvmlSourceAgentCycle(benchmark::State& state) {
+  BenchSource bench;
+  if (!bench.Start(state)) {
+    return;
+  }
+  SampleBuffer buffer;
+  base::TimePoint now{};
+  DeadlineWorker worker("src-nvml", [&] {
+    buffer.Clear();
+    bench.source().Poll(now, buffer);
+  });
+  NullSink sink;
+  for (auto _ : state) {
+    bench.NextCycle(state);
+    now = bench.now();
+    (void)worker.Run();
+    (void)worker.WaitUntil(DeadlineWorker::Clock::now() + std::chrono::seconds(30));
+    buffer.ReplayInto(sink);
+    bench.source().Finish(now, sink);
+  }
+  (void)worker.Stop(std::chrono::seconds(1));
+  bench.Finish(state, sink);
+}
+BENCHMARK(BM_NvmlSourceAgentCycle)
+    ->Unit(benchmark::kMicrosecond)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime();
 
 // What the source's one handoff per poll costs: the poll pool reading 8 GPUs that return at once
 // (a wake of the poll worker and of the caller, and the pool's bookkeeping).
