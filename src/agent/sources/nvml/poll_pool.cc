@@ -58,7 +58,6 @@ void PollPool::Assign(Worker& w, const std::vector<size_t>& batch, size_t from) 
     w.end = w.queue.size();
     w.current = kNone;
     for (size_t gpu : w.queue) {
-      WARPSCOPE_CHECK(gpus_[gpu] != GpuState::kQueued && gpus_[gpu] != GpuState::kPolling);
       gpus_[gpu] = GpuState::kQueued;
       holder_[gpu] = &w;
     }
@@ -70,11 +69,21 @@ void PollPool::Assign(Worker& w, const std::vector<size_t>& batch, size_t from) 
 void PollPool::Poll(const std::vector<size_t>& batch, Clock::time_point due,
                     Clock::duration stall) {
   stalled_.clear();
+  {
+    std::lock_guard lock(mu_);
+    for (size_t gpu : batch) {
+      WARPSCOPE_CHECK(gpus_[gpu] != GpuState::kQueued && gpus_[gpu] != GpuState::kPolling);
+      gpus_[gpu] = GpuState::kIdle;  // answered() speaks of this poll only
+    }
+  }
   size_t from = 0;
   while (from < batch.size()) {
-    // There is always a worker: each busy one holds a GPU that is not among those left.
+    // Each busy worker holds a GPU not among those left, so there is one, but for a worker that
+    // is leaving its job at this very moment; then the GPUs left are not read this time.
     Worker* w = IdleWorker();
-    WARPSCOPE_CHECK(w != nullptr);
+    if (w == nullptr) {
+      break;
+    }
     Assign(*w, batch, from);
     size_t taken_back = 0;
     const Outcome outcome = Wait(*w, due, stall, taken_back);
@@ -114,10 +123,10 @@ PollPool::Outcome PollPool::Wait(Worker& w, Clock::time_point due, Clock::durati
     }
     const Clock::time_point now = Clock::now();
     if (now < due) {
-      // The stall time counts from the start of the GPU being read (from now when the thread
-      // has not picked up its queue yet).
+      // The stall time counts from the start of the GPU being read. A thread that has not picked
+      // up its queue yet holds no GPU: it is waited for, never handed over from.
       check = w.current == kNone ? now + stall : w.current_start + stall;
-      if (now < check) {
+      if (w.current == kNone || now < check) {
         continue;
       }
     }

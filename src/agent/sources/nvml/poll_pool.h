@@ -42,7 +42,9 @@ class PollPool {
 
   // Reads the GPUs of `batch` (indexes, in the order given; none in flight) and returns when all
   // have answered, or at `due`. A GPU that has run for `stall` without returning keeps its worker
-  // and the GPUs after it go on on another. A GPU not started by `due` is not started at all.
+  // and the GPUs after it go on on another. A GPU not started by `due` is not started at all (nor,
+  // in this poll, one left when every worker is busy, which only a worker leaving its job at that
+  // moment can make happen).
   void Poll(const std::vector<size_t>& batch, Clock::time_point due, Clock::duration stall);
   // Whether the read of GPU `gpu` that the last Poll started has returned; for a GPU of that
   // batch, right after it.
