@@ -225,6 +225,50 @@ TEST_F(AgentE2ETest, ServesScenarioValuesToPrometheusAndOtlp) {
   EXPECT_TRUE(found_util) << otlp_bodies_.back().substr(0, 2000);
 }
 
+// A simulated GPU process whose scenario pid is the pid of a real process of this machine (here a
+// sleeping child): the agent reports the simulator's process (NVML's name), never the child, and
+// the host source does not read the child's CPU and memory as a GPU process's.
+TEST_F(AgentE2ETest, SimulatedPidsNeverResolveToRealProcesses) {
+  auto child = ChildProcess::Start({"/bin/sleep", "600"}, tmp_.path());
+  ASSERT_TRUE(child) << child.error().message();
+  const std::string pid = std::to_string((*child)->pid());
+  const std::string scenario = tmp_.path() + "/taken-pid.yaml";
+  ASSERT_TRUE(base::WriteFile(scenario, R"(
+name: taken-pid
+driver: {version: "550.127.08", nvml_version: "12.550.127.08", cuda_version: 12040}
+devices:
+  - name: "NVIDIA H100 80GB HBM3"
+    architecture: hopper
+    memory_total: 80GiB
+    signals: {gpu_util: 90}
+    processes:
+      - {pid: )" + pid + R"(, name: simtrainer, memory: 4GiB, sm_util: 80}
+)")
+                  .ok());
+  auto agent = ChildProcess::Start({binary_, "agent", "--simulate", scenario, "--once",
+                                    "--collect-metrics-interval=200ms", "--top-processes=0"},
+                                   tmp_.path());
+  ASSERT_TRUE(agent) << agent.error().message();
+  int status = (*agent)->Wait(seconds(30));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << (*agent)->Stderr();
+  const std::string body = (*agent)->Stdout();
+
+  const std::string pid_label = "pid=\"" + pid + "\"";
+  EXPECT_EQ(Sample(body, "warpscope_gpu_process_memory_used_bytes",
+                   {pid_label, "executable=\"simtrainer\""}),
+            4.0 * (1 << 30))
+      << body;
+  EXPECT_EQ(
+      Sample(body, "warpscope_gpu_executable_memory_used_bytes", {"executable=\"simtrainer\""}),
+      4.0 * (1 << 30));
+  EXPECT_EQ(body.find("executable=\"sleep\""), std::string::npos) << body;
+  // With --top-processes=0 the host source reports only processes of interest: none here.
+  EXPECT_EQ(Sample(body, "warpscope_host_process_resident_memory_bytes", {pid_label}),
+            std::nullopt);
+  EXPECT_EQ(body.find("warpscope_host_process_cpu_seconds_total{"), std::string::npos);
+  EXPECT_TRUE(Sample(body, "warpscope_host_memory_total_bytes").has_value());
+}
+
 TEST_F(AgentE2ETest, BadFlagExitsWithAClearMessage) {
   auto agent =
       ChildProcess::Start({binary_, "agent", "--collect-metrics-interval=30"}, tmp_.path());
