@@ -210,6 +210,18 @@ function numbers(text) {
 let authServer = null;
 let endingServer = null;
 
+// A tab in a browser context of its own, and the console errors and page errors it collects.
+async function newPage() {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 }, colorScheme: 'light' });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  return { page, errors };
+}
+
 async function main() {
   // The --auth-read server starts now, so its agent has data by the time its part runs.
   authServer = startAuthServer();
@@ -242,13 +254,7 @@ async function main() {
   });
   check(posted.ok, `synthetic pprof stored (${posted.status})`);
 
-  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 }, colorScheme: 'light' });
-  const page = await context.newPage();
-  const errors = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
-  });
-  page.on('pageerror', (e) => errors.push(String(e)));
+  const { page, errors } = await newPage();
   // Full pages, from the top; with the profile panel (fixed at the bottom) the viewport only.
   const shot = async (name, fullPage = true) => {
     await page.evaluate(() => window.scrollTo(0, 0));
@@ -445,13 +451,7 @@ const evaluatorValue = async (page, id) => (await legendRows(page, id)).find((r)
 async function openLiveEnding(started) {
   const { base } = await started;
   await until('the evaluator on the GPU', async () => (await api(base, `/api/v1/breakdown?metric=gpu.process.sm.utilization&host=${ENDING_HOST}&start=now-5m`)).groups.some((g) => g.key === 'evaluator'), 20_000);
-  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 }, colorScheme: 'light' });
-  const page = await context.newPage();
-  const errors = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
-  });
-  page.on('pageerror', (e) => errors.push(String(e)));
+  const { page, errors } = await newPage();
   await page.goto(`${base}/host/${ENDING_HOST}?tab=gpu&expand=util&range=15m&live=1`);
   await waitReady(page);
   await page.locator('[data-testid=widget-util-breakdown] canvas').first().waitFor();
