@@ -28,7 +28,7 @@ struct ProcfsSourceOptions {
   // (the UTS namespace of the agent), falling back to gethostname().
   std::string host_id;
   // Per-process series for the N processes that used the most CPU over the last interval (on
-  // the first collection: over their lifetime). 0 keeps only the pids of interest.
+  // the first collection: over their lifetime). 0 keeps only the processes of interest.
   size_t top_processes = 10;
   // Per logical CPU series (host.cpu.core.*): 8 modes x 2 metrics per CPU.
   bool per_core_cpu = true;
