@@ -237,7 +237,7 @@ devices:
 
   const std::string pid_label = "pid=\"" + pid + "\"";
   EXPECT_EQ(PromSample(body, "warpscope_gpu_process_memory_used_bytes",
-                   {pid_label, "executable=\"simtrainer\""}),
+                       {pid_label, "executable=\"simtrainer\""}),
             4.0 * (1 << 30))
       << body;
   EXPECT_EQ(
