@@ -4,9 +4,10 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include "agent/agent.h"
@@ -25,6 +26,7 @@
 #include "exporters/prometheus/metrics_http_server.h"
 #include "exporters/prometheus/prometheus_exporter.h"
 #include "exporters/server/server_exporter.h"
+#include "model/process.h"
 
 namespace warpscope::cli {
 namespace {
@@ -36,18 +38,25 @@ std::string HostName(const agent::AgentConfig& config) {
   return buf;
 }
 
-// The pids of the processes the cycle has seen so far (the GPU processes NVML reported).
-std::vector<int> ProcessPids(const agent::Aggregator& agg) {
-  std::vector<int> pids;
+// The processes the cycle has seen so far (the GPU processes NVML reported), by identity: a GPU
+// process without a start time (not found in this /proc, or simulated) names no local process.
+std::vector<model::ProcessIdentity> ProcessesOfInterest(const agent::Aggregator& agg) {
+  std::vector<model::ProcessIdentity> processes;
   for (const auto& e : agg.cycle_entities()) {
     if (e.kind != model::EntityKind::kProcess) continue;
-    std::string_view pid = e.attributes.Get(model::attr::kPid);
-    int value = 0;
-    if (std::from_chars(pid.data(), pid.data() + pid.size(), value).ec == std::errc()) {
-      pids.push_back(value);
-    }
+    std::optional<model::ProcessIdentity> identity = model::ParseProcessEntityId(e.id);
+    if (identity && identity->known()) processes.push_back(*identity);
   }
-  return pids;
+  return processes;
+}
+
+// Who the GPU processes NVML reports are. NVML reports host pids; with --simulate they are the
+// scenario's, which name no process of this machine: resolving them through /proc would give a
+// simulated process the identity (and the CPU and memory) of whatever local process or thread
+// holds that pid at the moment.
+std::unique_ptr<model::ProcessResolver> GpuProcessResolver(const agent::AgentConfig& config) {
+  if (!config.simulate.empty()) return std::make_unique<model::NoProcessResolver>();
+  return std::make_unique<agent::ProcfsProcessResolver>(config.host_root);
 }
 
 // The CUDA kernel profiler source (--cuda-profiler): listener, window length, sinks.
@@ -131,8 +140,8 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
                             std::string(kVersion)},
       runner, clock);
   agent::Agent& agent = *p->agent_;
-  p->resolver_ = std::make_unique<agent::ProcfsProcessResolver>(config.host_root);
-  agent::ProcfsProcessResolver& resolver = *p->resolver_;
+  p->resolver_ = GpuProcessResolver(config);
+  model::ProcessResolver& resolver = *p->resolver_;
 
   if (config.enable_gpu_metrics) {
     agent::NvmlSourceOptions nvml_options;
@@ -158,7 +167,7 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
     agent::ProcfsSource* procfs_ptr = procfs.get();
     agent.AddSource({std::move(procfs), [procfs_ptr, &host_resolver](const agent::Aggregator& agg) {
                        host_resolver.BeginCycle();  // on the main sequence, its worker idle
-                       procfs_ptr->SetPidsOfInterest(ProcessPids(agg));
+                       procfs_ptr->SetProcessesOfInterest(ProcessesOfInterest(agg));
                      }});
   }
 

@@ -20,6 +20,9 @@ namespace warpscope::agent {
 class Agent;
 class ProcfsProcessResolver;
 }  // namespace warpscope::agent
+namespace warpscope::model {
+class ProcessResolver;
+}  // namespace warpscope::model
 namespace warpscope::exporters {
 class MetricsHttpServer;
 class MetricsSnapshotStore;
@@ -80,7 +83,7 @@ class AgentProcess {
 
  private:
   AgentProcess();
-  std::unique_ptr<agent::ProcfsProcessResolver> resolver_;       // main sequence (NVML's Finish)
+  std::unique_ptr<model::ProcessResolver> resolver_;             // main sequence (NVML's Finish)
   std::unique_ptr<agent::ProcfsProcessResolver> host_resolver_;  // the host source's worker
   std::unique_ptr<agent::Agent> agent_;
   std::shared_ptr<exporters::MetricsSnapshotStore> store_;

@@ -3,10 +3,29 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 namespace warpscope::model {
 
 std::string ProcessEntityId(const ProcessInfo& info) {
   return fmt::format("pid/{}/{}", info.pid, info.start_ticks);
+}
+
+std::optional<ProcessIdentity> ParseProcessEntityId(std::string_view id) {
+  constexpr std::string_view kPrefix = "pid/";
+  if (id.substr(0, kPrefix.size()) != kPrefix) return std::nullopt;
+  const char* p = id.data() + kPrefix.size();
+  const char* end = id.data() + id.size();
+  ProcessIdentity identity;
+  auto pid = std::from_chars(p, end, identity.pid);
+  if (pid.ec != std::errc() || identity.pid <= 0 || pid.ptr == end || *pid.ptr != '/') {
+    return std::nullopt;
+  }
+  auto ticks = std::from_chars(pid.ptr + 1, end, identity.start_ticks);
+  if (ticks.ec != std::errc() || ticks.ptr != end || ticks.ptr == pid.ptr + 1) {
+    return std::nullopt;
+  }
+  return identity;
 }
 
 std::string ExecutableEntityId(const ProcessInfo& info) {

@@ -3,7 +3,9 @@
 #define WARPSCOPE_MODEL_PROCESS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "model/entity.h"
 
@@ -29,8 +31,23 @@ struct ProcessInfo {
   std::string slurm_job;        // "1234" from a slurm cgroup path
 };
 
+// Who a process is: its host pid and its start time. Two processes with one pid (the pid was
+// reused) differ in start_ticks. start_ticks 0 means the start time is not known: the process
+// was not found in this machine's /proc (another pid namespace, exited, a simulated GPU's
+// process), so its pid names no local process.
+struct ProcessIdentity {
+  int pid = 0;
+  uint64_t start_ticks = 0;
+
+  bool known() const { return start_ticks != 0; }
+  auto operator<=>(const ProcessIdentity&) const = default;
+};
+
 // Entity ids and entities for processes, executables and containers (docs/design/data-model.md).
+// A process entity id is "pid/<pid>/<start ticks>".
 std::string ProcessEntityId(const ProcessInfo& info);
+// The identity a process entity id names; nullopt for any other id.
+std::optional<ProcessIdentity> ParseProcessEntityId(std::string_view id);
 std::string ExecutableEntityId(const ProcessInfo& info);
 std::string ContainerEntityId(const ProcessInfo& info);
 Entity MakeProcessEntity(const ProcessInfo& info);
@@ -47,6 +64,14 @@ class ProcessResolver {
   virtual const ProcessInfo* Resolve(int pid) = 0;
   // Called once per collection cycle; implementations may drop cache entries of dead processes.
   virtual void BeginCycle() {}
+};
+
+// Resolves nothing, so that processes keep the identity their source reports (NVML's name, pid
+// and no start time). For pids that are not this machine's: the processes of a simulated GPU
+// must never take the identity of whatever local process has the same pid.
+class NoProcessResolver final : public ProcessResolver {
+ public:
+  const ProcessInfo* Resolve(int /*pid*/) override { return nullptr; }
 };
 
 }  // namespace warpscope::model

@@ -2,6 +2,7 @@
 #include "model/process.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "model/testing/fake_process_resolver.h"
 
@@ -48,6 +49,33 @@ TEST(ProcessEntityTest, EntitiesCarryTheAttributionAttributes) {
   Entity on_host = MakeProcessEntity(host);
   EXPECT_EQ(on_host.parent, "");
   EXPECT_EQ(on_host.attributes.Get(attr::kNsPid), "");
+}
+
+TEST(ProcessEntityTest, AnEntityIdParsesBackToItsIdentity) {
+  ProcessInfo p = Trainer();
+  std::optional<ProcessIdentity> identity = ParseProcessEntityId(ProcessEntityId(p));
+  ASSERT_TRUE(identity.has_value());
+  EXPECT_EQ(identity->pid, 4242);
+  EXPECT_EQ(identity->start_ticks, 123456u);
+  EXPECT_TRUE(identity->known());
+  std::optional<ProcessIdentity> unknown = ParseProcessEntityId("pid/77/0");
+  ASSERT_TRUE(unknown.has_value());
+  EXPECT_EQ(unknown->pid, 77);
+  EXPECT_FALSE(unknown->known());
+}
+
+TEST(ProcessEntityTest, OtherIdsAreNoProcessIdentity) {
+  for (std::string_view id :
+       {"", "pid/", "pid/12", "pid/12/", "pid//5", "pid/0/5", "pid/-3/5", "pid/12/5x", "pid/12/5/1",
+        "exe//usr/bin/python3", "GPU-1234", "pid/99999999999999999999/1"}) {
+    EXPECT_FALSE(ParseProcessEntityId(id).has_value()) << id;
+  }
+}
+
+TEST(ProcessEntityTest, TheNoResolverResolvesNothing) {
+  NoProcessResolver resolver;
+  EXPECT_EQ(resolver.Resolve(1), nullptr);
+  EXPECT_EQ(resolver.Resolve(getpid()), nullptr);  // not even a process that exists
 }
 
 TEST(ProcessEntityTest, TheFakeResolverAnswersFromItsTable) {

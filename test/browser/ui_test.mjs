@@ -2,7 +2,9 @@
 // Browser test of the web UI against a real `warpscope up --simulate healthy-8xh100`:
 // every view loads without console errors, the charts show the scenario's values, and the
 // drill-down fleet -> top entities -> host -> GPU Metrics -> click a point -> flamegraph works
-// (with a synthetic pprof posted to the server), as does the "no profile" message. Then a
+// (with a synthetic pprof posted to the server), as does the "no profile" message. A server fed
+// by an agent on a scenario whose GPU process ends early: the ended process has no current value
+// in the per-process stacks and leaves them once the window no longer holds it. Then a
 // server started with --auth-read (fed by an agent on the same scenario): the UI asks for the
 // token, refuses a wrong one with the server's message, and with the right one shows the fleet
 // and downloads a profile; sign out forgets the token. Screenshots of each view go to --out.
@@ -66,10 +68,10 @@ fs.mkdirSync(outDir, { recursive: true });
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'warpscope-ui-test-'));
 let server = null;
 let browser = null;
-// The --auth-read scenario's server and agent.
-const authChildren = [];
+// The servers and agents of startPushed (the --auth-read part, the ending process part).
+const pushedChildren = [];
 function cleanup() {
-  for (const c of [server, ...authChildren]) {
+  for (const c of [server, ...pushedChildren]) {
     if (c && c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
   }
   try {
@@ -93,35 +95,59 @@ function stopChild(child) {
   });
 }
 const stopServer = () => stopChild(server);
-const stopAll = () => Promise.all([stopServer(), ...authChildren.map(stopChild)]);
+const stopAll = () => Promise.all([stopServer(), ...pushedChildren.map(stopChild)]);
 
-// `warpscope server --auth-read` with a token file, and `warpscope agent --simulate` pushing to it
-// every second (`warpscope up` has no --auth-read). Resolves to {base, token} once the server is up.
-async function startAuthServer(scenario = 'healthy-8xh100') {
-  const dir = path.join(dataDir, 'auth-read');
+// `warpscope server` in dataDir/<name> and `warpscope agent --simulate` (as `hostname`) pushing to
+// it every second; with `auth`, the server requires a token file's token for reads too
+// (--auth-read, which `warpscope up` has not). Resolves to {base, token} once the server is up.
+async function startPushed(name, scenario, hostname, auth) {
+  const dir = path.join(dataDir, name);
   fs.mkdirSync(dir, { recursive: true });
   const token = `ui-test-${Math.random().toString(16).slice(2)}${Date.now().toString(16)}`;
   const tokenFile = path.join(dir, 'token');
-  fs.writeFileSync(tokenFile, token + '\n', { mode: 0o600 });
+  if (auth) fs.writeFileSync(tokenFile, token + '\n', { mode: 0o600 });
   const [port, agentPort] = [await freePort(), await freePort()];
   const base = `http://127.0.0.1:${port}`;
-  const spawnLogged = (name, argv) => {
+  const spawnLogged = (what, argv) => {
     const child = spawn(warpscope, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     child.stderr.on('data', (d) => (err = (err + d).slice(-4000)));
     child.on('exit', (code) => {
-      if (code) console.error(`warpscope ${name} exited with ${code}:\n${err}`);
+      if (code) console.error(`warpscope ${what} (${name}) exited with ${code}:\n${err}`);
     });
-    authChildren.push(child);
+    pushedChildren.push(child);
     return child;
   };
-  spawnLogged('server', ['server', '--data-dir', path.join(dir, 'data'), '--listen-address', `127.0.0.1:${port}`, '--auth-token-file', tokenFile, '--auth-read']);
-  await until('the --auth-read server', async () => (await fetch(`${base}/healthz`)).ok, 15_000);
+  const authFlags = auth ? ['--auth-token-file', tokenFile] : [];
+  spawnLogged('server', ['server', '--data-dir', path.join(dir, 'data'), '--listen-address', `127.0.0.1:${port}`, ...authFlags, ...(auth ? ['--auth-read'] : [])]);
+  await until(`the ${name} server`, async () => (await fetch(`${base}/healthz`)).ok, 15_000);
   spawnLogged('agent', [
-    'agent', '--simulate', scenario, '--hostname', 'auth-node', '--collect-metrics-interval', '250ms', '--export-metrics-interval', '1s',
-    '--listen-address', `127.0.0.1:${agentPort}`, '--server', base, '--auth-token-file', tokenFile, '--buffer-dir', path.join(dir, 'spool'),
+    'agent', '--simulate', scenario, '--hostname', hostname, '--collect-metrics-interval', '250ms', '--export-metrics-interval', '1s',
+    '--listen-address', `127.0.0.1:${agentPort}`, '--server', base, ...authFlags, '--buffer-dir', path.join(dir, 'spool'),
   ]);
   return { base, token };
+}
+
+const startAuthServer = (scenario = 'healthy-8xh100') => startPushed('auth-read', scenario, 'auth-node', true);
+
+// One GPU with a trainer that keeps running and an evaluator that ends 30 s into the run: the UI
+// must not show the evaluator as if it still ran once it has ended.
+const ENDING_SCENARIO = `name: ending-process
+seed: 3
+driver: {version: "550.127.08", nvml_version: "12.550.127.08", cuda_version: 12040}
+devices:
+  - name: "NVIDIA H100 80GB HBM3"
+    architecture: hopper
+    memory_total: 80GiB
+    signals: {gpu_util: 90}
+    processes:
+      - {pid: 41001, name: trainer, memory: 30GiB, sm_util: 60}
+      - {pid: 41002, name: evaluator, memory: 20GiB, sm_util: 30, stop: 30s}
+`;
+function startEndingServer() {
+  const file = path.join(dataDir, 'ending-process.yaml');
+  fs.writeFileSync(file, ENDING_SCENARIO);
+  return startPushed('ending', file, 'ending-node', false);
 }
 
 function freePort() {
@@ -182,11 +208,33 @@ function numbers(text) {
 }
 
 let authServer = null;
+let endingServer = null;
+
+// A tab in a browser context of its own, and the console errors and page errors it collects.
+async function newPage() {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 }, colorScheme: 'light' });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error') errors.push(m.text());
+  });
+  page.on('pageerror', (e) => errors.push(String(e)));
+  return { page, errors };
+}
 
 async function main() {
   // The --auth-read server starts now, so its agent has data by the time its part runs.
   authServer = startAuthServer();
   authServer.catch(() => undefined);
+  endingServer = startEndingServer();
+  endingServer.catch(() => undefined);
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  // Opened while the evaluator runs, checked after it has ended (part 12).
+  const liveEnding = openLiveEnding(endingServer);
+  liveEnding.catch(() => undefined);
   const base = await startServer();
   console.log(`server at ${base}`);
   const host = await until('the host entity', async () => (await api(base, '/api/v1/entities?kind=host')).entities[0]?.id);
@@ -206,17 +254,7 @@ async function main() {
   });
   check(posted.ok, `synthetic pprof stored (${posted.status})`);
 
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
-  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 }, colorScheme: 'light' });
-  const page = await context.newPage();
-  const errors = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error') errors.push(m.text());
-  });
-  page.on('pageerror', (e) => errors.push(String(e)));
+  const { page, errors } = await newPage();
   // Full pages, from the top; with the profile panel (fixed at the bottom) the viewport only.
   const shot = async (name, fullPage = true) => {
     await page.evaluate(() => window.scrollTo(0, 0));
@@ -392,9 +430,91 @@ async function main() {
   await page.waitForURL(/range=15m/);
   await ready();
 
+  await endingScenario(page, endingServer, liveEnding);
+
   check(errors.length === 0, `no console errors${errors.length ? ':\n  ' + errors.join('\n  ') : ''}`);
   await stopServer();
   await authScenario(authServer);
+}
+
+const ENDING_HOST = 'ending-node';
+const waitReady = (page) => page.waitForFunction(() => document.querySelector('main')?.getAttribute('aria-busy') === 'false');
+// The legend rows of a widget's chart but the time: [{label, value}].
+const legendRows = (page, id) =>
+  page.locator(`[data-testid=widget-${id}] .u-legend .u-series:not(:first-child)`).evaluateAll((rows) =>
+    rows.map((r) => ({ label: r.querySelector('.u-label')?.textContent ?? '', value: r.querySelector('.u-value')?.textContent ?? '' })),
+  );
+const evaluatorValue = async (page, id) => (await legendRows(page, id)).find((r) => r.label === 'evaluator')?.value;
+
+// 12a. The ending host's GPU page in live mode, in a tab of its own, opened while the evaluator
+// runs: the per-process stack shows it as current. Resolves to {page, errors}.
+async function openLiveEnding(started) {
+  const { base } = await started;
+  await until('the evaluator on the GPU', async () => (await api(base, `/api/v1/breakdown?metric=gpu.process.sm.utilization&host=${ENDING_HOST}&start=now-5m`)).groups.some((g) => g.key === 'evaluator'), 20_000);
+  const { page, errors } = await newPage();
+  await page.goto(`${base}/host/${ENDING_HOST}?tab=gpu&expand=util&range=15m&live=1`);
+  await waitReady(page);
+  await page.locator('[data-testid=widget-util-breakdown] canvas').first().waitFor();
+  const value = await evaluatorValue(page, 'util-breakdown');
+  check(value !== undefined && numbers(value)[0] > 0, `while it runs, the evaluator has a current value in the live per-process stack (${value})`);
+  return { page, errors };
+}
+
+// 12. A GPU process that ended (the evaluator of ENDING_SCENARIO, 30 s into the run) next to one
+// that runs on: the server counts it among the processes that ran; the per-process stacks show no
+// current value for it (no value carried on after its last point), also in the live tab opened
+// while it ran, while the trainer has one; and a window after its end no longer lists it.
+async function endingScenario(page, started, liveEnding) {
+  const { base } = await started;
+  const breakdown = (metric, start) => api(base, `/api/v1/breakdown?metric=${metric}&host=${ENDING_HOST}&start=${start}`);
+  const lastTime = (r, key) => Math.max(...(r.groups.find((g) => g.key === key)?.points ?? []).map((p) => p[0]));
+  // Until the evaluator's last 10 s step is two steps behind the trainer's.
+  const settled = await until('the evaluator to have ended', async () => {
+    const r = await breakdown('gpu.process.sm.utilization', 'now-15m');
+    const [trainer, evaluator] = [lastTime(r, 'trainer'), lastTime(r, 'evaluator')];
+    return Number.isFinite(evaluator) && trainer - evaluator > r.step ? { r, trainer, evaluator } : null;
+  });
+  // The stack of one GPU's processes never exceeds the GPU.
+  const sums = new Map();
+  for (const g of settled.r.groups) for (const [t, v] of g.points) sums.set(t, (sums.get(t) ?? 0) + (v ?? 0));
+  check([...sums.values()].every((v) => v <= 1 + 1e-9), `the per-process stack of the GPU stays at or below 100 % (max ${Math.max(...sums.values()).toFixed(3)})`);
+  const fleet = await api(base, '/api/v1/fleet?start=now-15m');
+  check(fleet.totals.gpu_processes === 2, `the fleet counts both processes that ran in the window, the ended one included (${fleet.totals.gpu_processes})`);
+
+  // The live tab refreshes every 10 s (the same lines: the chart is updated, not rebuilt).
+  const live = await liveEnding;
+  const gone = await until('the live legend to drop the evaluator\'s value', async () => ((await evaluatorValue(live.page, 'util-breakdown')) === '–' ? true : null), 30_000).catch(() => false);
+  check(gone, `in live mode the ended evaluator has no current value any more (${await evaluatorValue(live.page, 'util-breakdown')})`);
+  check(live.errors.length === 0, `no console errors in the live tab${live.errors.length ? ':\n  ' + live.errors.join('\n  ') : ''}`);
+  await live.page.context().close();
+
+  await page.goto(`${base}/?range=15m`);
+  await waitReady(page);
+  const tile = page.locator('a.tile:has-text("GPU processes")');
+  const [count, sub] = [await tile.locator('.tile-value').textContent(), await tile.locator('.tile-sub').textContent()];
+  check(count === '2' && sub === 'that ran in the window', `the fleet tile counts the GPU processes that ran in the window, the ended one included (${count}, ${sub})`);
+
+  await page.goto(`${base}/host/${ENDING_HOST}?tab=gpu&expand=util&range=15m`);
+  await waitReady(page);
+  await page.locator('[data-testid=widget-util-breakdown] canvas').first().waitFor();
+  await page.mouse.move(0, 0); // no cursor on any chart: the legends show the current values
+  for (const id of ['util-breakdown', 'consumer']) {
+    const rows = await legendRows(page, id);
+    const evaluator = rows.find((r) => r.label === 'evaluator');
+    const trainer = rows.find((r) => r.label === 'trainer');
+    check(evaluator !== undefined && trainer !== undefined, `the ${id} legend lists the evaluator, which ran in the window, and the trainer (${JSON.stringify(rows)})`);
+    check(evaluator.value === '–', `the ended evaluator has no current value in the ${id} legend (${evaluator.value})`);
+    check(numbers(trainer.value)[0] > 0, `the running trainer shows its current value in the ${id} legend (${trainer.value})`);
+  }
+  await page.screenshot({ path: path.join(outDir, '14-ended-process.png'), fullPage: true });
+
+  // A window that starts after the evaluator's end: it has left the legend.
+  const from = Math.ceil(settled.evaluator) + 2 * settled.r.step;
+  await page.goto(`${base}/host/${ENDING_HOST}?tab=gpu&expand=util&from=${from}&to=${Math.floor(Date.now() / 1000)}`);
+  await waitReady(page);
+  await page.locator('[data-testid=widget-util-breakdown] canvas').first().waitFor();
+  const after = (await legendRows(page, 'util-breakdown')).map((r) => r.label);
+  check(after.includes('trainer') && !after.includes('evaluator'), `after its end the evaluator has left the legend (${after.join(', ')})`);
 }
 
 // Clicks the profile panel's pprof button; resolves to the size of the downloaded file.

@@ -19,6 +19,7 @@
 
 #include "base/file_util.h"
 #include "child_process.h"
+#include "scrape.h"
 
 namespace warpscope::test {
 namespace {
@@ -47,39 +48,16 @@ devices:
       "3": {faults: [{kind: slow, hang: true, at: 5s, until: 20s}]}
 )";
 
-std::string GpuLabel(int gpu) { return "gpu=\"" + std::to_string(gpu) + "\""; }
-
-// The first sample value of `name` whose line contains every needle, in a Prometheus text body.
-std::optional<double> Sample(const std::string& text, const std::string& name,
-                             const std::vector<std::string>& needles = {}) {
-  for (std::string_view line : base::SplitString(text, "\n")) {
-    if (line.rfind(name + "{", 0) != 0 && line.rfind(name + " ", 0) != 0) continue;
-    bool all = true;
-    for (const auto& n : needles) all = all && line.find(n) != std::string_view::npos;
-    if (all) return std::stod(std::string(line.substr(line.rfind(' ') + 1)));
-  }
-  return std::nullopt;
-}
-
-// Polls GET `path` on 127.0.0.1:`port` until `done(body)` (bounded: ~40 s).
+// Polls GET `path` until `done(body)` (bounded: ~40 s, longer than the hang).
 std::string WaitFor(int port, const std::string& path,
                     const std::function<bool(const std::string&)>& done) {
-  httplib::Client c("127.0.0.1", port);
-  c.set_connection_timeout(1);
-  std::string body;
-  for (int i = 0; i < 400; ++i) {
-    auto res = c.Get(path.c_str());
-    if (res && res->status == 200) {
-      body = res->body;
-      if (done(body)) return body;
-    }
-    std::this_thread::sleep_for(milliseconds(100));  // bounded polling of another process
-  }
-  return body;
+  return WaitForHttp(port, path, done, /*attempts=*/400);
 }
 
+std::string GpuLabel(int gpu) { return "gpu=\"" + std::to_string(gpu) + "\""; }
+
 std::optional<double> Energy(const std::string& body, int gpu) {
-  return Sample(body, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", {GpuLabel(gpu)});
+  return PromSample(body, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", {GpuLabel(gpu)});
 }
 // Host CPU time over all modes: grows with wall time, busy or idle.
 std::optional<double> HostCpuSeconds(const std::string& body) {
@@ -95,7 +73,7 @@ std::optional<double> SourceCounter(const std::string& body, const std::string& 
                                     const std::string& source, const std::string& reason = "") {
   std::vector<std::string> needles = {"source=\"" + source + "\""};
   if (!reason.empty()) needles.push_back("reason=\"" + reason + "\"");
-  return Sample(body, name, needles);
+  return PromSample(body, name, needles);
 }
 
 // GPU 3 is hung and reported so; the others and the host are fresh in this scrape.
@@ -103,12 +81,12 @@ void ExpectHungScrape(const std::string& body) {
   for (int gpu = 0; gpu < kGpus; ++gpu) {
     SCOPED_TRACE("gpu " + std::to_string(gpu));
     if (gpu == kHungGpu) {
-      EXPECT_EQ(Sample(body, "warpscope_gpu_degraded", {GpuLabel(gpu)}), 1);
-      EXPECT_FALSE(Sample(body, "DCGM_FI_DEV_GPU_TEMP", {GpuLabel(gpu)}));
+      EXPECT_EQ(PromSample(body, "warpscope_gpu_degraded", {GpuLabel(gpu)}), 1);
+      EXPECT_FALSE(PromSample(body, "DCGM_FI_DEV_GPU_TEMP", {GpuLabel(gpu)}));
       EXPECT_FALSE(Energy(body, gpu));
     } else {
-      EXPECT_EQ(Sample(body, "warpscope_gpu_degraded", {GpuLabel(gpu)}), 0);
-      EXPECT_EQ(Sample(body, "DCGM_FI_DEV_GPU_TEMP", {GpuLabel(gpu)}), 62);
+      EXPECT_EQ(PromSample(body, "warpscope_gpu_degraded", {GpuLabel(gpu)}), 0);
+      EXPECT_EQ(PromSample(body, "DCGM_FI_DEV_GPU_TEMP", {GpuLabel(gpu)}), 62);
     }
   }
   // Only the GPU is late; the NVML source as a whole and the host source answer in time.
@@ -158,12 +136,12 @@ TEST(GpuHangE2ETest, HungGpuHoldsUpNeitherTheOtherGpusNorTheHost) {
   // Before the hang: every GPU answers.
   std::string body = WaitFor(agent_port, "/metrics", [](const std::string& b) {
     for (int gpu = 0; gpu < kGpus; ++gpu) {
-      if (!Sample(b, "DCGM_FI_DEV_GPU_TEMP", {GpuLabel(gpu)})) return false;
+      if (!PromSample(b, "DCGM_FI_DEV_GPU_TEMP", {GpuLabel(gpu)})) return false;
     }
     return true;
   });
-  ASSERT_TRUE(Sample(body, "DCGM_FI_DEV_GPU_TEMP", {GpuLabel(kHungGpu)})) << "agent stderr:\n"
-                                                                          << (*agent)->Stderr();
+  ASSERT_TRUE(PromSample(body, "DCGM_FI_DEV_GPU_TEMP", {GpuLabel(kHungGpu)})) << "agent stderr:\n"
+                                                                              << (*agent)->Stderr();
 
   // GPU 3 hangs: it is counted late once, and the next scrape shows it degraded.
   auto late = [](const std::string& b) {
@@ -192,11 +170,12 @@ TEST(GpuHangE2ETest, HungGpuHoldsUpNeitherTheOtherGpusNorTheHost) {
 
   // The hang ends: GPU 3 rejoins, without a second late count.
   std::string back = WaitFor(agent_port, "/metrics", [](const std::string& b) {
-    return Sample(b, "DCGM_FI_DEV_GPU_TEMP", {GpuLabel(kHungGpu)}).has_value();
+    return PromSample(b, "DCGM_FI_DEV_GPU_TEMP", {GpuLabel(kHungGpu)}).has_value();
   });
-  ASSERT_EQ(Sample(back, "DCGM_FI_DEV_GPU_TEMP", {GpuLabel(kHungGpu)}), 62) << "agent stderr:\n"
-                                                                            << (*agent)->Stderr();
-  EXPECT_EQ(Sample(back, "warpscope_gpu_degraded", {GpuLabel(kHungGpu)}), 0);
+  ASSERT_EQ(PromSample(back, "DCGM_FI_DEV_GPU_TEMP", {GpuLabel(kHungGpu)}), 62)
+      << "agent stderr:\n"
+      << (*agent)->Stderr();
+  EXPECT_EQ(PromSample(back, "warpscope_gpu_degraded", {GpuLabel(kHungGpu)}), 0);
   EXPECT_EQ(SourceCounter(back, "warpscope_agent_source_errors_total", "nvml", "gpu_late"), 1);
 
   // At the server: the late and recovered events of GPU 3, and the same cadence.

@@ -13,6 +13,7 @@
 
 #include "base/file_util.h"
 #include "child_process.h"
+#include "scrape.h"
 
 namespace warpscope::test {
 namespace {
@@ -36,36 +37,6 @@ devices:
       power: {ramp: {from: 100, to: 700, duration: 10m}}
 )";
 
-// The first sample value of `name` (with every needle in its line) in a Prometheus text body.
-std::optional<double> Sample(const std::string& text, const std::string& name,
-                             const std::string& needle = "") {
-  for (std::string_view line : base::SplitString(text, "\n")) {
-    if (line.rfind(name, 0) != 0 || line.find(needle) == std::string_view::npos) continue;
-    if (line.size() > name.size() && line[name.size()] != ' ' && line[name.size()] != '{') {
-      continue;
-    }
-    return std::stod(std::string(line.substr(line.rfind(' ') + 1)));
-  }
-  return std::nullopt;
-}
-
-// Polls GET `path` on 127.0.0.1:`port` until `done(body)` (bounded: ~20 s).
-std::string WaitFor(int port, const std::string& path,
-                    const std::function<bool(const std::string&)>& done) {
-  httplib::Client c("127.0.0.1", port);
-  c.set_connection_timeout(1);
-  std::string body;
-  for (int i = 0; i < 200; ++i) {
-    auto res = c.Get(path.c_str());
-    if (res && res->status == 200) {
-      body = res->body;
-      if (done(body)) return body;
-    }
-    std::this_thread::sleep_for(milliseconds(100));  // bounded polling of another process
-  }
-  return body;
-}
-
 TEST(ServerE2ETest, WindowsSurviveAServerKillAndArriveOnce) {
   TempDir tmp;
   const std::string bin = std::string(WARPSCOPE_BINARY_DIR) + "/bin/warpscope";
@@ -82,7 +53,7 @@ TEST(ServerE2ETest, WindowsSurviveAServerKillAndArriveOnce) {
 
   auto server = ChildProcess::Start(server_argv, tmp.path());
   ASSERT_TRUE(server);
-  WaitFor(server_port, "/healthz", [](const std::string&) { return true; });
+  WaitForHttp(server_port, "/healthz", [](const std::string&) { return true; });
   auto agent = ChildProcess::Start(
       {bin, "agent", "--simulate", scenario, "--enable-host-metrics=false",
        "--collect-metrics-interval=200ms", "--export-metrics-interval=400ms",
@@ -93,22 +64,24 @@ TEST(ServerE2ETest, WindowsSurviveAServerKillAndArriveOnce) {
   ASSERT_TRUE(agent);
 
   // Some windows arrive.
-  WaitFor(server_port, "/metrics", [](const std::string& b) {
-    return Sample(b, "warpscope_server_batches_total").value_or(0) >= 3;
+  WaitForHttp(server_port, "/metrics", [](const std::string& b) {
+    return PromSample(b, "warpscope_server_batches_total").value_or(0) >= 3;
   });
   // The server dies hard; the agent keeps producing windows meanwhile.
   ASSERT_NE((*server)->Signal(SIGKILL, seconds(5)), -1);
   auto exported = [&](const std::string& b) {
-    return Sample(b, "warpscope_agent_exports_total", "exporter=\"server\"").value_or(0);
+    return PromSample(b, "warpscope_agent_exports_total", {"exporter=\"server\""}).value_or(0);
   };
-  double before = exported(WaitFor(agent_port, "/metrics", [](const std::string&) { return true; }));
-  WaitFor(agent_port, "/metrics", [&](const std::string& b) { return exported(b) >= before + 4; });
+  double before =
+      exported(WaitForHttp(agent_port, "/metrics", [](const std::string&) { return true; }));
+  WaitForHttp(agent_port, "/metrics",
+              [&](const std::string& b) { return exported(b) >= before + 4; });
 
   // Back on the same port and data: the queued windows are delivered (after the exporter's
   // current backoff), so the stored points catch up with what the agent exported.
   auto restarted = ChildProcess::Start(server_argv, tmp.path());
   ASSERT_TRUE(restarted);
-  WaitFor(server_port, "/healthz", [](const std::string&) { return true; });
+  WaitForHttp(server_port, "/healthz", [](const std::string&) { return true; });
   httplib::Client api("127.0.0.1", server_port);
   auto stored_points = [&]() -> size_t {
     auto res = api.Get(
@@ -121,13 +94,14 @@ TEST(ServerE2ETest, WindowsSurviveAServerKillAndArriveOnce) {
   double windows = 0;
   size_t points = 0;
   for (int i = 0; i < 300; ++i) {  // bounded: 30 s
-    windows = exported(WaitFor(agent_port, "/metrics", [](const std::string&) { return true; }));
+    windows =
+        exported(WaitForHttp(agent_port, "/metrics", [](const std::string&) { return true; }));
     points = stored_points();
     if (points >= static_cast<size_t>(windows)) break;
     std::this_thread::sleep_for(milliseconds(100));  // bounded polling of other processes
   }
   ASSERT_GE(points, static_cast<size_t>(windows)) << "windows lost across the outage";
-  windows = exported(WaitFor(agent_port, "/metrics", [](const std::string&) { return true; }));
+  windows = exported(WaitForHttp(agent_port, "/metrics", [](const std::string&) { return true; }));
   int status = (*agent)->Signal(SIGTERM, seconds(15));
   ASSERT_TRUE(WIFEXITED(status)) << (*agent)->Stderr();
 
@@ -169,17 +143,17 @@ TEST(ServerE2ETest, UpRunsServerAndAgentWithAGeneratedToken) {
   ASSERT_TRUE(base::WriteFile(scenario, kScenario).ok());
   const int server_port = PickFreePort();
   const int agent_port = PickFreePort();
-  auto up = ChildProcess::Start({bin, "up", "--simulate", scenario, "--data-dir=" + tmp.path() +
-                                 "/up", "--port=" + std::to_string(server_port),
-                                 "--agent-port=" + std::to_string(agent_port)},
-                                tmp.path());
+  auto up = ChildProcess::Start(
+      {bin, "up", "--simulate", scenario, "--data-dir=" + tmp.path() + "/up",
+       "--port=" + std::to_string(server_port), "--agent-port=" + std::to_string(agent_port)},
+      tmp.path());
   ASSERT_TRUE(up);
   // The first window reaches the server after one export interval (10 s in `up`).
-  std::string body = WaitFor(server_port, "/api/v1/entities?kind=gpu", [](const std::string& b) {
-    return b.find("\"id\":\"GPU-") != std::string::npos;
-  });
+  std::string body = WaitForHttp(
+      server_port, "/api/v1/entities?kind=gpu",
+      [](const std::string& b) { return b.find("\"id\":\"GPU-") != std::string::npos; });
   ASSERT_NE(body.find("\"id\":\"GPU-"), std::string::npos) << (*up)->Stderr();
-  EXPECT_NE(WaitFor(agent_port, "/metrics", [](const std::string&) { return true; })
+  EXPECT_NE(WaitForHttp(agent_port, "/metrics", [](const std::string&) { return true; })
                 .find("DCGM_FI_DEV_GPU_UTIL"),
             std::string::npos);
   // The generated token protects ingest and is private to its owner.
@@ -197,17 +171,17 @@ TEST(ServerE2ETest, UpRunsServerAndAgentWithAGeneratedToken) {
 TEST(ServerE2ETest, BadServerFlagsExitWithAMessage) {
   TempDir tmp;
   const std::string bin = std::string(WARPSCOPE_BINARY_DIR) + "/bin/warpscope";
-  auto s = ChildProcess::Start({bin, "server", "--data-dir=" + tmp.path(),
-                                "--retention-raw=30d", "--retention-1m=1d"},
-                               tmp.path());
+  auto s = ChildProcess::Start(
+      {bin, "server", "--data-dir=" + tmp.path(), "--retention-raw=30d", "--retention-1m=1d"},
+      tmp.path());
   ASSERT_TRUE(s);
   int status = (*s)->Wait(seconds(10));
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 2);
   EXPECT_NE((*s)->Stderr().find("retention"), std::string::npos);
-  auto t = ChildProcess::Start({bin, "server", "--data-dir=" + tmp.path(),
-                                "--auth-token-file=" + tmp.path() + "/missing"},
-                               tmp.path());
+  auto t = ChildProcess::Start(
+      {bin, "server", "--data-dir=" + tmp.path(), "--auth-token-file=" + tmp.path() + "/missing"},
+      tmp.path());
   ASSERT_TRUE(t);
   status = (*t)->Wait(seconds(10));
   ASSERT_TRUE(WIFEXITED(status));

@@ -54,6 +54,8 @@ function cssVar(name: string): string {
 }
 
 // One x axis for every line (the union of their times), gaps as null (absent is never zero).
+// Stacked lines are cumulative where they have a point and null elsewhere: a process that ended
+// leaves the stack (its line stops) instead of running on along the lines below it.
 function align(lines: ChartLine[], stacked: boolean): uPlot.AlignedData {
   const times = new Set<number>();
   for (const l of lines) for (const p of l.points) times.add(p[0]);
@@ -70,7 +72,7 @@ function align(lines: ChartLine[], stacked: boolean): uPlot.AlignedData {
     const acc: (number | null)[] = new Array(xs.length).fill(null);
     const cum = ys.map((y) =>
       y.map((v, i) => {
-        if (v === null) return acc[i];
+        if (v === null) return null;
         acc[i] = (acc[i] ?? 0) + v;
         return acc[i];
       }),
@@ -78,6 +80,20 @@ function align(lines: ChartLine[], stacked: boolean): uPlot.AlignedData {
     return [xs as unknown as number[], ...cum.reverse()] as uPlot.AlignedData;
   }
   return [xs as unknown as number[], ...ys] as uPlot.AlignedData;
+}
+
+// What a legend shows without a cursor: the line's value at the chart's latest time (its last
+// point when that is at most one step older: hosts and windows do not all land at once). A line
+// without a point there — a process that ended — has no current value (null, shown as "–"),
+// never its last value as if it were still running.
+export function currentValue(xs: ArrayLike<number>, ys: ArrayLike<number | null | undefined>, step = 0): number | null {
+  if (xs.length === 0) return null;
+  const latest = xs[xs.length - 1];
+  for (let k = ys.length - 1; k >= 0 && latest - xs[k] <= step; k--) {
+    const v = ys[k];
+    if (v !== null && v !== undefined) return v;
+  }
+  return null;
 }
 
 const MARKER_COLORS: Record<string, string> = { xid: '#d62728', throttle: '#e69f00' };
@@ -124,6 +140,9 @@ export class TimeChart {
   private resize: ResizeObserver;
   private downX = 0;
   private downY = 0;
+  // Stacked charts: each line's own values (not the stacked sums), for the legend; kept in step
+  // with the plotted data on every update.
+  private own: uPlot.AlignedData | null = null;
 
   constructor(private readonly el: HTMLElement, spec: ChartSpec) {
     this.spec = spec;
@@ -153,10 +172,15 @@ export class TimeChart {
       this.build();
       return;
     }
-    this.plot!.batch(() => {
-      this.plot!.setData(align(spec.lines, !!spec.stacked), false);
-      this.plot!.setScale('x', { min: spec.start, max: spec.end });
+    this.own = spec.stacked ? align(spec.lines, false) : null;
+    const plot = this.plot!;
+    plot.batch(() => {
+      plot.setData(align(spec.lines, !!spec.stacked), false);
+      plot.setScale('x', { min: spec.start, max: spec.end });
     });
+    // uPlot recomputes the legend on cursor moves only: without a cursor, show the new data's
+    // current values (a line that ended must not keep the value it had at the last rebuild).
+    if ((plot.cursor.left ?? -1) < 0) plot.setLegend({}, false);
   }
 
   // Draws again (e.g. after markers were added to the spec's list).
@@ -180,7 +204,7 @@ export class TimeChart {
     const unit = spec.unit;
     const lines = stacked ? [...spec.lines].reverse() : spec.lines;
     const n = spec.lines.length;
-    const raw = stacked ? align(spec.lines, false) : null;
+    this.own = stacked ? align(spec.lines, false) : null;
     const series: uPlot.Series[] = [
       {},
       ...lines.map((l, i) => {
@@ -193,14 +217,8 @@ export class TimeChart {
           // uPlot's default: dots where points are sparse (a fresh server), none on dense lines.
           value: (u: uPlot, v: number | null, si: number, idx: number | null) => {
             // Stacked lines show their own value, not the stacked sum.
-            const own = (stacked && raw ? raw[n - i] : u.data[si]) as (number | null)[];
-            if (idx === null || idx === undefined) {
-              // No cursor: the latest value of the line.
-              for (let k = own.length - 1; k >= 0; k--) {
-                if (own[k] !== null && own[k] !== undefined) return formatValue(own[k], unit);
-              }
-              return '–';
-            }
+            const own = (stacked && this.own ? this.own[n - i] : u.data[si]) as (number | null)[];
+            if (idx === null || idx === undefined) return formatValue(currentValue(u.data[0] as number[], own, this.spec.step), unit);
             return stacked ? formatValue(own[idx] ?? null, unit) : formatValue(v, unit);
           },
         };

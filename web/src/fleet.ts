@@ -33,7 +33,7 @@ export async function fleetView(root: HTMLElement, ctx: ViewContext): Promise<Vi
       tile('GPU utilization', formatValue(t.gpu_utilization, '1'), 'average over the window', c.href({ view: 'top', kind: 'gpu', sort: 'gpu.utilization' }), false, fleet.utilization, 'gpu-utilization'),
       tile('GPU power', formatValue(t.power_watts, 'W'), powerShare !== null ? `${formatValue(powerShare, '1')} of ${formatValue(t.power_limit_watts, 'W')} limit` : 'now', c.href({ view: 'top', kind: 'gpu', sort: 'gpu.power.usage' }), false, fleet.power, 'gpu-power'),
       tile('GPU memory', formatValue(t.memory_used_bytes, 'By'), memShare !== null ? `${formatValue(memShare, '1')} of ${formatValue(t.memory_total_bytes, 'By')}` : 'in use now', c.href({ view: 'top', kind: 'gpu', sort: 'gpu.memory.used' })),
-      tile('GPU processes', String(t.gpu_processes), 'seen in the window', c.href({ view: 'top', kind: 'executable', sort: 'gpu.executable.sm.utilization' })),
+      tile('GPU processes', String(t.gpu_processes), 'that ran in the window', c.href({ view: 'top', kind: 'executable', sort: 'gpu.executable.sm.utilization' })),
       tile('Events', String(t.events), 'XID and other GPU events', worst && worst.events > 0 ? c.href({ view: 'host', host: worst.host, tab: 'gpu' }) : '#hosts', t.events > 0),
     );
     const spec = {
@@ -76,6 +76,10 @@ function tile(
   );
 }
 
+const COLUMN_NOTES: Record<string, string> = {
+  'GPU processes': 'Processes that had GPU memory at some time in the window, ended ones included, each once',
+};
+
 function hostsTable(hosts: FleetHost[], c: ViewContext): HTMLElement {
   if (hosts.length === 0) {
     return h('p.empty', {}, 'No host has reported in this window. Start an agent with --server pointing here, or widen the time range.');
@@ -91,7 +95,7 @@ function hostsTable(hosts: FleetHost[], c: ViewContext): HTMLElement {
         'tr',
         {},
         ...['Host', 'GPUs', 'GPU util.', 'Power', 'GPU memory', 'Max temp.', 'GPU processes', 'Events', 'Last seen'].map((x, i) =>
-          h(i === 0 ? 'th' : 'th.num', { scope: 'col' }, x),
+          h(i === 0 ? 'th' : 'th.num', { scope: 'col', title: COLUMN_NOTES[x] }, x),
         ),
       ),
     ),

@@ -3,9 +3,9 @@
 
 namespace warpscope::server::query {
 
-void BucketSums::Add(const Point& p) {
+void BucketSums::Add(const Point& p, double share) {
   auto& b = buckets_[base::ToUnixNanos(p.time)];
-  b.first += p.value;
+  b.first += p.value * share;
   ++b.second;
 }
 

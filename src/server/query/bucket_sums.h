@@ -16,7 +16,8 @@ namespace warpscope::server::query {
 // the series that have a point there. Not thread-safe.
 class BucketSums {
  public:
-  void Add(const Point& p);
+  // Adds p.value * share to p's bucket (share: BucketShares::Share, 1 for a whole bucket).
+  void Add(const Point& p, double share = 1);
   void AddSeries(const std::vector<RangeSeries>& series);  // every point of every series
   // One point per bucket that had any, in time order: the sum, or with `mean` the mean.
   std::vector<Point> Points(bool mean) const;

@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <utility>
 
+#include "model/process.h"
 #include "server/query/bucket_sums.h"
 #include "server/query/json_format.h"
 #include "server/query/storage_reads.h"
@@ -94,6 +96,32 @@ base::Result<std::vector<Point>> GpuTimeline(Storage& storage, std::string_view 
   return sums.Points(mean);
 }
 
+// Per host, the processes that ran among `entries` (process entities), each once: a process
+// entity without a start time ("pid/<pid>/0": the agent saw the pid in NVML but not in /proc,
+// typically as the process exited) is the process of that pid with a start time, when there is
+// one; every other entity is a process of its own (a reused pid is another process).
+std::map<std::string, size_t> CountProcesses(const std::vector<TopEntry>& entries) {
+  std::map<std::string, std::set<int>> known_pids;  // host -> pids with a start time
+  for (const TopEntry& e : entries) {
+    std::optional<model::ProcessIdentity> p = model::ParseProcessEntityId(e.entity);
+    if (p && p->known()) {
+      known_pids[e.host].insert(p->pid);
+    }
+  }
+  std::map<std::string, size_t> counts;
+  for (const TopEntry& e : entries) {
+    std::optional<model::ProcessIdentity> p = model::ParseProcessEntityId(e.entity);
+    if (p && !p->known()) {
+      auto host = known_pids.find(e.host);
+      if (host != known_pids.end() && host->second.contains(p->pid)) {
+        continue;
+      }
+    }
+    ++counts[e.host];
+  }
+  return counts;
+}
+
 // Per host: entities, GPU figures, GPU processes and events over [start, end).
 base::Result<std::map<std::string, HostFigures>> GatherHosts(Storage& storage,
                                                              base::TimePoint start,
@@ -122,8 +150,8 @@ base::Result<std::map<std::string, HostFigures>> GatherHosts(Storage& storage,
   WARPSCOPE_ASSIGN_OR_RETURN(std::vector<TopEntry> processes,
                              RankAll(storage, "gpu.process.memory.used",
                                      model::EntityKind::kProcess, Aggregation::kAvg, start, end));
-  for (const TopEntry& e : processes) {
-    ++hosts[e.host].out.gpu_processes;
+  for (auto& [host, count] : CountProcesses(processes)) {
+    hosts[host].out.gpu_processes = count;
   }
   EventQuery evq;
   evq.start = start;

@@ -32,8 +32,9 @@ struct FleetHost {
   std::optional<double> memory_used_bytes;
   std::optional<double> memory_total_bytes;
   std::optional<double> temperature_max;  // the hottest GPU's maximum
-  size_t gpu_processes = 0;               // processes with GPU memory in the range
-  size_t degraded_gpus = 0;               // GPUs whose latest gpu.degraded is > 0
+  // Processes that had GPU memory at some time in the range (ended ones included), each once.
+  size_t gpu_processes = 0;
+  size_t degraded_gpus = 0;  // GPUs whose latest gpu.degraded is > 0
   size_t events = 0;
   size_t xid_events = 0;
 };

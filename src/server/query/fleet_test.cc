@@ -133,6 +133,50 @@ TEST_F(FleetTest, WindowsOutsideTheRangeAreLeftOut) {
   EXPECT_TRUE(fleet->utilization.empty());
 }
 
+TEST_F(FleetTest, CountsEachProcessThatRanOnce) {
+  // node3 over three windows: a process on two GPUs (pid 10), seen without its start time in its
+  // last window as it exited; pid 10 then taken by another process; a process that ended in the
+  // first window (pid 12); one the agent never found in /proc (pid 11, no start time).
+  for (int64_t offset : {0, 10, 20}) {
+    IngestBatch b = Window("node3", offset);
+    AddGpu(b, "GPU-d", "0");
+    AddGpu(b, "GPU-e", "1");
+    auto process = [&](const char* id, const char* gpu) {
+      AddProcess(b, id, "python3");
+      AddGauge(b, "gpu.process.memory.used", EntityKind::kProcess, id, 1e9,
+               model::Labels{{"gpu.uuid", gpu}});
+    };
+    if (offset == 0) {
+      process("pid/10/100", "GPU-d");
+      process("pid/10/100", "GPU-e");
+      process("pid/12/300", "GPU-e");
+    }
+    if (offset == 10) {
+      process("pid/10/0", "GPU-d");
+    }
+    if (offset == 20) {
+      process("pid/10/900", "GPU-d");
+    }
+    process("pid/11/0", "GPU-e");
+    Write(b);
+  }
+  WriteFleet();
+  auto fleet = QueryFleet(*storage_, At(kT0), At(kT0 + 60));
+  ASSERT_TRUE(fleet) << fleet.error().message();
+  ASSERT_EQ(fleet->hosts.size(), 3u);
+  EXPECT_EQ(fleet->hosts[2].host, "node3");
+  // pid 10 (one process, two ids, two GPUs), pid 10 again (reused), pid 11, pid 12.
+  EXPECT_EQ(fleet->hosts[2].gpu_processes, 4u);
+  EXPECT_EQ(fleet->hosts[1].gpu_processes, 3u);  // node2's three, without a start time
+  EXPECT_EQ(fleet->totals.gpu_processes, 7u);
+  // Over the last window only: the reused pid's process and pid 11.
+  auto last = QueryFleet(*storage_, At(kT0 + 20), At(kT0 + 30));
+  ASSERT_TRUE(last) << last.error().message();
+  ASSERT_FALSE(last->hosts.empty());
+  EXPECT_EQ(last->hosts.back().host, "node3");
+  EXPECT_EQ(last->hosts.back().gpu_processes, 2u);
+}
+
 TEST_F(FleetTest, JsonWritesAbsentFiguresAsNull) {
   WriteFleet();
   auto fleet = QueryFleet(*storage_, At(kT0), At(kT0 + 60));

@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "server/query/bucket_shares.h"
 #include "server/query/bucket_sums.h"
 #include "server/query/json_format.h"
 
@@ -45,6 +46,7 @@ base::Result<json> RangeJson(Storage& storage, const RangeQuery& q) {
 
 base::Result<Breakdown> QueryBreakdown(Storage& storage, const RangeQuery& q, std::string_view by) {
   WARPSCOPE_ASSIGN_OR_RETURN(RangeResult result, storage.QueryRange(q));
+  WARPSCOPE_ASSIGN_OR_RETURN(BucketShares shares, BucketShares::Read(storage, q, result));
   struct Group {
     BucketSums sums;
     std::set<std::string> entities;
@@ -67,9 +69,11 @@ base::Result<Breakdown> QueryBreakdown(Storage& storage, const RangeQuery& q, st
     g.entities.insert(s.series.entity);
     ++g.series;
     for (const auto& p : s.points) {
-      g.sums.Add(p);
+      // What ran at each moment: a process that ran for part of the bucket adds that part.
+      const double share = shares.Share(s, p);
+      g.sums.Add(p, share);
       if (std::isfinite(p.value)) {
-        g.total += p.value;
+        g.total += p.value * share;
       }
     }
   }

@@ -120,7 +120,9 @@ std::vector<Point> BucketPoints(const SeriesFolder& folder, Aggregation aggregat
   for (size_t i = 0; i < folded.size(); ++i) {
     std::optional<double> value = folded[i].Value(aggregation);
     if (value.has_value()) {
-      points.push_back(Point{FromMs(origin + static_cast<int64_t>(i) * step_ms), *value});
+      const uint64_t samples =
+          aggregation == Aggregation::kAvg ? static_cast<uint64_t>(folded[i].count) : 0;
+      points.push_back(Point{FromMs(origin + static_cast<int64_t>(i) * step_ms), *value, samples});
     }
   }
   return points;

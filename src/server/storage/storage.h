@@ -146,6 +146,9 @@ struct SeriesIdentity {
 struct Point {
   base::TimePoint time;  // start of the step bucket
   double value = 0;
+  // With Aggregation::kAvg, the agent samples the value averages (the windows' counts summed), so
+  // that readers can weigh series that covered different parts of a bucket; 0 otherwise.
+  uint64_t samples = 0;
 };
 
 struct RangeSeries {

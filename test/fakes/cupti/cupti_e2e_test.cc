@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "base/testing/peer.h"
 #include "cupti/wire.h"
 #include "integration/child_process.h"
 #include "test_agent.h"
@@ -302,9 +303,8 @@ TEST_F(CuptiE2eTest, ExhaustedBufferPoolDropsAndCountsRecords) {
 }
 
 TEST_F(CuptiE2eTest, PythonFramesOfTheLaunchingCode) {
-  if (!FAKE_APP_HAS_PYTHON) {
-    GTEST_SKIP() << "fake_cuda_app was built without Python (install python3-dev)";
-  }
+  WARPSCOPE_REQUIRE_PEER(FAKE_APP_HAS_PYTHON, "python3-dev (fake_cuda_app was built without Python)",
+                         "run scripts/setup.sh --test and rebuild");
   TestAgent agent(SocketPath());
   auto run = RunApp(dir_.path(), {"--threads", "0", "--python"}, Env(SocketPath(), {}));
   ASSERT_TRUE(ExitedOk(run)) << run.err;
@@ -380,9 +380,11 @@ TEST_F(CuptiE2eTest, RealCuptiWithoutADriverGoesPassive) {
       break;
     }
   }
-  if (real.empty() || access("/dev/nvidiactl", F_OK) == 0) {
-    GTEST_SKIP() << "needs libcupti.so.13 and no NVIDIA driver";
+  if (access("/dev/nvidiactl", F_OK) == 0) {
+    GTEST_SKIP() << "an NVIDIA driver is loaded: this test needs a machine without one";
   }
+  WARPSCOPE_REQUIRE_PEER(!real.empty(), "NVIDIA's libcupti.so.13",
+                         "install the CUDA 13 toolkit in /usr/local/cuda (part of the machine image)");
   TestAgent agent(SocketPath());
   auto run = RunApp(dir_.path(), {"--threads", "2", "--launches", "5"},
                     {"CUDA_INJECTION64_PATH=" + kInject, "WARPSCOPE_CUPTI_LIBRARY=" + real,

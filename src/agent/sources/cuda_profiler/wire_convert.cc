@@ -121,21 +121,7 @@ ConnectionConverter::ConnectionConverter(int32_t peer_pid, Options options)
 void ConnectionConverter::Handle(wire::Message message, ProfileInputSink& sink, Events& events) {
   ++stats_.messages;
   if (auto* hello = std::get_if<wire::Hello>(&message)) {
-    if (has_hello_) {
-      return;  // one per connection; a repeat changes nothing
-    }
-    has_hello_ = true;
-    pid_ = peer_pid_ > 0 ? peer_pid_ : static_cast<int32_t>(hello->pid);
-    executable_ = hello->exe;
-    ProcessDesc desc;
-    desc.pid = pid_;
-    desc.executable = hello->exe;
-    desc.start_time_ns = ToNs(hello->start_time_ns);
-    if (options_.start_ticks_of) {
-      desc.start_ticks = options_.start_ticks_of(pid_);
-    }
-    sink.AddProcess(desc);
-    events.hello = true;
+    OnHello(*hello, sink, events);
     return;
   }
   if (pid_ <= 0) {
@@ -146,122 +132,27 @@ void ConnectionConverter::Handle(wire::Message message, ProfileInputSink& sink, 
       [&](auto& m) {
         using T = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<T, wire::Stack>) {
-          InternedStack stack;
-          stack.hash = m.hash;
-          stack.native_pcs = std::move(m.native);
-          stack.python_frames.reserve(m.python.size());
-          for (auto& f : m.python) {
-            stack.python_frames.push_back(PythonFrame{std::move(f.function), std::move(f.file),
-                                                      static_cast<int32_t>(f.line)});
-          }
-          sink.AddStack(pid_, std::move(stack));
+          OnStack(std::move(m), sink);
         } else if constexpr (std::is_same_v<T, wire::KernelName>) {
           names_[m.id] = std::move(m.name);
           ResolvePending(m.id, sink);
         } else if constexpr (std::is_same_v<T, wire::KernelActivity>) {
-          KernelActivity k;
-          k.correlation_id = m.correlation_id;
-          if (m.stack_hash != 0) {
-            k.stack_hash = m.stack_hash;
-          }
-          k.device = m.device;
-          k.stream = m.stream;
-          k.context = m.context;
-          k.start_ns = ToNs(m.start_ns);
-          k.end_ns = ToNs(m.end_ns);
-          k.grid = ToDim3(m.grid);
-          k.block = ToDim3(m.block);
-          k.graph_id = m.graph_id;
-          k.registers_per_thread = m.registers;
-          k.shared_memory_bytes = m.static_smem + m.dynamic_smem;
-          if (m.launch_ns != 0) {
-            k.launch_api = LaunchApiName(m.launch_domain, m.launch_cbid);
-            k.thread_id = static_cast<int32_t>(m.launch_tid);
-            k.api_start_ns = ToNs(m.launch_ns);
-            k.api_end_ns = k.api_start_ns + kLaunchSliceNs;
-          }
-          Pending p;
-          p.name_id = m.name_id;
-          p.kernel = std::move(k);
-          auto it = names_.find(m.name_id);
-          if (it != names_.end()) {
-            Emit(std::move(p), it->second, sink);
-          } else {
-            pending_.push_back(std::move(p));
-            TrimPending(sink);
-          }
+          OnKernel(m, sink);
         } else if constexpr (std::is_same_v<T, wire::KernelAggregate>) {
-          for (const auto& e : m.entries) {
-            Pending p;
-            p.name_id = e.name_id;
-            p.aggregate = KernelAggregate{"", e.device, e.stream, e.count, e.total_ns};
-            auto it = names_.find(e.name_id);
-            if (it != names_.end()) {
-              Emit(std::move(p), it->second, sink);
-            } else {
-              pending_.push_back(std::move(p));
-            }
-          }
-          TrimPending(sink);
+          OnAggregate(m, sink);
         } else if constexpr (std::is_same_v<T, wire::StallReasons>) {
           auto& reasons = stall_reasons_[m.device];
           for (auto& r : m.reasons) {
             reasons[r.index] = std::move(r.name);
           }
         } else if constexpr (std::is_same_v<T, wire::PcSamples>) {
-          const auto device_it = stall_reasons_.find(m.device);
-          for (auto& s : m.samples) {
-            PcSample sample;
-            sample.cubin_hash = s.cubin_crc;
-            sample.function = std::move(s.function);
-            sample.pc_offset = s.pc_offset;
-            sample.count = s.count;
-            if (device_it != stall_reasons_.end()) {
-              auto r = device_it->second.find(s.stall_reason);
-              if (r != device_it->second.end()) {
-                sample.stall_reason = r->second;
-              }
-            }
-            if (sample.stall_reason.empty()) {
-              sample.stall_reason = fmt::format("stall reason {}", s.stall_reason);
-            }
-            sink.AddPcSample(pid_, sample);
-          }
+          OnPcSamples(std::move(m), sink);
         } else if constexpr (std::is_same_v<T, wire::CubinChunk>) {
           AddCubinChunk(std::move(m), events);
         } else if constexpr (std::is_same_v<T, wire::Counters>) {
-          for (const auto& c : m.counters) {
-            counters_[c.id] = c.value;
-          }
-          using wire::CounterId;
-          ProcessCounters pc;
-          pc.launches_seen = Sum(counters_, {CounterId::kLaunchesSeen});
-          pc.launches_admitted = Sum(counters_, {CounterId::kLaunchesAdmitted});
-          pc.launches_dropped = Sum(counters_, {CounterId::kRingDrops});
-          pc.records_lost =
-              Sum(counters_, {CounterId::kCuptiDroppedRecords, CounterId::kPcSamplesDropped,
-                              CounterId::kPendingEvicted});
-          pc.overhead_ns = Sum(counters_, {CounterId::kOverheadNs});
-          sink.UpdateCounters(pid_, pc);
+          OnCounters(m, sink);
         } else if constexpr (std::is_same_v<T, wire::Memcpy> || std::is_same_v<T, wire::Memset>) {
-          MemoryActivity a;
-          if constexpr (std::is_same_v<T, wire::Memcpy>) {
-            a.op = MemoryActivity::Op::kMemcpy;
-            a.kind = std::string(MemcpyKindName(m.copy_kind));
-          } else {
-            a.op = MemoryActivity::Op::kMemset;
-            a.kind = std::string(MemoryKindName(m.memory_kind));
-          }
-          a.correlation_id = m.correlation_id;
-          a.bytes = m.bytes;
-          a.start_ns = ToNs(m.start_ns);
-          a.end_ns = ToNs(m.end_ns);
-          a.device = m.device;
-          a.stream = m.stream;
-          a.context = m.context;
-          a.graph_id = m.graph_id;
-          ++stats_.memory_activities;
-          sink.AddMemoryActivity(pid_, std::move(a));
+          OnMemory(m, sink);
         } else if constexpr (std::is_same_v<T, wire::NvtxRange>) {
           NvtxRange r;
           r.name = std::move(m.name);
@@ -281,6 +172,144 @@ void ConnectionConverter::Handle(wire::Message message, ProfileInputSink& sink, 
         }
       },
       message);
+}
+
+void ConnectionConverter::OnHello(const wire::Hello& hello, ProfileInputSink& sink,
+                                  Events& events) {
+  if (has_hello_) {
+    return;  // one per connection; a repeat changes nothing
+  }
+  has_hello_ = true;
+  pid_ = peer_pid_ > 0 ? peer_pid_ : static_cast<int32_t>(hello.pid);
+  executable_ = hello.exe;
+  ProcessDesc desc;
+  desc.pid = pid_;
+  desc.executable = hello.exe;
+  desc.start_time_ns = ToNs(hello.start_time_ns);
+  if (options_.start_ticks_of) {
+    desc.start_ticks = options_.start_ticks_of(pid_);
+  }
+  sink.AddProcess(desc);
+  events.hello = true;
+}
+
+void ConnectionConverter::OnStack(wire::Stack m, ProfileInputSink& sink) {
+  InternedStack stack;
+  stack.hash = m.hash;
+  stack.native_pcs = std::move(m.native);
+  stack.python_frames.reserve(m.python.size());
+  for (auto& f : m.python) {
+    stack.python_frames.push_back(
+        PythonFrame{std::move(f.function), std::move(f.file), static_cast<int32_t>(f.line)});
+  }
+  sink.AddStack(pid_, std::move(stack));
+}
+
+void ConnectionConverter::OnKernel(const wire::KernelActivity& m, ProfileInputSink& sink) {
+  KernelActivity k;
+  k.correlation_id = m.correlation_id;
+  if (m.stack_hash != 0) {
+    k.stack_hash = m.stack_hash;
+  }
+  k.device = m.device;
+  k.stream = m.stream;
+  k.context = m.context;
+  k.start_ns = ToNs(m.start_ns);
+  k.end_ns = ToNs(m.end_ns);
+  k.grid = ToDim3(m.grid);
+  k.block = ToDim3(m.block);
+  k.graph_id = m.graph_id;
+  k.registers_per_thread = m.registers;
+  k.shared_memory_bytes = m.static_smem + m.dynamic_smem;
+  if (m.launch_ns != 0) {
+    k.launch_api = LaunchApiName(m.launch_domain, m.launch_cbid);
+    k.thread_id = static_cast<int32_t>(m.launch_tid);
+    k.api_start_ns = ToNs(m.launch_ns);
+    k.api_end_ns = k.api_start_ns + kLaunchSliceNs;
+  }
+  Pending p;
+  p.name_id = m.name_id;
+  p.kernel = std::move(k);
+  auto it = names_.find(m.name_id);
+  if (it != names_.end()) {
+    Emit(std::move(p), it->second, sink);
+  } else {
+    pending_.push_back(std::move(p));
+    TrimPending(sink);
+  }
+}
+
+void ConnectionConverter::OnAggregate(const wire::KernelAggregate& m, ProfileInputSink& sink) {
+  for (const auto& e : m.entries) {
+    Pending p;
+    p.name_id = e.name_id;
+    p.aggregate = KernelAggregate{"", e.device, e.stream, e.count, e.total_ns};
+    auto it = names_.find(e.name_id);
+    if (it != names_.end()) {
+      Emit(std::move(p), it->second, sink);
+    } else {
+      pending_.push_back(std::move(p));
+    }
+  }
+  TrimPending(sink);
+}
+
+void ConnectionConverter::OnPcSamples(wire::PcSamples m, ProfileInputSink& sink) {
+  const auto device_it = stall_reasons_.find(m.device);
+  for (auto& s : m.samples) {
+    PcSample sample;
+    sample.cubin_hash = s.cubin_crc;
+    sample.function = std::move(s.function);
+    sample.pc_offset = s.pc_offset;
+    sample.count = s.count;
+    if (device_it != stall_reasons_.end()) {
+      auto r = device_it->second.find(s.stall_reason);
+      if (r != device_it->second.end()) {
+        sample.stall_reason = r->second;
+      }
+    }
+    if (sample.stall_reason.empty()) {
+      sample.stall_reason = fmt::format("stall reason {}", s.stall_reason);
+    }
+    sink.AddPcSample(pid_, sample);
+  }
+}
+
+void ConnectionConverter::OnCounters(const wire::Counters& m, ProfileInputSink& sink) {
+  for (const auto& c : m.counters) {
+    counters_[c.id] = c.value;
+  }
+  using wire::CounterId;
+  ProcessCounters pc;
+  pc.launches_seen = Sum(counters_, {CounterId::kLaunchesSeen});
+  pc.launches_admitted = Sum(counters_, {CounterId::kLaunchesAdmitted});
+  pc.launches_dropped = Sum(counters_, {CounterId::kRingDrops});
+  pc.records_lost = Sum(counters_, {CounterId::kCuptiDroppedRecords, CounterId::kPcSamplesDropped,
+                                    CounterId::kPendingEvicted});
+  pc.overhead_ns = Sum(counters_, {CounterId::kOverheadNs});
+  sink.UpdateCounters(pid_, pc);
+}
+
+template <typename Message>
+void ConnectionConverter::OnMemory(const Message& m, ProfileInputSink& sink) {
+  MemoryActivity a;
+  if constexpr (std::is_same_v<Message, wire::Memcpy>) {
+    a.op = MemoryActivity::Op::kMemcpy;
+    a.kind = std::string(MemcpyKindName(m.copy_kind));
+  } else {
+    a.op = MemoryActivity::Op::kMemset;
+    a.kind = std::string(MemoryKindName(m.memory_kind));
+  }
+  a.correlation_id = m.correlation_id;
+  a.bytes = m.bytes;
+  a.start_ns = ToNs(m.start_ns);
+  a.end_ns = ToNs(m.end_ns);
+  a.device = m.device;
+  a.stream = m.stream;
+  a.context = m.context;
+  a.graph_id = m.graph_id;
+  ++stats_.memory_activities;
+  sink.AddMemoryActivity(pid_, std::move(a));
 }
 
 void ConnectionConverter::Emit(Pending pending, const std::string& name, ProfileInputSink& sink) {

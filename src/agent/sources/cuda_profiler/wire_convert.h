@@ -164,6 +164,16 @@ class ConnectionConverter {
     std::string bytes;
   };
 
+  // One per message kind, from Handle.
+  void OnHello(const wire::Hello& hello, ProfileInputSink& sink, Events& events);
+  void OnStack(wire::Stack m, ProfileInputSink& sink);
+  void OnKernel(const wire::KernelActivity& m, ProfileInputSink& sink);
+  void OnAggregate(const wire::KernelAggregate& m, ProfileInputSink& sink);
+  void OnPcSamples(wire::PcSamples m, ProfileInputSink& sink);
+  void OnCounters(const wire::Counters& m, ProfileInputSink& sink);
+  template <typename Message>  // wire::Memcpy or wire::Memset
+  void OnMemory(const Message& m, ProfileInputSink& sink);
+
   void Emit(Pending pending, const std::string& name, ProfileInputSink& sink);
   void ResolvePending(uint32_t name_id, ProfileInputSink& sink);
   void AddCubinChunk(wire::CubinChunk chunk, Events& events);

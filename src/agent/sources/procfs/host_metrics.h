@@ -59,7 +59,7 @@ extern const model::MetricDesc kNetworkDropped;  // counter {interface, directio
 // Processes (/proc/[pid]).
 extern const model::MetricDesc kProcessCount;  // host entity
 
-// Per process (process entities), for the top-N processes by CPU and every pid of interest.
+// Per process (process entities), for the top-N processes by CPU and every process of interest.
 extern const model::MetricDesc kProcessCpuTime;
 extern const model::MetricDesc kProcessCpuUtilization;
 extern const model::MetricDesc kProcessMemoryRss;

@@ -118,10 +118,11 @@ void ProcfsSource::Stop() {
   prev_procs_.clear();
 }
 
-void ProcfsSource::SetPidsOfInterest(std::vector<int> pids) {
-  std::sort(pids.begin(), pids.end());
-  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
-  pids_of_interest_ = std::move(pids);
+void ProcfsSource::SetProcessesOfInterest(std::vector<model::ProcessIdentity> processes) {
+  std::erase_if(processes, [](const model::ProcessIdentity& p) { return !p.known(); });
+  std::sort(processes.begin(), processes.end());
+  processes.erase(std::unique(processes.begin(), processes.end()), processes.end());
+  of_interest_ = std::move(processes);
 }
 
 void ProcfsSource::Poll(base::TimePoint now, model::SampleSink& out) {
@@ -446,10 +447,10 @@ void ProcfsSource::SelectProcesses() {
                      selected_.end(), busier);
     selected_.resize(top);
   }
-  for (int pid : pids_of_interest_) {
-    auto it = std::lower_bound(procs_.begin(), procs_.end(), pid,
-                               [](const ProcSample& s, int p) { return s.pid < p; });
-    if (it != procs_.end() && it->pid == pid) {
+  for (const model::ProcessIdentity& p : of_interest_) {
+    auto it = std::lower_bound(procs_.begin(), procs_.end(), p.pid,
+                               [](const ProcSample& s, int pid) { return s.pid < pid; });
+    if (it != procs_.end() && it->pid == p.pid && it->start_ticks == p.start_ticks) {
       selected_.push_back(static_cast<size_t>(it - procs_.begin()));
     }
   }
@@ -458,7 +459,7 @@ void ProcfsSource::SelectProcesses() {
 }
 
 void ProcfsSource::PollProcesses(model::SampleSink& out) {
-  bool want_stats = options_.top_processes > 0 || !pids_of_interest_.empty();
+  bool want_stats = options_.top_processes > 0 || !of_interest_.empty();
   base::Duration scan_time = clock_.Monotonic();
   size_t count = 0;
   if (!ScanProcesses(want_stats, count)) return;

@@ -28,7 +28,7 @@ struct ProcfsSourceOptions {
   // (the UTS namespace of the agent), falling back to gethostname().
   std::string host_id;
   // Per-process series for the N processes that used the most CPU over the last interval (on
-  // the first collection: over their lifetime). 0 keeps only the pids of interest.
+  // the first collection: over their lifetime). 0 keeps only the processes of interest.
   size_t top_processes = 10;
   // Per logical CPU series (host.cpu.core.*): 8 modes x 2 metrics per CPU.
   bool per_core_cpu = true;
@@ -78,7 +78,7 @@ std::string_view ProcfsErrorName(ProcfsError error);
 //   /proc/diskstats  bytes, operations and busy time per block device (filters above)
 //   /proc/net/dev    bytes, packets, errors, drops per interface (filters above)
 //   /proc/[pid]/stat process count; CPU time and utilization, RSS, virtual size and threads of
-//                    the top-N processes by CPU plus every pid of interest, each with its
+//                    the top-N processes by CPU plus every process of interest, each with its
 //                    process entity (and container entity) from the model::ProcessResolver
 // and reports every failure through the error hook. A file that cannot be read or parsed skips
 // the metrics that come from it, increments its error counter and logs a WARNING the first time;
@@ -98,9 +98,11 @@ class ProcfsSource : public Source {
   void Poll(base::TimePoint now, model::SampleSink& out) override;
   void Stop() override;
 
-  // Host pids that get per-process series even outside the top N, e.g. the GPU processes NVML
-  // reports. Kept until replaced; pids that do not exist are ignored.
-  void SetPidsOfInterest(std::vector<int> pids);
+  // Processes that get per-process series even outside the top N, e.g. the GPU processes NVML
+  // reports. Kept until replaced. A process is reported only while its pid still names it (the
+  // start time in /proc/<pid>/stat equals start_ticks): a reused pid is another process, and an
+  // identity without a start time (not resolved from this /proc) names no local process.
+  void SetProcessesOfInterest(std::vector<model::ProcessIdentity> processes);
 
   uint64_t error_count(ProcfsError error) const { return errors_[static_cast<size_t>(error)]; }
   const std::string& host_id() const { return host_id_; }
@@ -184,7 +186,7 @@ class ProcfsSource : public Source {
   bool have_prev_scan_ = false;
   base::Duration prev_scan_time_{0};
   std::vector<size_t> selected_;
-  std::vector<int> pids_of_interest_;  // sorted, unique
+  std::vector<model::ProcessIdentity> of_interest_;  // sorted, unique, known start times only
 
   std::array<uint64_t, kProcfsErrorCount> errors_{};
   std::array<bool, kProcfsErrorCount> error_logged_{};

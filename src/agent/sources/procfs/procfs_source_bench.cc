@@ -57,7 +57,7 @@ void BM_PollRealProc(benchmark::State& state) {
 }
 BENCHMARK(BM_PollRealProc)->Arg(0)->Arg(10)->Unit(benchmark::kMicrosecond);
 
-// Host-wide files only: per-process collection off (no pids of interest, top 0 still lists
+// Host-wide files only: per-process collection off (no processes of interest, top 0 still lists
 // /proc to count processes but reads no stat file).
 void BM_PollRealProcHostOnly(benchmark::State& state) {
   ProcfsSourceOptions options;

@@ -325,12 +325,13 @@ TEST(ProcfsSourceTest, ReusedPidCountsAsANewProcess) {
   EXPECT_EQ(sink.FindEntity("pid/777/5000"), nullptr);
 }
 
-TEST(ProcfsSourceTest, PidsOfInterestAreReportedOutsideTheTopN) {
+TEST(ProcfsSourceTest, ProcessesOfInterestAreReportedOutsideTheTopN) {
   SnapshotCopy copy(SnapshotT0());
   ProcfsSourceOptions options = SnapshotOptions(copy.root());
   options.top_processes = 1;
   SourceFixture f(options);
-  f.source().SetPidsOfInterest({3456, 31337, 3456});  // 31337 does not exist
+  // 31337 does not exist.
+  f.source().SetProcessesOfInterest({{3456, 320000}, {31337, 1}, {3456, 320000}});
   CollectingSink sink = PollT0ThenT1(copy, f);
   EXPECT_EQ(EntityIds(sink, model::EntityKind::kProcess),
             (std::set<std::string>{"pid/1234/300000", "pid/3456/320000"}));
@@ -338,18 +339,52 @@ TEST(ProcfsSourceTest, PidsOfInterestAreReportedOutsideTheTopN) {
   EXPECT_EQ(sink.Find("process.memory.rss", "pid/3456/320000"), 1048576.0 * 4096);
 }
 
-TEST(ProcfsSourceTest, OnlyPidsOfInterestWhenTopIsZero) {
+TEST(ProcfsSourceTest, OnlyProcessesOfInterestWhenTopIsZero) {
   ProcfsSourceOptions options = SnapshotOptions(SnapshotT0());
   options.top_processes = 0;
   SourceFixture f(options);
-  f.source().SetPidsOfInterest({2345});
+  f.source().SetProcessesOfInterest({{2345, 310000}});
   ASSERT_TRUE(f.Start().ok());
   CollectingSink sink = f.Poll();
   EXPECT_EQ(EntityIds(sink, model::EntityKind::kProcess),
             (std::set<std::string>{"pid/2345/310000"}));
 }
 
-TEST(ProcfsSourceTest, NoProcessSeriesWithoutTopNOrPidsOfInterest) {
+TEST(ProcfsSourceTest, AReusedPidIsNotTheProcessOfInterest) {
+  SnapshotCopy copy(SnapshotT0());
+  ProcfsSourceOptions options = SnapshotOptions(copy.root());
+  options.top_processes = 0;
+  SourceFixture f(options);
+  // cron (pid 777, start 5000) is of interest; at t1 pid 777 is bash (start 390000).
+  f.source().SetProcessesOfInterest({{777, 5000}});
+  ASSERT_TRUE(f.Start().ok());
+  CollectingSink t0 = f.Poll();
+  EXPECT_EQ(EntityIds(t0, model::EntityKind::kProcess), (std::set<std::string>{"pid/777/5000"}));
+  std::filesystem::remove_all(copy.root());
+  std::filesystem::copy(
+      SnapshotT1(), copy.root(),
+      std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks);
+  f.Advance(std::chrono::seconds(10));
+  CollectingSink t1 = f.Poll();
+  EXPECT_TRUE(EntityIds(t1, model::EntityKind::kProcess).empty());
+  EXPECT_FALSE(t1.Has("process.cpu.time"));
+}
+
+TEST(ProcfsSourceTest, AProcessOfInterestWithoutAStartTimeNamesNoLocalProcess) {
+  ProcfsSourceOptions options = SnapshotOptions(SnapshotT0());
+  options.top_processes = 0;
+  SourceFixture f(options);
+  // pid 2345 exists, but an identity without a start time (a simulated GPU's process, or one
+  // from another pid namespace) is not it; nor is one with another start time.
+  f.source().SetProcessesOfInterest({{2345, 0}, {1234, 299999}});
+  ASSERT_TRUE(f.Start().ok());
+  CollectingSink sink = f.Poll();
+  EXPECT_TRUE(EntityIds(sink, model::EntityKind::kProcess).empty());
+  EXPECT_FALSE(sink.Has("process.cpu.time"));
+  EXPECT_EQ(sink.Find("host.process.count", kHost), 9.0);
+}
+
+TEST(ProcfsSourceTest, NoProcessSeriesWithoutTopNOrProcessesOfInterest) {
   ProcfsSourceOptions options = SnapshotOptions(SnapshotT0());
   options.top_processes = 0;
   SourceFixture f(options);
@@ -363,7 +398,7 @@ TEST(ProcfsSourceTest, ContainerProcessComesWithItsContainerEntity) {
   ProcfsSourceOptions options = SnapshotOptions(SnapshotT0());
   options.top_processes = 0;
   SourceFixture f(options);
-  f.source().SetPidsOfInterest({2345});
+  f.source().SetProcessesOfInterest({{2345, 310000}});
   ASSERT_TRUE(f.Start().ok());
   CollectingSink sink = f.Poll();
   const model::Entity* process = sink.FindEntity("pid/2345/310000");
@@ -379,7 +414,8 @@ TEST(ProcfsSourceTest, VanishedProcessIsSkippedQuietly) {
   ProcfsSourceOptions options = SnapshotOptions(SnapshotT0());
   options.top_processes = 100;
   SourceFixture f(options);
-  f.source().SetPidsOfInterest({9999});  // listed in /proc but its stat file is gone
+  // Listed in /proc, but its stat file is gone.
+  f.source().SetProcessesOfInterest({{9999, 1}});
   ASSERT_TRUE(f.Start().ok());
   CollectingSink sink = f.Poll();
   EXPECT_EQ(EntityIds(sink, model::EntityKind::kProcess).size(), 8u);

@@ -456,6 +456,11 @@ TEST_P(StorageConformanceTest, AggregationsCombineTheWindowsOfAStep) {
   };
 
   EXPECT_THAT(one(Aggregation::kAvg), ElementsAre(::testing::DoubleEq((0.2 + 3 * 0.6) / 4)));
+  // The samples behind an average: the windows' counts (1 + 3).
+  RangeResult avg = Query(storage(), Range("gpu.utilization", kT0, kT0 + minutes(1), minutes(1)));
+  ASSERT_THAT(avg.series, SizeIs(1));
+  ASSERT_THAT(avg.series[0].points, SizeIs(1));
+  EXPECT_EQ(avg.series[0].points[0].samples, 4u);
   EXPECT_THAT(one(Aggregation::kMin), ElementsAre(0.0));
   EXPECT_THAT(one(Aggregation::kMax), ElementsAre(0.9));
   EXPECT_THAT(one(Aggregation::kLast), ElementsAre(0.5));
@@ -597,6 +602,17 @@ TEST_P(StorageConformanceTest, MinuteRollupsGiveTheSameAnswersAsRawWindows) {
     EXPECT_THAT(r.resolutions, ElementsAre(Resolution::kRaw));
     before.push_back(Values(r.series[0]));
   }
+  auto samples = [&] {
+    RangeResult r = Query(storage(), Range("gpu.utilization", kT0, kT0 + minutes(20), minutes(2)));
+    std::vector<uint64_t> out;
+    for (const Point& p : r.series.empty() ? std::vector<Point>{} : r.series[0].points) {
+      out.push_back(p.samples);
+    }
+    return out;
+  };
+  const std::vector<uint64_t> samples_before = samples();
+  // 12 windows per 2-minute bucket, counts 1 + i % 4: 30 samples in each.
+  EXPECT_THAT(samples_before, ::testing::Each(30u));
 
   ASSERT_TRUE(storage().Compact(kT0 + minutes(30)).has_value());
 
@@ -613,6 +629,7 @@ TEST_P(StorageConformanceTest, MinuteRollupsGiveTheSameAnswersAsRawWindows) {
     }
     ++i;
   }
+  EXPECT_EQ(samples(), samples_before);
 }
 
 TEST_P(StorageConformanceTest, SpikeShorterThanAWindowSurvivesInTheMaxOfEveryResolution) {
