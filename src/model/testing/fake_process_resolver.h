@@ -13,6 +13,8 @@ namespace warpscope::model {
 class FakeProcessResolver : public ProcessResolver {
  public:
   void Add(ProcessInfo info) { table_[info.pid] = std::move(info); }
+  // The process left /proc (it exited, or is exiting).
+  void Remove(int pid) { table_.erase(pid); }
   const ProcessInfo* Resolve(int pid) override {
     auto it = table_.find(pid);
     return it == table_.end() ? nullptr : &it->second;

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+// The GPU metric catalog: one description per metric (names, units, dcgm-exporter mapping,
+// help), in the order of docs/metrics.md. It is one file over 800 lines on purpose: a table,
+// read and reviewed as one list, with no logic between its entries.
 #include "agent/sources/nvml/nvml_metrics.h"
 
 namespace warpscope::agent::nvml_metrics {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "agent/sources/nvml/nvml_metrics.h"
+#include "base/testing/peer.h"
 #include "model/testing/collecting_sink.h"
 #include "model/testing/fake_process_resolver.h"
 #include "nvml/testing/sim_environment.h"
@@ -94,9 +95,8 @@ class NvmlSourceTest : public ::testing::Test {
   // Starts a source on `yaml`; returns false (and records why) when it cannot.
   void StartWith(std::string_view yaml, std::string_view library = kSimPath,
                  NvmlSourceOptions options = {}) {
-    if (library.empty()) {
-      GTEST_SKIP() << "NVML simulator not part of this build";
-    }
+    WARPSCOPE_REQUIRE_PEER(!library.empty(), "the NVML simulator (src/sim/nvml)",
+                           "build it with the tests (it needs yaml-cpp: scripts/setup.sh --test)");
     sim_ = std::make_unique<SimEnvironment>(yaml, library);
     ASSERT_TRUE(sim_->ok()) << sim_->error();
     options.library_path = sim_->library_path();
@@ -183,9 +183,8 @@ TEST(NvmlSourceStartTest, MissingLibraryIsAClearStatusAndCounted) {
 }
 
 TEST_F(NvmlSourceTest, InvalidScenarioFailsInitAndIsCounted) {
-  if (kSimPath.empty()) {
-    GTEST_SKIP();
-  }
+  WARPSCOPE_REQUIRE_PEER(!kSimPath.empty(), "the NVML simulator (src/sim/nvml)",
+                         "build it with the tests (it needs yaml-cpp: scripts/setup.sh --test)");
   sim_ = std::make_unique<SimEnvironment>("name: x\ndevices: nope\n");
   ASSERT_TRUE(sim_->ok());
   NvmlSourceOptions options;
@@ -532,6 +531,31 @@ devices:
   ASSERT_NE(xorg, nullptr);
   EXPECT_EQ(xorg->attributes.Get(model::attr::kExecutable), "Xorg");
   EXPECT_EQ(Value(m::kExecutableMemoryUsed, "exe/Xorg", gpu), 100 * kMiB);
+}
+
+TEST_F(NvmlSourceTest, AProcessLeavingProcWhileNvmlListsItKeepsItsIdentity) {
+  StartWith(R"yaml(
+name: exiting
+devices:
+  - name: "NVIDIA H100 80GB HBM3"
+    architecture: hopper
+    uuid: "GPU-00000000-0000-4000-8000-000000000000"
+    processes:
+      - {pid: 700, name: python3, type: compute, memory: 6GiB}
+)yaml");
+  model::ProcessInfo py;
+  py.pid = 700;
+  py.start_ticks = 1234;
+  py.executable = "python3";
+  resolver_.Add(py);
+  PollAt(1);
+  const model::Labels compute = GpuLabels(kUuid0, "0", "compute");
+  EXPECT_EQ(Value(m::kProcessMemoryUsed, "pid/700/1234", compute), 6 * kGiB);
+
+  resolver_.Remove(700);  // exiting: gone from /proc, still in NVML's list
+  PollAt(2);
+  EXPECT_EQ(Value(m::kProcessMemoryUsed, "pid/700/1234", compute), 6 * kGiB);
+  EXPECT_EQ(sink_.FindEntity("pid/700/0"), nullptr) << "one process, one identity";
 }
 
 std::string StrideScenario(int stride) {
@@ -968,14 +992,11 @@ TEST_F(NvmlSourceTest, ProcessesAreResolvedAndWrittenInFinishOnTheCallersThread)
 
 // Every scenario shipped in scenarios/ starts and produces GPU values without unexpected errors.
 TEST_F(NvmlSourceTest, ShippedScenariosStartAndPoll) {
-  if (kSimPath.empty()) {
-    GTEST_SKIP();
-  }
+  WARPSCOPE_REQUIRE_PEER(!kSimPath.empty(), "the NVML simulator (src/sim/nvml)",
+                         "build it with the tests (it needs yaml-cpp: scripts/setup.sh --test)");
   const std::filesystem::path dir = std::filesystem::path(WARPSCOPE_SOURCE_DIR) / "scenarios";
   std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) {
-    GTEST_SKIP() << "no scenarios/ directory yet";
-  }
+  ASSERT_TRUE(std::filesystem::is_directory(dir, ec)) << dir << " is missing";
   int checked = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     if (entry.path().extension() != ".yaml") {

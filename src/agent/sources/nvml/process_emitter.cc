@@ -52,7 +52,10 @@ ProcessEmitter::CacheEntry& ProcessEmitter::Resolve(const ProcessRow& row, Repor
     }
     return entry;
   }
-  if (!inserted && entry.from_nvml_name) {
+  if (!inserted) {
+    // Known already: a process that leaves /proc while NVML still lists it (it is exiting) keeps
+    // the identity it had, rather than becoming a second process "pid/<pid>/0" for its last
+    // polls; one named by NVML keeps that name.
     return entry;
   }
   // Not in /proc (another pid namespace, already exited, or a simulated process): NVML's name.
