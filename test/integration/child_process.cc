@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,8 +21,7 @@
 namespace warpscope::test {
 
 base::Result<std::unique_ptr<ChildProcess>> ChildProcess::Start(
-    std::vector<std::string> argv, const std::string& log_dir,
-    std::vector<std::string> extra_env) {
+    std::vector<std::string> argv, const std::string& log_dir, std::vector<std::string> extra_env) {
   static int counter = 0;
   std::unique_ptr<ChildProcess> child(new ChildProcess());
   std::string stem = log_dir + "/" + std::filesystem::path(argv[0]).filename().string() + "." +
@@ -106,6 +106,19 @@ int PickFreePort() {
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   close(fd);
   return ntohs(addr.sin_port);
+}
+
+std::string WarpscopeBinary() { return std::string(WARPSCOPE_BINARY_DIR) + "/bin/warpscope"; }
+
+AgentServerFiles PrepareAgentAndServer(const TempDir& dir, std::string_view scenario_yaml) {
+  AgentServerFiles f;
+  f.scenario = dir.path() + "/scenario.yaml";
+  f.token = dir.path() + "/token";
+  f.ok = !dir.path().empty() && base::WriteFile(f.scenario, scenario_yaml).ok() &&
+         base::WriteFile(f.token, "e2e-secret-token\n").ok() && chmod(f.token.c_str(), 0600) == 0;
+  f.server_port = PickFreePort();
+  f.agent_port = PickFreePort();
+  return f;
 }
 
 }  // namespace warpscope::test

@@ -7,12 +7,16 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
 #include "base/testing/temp_dir.h"
 
 namespace warpscope::test {
+
+// Temporary directories: the one helper every test uses.
+using base::TempDir;
 
 // A program started by a test: stdout and stderr go to files in `log_dir`; the child dies with
 // the test process (PR_SET_PDEATHSIG) and is killed by the destructor if still running.
@@ -44,8 +48,20 @@ class ChildProcess {
 // that cannot report the port they bound.
 int PickFreePort();
 
-// Temporary directories: the one helper every test uses.
-using base::TempDir;
+// The `warpscope` binary of this build.
+std::string WarpscopeBinary();
+
+// What the tests that run an agent pushing to a server start from: `scenario_yaml` written to
+// <dir>/scenario.yaml, an ingest token in <dir>/token (mode 0600, as the token checks require)
+// and two free ports. `ok` is false (and the test should stop) when a file could not be written.
+struct AgentServerFiles {
+  bool ok = false;
+  std::string scenario;
+  std::string token;
+  int server_port = 0;
+  int agent_port = 0;
+};
+AgentServerFiles PrepareAgentAndServer(const TempDir& dir, std::string_view scenario_yaml);
 
 }  // namespace warpscope::test
 

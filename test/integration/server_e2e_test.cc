@@ -39,14 +39,13 @@ devices:
 
 TEST(ServerE2ETest, WindowsSurviveAServerKillAndArriveOnce) {
   TempDir tmp;
-  const std::string bin = std::string(WARPSCOPE_BINARY_DIR) + "/bin/warpscope";
-  const std::string scenario = tmp.path() + "/push.yaml";
-  ASSERT_TRUE(base::WriteFile(scenario, kScenario).ok());
-  const std::string token = tmp.path() + "/token";
-  ASSERT_TRUE(base::WriteFile(token, "e2e-secret-token\n").ok());
-  chmod(token.c_str(), 0600);
-  const int server_port = PickFreePort();
-  const int agent_port = PickFreePort();
+  const std::string bin = WarpscopeBinary();
+  const AgentServerFiles files = PrepareAgentAndServer(tmp, kScenario);
+  ASSERT_TRUE(files.ok);
+  const std::string& scenario = files.scenario;
+  const std::string& token = files.token;
+  const int server_port = files.server_port;
+  const int agent_port = files.agent_port;
   const std::vector<std::string> server_argv = {
       bin, "server", "--data-dir=" + tmp.path() + "/data",
       "--listen-address=127.0.0.1:" + std::to_string(server_port), "--auth-token-file=" + token};
