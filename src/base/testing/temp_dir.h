@@ -37,9 +37,6 @@ class TempDir {
 
   // "" when the directory could not be created (tests check it before use).
   const std::string& path() const { return path_; }
-  // path() + "/" + name.
-  std::string Path(std::string_view name) const { return path_ + "/" + std::string(name); }
-
   // Names in the directory that end with `suffix`, sorted.
   std::vector<std::string> Files(std::string_view suffix = "") const {
     std::vector<std::string> out;

@@ -80,6 +80,11 @@ TEST(CudaProfilerSourceTest, FinishesWindowsAtTheIntervalAndAtStop) {
   source.Poll(t0 + 11s, out);
   EXPECT_TRUE(out.Has("profiler.cuda.launches.seen"));
   EXPECT_EQ(errors, (std::vector<std::string>{"notice"}));
+  // Profiles an exporter dropped are reported as deltas, once each.
+  fake.set_dropped(2);
+  source.Poll(t0 + 12s, out);
+  source.Poll(t0 + 13s, out);
+  EXPECT_EQ(errors, (std::vector<std::string>{"notice", "profile_dropped", "profile_dropped"}));
 
   agg.entries[0].total_ns = 1000;
   bytes.clear();
