@@ -18,10 +18,10 @@ constexpr bool SameClass() {
   if constexpr (std::is_void_v<A> || std::is_void_v<B>) {
     return std::is_void_v<A> && std::is_void_v<B>;
   } else {
-    using UA = std::conditional_t<std::is_enum_v<A>, std::underlying_type<A>,
-                                  std::type_identity<A>>::type;
-    using UB = std::conditional_t<std::is_enum_v<B>, std::underlying_type<B>,
-                                  std::type_identity<B>>::type;
+    using UA =
+        std::conditional_t<std::is_enum_v<A>, std::underlying_type<A>, std::type_identity<A>>::type;
+    using UB =
+        std::conditional_t<std::is_enum_v<B>, std::underlying_type<B>, std::type_identity<B>>::type;
     if (sizeof(A) != sizeof(B) || std::is_pointer_v<A> != std::is_pointer_v<B> ||
         std::is_floating_point_v<A> != std::is_floating_point_v<B>) {
       return false;
@@ -44,8 +44,9 @@ struct SameSignature<RO (*)(PO...), RT (*)(PT...)> {
   template <typename LO, typename LT>
   struct Params : std::false_type {};
   template <typename... O, typename... T>
-    requires(sizeof...(O) == sizeof...(T))
-  struct Params<List<O...>, List<T...>> : std::bool_constant<(SameClass<O, T>() && ...)> {};
+  requires(sizeof...(O) == sizeof...(T)) struct Params<List<O...>, List<T...>>
+      : std::bool_constant<(SameClass<O, T>() && ...)> {
+  };
   static constexpr bool value = SameClass<RO, RT>() && Params<List<PO...>, List<PT...>>::value;
 };
 
@@ -58,20 +59,20 @@ struct SameSignature<RO (*)(PO...), RT (*)(PT...)> {
   static_assert(sizeof(ours) == sizeof(theirs), "sizeof " #ours " != sizeof " #theirs)
 
 // Our `ours.of` sits where NVIDIA's `theirs.tf` does, with the same size.
-#define WS_SAME_FIELD_AS(ours, of, theirs, tf)                                                 \
-  static_assert(offsetof(ours, of) == offsetof(theirs, tf), "offsetof " #ours "." #of      \
-                                                            " != offsetof " #theirs "." #tf); \
-  static_assert(WS_MEMBER_SIZE(ours, of) == WS_MEMBER_SIZE(theirs, tf),                        \
+#define WS_SAME_FIELD_AS(ours, of, theirs, tf)                              \
+  static_assert(offsetof(ours, of) == offsetof(theirs, tf),                 \
+                "offsetof " #ours "." #of " != offsetof " #theirs "." #tf); \
+  static_assert(WS_MEMBER_SIZE(ours, of) == WS_MEMBER_SIZE(theirs, tf),     \
                 "sizeof " #ours "." #of " != sizeof " #theirs "." #tf)
 #define WS_SAME_FIELD(ours, theirs, f) WS_SAME_FIELD_AS(ours, f, theirs, f)
 
 // Our constant has NVIDIA's value.
-#define WS_SAME_VALUE(ours, theirs)                                                    \
-  static_assert(static_cast<long long>(ours) == static_cast<long long>(theirs), #ours \
-                " != " #theirs)
+#define WS_SAME_VALUE(ours, theirs)                                             \
+  static_assert(static_cast<long long>(ours) == static_cast<long long>(theirs), \
+                #ours " != " #theirs)
 
 // Our function-pointer typedef `name##_fn` takes and returns what NVIDIA's prototype does.
-#define WS_SAME_SIGNATURE(ns, name)                                                        \
+#define WS_SAME_SIGNATURE(ns, name)                                                             \
   static_assert(::warpscope::abi_check::SameSignature<ns::name##_fn, decltype(&::name)>::value, \
                 "signature of " #name)
 

@@ -7,7 +7,6 @@
 
 #include "cupti/abi.h"
 #include "nvidia/abi_check.h"
-
 #include "nvidia/cupti_abi_common.inc"
 
 static_assert(CUPTI_API_VERSION >= ours::kApiVersion13_0 && CUPTI_API_VERSION < 140000,

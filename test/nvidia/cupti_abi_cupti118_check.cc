@@ -10,7 +10,6 @@
 
 #include "cupti/abi.h"
 #include "nvidia/abi_check.h"
-
 #include "nvidia/cupti_abi_common.inc"
 
 static_assert(CUPTI_API_VERSION == 18, "these checks are for the CUPTI 11.8 headers");

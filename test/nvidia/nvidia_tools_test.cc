@@ -28,7 +28,8 @@ constexpr char kAxpy[] = "_Z4axpyPfPKffi";
 const std::string kBin = WARPSCOPE_NVIDIA_BIN;
 const std::string kCubins = WARPSCOPE_CUBIN_DIR;
 constexpr char kRemedy[] =
-    "run scripts/fetch-nvidia-test-files.sh <build>/nvidia and rebuild (test/nvidia/CMakeLists.txt)";
+    "run scripts/fetch-nvidia-test-files.sh <build>/nvidia and rebuild "
+    "(test/nvidia/CMakeLists.txt)";
 
 std::string Cubin(const std::string& name) { return kCubins + "/" + name; }
 
@@ -123,7 +124,9 @@ TEST_F(NvidiaToolsTest, BothToolsAgreeOnEveryInstruction) {
 TEST_F(NvidiaToolsTest, ACuda13CubinNeedsANewerNvdisasmAndSaysSo) {
   const std::string cubin = ReadAll(Cubin("axpy_sm_90_cuda13.cubin"));
   ASSERT_GT(cubin.size(), 16u);
-  EXPECT_EQ(cubin.substr(0, 4), "\x7f" "ELF");
+  EXPECT_EQ(cubin.substr(0, 4),
+            "\x7f"
+            "ELF");
   EXPECT_EQ(static_cast<unsigned char>(cubin[8]), 8u);  // EI_ABIVERSION
   auto listing = Only("nvdisasm").DisassembleBytes(cubin);
   ASSERT_FALSE(listing);

@@ -203,37 +203,57 @@ WS_SAME_FIELD(ours::nvmlEventData_t, ::nvmlEventData_t, computeInstanceId);
 
 // --- Prototypes: every entry point of WARPSCOPE_NVML_FUNCTIONS / _LEGACY_FUNCTIONS in R520 ------
 #define WS_NVML_SIGNATURE(ret, name, params) WS_SAME_SIGNATURE(ours, name);
-#define WS_NVML_R520_FUNCTIONS(X)                                                              \
-  X(, nvmlInit_v2, ) X(, nvmlShutdown, ) X(, nvmlErrorString, )                                \
-  X(, nvmlSystemGetDriverVersion, ) X(, nvmlSystemGetNVMLVersion, )                            \
-  X(, nvmlSystemGetCudaDriverVersion_v2, ) X(, nvmlSystemGetProcessName, )                     \
-  X(, nvmlDeviceGetCount_v2, ) X(, nvmlDeviceGetHandleByIndex_v2, ) X(, nvmlDeviceGetIndex, )  \
-  X(, nvmlDeviceGetName, ) X(, nvmlDeviceGetUUID, ) X(, nvmlDeviceGetSerial, )                 \
-  X(, nvmlDeviceGetPciInfo_v3, ) X(, nvmlDeviceGetMinorNumber, )                               \
-  X(, nvmlDeviceGetArchitecture, ) X(, nvmlDeviceGetCudaComputeCapability, )                   \
-  X(, nvmlDeviceGetMemoryInfo_v2, ) X(, nvmlDeviceGetUtilizationRates, )                       \
-  X(, nvmlDeviceGetEncoderUtilization, ) X(, nvmlDeviceGetDecoderUtilization, )                \
-  X(, nvmlDeviceGetProcessUtilization, ) X(, nvmlDeviceGetComputeRunningProcesses_v3, )        \
-  X(, nvmlDeviceGetGraphicsRunningProcesses_v3, ) X(, nvmlDeviceGetPowerUsage, )               \
-  X(, nvmlDeviceGetPowerManagementLimit, ) X(, nvmlDeviceGetEnforcedPowerLimit, )              \
-  X(, nvmlDeviceGetTotalEnergyConsumption, ) X(, nvmlDeviceGetTemperature, )                   \
-  X(, nvmlDeviceGetClockInfo, ) X(, nvmlDeviceGetMaxClockInfo, )                               \
-  X(, nvmlDeviceGetPcieThroughput, ) X(, nvmlDeviceGetPcieReplayCounter, )                     \
-  X(, nvmlDeviceGetFieldValues, ) X(, nvmlDeviceGetNvLinkState, )                              \
-  X(, nvmlDeviceGetTotalEccErrors, ) X(, nvmlDeviceGetRemappedRows, )                          \
-  X(, nvmlEventSetCreate, ) X(, nvmlDeviceRegisterEvents, )                                    \
-  X(, nvmlDeviceGetSupportedEventTypes, ) X(, nvmlEventSetWait_v2, ) X(, nvmlEventSetFree, )   \
-  X(, nvmlDeviceGetMigMode, ) X(, nvmlDeviceGetMaxMigDeviceCount, )                            \
-  X(, nvmlDeviceGetMigDeviceHandleByIndex, ) X(, nvmlDeviceGetDeviceHandleFromMigDeviceHandle, ) \
-  X(, nvmlDeviceGetGpuInstanceId, ) X(, nvmlDeviceGetComputeInstanceId, )                      \
-  X(, nvmlGpmQueryDeviceSupport, ) X(, nvmlGpmSampleAlloc, ) X(, nvmlGpmSampleFree, )          \
-  X(, nvmlGpmSampleGet, ) X(, nvmlGpmMetricsGet, )                                             \
-  /* legacy fallbacks */                                                                       \
-  X(, nvmlInit, ) X(, nvmlSystemGetCudaDriverVersion, ) X(, nvmlDeviceGetCount, )              \
-  X(, nvmlDeviceGetHandleByIndex, ) X(, nvmlDeviceGetPciInfo_v2, ) X(, nvmlDeviceGetMemoryInfo, ) \
-  X(, nvmlDeviceGetComputeRunningProcesses_v2, ) X(, nvmlDeviceGetGraphicsRunningProcesses_v2, ) \
-  X(, nvmlDeviceGetComputeRunningProcesses, ) X(, nvmlDeviceGetGraphicsRunningProcesses, )     \
-  X(, nvmlDeviceGetCurrentClocksThrottleReasons, )
+#define WS_NVML_R520_FUNCTIONS(X)                                                                         \
+  X(, nvmlInit_v2, )                                                                                      \
+  X(, nvmlShutdown, ) X(, nvmlErrorString, ) X(, nvmlSystemGetDriverVersion, ) X(                         \
+      , nvmlSystemGetNVMLVersion, ) X(, nvmlSystemGetCudaDriverVersion_v2, )                              \
+      X(, nvmlSystemGetProcessName, ) X(, nvmlDeviceGetCount_v2, ) X(                                     \
+          , nvmlDeviceGetHandleByIndex_v2, ) X(, nvmlDeviceGetIndex, ) X(, nvmlDeviceGetName, )           \
+          X(, nvmlDeviceGetUUID, ) X(, nvmlDeviceGetSerial, ) X(, nvmlDeviceGetPciInfo_v3, ) X(           \
+              , nvmlDeviceGetMinorNumber, ) X(, nvmlDeviceGetArchitecture, )                              \
+              X(, nvmlDeviceGetCudaComputeCapability, ) X(, nvmlDeviceGetMemoryInfo_v2, ) X(              \
+                  , nvmlDeviceGetUtilizationRates, ) X(, nvmlDeviceGetEncoderUtilization, )               \
+                  X(, nvmlDeviceGetDecoderUtilization, ) X(, nvmlDeviceGetProcessUtilization, ) X(        \
+                      , nvmlDeviceGetComputeRunningProcesses_v3, )                                        \
+                      X(, nvmlDeviceGetGraphicsRunningProcesses_v3, ) X(                                  \
+                          , nvmlDeviceGetPowerUsage, ) X(, nvmlDeviceGetPowerManagementLimit, )           \
+                          X(, nvmlDeviceGetEnforcedPowerLimit, ) X(                                       \
+                              ,                                                                           \
+                              nvmlDeviceGetTotalEnergyConsumption, ) X(,                                  \
+                                                                       nvmlDeviceGetTemperature, )        \
+                              X(, nvmlDeviceGetClockInfo, ) X(, nvmlDeviceGetMaxClockInfo, ) X(           \
+                                  ,                                                                       \
+                                  nvmlDeviceGetPcieThroughput, ) X(,                                      \
+                                                                   nvmlDeviceGetPcieReplayCounter, )      \
+                                  X(, nvmlDeviceGetFieldValues, ) X(                                      \
+                                      ,                                                                   \
+                                      nvmlDeviceGetNvLinkState, ) X(,                                     \
+                                                                    nvmlDeviceGetTotalEccErrors, )        \
+                                      X(, nvmlDeviceGetRemappedRows, ) X(                                 \
+                                          , nvmlEventSetCreate, ) X(, nvmlDeviceRegisterEvents, )         \
+                                          X(, nvmlDeviceGetSupportedEventTypes, ) X(                      \
+                                              , nvmlEventSetWait_v2, ) X(, nvmlEventSetFree, )            \
+                                              X(, nvmlDeviceGetMigMode, ) X(                              \
+                                                  , nvmlDeviceGetMaxMigDeviceCount, )                     \
+                                                  X(, nvmlDeviceGetMigDeviceHandleByIndex, ) X(           \
+                                                      ,                                                   \
+                                                      nvmlDeviceGetDeviceHandleFromMigDeviceHandle, )     \
+                                                      X(, nvmlDeviceGetGpuInstanceId, )                   \
+                                                          X(, nvmlDeviceGetComputeInstanceId, ) X(        \
+                                                              , nvmlGpmQueryDeviceSupport, )              \
+                                                              X(, nvmlGpmSampleAlloc, ) X(                \
+                                                                  , nvmlGpmSampleFree, )                  \
+                                                                  X(, nvmlGpmSampleGet, ) X(              \
+                                                                      , nvmlGpmMetricsGet, ) /* legacy    \
+                                                                                                fallbacks \
+                                                                                              */          \
+      X(, nvmlInit, ) X(, nvmlSystemGetCudaDriverVersion, ) X(, nvmlDeviceGetCount, )                     \
+          X(, nvmlDeviceGetHandleByIndex, ) X(, nvmlDeviceGetPciInfo_v2, )                                \
+              X(, nvmlDeviceGetMemoryInfo, ) X(, nvmlDeviceGetComputeRunningProcesses_v2, )               \
+                  X(, nvmlDeviceGetGraphicsRunningProcesses_v2, )                                         \
+                      X(, nvmlDeviceGetComputeRunningProcesses, )                                         \
+                          X(, nvmlDeviceGetGraphicsRunningProcesses, )                                    \
+                              X(, nvmlDeviceGetCurrentClocksThrottleReasons, )
 WS_NVML_R520_FUNCTIONS(WS_NVML_SIGNATURE)
 
 // --- Declared by abi.h for drivers newer than R520 (not in this header) --------------------------

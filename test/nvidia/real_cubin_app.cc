@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
   const char* function = argv[2];
   const char* inject = std::getenv("CUDA_INJECTION64_PATH");
   void* lib = inject != nullptr ? dlopen(inject, RTLD_NOW | RTLD_LOCAL) : nullptr;
-  auto init = lib != nullptr ? reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection"))
-                             : nullptr;
+  auto init =
+      lib != nullptr ? reinterpret_cast<int (*)()>(dlsym(lib, "InitializeInjection")) : nullptr;
   if (init == nullptr || init() != 1) {
     std::fprintf(stderr, "real_cubin_app: InitializeInjection of %s failed\n",
                  inject != nullptr ? inject : "(unset)");
@@ -55,8 +55,8 @@ int main(int argc, char** argv) {
   }
   FakeCuptiContextCreated(kContext);
   FakeCuptiModuleLoaded(kContext, 1, cubin.data(), cubin.size());
-  const uint32_t corr = FakeCuptiLaunch(abi::kDomainRuntimeApi, abi::kCbidCudaLaunchKernel,
-                                        function, kContext);
+  const uint32_t corr =
+      FakeCuptiLaunch(abi::kDomainRuntimeApi, abi::kCbidCudaLaunchKernel, function, kContext);
   FakeCuptiAddKernel(corr, function, 0, 7, 1'000'000'000, 1'000'004'000, 0, 0);
 
   abi::CUpti_GetCubinCrcParams p{};

@@ -68,9 +68,9 @@ TEST(RealCubinE2eTest, PcSamplesShowNvdisasmsInstructionsOfTheRealCubin) {
   EXPECT_NE(p.folded_pc_samples.find("[sass] 0x00d0 LDG.E R2, [R2.64];[stall] long_scoreboard 100"),
             std::string::npos)
       << p.folded_pc_samples;
-  EXPECT_NE(p.folded_pc_samples.find(
-                "[sass] 0x0100 FFMA R7, R2, UR6, R7;[stall] math_pipe_throttle 25"),
-            std::string::npos)
+  EXPECT_NE(
+      p.folded_pc_samples.find("[sass] 0x0100 FFMA R7, R2, UR6, R7;[stall] math_pipe_throttle 25"),
+      std::string::npos)
       << p.folded_pc_samples;
 
   // The pprof carries the same frames with the sample counts.
