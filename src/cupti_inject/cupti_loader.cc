@@ -3,19 +3,20 @@
 
 #include <dlfcn.h>
 
-#include <vector>
-
 namespace warpscope::cupti_inject {
 
 bool LoadCupti(const std::string& configured, CuptiApi* api, std::string* error) {
-  std::vector<std::string> candidates;
-  if (!configured.empty()) {
-    candidates.push_back(configured);
-  } else {
-    candidates = {"libcupti.so.13", "libcupti.so.12", "libcupti.so"};
+  CuptiSearch search;
+  search.configured = configured;
+  if (configured.empty()) {
+    search.loaded = LoadedObjectPaths();
   }
+  return LoadCupti(search, api, error);
+}
+
+bool LoadCupti(const CuptiSearch& search, CuptiApi* api, std::string* error) {
   std::string tried;
-  for (const auto& c : candidates) {
+  for (const auto& c : CuptiCandidates(search)) {
     api->handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (api->handle != nullptr) {
       break;
@@ -24,7 +25,12 @@ bool LoadCupti(const std::string& configured, CuptiApi* api, std::string* error)
     tried += (tried.empty() ? "" : "; ") + c + ": " + (e != nullptr ? e : "not found");
   }
   if (api->handle == nullptr) {
+    std::string searched;
+    for (const auto& place : CuptiPlacesSearched(search)) {
+      searched += (searched.empty() ? "" : ", ") + place;
+    }
     *error = "libcupti could not be loaded (" + tried +
+             (searched.empty() ? "" : "; no libcupti in " + searched) +
              "); set WARPSCOPE_CUPTI_LIBRARY to the libcupti.so of the CUDA toolkit in use";
     return false;
   }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Loading libcupti: dlopen of the configured library (or libcupti.so.13, .so.12, .so by the
-// loader's search path), dlsym of every entry point in the X-macro table of cupti/abi.h, and the
-// version check. Called once from InitializeInjection, on the thread the driver calls it on; it
+// Loading libcupti: dlopen of the configured library or the first that loads of the places in
+// cupti_search.h (already loaded, the Python environment's wheel, the sonames, the CUDA toolkit
+// directories), dlsym of every entry point in the X-macro table of cupti/abi.h, and the version
+// check. Called once from InitializeInjection, on the thread the driver calls it on; it
 // may block in the dynamic loader, which is why nothing else calls it. The handle is never closed
 // (callbacks may run until the process exits), and the table is read-only after loading.
 #ifndef WARPSCOPE_CUPTI_INJECT_CUPTI_LOADER_H_
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "cupti/abi.h"
+#include "cupti_inject/cupti_search.h"
 
 namespace warpscope::cupti_inject {
 
@@ -25,10 +27,13 @@ struct CuptiApi {
   void* handle = nullptr;
 };
 
-// Loads `configured` (WARPSCOPE_CUPTI_LIBRARY), or the first of the default names that loads.
-// On failure returns false with a message for the operator in `error` (what was tried, or which
-// required entry points are missing, and the remedy).
+// Loads `configured` (WARPSCOPE_CUPTI_LIBRARY), or the first candidate of CuptiCandidates (over
+// this process's loaded objects) that loads. On failure returns false with a message for the
+// operator in `error` (every candidate tried with the loader's reason and the places that held
+// none, or which required entry points are missing, and the remedy).
 bool LoadCupti(const std::string& configured, CuptiApi* api, std::string* error);
+// The same over an explicit search (tests: fake directory trees and loaded-object lists).
+bool LoadCupti(const CuptiSearch& search, CuptiApi* api, std::string* error);
 
 // CUPTI API version 18 is CUDA 12.0; the activity records of older versions are not decoded.
 inline constexpr uint32_t kMinCuptiVersion = 18;

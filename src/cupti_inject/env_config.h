@@ -19,7 +19,7 @@ struct InjectConfig {
   // WARPSCOPE_AGENT_SOCKET: the agent's unix socket. Empty: /run/warpscope/cupti.sock, and when
   // that does not exist, $XDG_RUNTIME_DIR/warpscope/cupti.sock.
   std::string agent_socket;
-  // WARPSCOPE_CUPTI_LIBRARY: libcupti to dlopen. Empty: libcupti.so.13, .so.12, .so in order.
+  // WARPSCOPE_CUPTI_LIBRARY: libcupti to dlopen. Empty: searched (cupti_search.h).
   std::string cupti_library;
   bool enabled = true;             // WARPSCOPE_CUPTI_ENABLED (0/1): collect from the start
   uint32_t rate = 200;             // WARPSCOPE_CUPTI_RATE: admitted launches per thread per s
