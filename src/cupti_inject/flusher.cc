@@ -485,6 +485,7 @@ void Flusher::Iterate(bool final_pass) {
   EmitKernels();
   if (!g->passive.load(std::memory_order_relaxed)) {
     PcSampling(now);
+    SendNotices();  // a refusal noticed just now, before the connection may close
   }
   SendCubins();
   if (final_pass || now >= next_tick_ns_) {

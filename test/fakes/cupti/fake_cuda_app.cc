@@ -437,8 +437,14 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     if (FakeCuptiPcSamplingStarts() < 2) {
-      std::fprintf(stderr, "fake_cuda_app: PC sampling windows did not open\n");
+      std::fprintf(stderr, "fake_cuda_app: PC sampling windows did not open (%d calls refused)\n",
+                   FakeCuptiPcErrors());
       return 6;
+    }
+    if (FakeCuptiPcErrors() != 0) {
+      std::fprintf(stderr, "fake_cuda_app: %d PC-sampling calls were refused (no current context "
+                   "or a wrong record layout)\n", FakeCuptiPcErrors());
+      return 9;
     }
   }
   if (o.fork) {
