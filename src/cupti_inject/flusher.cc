@@ -418,7 +418,8 @@ void Flusher::SendNotices() {
 }
 
 void Flusher::SendCubins() {
-  if (!conn_.connected()) {
+  // Cubins are copied from every module load; the agent needs them only while PC sampling runs.
+  if (!conn_.connected() || !g->controls.pc_wanted.load(std::memory_order_relaxed)) {
     return;
   }
   const uint64_t gen = g->cubin_generation.load(std::memory_order_relaxed);

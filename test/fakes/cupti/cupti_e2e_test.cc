@@ -680,6 +680,18 @@ TEST_F(CuptiE2eTest, PcSamplesStallReasonsAndCubin) {
   EXPECT_TRUE(r.cubins.begin()->second.starts_with("\x7f" "ELF"));
 }
 
+// The module was loaded before the agent switched PC sampling on: its cubin was kept at the load
+// and is sent once sampling runs.
+TEST_F(CuptiE2eTest, CubinLoadedBeforePcSamplingWasSwitchedOnIsSent) {
+  Received r;
+  RunControlled(dir_.path(), SocketPath(), {{wire::ControlOp::kEnablePcSampling, 20}}, &r,
+                {"WARPSCOPE_CUPTI_BURST=1000", "WARPSCOPE_CUPTI_PC_INTERVAL_MS=40"});
+  ASSERT_FALSE(r.stall_reasons.empty());  // sampling was enabled on the context
+  ASSERT_EQ(r.cubins.size(), 1u);
+  EXPECT_TRUE(r.cubins.begin()->second.starts_with("\x7f" "ELF"));
+  EXPECT_EQ(r.cubins.begin()->second.size(), 24u);
+}
+
 // A CUPTI version whose PC record layout the library does not know: PC sampling is refused with
 // one notice, everything else works.
 TEST_F(CuptiE2eTest, PcSamplingOnAnUnknownCuptiVersionIsRefusedOnce) {
