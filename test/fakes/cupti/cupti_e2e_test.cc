@@ -680,6 +680,53 @@ TEST_F(CuptiE2eTest, PcSamplesStallReasonsAndCubin) {
   EXPECT_TRUE(r.cubins.begin()->second.starts_with("\x7f" "ELF"));
 }
 
+// Launches through a library built like libcuda (no frame pointers, no unwind tables, stripped):
+// FakeAppStrippedCaller -> FakeAppLaunchViaDriver -> FakeDriverLaunch (stripped) -> callback.
+// What each unwinder keeps (docs/design/cuda-profiler.md, "Testing"): both reach the return
+// address inside the stripped library; the DWARF unwinder (backtrace) stops there, as it finds no
+// unwind entry for it; the frame-pointer walk continues through the frame record the stripped
+// code left untouched, and so keeps the application's frames above it except the one that
+// called into the library (its return address lies in the stripped frame, not in a record).
+struct StrippedStacks {
+  size_t launches = 0, with_driver = 0, with_caller = 0, with_direct_caller = 0;
+};
+StrippedStacks RunThroughStrippedDriver(const std::string& dir, const std::string& socket,
+                                        const std::string& unwinder) {
+  StrippedStacks out;
+  TestAgent agent(socket);
+  auto run = RunApp(dir, {"--threads", "1", "--launches", "5", "--stripped-driver"},
+                    Env(socket, {"WARPSCOPE_CUPTI_UNWINDER=" + unwinder}));
+  EXPECT_TRUE(ExitedOk(run)) << run.err;
+  EXPECT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
+  Received r = Index(agent.Snapshot()[0]);
+  EXPECT_GT(run.sites["FakeDriverLaunch"].size, 0u) << "the stripped library keeps its dynsym";
+  for (const auto& l : r.launches) {
+    if (l.symbol != "_Z9fake_gemmv") continue;
+    ++out.launches;
+    const auto& stack = r.stacks[l.stack_hash];
+    out.with_driver += StackHasSite(stack, run.sites["FakeDriverLaunch"]);
+    out.with_caller += StackHasSite(stack, run.sites["FakeAppStrippedCaller"]);
+    out.with_direct_caller += StackHasSite(stack, run.sites["FakeAppLaunchViaDriver"]);
+  }
+  return out;
+}
+
+TEST_F(CuptiE2eTest, StrippedDriverFramePointerWalkKeepsTheCallersAboveIt) {
+  const StrippedStacks s = RunThroughStrippedDriver(dir_.path(), SocketPath(), "fp");
+  ASSERT_EQ(s.launches, 5u);
+  EXPECT_EQ(s.with_driver, 5u);
+  EXPECT_EQ(s.with_caller, 5u);
+  EXPECT_EQ(s.with_direct_caller, 0u) << "if this now holds, update the design doc";
+}
+
+TEST_F(CuptiE2eTest, StrippedDriverDwarfUnwinderStopsInsideIt) {
+  const StrippedStacks s = RunThroughStrippedDriver(dir_.path(), SocketPath(), "backtrace");
+  ASSERT_EQ(s.launches, 5u);
+  EXPECT_EQ(s.with_driver, 5u);
+  EXPECT_EQ(s.with_caller, 0u) << "if this now holds, update the design doc";
+  EXPECT_EQ(s.with_direct_caller, 0u);
+}
+
 // The module was loaded before the agent switched PC sampling on: its cubin was kept at the load
 // and is sent once sampling runs.
 TEST_F(CuptiE2eTest, CubinLoadedBeforePcSamplingWasSwitchedOnIsSent) {
