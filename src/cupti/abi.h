@@ -367,9 +367,30 @@ struct WARPSCOPE_CUPTI_PACKED CUpti_PCSamplingStallReason {
 };
 static_assert(sizeof(CUpti_PCSamplingStallReason) == 8);
 
-// CUpti_PCSamplingPCData, 64 bytes (API version 22+ with correlationId; older is 56 and is not
-// supported: the agent is told PC sampling is unavailable).
-struct WARPSCOPE_CUPTI_PACKED CUpti_PCSamplingPCData {
+// The PC record and the data header change with the CUPTI API version (cuptiGetVersion; the
+// version-to-toolkit table is in cupti_version.h):
+// - CUpti_PCSamplingPCData is 56 bytes up to API version 21 (CUDA 11.x, 12.0-12.3: the 11.8
+//   header has no correlationId) and 64 bytes with the trailing correlationId from 22 (CUDA 12.4)
+//   on, CUDA 13.0 included. The client sets `size` in each record; CUPTI fills an array of them.
+// - CUpti_PCSamplingData is 72 bytes in API version 18 (CUDA 11.8) and 80 with hardwareBufferFull
+//   from 19 (CUDA 12.0) on.
+// PcSamplingLayoutFor gives the layout of a version; the sampler refuses versions it does not
+// know. The fields up to stallReason sit at the same offsets in both record layouts.
+struct WARPSCOPE_CUPTI_PACKED CUpti_PCSamplingPCData_v1 {  // 56 bytes, no correlationId
+  size_t size;
+  uint64_t cubinCrc;
+  uint64_t pcOffset;
+  uint32_t functionIndex;
+  uint32_t pad;
+  char* functionName;
+  size_t stallReasonCount;
+  CUpti_PCSamplingStallReason* stallReason;
+};
+static_assert(sizeof(CUpti_PCSamplingPCData_v1) == 56);
+static_assert(offsetof(CUpti_PCSamplingPCData_v1, functionName) == 32);
+static_assert(offsetof(CUpti_PCSamplingPCData_v1, stallReason) == 48);
+
+struct WARPSCOPE_CUPTI_PACKED CUpti_PCSamplingPCData {  // 64 bytes (API version 22 and later)
   size_t size;
   uint64_t cubinCrc;
   uint64_t pcOffset;
@@ -383,6 +404,37 @@ struct WARPSCOPE_CUPTI_PACKED CUpti_PCSamplingPCData {
 static_assert(sizeof(CUpti_PCSamplingPCData) == 64);
 static_assert(offsetof(CUpti_PCSamplingPCData, functionName) == 32);
 static_assert(offsetof(CUpti_PCSamplingPCData, stallReason) == 48);
+static_assert(offsetof(CUpti_PCSamplingPCData, correlationId) == 56);
+
+inline constexpr uint32_t kApiVersion11_8 = 18;
+inline constexpr uint32_t kApiVersion12_0 = 19;  // also 12.1
+inline constexpr uint32_t kApiVersion12_4 = 22;
+inline constexpr uint32_t kApiVersion12_9u1 = 28;  // the last CUDA 12 version (cupti_version.h)
+inline constexpr uint32_t kApiVersion14_0 = 140000;
+
+struct PcSamplingLayout {
+  uint32_t pc_record_size = 0;  // stride of the CUpti_PCSamplingPCData array, and its `size`
+  uint32_t data_size = 0;       // CUpti_PCSamplingData.size
+  bool has_correlation_id = false;
+};
+
+// The layout of API `version`, or a zero layout (pc_record_size 0) when the version is not one
+// whose headers were read: below 18, between 28 and 130000, and from 140000.
+constexpr PcSamplingLayout PcSamplingLayoutFor(uint32_t version) {
+  if (version >= kApiVersion13_0 && version < kApiVersion14_0) {
+    return {64, 80, true};
+  }
+  if (version >= kApiVersion12_4 && version <= kApiVersion12_9u1) {
+    return {64, 80, true};
+  }
+  if (version >= kApiVersion12_0 && version < kApiVersion12_4) {
+    return {56, 80, false};
+  }
+  if (version == kApiVersion11_8) {
+    return {56, 72, false};
+  }
+  return {};
+}
 
 struct WARPSCOPE_CUPTI_PACKED CUpti_PCSamplingData {
   size_t size;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cupti_inject/flusher.h"
 
+#include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -32,6 +33,32 @@ constexpr uint32_t kDrainIntervalMs = 20;
 uint64_t MonotonicNs() { return NowNs(CLOCK_MONOTONIC); }
 uint64_t RealtimeNs() { return NowNs(CLOCK_REALTIME); }
 
+// The process's libcuda (loaded before the driver called InitializeInjection): PC-sampling calls
+// are made with their context current on the flusher thread, as CUPTI's samples make them on a
+// thread where the context is current.
+using CuCtxPushFn = int (*)(abi::CUcontext);
+using CuCtxPopFn = int (*)(abi::CUcontext*);
+CuCtxPushFn g_ctx_push = nullptr;
+CuCtxPopFn g_ctx_pop = nullptr;
+
+bool PushContext(abi::CUcontext ctx) { return g_ctx_push(ctx) == 0; }
+void PopContext() {
+  abi::CUcontext popped = nullptr;
+  g_ctx_pop(&popped);
+}
+
+PcContextGuard FindContextGuard() {
+  // libcuda may be loaded privately (RTLD_LOCAL): look it up by soname first.
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  void* scope = cuda != nullptr ? cuda : RTLD_DEFAULT;
+  g_ctx_push = reinterpret_cast<CuCtxPushFn>(dlsym(scope, "cuCtxPushCurrent_v2"));
+  g_ctx_pop = reinterpret_cast<CuCtxPopFn>(dlsym(scope, "cuCtxPopCurrent_v2"));
+  if (g_ctx_push == nullptr || g_ctx_pop == nullptr) {
+    return {};
+  }
+  return {&PushContext, &PopContext};
+}
+
 struct AggregateKey {
   uint32_t name_id, device, stream;
   bool operator<(const AggregateKey& o) const {
@@ -56,7 +83,7 @@ class Flusher {
       : abandoned_(abandoned),
         joiner_(MakeJoinOptions()),
         conn_(g->config.agent_socket, static_cast<size_t>(g->config.out_kb) * 1024, &MonotonicNs),
-        pc_(&g->api, &Notify, &RealtimeNs) {}
+        pc_(&g->api, g->cupti_version, &Notify, &RealtimeNs, FindContextGuard()) {}
 
   void Run();
 
@@ -391,7 +418,8 @@ void Flusher::SendNotices() {
 }
 
 void Flusher::SendCubins() {
-  if (!conn_.connected()) {
+  // Cubins are copied from every module load; the agent needs them only while PC sampling runs.
+  if (!conn_.connected() || !g->controls.pc_wanted.load(std::memory_order_relaxed)) {
     return;
   }
   const uint64_t gen = g->cubin_generation.load(std::memory_order_relaxed);
@@ -458,6 +486,7 @@ void Flusher::Iterate(bool final_pass) {
   EmitKernels();
   if (!g->passive.load(std::memory_order_relaxed)) {
     PcSampling(now);
+    SendNotices();  // a refusal noticed just now, before the connection may close
   }
   SendCubins();
   if (final_pass || now >= next_tick_ns_) {

@@ -167,9 +167,15 @@ __attribute__((aligned(kHotAlign))) void OnLaunch(abi::CUpti_CallbackDomain doma
   }
 }
 
-// Copies a loaded module's cubin for the agent's disassembly, once per CRC, within the cap.
+// Copies a loaded module's cubin for the agent's disassembly, once per CRC, within the cap:
+// every module while PC sampling is possible in this process (its entry points resolved and the
+// version's record layout known), whether or not it is on yet, since the descriptor is valid
+// only inside this callback and the agent may switch sampling on later. The flusher sends the
+// copies only while sampling is wanted.
 void OnModuleLoaded(const abi::CUpti_ModuleResourceData* m) {
-  if (m->pCubin == nullptr || m->cubinSize == 0) {
+  if (m->pCubin == nullptr || m->cubinSize == 0 || g->api.cuptiPCSamplingEnable == nullptr ||
+      g->api.cuptiPCSamplingGetData == nullptr ||
+      abi::PcSamplingLayoutFor(g->cupti_version).pc_record_size == 0) {
     return;
   }
   uint64_t crc = 0;
@@ -208,8 +214,7 @@ void OnResource(abi::CUpti_CallbackId cbid, const abi::CUpti_ResourceData* r) {
     return;
   }
   if (cbid == abi::kCbidResourceModuleLoaded) {
-    if (!g->controls.pc_wanted.load(std::memory_order_relaxed) ||
-        r->resourceDescriptor == nullptr) {
+    if (r->resourceDescriptor == nullptr) {
       return;
     }
     OnModuleLoaded(static_cast<const abi::CUpti_ModuleResourceData*>(r->resourceDescriptor));

@@ -12,8 +12,9 @@
 //   clock_gettime (vDSO) and the unwinder's, except on a thread's first launch (it claims a slot:
 //   allocates the slot's ring once, reads its tid and stack bounds) and on the first launch of a
 //   fork child (it starts the flusher).
-// - Resource callbacks record contexts (ctx_mu) and, while PC sampling is wanted, copy loaded
-//   cubins (cubin_mu, capped); both mutexes are held only for the copy.
+// - Resource callbacks record contexts (ctx_mu) and, while PC sampling is possible (even before
+//   it is switched on), copy loaded cubins (cubin_mu, capped); both mutexes are held only for
+//   the copy.
 // Ownership: a thread owns its slot from its first launch to its exit (a thread-local handle
 // releases it); the flusher then drains and frees it.
 #ifndef WARPSCOPE_CUPTI_INJECT_LAUNCH_CALLBACKS_H_

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 
 namespace warpscope::cupti_inject {
 
@@ -11,28 +13,60 @@ namespace warpscope::cupti_inject {
 constexpr size_t kPcsPerBuffer = 512;
 constexpr size_t kMaxStallReasons = 1024;
 
-void PcBuffer::Allocate(size_t num_pcs, size_t reasons_per_pc) {
+void PcBuffer::Allocate(const abi::PcSamplingLayout& l, size_t pcs, size_t reasons_per_pc) {
+  layout = l;
+  num_pcs = pcs;
   num_reasons = reasons_per_pc;
-  pcs.assign(num_pcs, abi::CUpti_PCSamplingPCData{});
-  reasons.assign(num_pcs * reasons_per_pc, abi::CUpti_PCSamplingStallReason{});
+  records.assign((pcs * layout.pc_record_size + 7) / 8, 0);
+  reasons.assign(pcs * reasons_per_pc, abi::CUpti_PCSamplingStallReason{});
   Reset();
 }
 
 void PcBuffer::Reset() {
   data = abi::CUpti_PCSamplingData{};
-  data.size = sizeof(data);
-  data.collectNumPcs = pcs.size();
-  data.pPcData = pcs.data();
-  for (size_t i = 0; i < pcs.size(); ++i) {
-    pcs[i].size = sizeof(abi::CUpti_PCSamplingPCData);
-    pcs[i].stallReason = reasons.data() + i * num_reasons;
-    pcs[i].stallReasonCount = 0;
-    pcs[i].functionName = nullptr;
+  data.size = layout.data_size;
+  data.collectNumPcs = num_pcs;
+  data.pPcData = reinterpret_cast<abi::CUpti_PCSamplingPCData*>(records.data());
+  std::fill(records.begin(), records.end(), 0);
+  for (size_t i = 0; i < num_pcs; ++i) {
+    auto* r = Record(i);
+    r->size = layout.pc_record_size;
+    r->stallReason = reasons.data() + i * num_reasons;
+    r->stallReasonCount = 0;
+    r->functionName = nullptr;
   }
 }
 
-PcSampler::PcSampler(const CuptiApi* api, Notifier notify, Clock realtime_ns)
-    : api_(api), notify_(notify), realtime_ns_(realtime_ns) {}
+uint32_t PcBuffer::CorrelationId(size_t i) const {
+  if (!layout.has_correlation_id) {
+    return 0;
+  }
+  uint32_t id = 0;
+  std::memcpy(&id,
+              reinterpret_cast<const uint8_t*>(records.data()) + i * layout.pc_record_size +
+                  offsetof(abi::CUpti_PCSamplingPCData, correlationId),
+              sizeof(id));
+  return id;
+}
+
+PcSampler::PcSampler(const CuptiApi* api, uint32_t cupti_version, Notifier notify,
+                     Clock realtime_ns, PcContextGuard guard)
+    : api_(api),
+      cupti_version_(cupti_version),
+      layout_(abi::PcSamplingLayoutFor(cupti_version)),
+      guard_(guard),
+      notify_(notify),
+      realtime_ns_(realtime_ns) {}
+
+template <typename F>
+abi::CUptiResult PcSampler::InContext(abi::CUcontext ctx, F&& call) {
+  const bool pushed = guard_.push != nullptr && guard_.pop != nullptr && guard_.push(ctx);
+  const abi::CUptiResult r = call();
+  if (pushed) {
+    guard_.pop();
+  }
+  return r;
+}
 
 void PcSampler::TrackContexts(std::span<const abi::CUcontext> contexts) {
   std::erase_if(contexts_, [&](const std::unique_ptr<Context>& pc) {
@@ -60,6 +94,16 @@ void PcSampler::OnConnected(MessageSink& out) {
 void PcSampler::Step(uint64_t now_ns, bool wanted, const Schedule& schedule, MessageSink& out) {
   wanted =
       wanted && api_->cuptiPCSamplingEnable != nullptr && api_->cuptiPCSamplingGetData != nullptr;
+  if (wanted && layout_.pc_record_size == 0) {
+    if (!layout_refused_) {
+      layout_refused_ = true;
+      notify_(wire::Severity::kWarning, 0,
+              "PC sampling is off: CUPTI API version " + std::to_string(cupti_version_) +
+                  " has a PC record layout this library does not know (known: 18-28, CUDA "
+                  "11.8-12.9, and 13.x)");
+    }
+    wanted = false;
+  }
   if (!wanted) {
     for (auto& pc : contexts_) {
       if (running_) {
@@ -79,7 +123,7 @@ void PcSampler::Step(uint64_t now_ns, bool wanted, const Schedule& schedule, Mes
     for (auto& pc : contexts_) {
       if (pc->enabled && api_->cuptiPCSamplingStart != nullptr) {
         abi::CUpti_PCSamplingContextParams p{sizeof(p), nullptr, pc->ctx};
-        api_->cuptiPCSamplingStart(&p);
+        InContext(pc->ctx, [&] { return api_->cuptiPCSamplingStart(&p); });
       }
     }
     running_ = true;
@@ -97,18 +141,34 @@ void PcSampler::Step(uint64_t now_ns, bool wanted, const Schedule& schedule, Mes
 
 void PcSampler::Enable(Context& pc, const Schedule& schedule, MessageSink& out) {
   abi::CUpti_PCSamplingContextParams ep{sizeof(ep), nullptr, pc.ctx};
-  abi::CUptiResult r = api_->cuptiPCSamplingEnable(&ep);
+  abi::CUptiResult r = InContext(pc.ctx, [&] { return api_->cuptiPCSamplingEnable(&ep); });
   // Anything but success (not supported, no permission) disables PC sampling on this context.
+  // The stall reasons are asked for after Enable, which creates CUPTI's sampling state.
   size_t num = 0;
   abi::CUpti_PCSamplingGetNumStallReasonsParams np{sizeof(np), nullptr, pc.ctx, &num};
-  if (r != abi::kSuccess || api_->cuptiPCSamplingGetNumStallReasons == nullptr ||
-      api_->cuptiPCSamplingGetNumStallReasons(&np) != abi::kSuccess || num == 0 ||
-      num > kMaxStallReasons) {
+  abi::CUptiResult nr = abi::kSuccess;
+  if (r == abi::kSuccess) {
+    nr = api_->cuptiPCSamplingGetNumStallReasons == nullptr
+             ? abi::kErrorNotSupported
+             : InContext(pc.ctx, [&] { return api_->cuptiPCSamplingGetNumStallReasons(&np); });
+  }
+  if (r != abi::kSuccess || nr != abi::kSuccess || num == 0 || num > kMaxStallReasons) {
     pc.failed = true;
-    notify_(wire::Severity::kWarning, static_cast<uint32_t>(r),
-            "PC sampling could not be enabled on a CUDA context (" + ResultString(*api_, r) +
-                "); it needs profiling permission (NVreg_RestrictProfilingToAdminUsers=0 or "
-                "CAP_SYS_ADMIN) and a GPU of compute capability 7.5 or newer");
+    const abi::CUptiResult code = r != abi::kSuccess ? r : nr;
+    std::string why =
+        r == abi::kErrorInsufficientPrivileges
+            ? "; profiling permission is restricted to administrators (the "
+              "driver's default since the CVE-2024-0090 fix): load the nvidia module with "
+              "NVreg_RestrictProfilingToAdminUsers=0 or run with CAP_SYS_ADMIN"
+            : "; it needs profiling permission (NVreg_RestrictProfilingToAdminUsers=0 "
+              "or CAP_SYS_ADMIN) and a GPU of compute capability 7.0 or newer";
+    notify_(wire::Severity::kWarning, static_cast<uint32_t>(code),
+            "PC sampling could not be enabled on a CUDA context (" + ResultString(*api_, code) +
+                ")" + why);
+    if (r == abi::kSuccess && api_->cuptiPCSamplingDisable != nullptr) {
+      abi::CUpti_PCSamplingContextParams dp{sizeof(dp), nullptr, pc.ctx};
+      InContext(pc.ctx, [&] { return api_->cuptiPCSamplingDisable(&dp); });
+    }
     return;
   }
   std::vector<uint32_t> indices(num);
@@ -122,14 +182,15 @@ void PcSampler::Enable(Context& pc, const Schedule& schedule, MessageSink& out) 
   wire::StallReasons reasons;
   reasons.device = pc.device;
   if (api_->cuptiPCSamplingGetStallReasons != nullptr &&
-      api_->cuptiPCSamplingGetStallReasons(&sp) == abi::kSuccess) {
+      InContext(pc.ctx, [&] { return api_->cuptiPCSamplingGetStallReasons(&sp); }) ==
+          abi::kSuccess) {
     for (size_t i = 0; i < num; ++i) {
       storage[i].back() = '\0';
       reasons.reasons.push_back({indices[i], names[i]});
     }
   }
-  pc.config_buffer.Allocate(kPcsPerBuffer, num);
-  pc.get_buffer.Allocate(kPcsPerBuffer, num);
+  pc.config_buffer.Allocate(layout_, kPcsPerBuffer, num);
+  pc.get_buffer.Allocate(layout_, kPcsPerBuffer, num);
   std::vector<abi::CUpti_PCSamplingConfigurationInfo> attrs;
   abi::CUpti_PCSamplingConfigurationInfo a{};
   a.attributeType = abi::kPcSamplingAttrCollectionMode;
@@ -156,7 +217,7 @@ void PcSampler::Enable(Context& pc, const Schedule& schedule, MessageSink& out) 
   abi::CUpti_PCSamplingConfigurationInfoParams cp{sizeof(cp), nullptr, pc.ctx, attrs.size(),
                                                   attrs.data()};
   if (api_->cuptiPCSamplingSetConfigurationAttribute != nullptr) {
-    r = api_->cuptiPCSamplingSetConfigurationAttribute(&cp);
+    r = InContext(pc.ctx, [&] { return api_->cuptiPCSamplingSetConfigurationAttribute(&cp); });
     if (r != abi::kSuccess) {
       notify_(wire::Severity::kWarning, static_cast<uint32_t>(r),
               "PC sampling configuration was refused (" + ResultString(*api_, r) + ")");
@@ -170,18 +231,18 @@ void PcSampler::Enable(Context& pc, const Schedule& schedule, MessageSink& out) 
 void PcSampler::StopAndCollect(Context& pc, MessageSink& out) {
   if (pc.enabled && api_->cuptiPCSamplingStop != nullptr) {
     abi::CUpti_PCSamplingContextParams p{sizeof(p), nullptr, pc.ctx};
-    api_->cuptiPCSamplingStop(&p);
+    InContext(pc.ctx, [&] { return api_->cuptiPCSamplingStop(&p); });
     Collect(pc, out);
   }
 }
 
-void PcSampler::AppendSamples(PcBuffer& buffer, wire::PcSamples* msg) {
+void PcSampler::AppendSamples(PcBuffer& buffer, wire::PcSamples* msg, std::vector<char*>* names) {
   msg->total_samples += buffer.data.totalSamples;
   msg->dropped_samples += buffer.data.droppedSamples;
   dropped_ += buffer.data.droppedSamples;
-  const size_t n = std::min(buffer.data.totalNumPcs, buffer.pcs.size());
+  const size_t n = std::min(buffer.data.totalNumPcs, buffer.num_pcs);
   for (size_t i = 0; i < n; ++i) {
-    auto& d = buffer.pcs[i];
+    auto& d = *buffer.Record(i);
     const size_t reasons = std::min(d.stallReasonCount, buffer.num_reasons);
     for (size_t r = 0; r < reasons; ++r) {
       if (d.stallReason[r].samples == 0) {
@@ -191,9 +252,20 @@ void PcSampler::AppendSamples(PcBuffer& buffer, wire::PcSamples* msg) {
           wire::PcSample{d.cubinCrc, d.functionName != nullptr ? d.functionName : "", d.pcOffset,
                          d.stallReason[r].pcSamplingStallReasonIndex, d.stallReason[r].samples});
     }
-    std::free(d.functionName);  // CUPTI allocates it for the caller
+    if (d.functionName != nullptr) {
+      names->push_back(d.functionName);  // CUPTI's, possibly shared by several records
+    }
     d.functionName = nullptr;
   }
+}
+
+void PcSampler::FreeNames(std::vector<char*>* names) {
+  std::sort(names->begin(), names->end());
+  names->erase(std::unique(names->begin(), names->end()), names->end());
+  for (char* name : *names) {
+    std::free(name);  // the caller frees each string once, after reading every record
+  }
+  names->clear();
 }
 
 void PcSampler::Collect(Context& pc, MessageSink& out) {
@@ -201,20 +273,22 @@ void PcSampler::Collect(Context& pc, MessageSink& out) {
   msg.device = pc.device;
   msg.window_start_ns = window_start_realtime_ns_;
   msg.window_end_ns = realtime_ns_();
+  std::vector<char*> names;
   for (int round = 0; round < 64; ++round) {
     pc.get_buffer.Reset();
     abi::CUpti_PCSamplingGetDataParams p{};
     p.size = sizeof(p);
     p.ctx = pc.ctx;
     p.pcSamplingData = &pc.get_buffer.data;
-    if (api_->cuptiPCSamplingGetData(&p) != abi::kSuccess) {
+    if (InContext(pc.ctx, [&] { return api_->cuptiPCSamplingGetData(&p); }) != abi::kSuccess) {
       break;
     }
-    AppendSamples(pc.get_buffer, &msg);
+    AppendSamples(pc.get_buffer, &msg, &names);
     if (pc.get_buffer.data.remainingNumPcs == 0) {
       break;
     }
   }
+  FreeNames(&names);
   out.Emit(msg);
 }
 
@@ -223,7 +297,7 @@ void PcSampler::Disable(Context& pc, MessageSink& out) {
     return;
   }
   abi::CUpti_PCSamplingContextParams p{sizeof(p), nullptr, pc.ctx};
-  api_->cuptiPCSamplingDisable(&p);
+  InContext(pc.ctx, [&] { return api_->cuptiPCSamplingDisable(&p); });
   pc.enabled = false;
   // Whatever CUPTI still held went to the configured buffer.
   if (pc.config_buffer.data.totalNumPcs > 0) {
@@ -231,7 +305,9 @@ void PcSampler::Disable(Context& pc, MessageSink& out) {
     msg.device = pc.device;
     msg.window_start_ns = window_start_realtime_ns_;
     msg.window_end_ns = realtime_ns_();
-    AppendSamples(pc.config_buffer, &msg);
+    std::vector<char*> names;
+    AppendSamples(pc.config_buffer, &msg, &names);
+    FreeNames(&names);
     out.Emit(msg);
   }
   pc.config_buffer.Reset();

@@ -10,7 +10,12 @@
 // never wait for the application.
 // Ownership: each context's state is held by pointer and never moves, because CUPTI keeps the
 // address of its configured sampling buffer while sampling is enabled. functionName strings that
-// CUPTI allocates in the records are freed here.
+// CUPTI allocates in the records are freed here, each distinct pointer once, after every record
+// of the window was read (CUPTI may share one string among records).
+// Versions: the record layout is the one of the CUPTI API version given at construction
+// (abi::PcSamplingLayoutFor); an unknown version refuses PC sampling with one notice.
+// Context: each CUPTI PC-sampling call is made with its context current on the flusher thread
+// when a ContextGuard is given (cuCtxPushCurrent/cuCtxPopCurrent of the process's libcuda).
 #ifndef WARPSCOPE_CUPTI_INJECT_PC_SAMPLING_H_
 #define WARPSCOPE_CUPTI_INJECT_PC_SAMPLING_H_
 
@@ -31,16 +36,33 @@ namespace warpscope::cupti_inject {
 namespace abi = ::warpscope::cupti::abi;
 namespace wire = ::warpscope::cupti::wire;
 
-// A buffer CUPTI fills with parsed PC samples: the PC records and their stall-reason arrays.
+// A buffer CUPTI fills with parsed PC samples: the PC records (laid out as `layout` says) and
+// their stall-reason arrays.
 struct PcBuffer {
-  std::vector<abi::CUpti_PCSamplingPCData> pcs;
+  abi::PcSamplingLayout layout;
+  std::vector<uint64_t> records;  // num_pcs records of layout.pc_record_size bytes, 8-aligned
   std::vector<abi::CUpti_PCSamplingStallReason> reasons;
   abi::CUpti_PCSamplingData data{};
+  size_t num_pcs = 0;
   size_t num_reasons = 0;
 
-  void Allocate(size_t num_pcs, size_t reasons_per_pc);
-  // Points every record at its stall-reason slots again and clears the counts.
+  void Allocate(const abi::PcSamplingLayout& layout, size_t num_pcs, size_t reasons_per_pc);
+  // Points every record at its stall-reason slots again and clears the counts and names.
   void Reset();
+  // The fields every layout shares (up to stallReason).
+  abi::CUpti_PCSamplingPCData_v1* Record(size_t i) {
+    return reinterpret_cast<abi::CUpti_PCSamplingPCData_v1*>(
+        reinterpret_cast<uint8_t*>(records.data()) + i * layout.pc_record_size);
+  }
+  // The record's correlationId where the layout has one, else 0.
+  uint32_t CorrelationId(size_t i) const;
+};
+
+// Makes a context current on the calling thread for the duration of one CUPTI call: push
+// returns false when it could not (the call is then made without it).
+struct PcContextGuard {
+  bool (*push)(abi::CUcontext ctx) = nullptr;
+  void (*pop)() = nullptr;
 };
 
 class PcSampler {
@@ -54,7 +76,9 @@ class PcSampler {
   using Notifier = void (*)(wire::Severity severity, uint32_t code, std::string message);
   using Clock = uint64_t (*)();  // CLOCK_REALTIME ns, the windows' timestamps; a seam for tests
 
-  PcSampler(const CuptiApi* api, Notifier notify, Clock realtime_ns);
+  // `cupti_version` (cuptiGetVersion) chooses the record layout.
+  PcSampler(const CuptiApi* api, uint32_t cupti_version, Notifier notify, Clock realtime_ns,
+            PcContextGuard guard = {});
   PcSampler(const PcSampler&) = delete;
   PcSampler& operator=(const PcSampler&) = delete;
 
@@ -69,6 +93,7 @@ class PcSampler {
   void OnConnected(MessageSink& out);
 
   uint64_t dropped_samples() const { return dropped_; }  // kPcSamplesDropped
+  const abi::PcSamplingLayout& layout() const { return layout_; }
 
  private:
   // The sampling state of one CUDA context.
@@ -86,9 +111,19 @@ class PcSampler {
   void StopAndCollect(Context& pc, MessageSink& out);
   void Collect(Context& pc, MessageSink& out);
   void Disable(Context& pc, MessageSink& out);
-  void AppendSamples(PcBuffer& buffer, wire::PcSamples* msg);
+  // Copies the samples out of `buffer` and collects its distinct functionName pointers in
+  // `names` (freed by FreeNames once the window is read).
+  void AppendSamples(PcBuffer& buffer, wire::PcSamples* msg, std::vector<char*>* names);
+  static void FreeNames(std::vector<char*>* names);
+  // Runs one CUPTI call with `ctx` current (guard_), returning its result.
+  template <typename F>
+  abi::CUptiResult InContext(abi::CUcontext ctx, F&& call);
 
   const CuptiApi* const api_;
+  const uint32_t cupti_version_;
+  const abi::PcSamplingLayout layout_;
+  const PcContextGuard guard_;
+  bool layout_refused_ = false;
   const Notifier notify_;
   const Clock realtime_ns_;
   std::vector<std::unique_ptr<Context>> contexts_;

@@ -17,6 +17,13 @@ constexpr uint64_t kMs = 1'000'000;
 // reasons (one with samples, one without).
 struct FakePcApi {
   abi::CUptiResult enable_result = abi::kSuccess;
+  uint32_t record_size = 64;              // the stride this "CUPTI" writes records at
+  size_t data_size_seen = 0;              // CUpti_PCSamplingData.size the client set
+  bool size_mismatch = false;             // a record's size field differed from record_size
+  int pcs_per_get = 1;                    // records per GetData, all sharing one functionName
+  uint32_t correlation = 0;               // written to correlationId where the layout has it
+  std::vector<abi::CUcontext> current;    // contexts pushed by the guard
+  std::vector<abi::CUcontext> called_in;  // the current context at each GetData
   int enables = 0, disables = 0, starts = 0, stops = 0, get_data = 0;
   size_t config_attributes = 0;
   uint32_t config_period = 0;
@@ -66,20 +73,40 @@ abi::CUptiResult SetConfigurationAttribute(abi::CUpti_PCSamplingConfigurationInf
 }
 abi::CUptiResult GetData(abi::CUpti_PCSamplingGetDataParams* p) {
   ++fake->get_data;
+  fake->called_in.push_back(fake->current.empty() ? nullptr : fake->current.back());
   auto* data = static_cast<abi::CUpti_PCSamplingData*>(p->pcSamplingData);
-  auto& pc = data->pPcData[0];
-  pc.cubinCrc = 0xc0b1;
-  pc.pcOffset = 0x40;
-  pc.functionName = strdup("_Z4kernv");  // the caller frees it, as with CUPTI
-  pc.stallReasonCount = 2;
-  pc.stallReason[0] = {3, 5};
-  pc.stallReason[1] = {7, 0};
-  data->totalNumPcs = 1;
+  fake->data_size_seen = data->size;
+  // One string for every record of this call, as CUPTI may share it: freeing it per record is a
+  // double free that glibc aborts on.
+  char* shared = strdup("_Z4kernv");
+  auto* base = reinterpret_cast<uint8_t*>(data->pPcData);
+  for (int i = 0; i < fake->pcs_per_get; ++i) {
+    auto* pc = reinterpret_cast<abi::CUpti_PCSamplingPCData_v1*>(base + i * fake->record_size);
+    if (pc->size != fake->record_size) {
+      fake->size_mismatch = true;
+    }
+    pc->cubinCrc = 0xc0b1;
+    pc->pcOffset = 0x40 + 0x10 * static_cast<uint64_t>(i);
+    pc->functionName = shared;
+    pc->stallReasonCount = 2;
+    pc->stallReason[0] = {3, 5};
+    pc->stallReason[1] = {7, 0};
+    if (fake->record_size >= 64) {
+      std::memcpy(base + i * fake->record_size + 56, &fake->correlation, 4);
+    }
+  }
+  data->totalNumPcs = static_cast<size_t>(fake->pcs_per_get);
   data->remainingNumPcs = 0;
-  data->totalSamples = 5;
+  data->totalSamples = 5 * static_cast<uint64_t>(fake->pcs_per_get);
   data->droppedSamples = 1;
   return abi::kSuccess;
 }
+
+bool Push(abi::CUcontext ctx) {
+  fake->current.push_back(ctx);
+  return true;
+}
+void Pop() { fake->current.pop_back(); }
 
 struct Notice {
   uint32_t code;
@@ -134,7 +161,7 @@ class CuptiPcSamplerTest : public ::testing::Test {
   FakePcApi fake_;
   std::vector<Notice> notices_;
   CuptiApi api_;
-  PcSampler sampler_{&api_, &RecordNotice, &RealtimeNs};
+  PcSampler sampler_{&api_, 130001, &RecordNotice, &RealtimeNs};
   CollectingSink out_;
   const PcSampler::Schedule schedule_{200, 1000, 0};
 };
@@ -250,6 +277,126 @@ TEST_F(CuptiPcSamplerTest, NothingHappensWithoutTheGetDataEntryPoint) {
   sampler_.Step(0, true, schedule_, out_);
   EXPECT_EQ(fake_.enables, 0);
   EXPECT_TRUE(out_.messages.empty());
+}
+
+TEST(CuptiPcSamplingLayoutTest, LayoutFollowsTheCuptiApiVersion) {
+  // CUDA 11.8 (18): 56-byte records, 72-byte data header (NVIDIA's 11.8 header).
+  EXPECT_EQ(abi::PcSamplingLayoutFor(18).pc_record_size, 56u);
+  EXPECT_EQ(abi::PcSamplingLayoutFor(18).data_size, 72u);
+  // CUDA 12.0-12.3 (19-21): no correlationId yet, hardwareBufferFull already.
+  for (uint32_t v : {19u, 20u, 21u}) {
+    EXPECT_EQ(abi::PcSamplingLayoutFor(v).pc_record_size, 56u) << v;
+    EXPECT_EQ(abi::PcSamplingLayoutFor(v).data_size, 80u) << v;
+    EXPECT_FALSE(abi::PcSamplingLayoutFor(v).has_correlation_id) << v;
+  }
+  // CUDA 12.4-12.9 (22-28) and 13.x: the 64-byte record with correlationId.
+  for (uint32_t v : {22u, 24u, 28u, 130000u, 130001u, 139999u}) {
+    EXPECT_EQ(abi::PcSamplingLayoutFor(v).pc_record_size, 64u) << v;
+    EXPECT_EQ(abi::PcSamplingLayoutFor(v).data_size, 80u) << v;
+    EXPECT_TRUE(abi::PcSamplingLayoutFor(v).has_correlation_id) << v;
+  }
+  // Versions whose headers were not read.
+  for (uint32_t v : {0u, 17u, 29u, 100u, 129999u, 140000u}) {
+    EXPECT_EQ(abi::PcSamplingLayoutFor(v).pc_record_size, 0u) << v;
+  }
+}
+
+TEST_F(CuptiPcSamplerTest, SharedFunctionNameIsFreedOnceAfterEveryRecordIsRead) {
+  fake_.pcs_per_get = 3;  // three records, one string: a per-record free aborts the test
+  const abi::CUcontext contexts[] = {Ctx(0x10)};
+  sampler_.TrackContexts(contexts);
+  sampler_.Step(0, true, schedule_, out_);
+  sampler_.Step(200 * kMs, true, schedule_, out_);
+  const auto samples = out_.Of<wire::PcSamples>();
+  ASSERT_EQ(samples.size(), 1u);
+  ASSERT_EQ(samples[0].samples.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(samples[0].samples[i].function, "_Z4kernv");
+    EXPECT_EQ(samples[0].samples[i].pc_offset, 0x40u + 0x10 * i);
+  }
+}
+
+// CUDA 12.3 (API version 21): 56-byte records. Read with the 64-byte stride, the second and
+// third records would be misread and CUPTI would find a wrong size field.
+TEST_F(CuptiPcSamplerTest, Cuda12RecordsAreReadWithTheirOwnStride) {
+  fake_.record_size = 56;
+  fake_.pcs_per_get = 3;
+  PcSampler sampler(&api_, 21, &RecordNotice, &RealtimeNs);
+  EXPECT_EQ(sampler.layout().pc_record_size, 56u);
+  const abi::CUcontext contexts[] = {Ctx(0x10)};
+  sampler.TrackContexts(contexts);
+  sampler.Step(0, true, schedule_, out_);
+  sampler.Step(200 * kMs, true, schedule_, out_);
+  EXPECT_FALSE(fake_.size_mismatch);
+  EXPECT_EQ(fake_.data_size_seen, 80u);
+  const auto samples = out_.Of<wire::PcSamples>();
+  ASSERT_EQ(samples.size(), 1u);
+  ASSERT_EQ(samples[0].samples.size(), 3u);
+  EXPECT_EQ(samples[0].samples[2].pc_offset, 0x60u);
+  EXPECT_EQ(samples[0].samples[2].cubin_crc, 0xc0b1u);
+  EXPECT_TRUE(notices_.empty());
+}
+
+TEST_F(CuptiPcSamplerTest, Cuda11_8DataHeaderIsTheShorterOne) {
+  fake_.record_size = 56;
+  PcSampler sampler(&api_, 18, &RecordNotice, &RealtimeNs);
+  const abi::CUcontext contexts[] = {Ctx(0x10)};
+  sampler.TrackContexts(contexts);
+  sampler.Step(0, true, schedule_, out_);
+  sampler.Step(200 * kMs, true, schedule_, out_);
+  EXPECT_EQ(fake_.data_size_seen, 72u);
+  EXPECT_FALSE(fake_.size_mismatch);
+  EXPECT_EQ(out_.Of<wire::PcSamples>().size(), 1u);
+}
+
+TEST_F(CuptiPcSamplerTest, CorrelationIdIsReadOnlyWhereTheLayoutHasIt) {
+  PcBuffer b64;
+  b64.Allocate(abi::PcSamplingLayoutFor(130001), 2, 1);
+  std::memcpy(reinterpret_cast<uint8_t*>(b64.records.data()) + 64 + 56, "\x2a\0\0\0", 4);
+  EXPECT_EQ(b64.CorrelationId(1), 42u);
+  EXPECT_EQ(b64.Record(1)->size, 64u);
+  PcBuffer b56;
+  b56.Allocate(abi::PcSamplingLayoutFor(21), 2, 1);
+  EXPECT_EQ(b56.records.size() * 8, 112u);
+  EXPECT_EQ(b56.CorrelationId(1), 0u);
+  EXPECT_EQ(b56.Record(1)->size, 56u);
+  EXPECT_EQ(b56.Record(1)->stallReason, b56.reasons.data() + 1);
+}
+
+TEST_F(CuptiPcSamplerTest, UnknownVersionIsRefusedWithOneNotice) {
+  PcSampler sampler(&api_, 140000, &RecordNotice, &RealtimeNs);
+  const abi::CUcontext contexts[] = {Ctx(0x10)};
+  sampler.TrackContexts(contexts);
+  sampler.Step(0, true, schedule_, out_);
+  sampler.Step(200 * kMs, true, schedule_, out_);
+  sampler.Step(1000 * kMs, true, schedule_, out_);
+  EXPECT_EQ(fake_.enables, 0);
+  EXPECT_EQ(fake_.starts, 0);
+  EXPECT_TRUE(out_.messages.empty());
+  ASSERT_EQ(notices_.size(), 1u);
+  EXPECT_NE(notices_[0].message.find("140000"), std::string::npos);
+  EXPECT_NE(notices_[0].message.find("layout"), std::string::npos);
+}
+
+TEST_F(CuptiPcSamplerTest, EveryCallIsMadeWithItsContextCurrent) {
+  PcSampler sampler(&api_, 130001, &RecordNotice, &RealtimeNs, {&Push, &Pop});
+  const abi::CUcontext contexts[] = {Ctx(0x10), Ctx(0x20)};
+  sampler.TrackContexts(contexts);
+  sampler.Step(0, true, schedule_, out_);
+  sampler.Step(200 * kMs, true, schedule_, out_);
+  EXPECT_EQ(fake_.called_in, (std::vector<abi::CUcontext>{Ctx(0x10), Ctx(0x20)}));
+  EXPECT_TRUE(fake_.current.empty());  // every push was popped
+}
+
+TEST_F(CuptiPcSamplerTest, PrivilegeRefusalNamesTheDriverSetting) {
+  fake_.enable_result = abi::kErrorInsufficientPrivileges;
+  const abi::CUcontext contexts[] = {Ctx(0x10)};
+  sampler_.TrackContexts(contexts);
+  sampler_.Step(0, true, schedule_, out_);
+  ASSERT_EQ(notices_.size(), 1u);
+  EXPECT_NE(notices_[0].message.find("NVreg_RestrictProfilingToAdminUsers=0"), std::string::npos);
+  EXPECT_NE(notices_[0].message.find("CAP_SYS_ADMIN"), std::string::npos);
+  EXPECT_NE(notices_[0].message.find("CVE-2024-0090"), std::string::npos);
 }
 
 }  // namespace

@@ -79,6 +79,15 @@ AppRun RunApp(const std::string& dir, std::vector<std::string> args, std::vector
   return run;
 }
 
+// What the fake libcupti reports (WARPSCOPE_FAKE_CUPTI_VERSION, or its preset).
+uint32_t FakeVersion() {
+  if (const char* v = std::getenv("WARPSCOPE_FAKE_CUPTI_VERSION")) {
+    return static_cast<uint32_t>(std::stoul(v));
+  }
+  const char* preset = std::getenv("WARPSCOPE_FAKE_CUPTI_PRESET");
+  return preset != nullptr && std::string(preset) == "cuda12" ? 21u : 130001u;
+}
+
 bool ExitedOk(const AppRun& run) { return run.status >= 0 && WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0; }
 
 // Everything one process sent, indexed.
@@ -168,7 +177,7 @@ TEST_F(CuptiE2eTest, KernelsArriveWithTheirLaunchStacksAndGpuTime) {
   EXPECT_TRUE(conns[0].error.empty()) << conns[0].error;
   Received r = Index(conns[0]);
   EXPECT_EQ(r.hello.pid, run.pid);
-  EXPECT_EQ(r.hello.cupti_version, 130001u);
+  EXPECT_EQ(r.hello.cupti_version, FakeVersion());
   EXPECT_NE(r.hello.exe.find("fake_cuda_app"), std::string::npos);
 
   // 3 threads x 20 x (gemm + softmax) + 2 graph launches; the nested driver call of each runtime
@@ -289,9 +298,11 @@ TEST_F(CuptiE2eTest, ThreadsBeyondTheRingPoolAreCountedNotProfiled) {
 TEST_F(CuptiE2eTest, ExhaustedBufferPoolDropsAndCountsRecords) {
   TestAgent agent(SocketPath());
   // 240 records at 16 per buffer need 15 buffers at the exit flush; the pool holds 2.
+  // Buffers are delivered at the exit flush only (synchronously, whatever the fake's preset).
   auto run = RunApp(dir_.path(), {"--threads", "2", "--launches", "60"},
                     Env(SocketPath(), {"WARPSCOPE_CUPTI_ACTIVITY_BUFFERS=2",
-                                       "WARPSCOPE_CUPTI_FLUSH_MS=60000"}));
+                                       "WARPSCOPE_CUPTI_FLUSH_MS=60000",
+                                       "WARPSCOPE_FAKE_CUPTI_BUFFERS=sync"}));
   ASSERT_TRUE(ExitedOk(run)) << run.err;
   ASSERT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
   Received r = Index(agent.Snapshot()[0]);
@@ -658,12 +669,156 @@ TEST_F(CuptiE2eTest, PcSamplesStallReasonsAndCubin) {
   EXPECT_EQ(r.stall_reasons[0].reasons[1].name, "smsp__pcsamp_warps_issue_stalled_long_scoreboard");
   ASSERT_EQ(r.pc_samples.size(), 2u);
   EXPECT_EQ(r.pc_samples[0].function, "_Z9fake_gemmv");
+  // Both records carried one shared name string (freed once, or glibc aborts the app).
+  EXPECT_EQ(r.pc_samples[1].function, "_Z9fake_gemmv");
+  EXPECT_EQ(r.pc_samples[1].pc_offset, 0x50u);
   EXPECT_EQ(r.pc_samples[0].pc_offset, 0x40u);
   EXPECT_EQ(r.pc_samples[0].stall_reason, 7u);
   EXPECT_EQ(r.pc_samples[0].count, 100u);
   ASSERT_EQ(r.cubins.size(), 1u);
   EXPECT_EQ(r.cubins.begin()->first, r.pc_samples[0].cubin_crc);
   EXPECT_TRUE(r.cubins.begin()->second.starts_with("\x7f" "ELF"));
+}
+
+// Launches through a library built like libcuda (no frame pointers, no unwind tables, stripped):
+// FakeAppStrippedCaller -> FakeAppLaunchViaDriver -> FakeDriverLaunch (stripped) -> callback.
+// What each unwinder keeps (docs/design/cuda-profiler.md, "Testing"): both reach the return
+// address inside the stripped library; the DWARF unwinder (backtrace) stops there, as it finds no
+// unwind entry for it; the frame-pointer walk continues through the frame record the stripped
+// code left untouched, and so keeps the application's frames above it except the one that
+// called into the library (its return address lies in the stripped frame, not in a record).
+struct StrippedStacks {
+  size_t launches = 0, with_driver = 0, with_caller = 0, with_direct_caller = 0;
+};
+StrippedStacks RunThroughStrippedDriver(const std::string& dir, const std::string& socket,
+                                        const std::string& unwinder) {
+  StrippedStacks out;
+  TestAgent agent(socket);
+  auto run = RunApp(dir, {"--threads", "1", "--launches", "5", "--stripped-driver"},
+                    Env(socket, {"WARPSCOPE_CUPTI_UNWINDER=" + unwinder}));
+  EXPECT_TRUE(ExitedOk(run)) << run.err;
+  EXPECT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
+  Received r = Index(agent.Snapshot()[0]);
+  EXPECT_GT(run.sites["FakeDriverLaunch"].size, 0u) << "the stripped library keeps its dynsym";
+  for (const auto& l : r.launches) {
+    if (l.symbol != "_Z9fake_gemmv") continue;
+    ++out.launches;
+    const auto& stack = r.stacks[l.stack_hash];
+    out.with_driver += StackHasSite(stack, run.sites["FakeDriverLaunch"]);
+    out.with_caller += StackHasSite(stack, run.sites["FakeAppStrippedCaller"]);
+    out.with_direct_caller += StackHasSite(stack, run.sites["FakeAppLaunchViaDriver"]);
+  }
+  return out;
+}
+
+TEST_F(CuptiE2eTest, StrippedDriverFramePointerWalkKeepsTheCallersAboveIt) {
+  const StrippedStacks s = RunThroughStrippedDriver(dir_.path(), SocketPath(), "fp");
+  ASSERT_EQ(s.launches, 5u);
+  EXPECT_EQ(s.with_driver, 5u);
+  EXPECT_EQ(s.with_caller, 5u);
+  EXPECT_EQ(s.with_direct_caller, 0u) << "if this now holds, update the design doc";
+}
+
+TEST_F(CuptiE2eTest, StrippedDriverDwarfUnwinderStopsInsideIt) {
+  const StrippedStacks s = RunThroughStrippedDriver(dir_.path(), SocketPath(), "backtrace");
+  ASSERT_EQ(s.launches, 5u);
+  EXPECT_EQ(s.with_driver, 5u);
+  EXPECT_EQ(s.with_caller, 0u) << "if this now holds, update the design doc";
+  EXPECT_EQ(s.with_direct_caller, 0u);
+}
+
+// The module was loaded before the agent switched PC sampling on: its cubin was kept at the load
+// and is sent once sampling runs.
+TEST_F(CuptiE2eTest, CubinLoadedBeforePcSamplingWasSwitchedOnIsSent) {
+  Received r;
+  RunControlled(dir_.path(), SocketPath(), {{wire::ControlOp::kEnablePcSampling, 20}}, &r,
+                {"WARPSCOPE_CUPTI_BURST=1000", "WARPSCOPE_CUPTI_PC_INTERVAL_MS=40"});
+  ASSERT_FALSE(r.stall_reasons.empty());  // sampling was enabled on the context
+  ASSERT_EQ(r.cubins.size(), 1u);
+  EXPECT_TRUE(r.cubins.begin()->second.starts_with("\x7f" "ELF"));
+  EXPECT_EQ(r.cubins.begin()->second.size(), 24u);
+}
+
+// A CUPTI version whose PC record layout the library does not know: PC sampling is refused with
+// one notice, everything else works.
+TEST_F(CuptiE2eTest, PcSamplingOnAnUnknownCuptiVersionIsRefusedOnce) {
+  TestAgent agent(SocketPath());
+  auto run = RunApp(dir_.path(), {"--threads", "1", "--launches", "5"},
+                    Env(SocketPath(), {"WARPSCOPE_FAKE_CUPTI_VERSION=29",
+                                       "WARPSCOPE_CUPTI_PC_SAMPLING=1",
+                                       "WARPSCOPE_CUPTI_PC_WINDOW_MS=20",
+                                       "WARPSCOPE_CUPTI_PC_INTERVAL_MS=40"}));
+  ASSERT_TRUE(ExitedOk(run)) << run.err;
+  ASSERT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
+  Received r = Index(agent.Snapshot()[0]);
+  EXPECT_EQ(r.hello.cupti_version, 29u);
+  ASSERT_EQ(r.notices.size(), 1u);
+  EXPECT_NE(r.notices[0].message.find("PC record layout"), std::string::npos)
+      << r.notices[0].message;
+  EXPECT_TRUE(r.stall_reasons.empty());
+  EXPECT_TRUE(r.pc_samples.empty());
+  EXPECT_EQ(r.counters[wire::CounterId::kKernelsJoined], 10u);
+}
+
+// Both numberings of a runtime launch and its nested driver call: one shared id, or an id of the
+// driver call's own while the kernel record carries the runtime call's. Either way the kernel
+// joins the runtime launch and its stack, and the nested call is not counted as a launch.
+void ExpectRuntimeLaunchesJoin(const std::string& dir, const std::string& socket,
+                               const std::string& numbering) {
+  TestAgent agent(socket);
+  auto run = RunApp(dir, {"--threads", "2", "--launches", "10"},
+                    Env(socket, {"WARPSCOPE_CUPTI_BURST=1000",
+                                 "WARPSCOPE_FAKE_CUPTI_CORRELATION=" + numbering}));
+  ASSERT_TRUE(ExitedOk(run)) << run.err;
+  ASSERT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
+  Received r = Index(agent.Snapshot()[0]);
+  EXPECT_EQ(r.counters[wire::CounterId::kLaunchesSeen], 40u) << numbering;
+  ASSERT_EQ(r.launches.size(), 40u) << numbering;
+  ASSERT_EQ(r.kernels.size(), 40u) << numbering;
+  std::set<uint32_t> launch_ids;
+  for (const auto& l : r.launches) launch_ids.insert(l.correlation_id);
+  for (const auto& k : r.kernels) {
+    EXPECT_TRUE(launch_ids.contains(k.correlation_id)) << numbering;
+    ASSERT_NE(k.stack_hash, 0u) << numbering;
+    if (r.names[k.name_id] == "_Z9fake_gemmv") {
+      EXPECT_EQ(k.launch_domain, 2u) << numbering;  // the runtime launch
+      EXPECT_EQ(k.launch_cbid, 211u) << numbering;
+      EXPECT_TRUE(StackHasSite(r.stacks[k.stack_hash], run.sites["FakeAppLaunchGemm"]));
+    }
+  }
+  EXPECT_EQ(r.counters[wire::CounterId::kPendingEvicted], 0u) << numbering;
+}
+
+TEST_F(CuptiE2eTest, RuntimeLaunchesJoinWhenTheDriverCallSharesTheirId) {
+  ExpectRuntimeLaunchesJoin(dir_.path(), SocketPath(), "shared");
+}
+
+TEST_F(CuptiE2eTest, RuntimeLaunchesJoinWhenTheDriverCallHasItsOwnId) {
+  ExpectRuntimeLaunchesJoin(dir_.path(), SocketPath(), "distinct");
+}
+
+// Buffers completed on the fake's own thread, at its own time (as CUPTI's worker thread does):
+// every kernel still arrives and joins.
+TEST_F(CuptiE2eTest, BuffersCompletedOnCuptisOwnThreadAllArrive) {
+  TestAgent agent(SocketPath());
+  auto run = RunApp(dir_.path(), {"--threads", "3", "--launches", "20", "--graph"},
+                    Env(SocketPath(), {"WARPSCOPE_CUPTI_BURST=1000",
+                                       "WARPSCOPE_CUPTI_ACTIVITY_BUFFERS=32",
+                                       "WARPSCOPE_FAKE_CUPTI_BUFFERS=async"}));
+  ASSERT_TRUE(ExitedOk(run)) << run.err;
+  ASSERT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
+  const auto pos = run.out.find("fake_cupti buffers=");
+  ASSERT_NE(pos, std::string::npos) << run.out;
+  const auto by_worker = run.out.find("by_worker=", pos);
+  ASSERT_NE(by_worker, std::string::npos);
+  EXPECT_EQ(std::stoull(run.out.substr(pos + 19)), std::stoull(run.out.substr(by_worker + 10)))
+      << "every buffer is completed on the fake's thread";
+  EXPECT_GT(std::stoull(run.out.substr(by_worker + 10)), 0u);
+  Received r = Index(agent.Snapshot()[0]);
+  EXPECT_EQ(r.counters[wire::CounterId::kKernelsSeen], 126u);
+  EXPECT_EQ(r.kernels.size(), 126u);
+  EXPECT_EQ(r.gpu_ns["_Z9fake_gemmv"], 60u * 5000);
+  EXPECT_EQ(r.counters[wire::CounterId::kPendingEvicted], 0u);
 }
 
 }  // namespace

@@ -2,12 +2,14 @@
 // A fake CUDA application for the injected profiler's end-to-end tests and overhead benchmark.
 // It loads the library named by CUDA_INJECTION64_PATH and calls InitializeInjection as the
 // driver does, then plays the driver through the fake libcupti's hooks (fake_cupti.h): kernel
-// launches from several threads at known launch sites, graph launches, a module load, memcpy
+// launches from several threads at known launch sites (optionally through a stripped library
+// without frame pointers or unwind tables, as libcuda is), graph launches, a module load, memcpy
 // and NVTX records, PC samples, activity buffers delivered out of order, optionally launches
 // from an embedded Python interpreter, a fork, and a timed launch storm.
 //
 // Output (stdout, one fact per line, for the tests):
-//   site <function> <start address hex> <size>   address range of each launching function
+//   site <function> <start address hex> <size>   address range of each launching function (and
+//                                                of the stripped fake driver's FakeDriverLaunch)
 //   pid <pid>
 //   paused                                       (with --pause-file, before waiting)
 //   kernel <correlation id> <start ns>           (with --print-kernels, per kernel of the threads)
@@ -39,6 +41,10 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #endif
+
+// The stripped stand-in for libcuda's launch path (fake_cuda_driver.cc).
+extern "C" uint32_t FakeDriverLaunch(int domain, uint32_t cbid, const char* symbol,
+                                     void* context);
 
 // Exported by the fake libcupti like the real one.
 extern "C" warpscope::cupti::abi::CUptiResult cuptiGetCubinCrc(
@@ -90,12 +96,28 @@ struct Options {
   int storm_record_every = 64;  // a kernel record for one storm launch in this many
   int storm_launch_work = 0;    // the driver's own CPU work per launch: iterations of a ~1 ns step
   int records_per_buffer = 16;
+  bool stripped_driver = false;  // gemm launches go through the stripped fake driver
 };
 
 // The launching functions: each shows up in the native stack of its launches.
 extern "C" __attribute__((noinline, visibility("default"))) uint32_t FakeAppLaunchGemm() {
   const uint32_t corr = FakeCuptiLaunch(abi::kDomainRuntimeApi, abi::kCbidCudaLaunchKernel,
                                         "_Z9fake_gemmv", kContext);
+  asm volatile("" ::: "memory");
+  return corr;
+}
+
+// --stripped-driver: FakeAppStrippedCaller -> FakeAppLaunchViaDriver -> FakeDriverLaunch (no
+// frame pointer, no unwind table, stripped) -> the fake libcupti's callbacks.
+extern "C" __attribute__((noinline, visibility("default"))) uint32_t FakeAppLaunchViaDriver() {
+  const uint32_t corr = FakeDriverLaunch(abi::kDomainRuntimeApi, abi::kCbidCudaLaunchKernel,
+                                         "_Z9fake_gemmv", kContext);
+  asm volatile("" ::: "memory");
+  return corr;
+}
+
+extern "C" __attribute__((noinline, visibility("default"))) uint32_t FakeAppStrippedCaller() {
+  const uint32_t corr = FakeAppLaunchViaDriver();
   asm volatile("" ::: "memory");
   return corr;
 }
@@ -143,9 +165,11 @@ void PrintSite(const char* name, const void* fn) {
   }
 }
 
+bool g_stripped_driver = false;  // --stripped-driver
+
 void LaunchThread(int index, int launches) {
   for (int i = 0; i < launches; ++i) {
-    const uint32_t gemm = FakeAppLaunchGemm();
+    const uint32_t gemm = g_stripped_driver ? FakeAppStrippedCaller() : FakeAppLaunchGemm();
     AddKernel(gemm, "_Z9fake_gemmv", 7 + index, GpuNow(kGemmNs), kGemmNs);
     const uint32_t softmax = FakeAppLaunchSoftmax();
     AddKernel(softmax, "triton_softmax", 7 + index, GpuNow(kSoftmaxNs), kSoftmaxNs);
@@ -326,6 +350,8 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       o->markers = true;
     } else if (a == "--reverse") {
       o->reverse = true;
+    } else if (a == "--stripped-driver") {
+      o->stripped_driver = true;
     } else if (a == "--second-subscriber") {
       o->conflict = true;
     } else {
@@ -367,6 +393,10 @@ int main(int argc, char** argv) {
   PrintSite("FakeAppLaunchGraph", reinterpret_cast<void*>(&FakeAppLaunchGraph));
   PrintSite("FakeAppLaunchInChild", reinterpret_cast<void*>(&FakeAppLaunchInChild));
   PrintSite("FakeAppLaunchFromPython", reinterpret_cast<void*>(&FakeAppLaunchFromPython));
+  PrintSite("FakeAppLaunchViaDriver", reinterpret_cast<void*>(&FakeAppLaunchViaDriver));
+  PrintSite("FakeAppStrippedCaller", reinterpret_cast<void*>(&FakeAppStrippedCaller));
+  PrintSite("FakeDriverLaunch", reinterpret_cast<void*>(&FakeDriverLaunch));
+  g_stripped_driver = o.stripped_driver;
 
   FakeCuptiContextCreated(kContext);
   static const unsigned char kCubin[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x33, 'f', 'a', 'k', 'e',
@@ -437,8 +467,14 @@ int main(int argc, char** argv) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     if (FakeCuptiPcSamplingStarts() < 2) {
-      std::fprintf(stderr, "fake_cuda_app: PC sampling windows did not open\n");
+      std::fprintf(stderr, "fake_cuda_app: PC sampling windows did not open (%d calls refused)\n",
+                   FakeCuptiPcErrors());
       return 6;
+    }
+    if (FakeCuptiPcErrors() != 0) {
+      std::fprintf(stderr, "fake_cuda_app: %d PC-sampling calls were refused (no current context "
+                   "or a wrong record layout)\n", FakeCuptiPcErrors());
+      return 9;
     }
   }
   if (o.fork) {

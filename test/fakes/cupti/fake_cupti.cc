@@ -2,20 +2,43 @@
 // An in-memory libcupti for tests (see fake_cupti.h). Implements the entry points of
 // cupti/abi.h's WARPSCOPE_CUPTI_FUNCTIONS with CUDA 13.0 behaviour where the tests depend on it:
 // single subscriber, per-cbid callbacks, activity buffers requested from and completed to the
-// client on cuptiActivityFlushAll (records split over several buffers, optionally completed in
-// reverse order), the PC-sampling calls, and cuptiGetCubinCrc.
+// client (records split over several buffers, optionally completed in reverse order), the
+// PC-sampling calls, cuptiGetCubinCrc, and the two libcuda calls the library makes
+// (cuCtxPushCurrent_v2, cuCtxPopCurrent_v2).
+//
+// Chosen by environment variables, read once when the library loads (or by the hooks):
+//   WARPSCOPE_FAKE_CUPTI_VERSION=N       cuptiGetVersion (default 130001); the PC records are
+//                                        written in that version's layout
+//                                        (abi::PcSamplingLayoutFor)
+//   WARPSCOPE_FAKE_CUPTI_BUFFERS=async   buffers are completed on the fake's own thread, every
+//                                        2 ms and when cuptiActivityFlushAll asks (which blocks
+//                                        until then, as CUPTI's does); default: synchronously
+//                                        inside cuptiActivityFlushAll, on its caller's thread
+//   WARPSCOPE_FAKE_CUPTI_CORRELATION=distinct  the driver call nested in a runtime launch gets
+//                                        a correlation id of its own (the kernel record keeps the
+//                                        runtime call's); default (or =shared): both share one id
+//   WARPSCOPE_FAKE_CUPTI_PRESET=cuda12   version 21 (CUDA 12.3), async, distinct (each of the
+//                                        above still overrides it; BUFFERS=sync turns async off)
+// Strict where CUPTI may be: every PC-sampling call must have its context current on the calling
+// thread (else CUPTI_ERROR_INVALID_CONTEXT), and the client's record `size` and data `size` must
+// be those of the reported version's layout (else CUPTI_ERROR_INVALID_PARAMETER).
 #include "fakes/cupti/fake_cupti.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cupti/abi.h"
@@ -46,8 +69,41 @@ constexpr const char* kStallNames[] = {
     "smsp__pcsamp_warps_issue_stalled_selected",
 };
 
+constexpr abi::CUptiResult kErrorInvalidContext = 3;  // CUPTI_ERROR_INVALID_CONTEXT
+
+uint32_t EnvU32(const char* name, uint32_t fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? static_cast<uint32_t>(std::strtoul(v, nullptr, 10))
+                                    : fallback;
+}
+bool EnvIs(const char* name, const char* value) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::strcmp(v, value) == 0;
+}
+// WARPSCOPE_FAKE_CUPTI_PRESET=cuda12: CUDA 12.3 (API version 21, 56-byte PC records),
+// asynchronous buffers and distinct driver correlation ids, unless a variable above says
+// otherwise. One variable, so that a ctest can select the whole CUDA 12 path.
+bool Cuda12Preset() { return EnvIs("WARPSCOPE_FAKE_CUPTI_PRESET", "cuda12"); }
+bool Choice(const char* name, const char* on, const char* off, bool preset) {
+  return EnvIs(name, on) || (preset && !EnvIs(name, off));
+}
+
 struct State {
   std::mutex mu;
+  uint32_t version = EnvU32("WARPSCOPE_FAKE_CUPTI_VERSION", Cuda12Preset() ? 21 : 130001);
+  bool async_buffers = Choice("WARPSCOPE_FAKE_CUPTI_BUFFERS", "async", "sync", Cuda12Preset());
+  bool distinct_correlation =
+      Choice("WARPSCOPE_FAKE_CUPTI_CORRELATION", "distinct", "shared", Cuda12Preset());
+  // The asynchronous delivery thread (async_buffers): started in the process that first needs
+  // it (a fork child starts its own). flush_requested/flush_done count FlushAll requests.
+  pid_t worker_pid = 0;
+  std::condition_variable worker_cv;
+  uint64_t flush_requested = 0;
+  uint64_t flush_done = 0;
+  std::atomic<uint64_t> buffers_completed{0};
+  std::atomic<uint64_t> buffers_completed_by_worker{0};
+  std::atomic<int> pc_context_errors{0};
+  std::atomic<int> pc_layout_errors{0};
   int subscribe_result = abi::kSuccess;
   bool subscribed = false;
   abi::CUpti_CallbackFunc callback = nullptr;
@@ -77,6 +133,8 @@ State& S() {
   return true;
 }();
 
+void EnsureWorker();
+
 size_t RecordSize(int kind) {
   switch (kind) {
     case abi::kActivityConcurrentKernel:
@@ -102,6 +160,9 @@ void Queue(const T& rec, int kind) {
   std::vector<uint8_t> bytes(sizeof(T));
   std::memcpy(bytes.data(), &rec, sizeof(T));
   S().pending.push_back(std::move(bytes));
+  if (S().async_buffers) {
+    EnsureWorker();  // delivers at its own time from now on
+  }
 }
 
 void Fire(int domain, uint32_t cbid, const void* data) {
@@ -127,14 +188,144 @@ uint64_t Crc(const void* data, size_t size) {
   return h;
 }
 
+thread_local std::vector<abi::CUcontext> t_current;  // cuCtxPushCurrent_v2's stack
+
+// PC-sampling calls need their context current on the calling thread (see the header comment).
+bool ContextIsCurrent(abi::CUcontext ctx) {
+  if (!t_current.empty() && t_current.back() == ctx) {
+    return true;
+  }
+  S().pc_context_errors.fetch_add(1);
+  return false;
+}
+
+// Hands every pending record to the client: buffers requested, filled and completed.
+void DeliverPending(bool by_worker) {
+  std::vector<std::vector<uint8_t>> records;
+  abi::CUpti_BuffersCallbackRequestFunc request;
+  abi::CUpti_BuffersCallbackCompleteFunc complete;
+  size_t per_buffer;
+  bool reverse;
+  {
+    std::lock_guard lock(S().mu);
+    records.swap(S().pending);
+    request = S().request;
+    complete = S().complete;
+    per_buffer = S().per_buffer;
+    reverse = S().reverse;
+  }
+  if (request == nullptr || complete == nullptr || records.empty()) {
+    return;
+  }
+  struct Filled {
+    uint8_t* buffer;
+    size_t size;
+    size_t valid;
+  };
+  std::vector<Filled> filled;
+  size_t dropped = 0;
+  for (size_t i = 0; i < records.size(); i += per_buffer) {
+    uint8_t* buffer = nullptr;
+    size_t size = 0;
+    size_t max_records = 0;
+    request(&buffer, &size, &max_records);
+    const size_t end = std::min(records.size(), i + per_buffer);
+    if (buffer == nullptr) {
+      dropped += end - i;
+      continue;
+    }
+    size_t valid = 0;
+    for (size_t r = i; r < end; ++r) {
+      if (valid + records[r].size() > size) {
+        ++dropped;
+        continue;
+      }
+      std::memcpy(buffer + valid, records[r].data(), records[r].size());
+      valid += records[r].size();
+    }
+    filled.push_back({buffer, size, valid});
+  }
+  {
+    std::lock_guard lock(S().mu);
+    S().dropped += dropped;
+  }
+  if (reverse) {
+    std::reverse(filled.begin(), filled.end());
+  }
+  for (const auto& f : filled) {
+    complete(nullptr, 0, f.buffer, f.size, f.valid);
+    S().buffers_completed.fetch_add(1);
+    if (by_worker) {
+      S().buffers_completed_by_worker.fetch_add(1);
+    }
+  }
+}
+
+// The fake's own delivery thread: every 2 ms, and at once when FlushAll asks.
+void WorkerMain() {
+  std::unique_lock lock(S().mu);
+  while (true) {
+    S().worker_cv.wait_for(lock, std::chrono::milliseconds(2),
+                           [] { return S().flush_requested > S().flush_done; });
+    const uint64_t ticket = S().flush_requested;
+    lock.unlock();
+    DeliverPending(/*by_worker=*/true);
+    lock.lock();
+    S().flush_done = std::max(S().flush_done, ticket);
+    S().worker_cv.notify_all();
+  }
+}
+
+// Starts the delivery thread of this process; S().mu held.
+void EnsureWorker() {
+  if (S().worker_pid == getpid()) {
+    return;
+  }
+  S().worker_pid = getpid();
+  S().flush_done = S().flush_requested;  // a fork child does not wait for the parent's thread
+  std::thread(WorkerMain).detach();
+}
+
+// In async mode, a report of who completed the buffers, printed when the process exits (after
+// the profiler's own exit flush: this handler was registered first).
+[[maybe_unused]] const bool kExitReport = [] {
+  if (S().async_buffers) {
+    std::atexit([] {
+      std::printf("fake_cupti buffers=%lu by_worker=%lu\n",
+                  static_cast<unsigned long>(S().buffers_completed.load()),
+                  static_cast<unsigned long>(S().buffers_completed_by_worker.load()));
+      std::fflush(stdout);
+    });
+  }
+  return true;
+}();
+
 }  // namespace
 
 extern "C" {
 
+// --- libcuda calls the library makes -----------------------------------------------------------
+
+int cuCtxPushCurrent_v2(abi::CUcontext ctx) {
+  t_current.push_back(ctx);
+  return 0;
+}
+
+int cuCtxPopCurrent_v2(abi::CUcontext* ctx) {
+  if (t_current.empty()) {
+    return 201;  // CUDA_ERROR_INVALID_CONTEXT
+  }
+  if (ctx != nullptr) {
+    *ctx = t_current.back();
+  }
+  t_current.pop_back();
+  return 0;
+}
+
 // --- CUPTI entry points ------------------------------------------------------------------------
 
 abi::CUptiResult cuptiGetVersion(uint32_t* version) {
-  *version = 130001;
+  *version = S().version;
   return abi::kSuccess;
 }
 
@@ -242,60 +433,17 @@ abi::CUptiResult cuptiActivityGetNumDroppedRecords(abi::CUcontext, uint32_t, siz
 }
 
 abi::CUptiResult cuptiActivityFlushAll(uint32_t) {
-  std::vector<std::vector<uint8_t>> records;
-  abi::CUpti_BuffersCallbackRequestFunc request;
-  abi::CUpti_BuffersCallbackCompleteFunc complete;
-  size_t per_buffer;
-  bool reverse;
-  {
-    std::lock_guard lock(S().mu);
-    records.swap(S().pending);
-    request = S().request;
-    complete = S().complete;
-    per_buffer = S().per_buffer;
-    reverse = S().reverse;
-  }
-  if (request == nullptr || complete == nullptr || records.empty()) {
+  if (!S().async_buffers) {
+    DeliverPending(/*by_worker=*/false);
     return abi::kSuccess;
   }
-  struct Filled {
-    uint8_t* buffer;
-    size_t size;
-    size_t valid;
-  };
-  std::vector<Filled> filled;
-  size_t dropped = 0;
-  for (size_t i = 0; i < records.size(); i += per_buffer) {
-    uint8_t* buffer = nullptr;
-    size_t size = 0;
-    size_t max_records = 0;
-    request(&buffer, &size, &max_records);
-    const size_t end = std::min(records.size(), i + per_buffer);
-    if (buffer == nullptr) {
-      dropped += end - i;
-      continue;
-    }
-    size_t valid = 0;
-    for (size_t r = i; r < end; ++r) {
-      if (valid + records[r].size() > size) {
-        ++dropped;
-        continue;
-      }
-      std::memcpy(buffer + valid, records[r].data(), records[r].size());
-      valid += records[r].size();
-    }
-    filled.push_back({buffer, size, valid});
-  }
-  {
-    std::lock_guard lock(S().mu);
-    S().dropped += dropped;
-  }
-  if (reverse) {
-    std::reverse(filled.begin(), filled.end());
-  }
-  for (const auto& f : filled) {
-    complete(nullptr, 0, f.buffer, f.size, f.valid);
-  }
+  // Blocking, as CUPTI's: returns once the fake's thread delivered what was pending.
+  std::unique_lock lock(S().mu);
+  EnsureWorker();
+  const uint64_t ticket = ++S().flush_requested;
+  S().worker_cv.notify_all();
+  S().worker_cv.wait_for(lock, std::chrono::seconds(5),
+                         [ticket] { return S().flush_done >= ticket; });
   return abi::kSuccess;
 }
 
@@ -329,18 +477,27 @@ abi::CUptiResult cuptiGetCubinCrc(abi::CUpti_GetCubinCrcParams* p) {
 }
 
 abi::CUptiResult cuptiPCSamplingEnable(abi::CUpti_PCSamplingContextParams* p) {
+  if (!ContextIsCurrent(p->ctx)) {
+    return kErrorInvalidContext;
+  }
   std::lock_guard lock(S().mu);
   S().pc[p->ctx].enabled = true;
   return abi::kSuccess;
 }
 
 abi::CUptiResult cuptiPCSamplingDisable(abi::CUpti_PCSamplingContextParams* p) {
+  if (!ContextIsCurrent(p->ctx)) {
+    return kErrorInvalidContext;
+  }
   std::lock_guard lock(S().mu);
   S().pc[p->ctx].enabled = false;
   return abi::kSuccess;
 }
 
 abi::CUptiResult cuptiPCSamplingStart(abi::CUpti_PCSamplingContextParams* p) {
+  if (!ContextIsCurrent(p->ctx)) {
+    return kErrorInvalidContext;
+  }
   std::lock_guard lock(S().mu);
   auto& pc = S().pc[p->ctx];
   if (!pc.enabled) {
@@ -352,6 +509,9 @@ abi::CUptiResult cuptiPCSamplingStart(abi::CUpti_PCSamplingContextParams* p) {
 }
 
 abi::CUptiResult cuptiPCSamplingStop(abi::CUpti_PCSamplingContextParams* p) {
+  if (!ContextIsCurrent(p->ctx)) {
+    return kErrorInvalidContext;
+  }
   std::lock_guard lock(S().mu);
   auto& pc = S().pc[p->ctx];
   if (!pc.enabled) {
@@ -360,12 +520,23 @@ abi::CUptiResult cuptiPCSamplingStop(abi::CUpti_PCSamplingContextParams* p) {
   return abi::kSuccess;
 }
 
-abi::CUptiResult cuptiPCSamplingGetNumStallReasons(abi::CUpti_PCSamplingGetNumStallReasonsParams* p) {
+abi::CUptiResult cuptiPCSamplingGetNumStallReasons(
+    abi::CUpti_PCSamplingGetNumStallReasonsParams* p) {
+  if (!ContextIsCurrent(p->ctx)) {
+    return kErrorInvalidContext;
+  }
+  std::lock_guard lock(S().mu);
+  if (!S().pc[p->ctx].enabled) {
+    return abi::kErrorInvalidParameter;  // every call but Enable needs Enable first
+  }
   *p->numStallReasons = std::size(kStallIndices);
   return abi::kSuccess;
 }
 
 abi::CUptiResult cuptiPCSamplingGetStallReasons(abi::CUpti_PCSamplingGetStallReasonsParams* p) {
+  if (!ContextIsCurrent(p->ctx)) {
+    return kErrorInvalidContext;
+  }
   const size_t n = std::min(p->numStallReasons, std::size(kStallIndices));
   for (size_t i = 0; i < n; ++i) {
     p->stallReasonIndex[i] = kStallIndices[i];
@@ -377,21 +548,52 @@ abi::CUptiResult cuptiPCSamplingGetStallReasons(abi::CUpti_PCSamplingGetStallRea
 
 abi::CUptiResult cuptiPCSamplingSetConfigurationAttribute(
     abi::CUpti_PCSamplingConfigurationInfoParams* p) {
+  if (!ContextIsCurrent(p->ctx)) {
+    return kErrorInvalidContext;
+  }
+  const abi::PcSamplingLayout layout = abi::PcSamplingLayoutFor(S().version);
   for (size_t i = 0; i < p->numAttributes; ++i) {
     const auto& a = p->pPCSamplingConfigurationInfo[i];
     if (a.attributeType == abi::kPcSamplingAttrSamplingPeriod &&
         (a.attributeData.samplingPeriod < 5 || a.attributeData.samplingPeriod > 31)) {
       return abi::kErrorInvalidParameter;
     }
+    if (a.attributeType == abi::kPcSamplingAttrSamplingDataBuffer) {
+      const auto* data =
+          static_cast<const abi::CUpti_PCSamplingData*>(a.attributeData.samplingDataBuffer);
+      if (data == nullptr || data->size != layout.data_size) {
+        S().pc_layout_errors.fetch_add(1);
+        return abi::kErrorInvalidParameter;
+      }
+    }
   }
   return abi::kSuccess;
 }
 
+// Writes the queued samples as records of the reported version's layout. Records of one call
+// that name the same function share one malloc'd string, as CUPTI's may: the client must free
+// each distinct pointer once.
 abi::CUptiResult cuptiPCSamplingGetData(abi::CUpti_PCSamplingGetDataParams* p) {
+  if (!ContextIsCurrent(p->ctx)) {
+    return kErrorInvalidContext;
+  }
   auto* data = static_cast<abi::CUpti_PCSamplingData*>(p->pcSamplingData);
   std::lock_guard lock(S().mu);
   auto& pc = S().pc[p->ctx];
   if (!pc.enabled || data == nullptr || data->pPcData == nullptr) {
+    return abi::kErrorInvalidParameter;
+  }
+  const abi::PcSamplingLayout layout = abi::PcSamplingLayoutFor(S().version);
+  auto* base = reinterpret_cast<uint8_t*>(data->pPcData);
+  auto record = [&](size_t i) {
+    return reinterpret_cast<abi::CUpti_PCSamplingPCData_v1*>(base + i * layout.pc_record_size);
+  };
+  bool sizes_ok = data->size == layout.data_size;
+  for (size_t i = 0; sizes_ok && i < data->collectNumPcs; ++i) {
+    sizes_ok = record(i)->size == layout.pc_record_size;
+  }
+  if (!sizes_ok) {
+    S().pc_layout_errors.fetch_add(1);
     return abi::kErrorInvalidParameter;
   }
   data->totalNumPcs = 0;
@@ -402,15 +604,26 @@ abi::CUptiResult cuptiPCSamplingGetData(abi::CUpti_PCSamplingGetDataParams* p) {
     return abi::kSuccess;
   }
   const size_t n = std::min(pc.samples.size(), data->collectNumPcs);
+  std::map<std::string, char*> names;
   for (size_t i = 0; i < n; ++i) {
     const auto& s = pc.samples[i];
-    auto& d = data->pPcData[i];
+    auto& d = *record(i);
     d.cubinCrc = s.crc;
     d.pcOffset = s.pc_offset;
     d.functionIndex = 0;
-    d.functionName = strdup(s.function.c_str());  // the caller frees it, as with CUPTI
+    char*& name = names[s.function];
+    if (name == nullptr) {
+      name = strdup(s.function.c_str());  // the caller frees it, once
+    }
+    d.functionName = name;
     d.stallReasonCount = 1;
     d.stallReason[0] = {s.reason, s.samples};
+    if (layout.has_correlation_id) {
+      const uint32_t zero = 0;  // continuous mode: always 0
+      std::memcpy(
+          base + i * layout.pc_record_size + offsetof(abi::CUpti_PCSamplingPCData, correlationId),
+          &zero, sizeof(zero));
+    }
     data->totalSamples += s.samples;
   }
   data->totalNumPcs = n;
@@ -445,6 +658,9 @@ uint32_t FakeCuptiLaunch(int domain, uint32_t cbid, const char* symbol, void* co
   Fire(domain, cbid, &d);
   if (domain == abi::kDomainRuntimeApi) {
     abi::CUpti_CallbackData nested = d;
+    if (S().distinct_correlation) {
+      nested.correlationId = S().next_correlation.fetch_add(1);  // the driver call's own id
+    }
     Fire(abi::kDomainDriverApi, abi::kCbidCuLaunchKernel, &nested);
     nested.callbackSite = abi::kApiExit;
     Fire(abi::kDomainDriverApi, abi::kCbidCuLaunchKernel, &nested);
@@ -454,8 +670,8 @@ uint32_t FakeCuptiLaunch(int domain, uint32_t cbid, const char* symbol, void* co
   return corr;
 }
 
-void FakeCuptiAddKernel(uint32_t correlation_id, const char* name, uint32_t device,
-                        uint32_t stream, uint64_t start_ns, uint64_t end_ns, uint32_t graph_id,
+void FakeCuptiAddKernel(uint32_t correlation_id, const char* name, uint32_t device, uint32_t stream,
+                        uint64_t start_ns, uint64_t end_ns, uint32_t graph_id,
                         uint64_t graph_node_id) {
   abi::CUpti_ActivityKernel10 k{};
   k.kind = abi::kActivityConcurrentKernel;
@@ -537,6 +753,13 @@ void FakeCuptiAddPcSample(void* context, uint64_t cubin_crc, const char* functio
 }
 
 int FakeCuptiPcSamplingStarts(void) { return S().pc_starts.load(); }
+
+int FakeCuptiPcErrors(void) { return S().pc_context_errors.load() + S().pc_layout_errors.load(); }
+
+void FakeCuptiSetVersion(uint32_t version) {
+  std::lock_guard lock(S().mu);
+  S().version = version;
+}
 
 size_t FakeCuptiPendingRecords(void) {
   std::lock_guard lock(S().mu);

@@ -19,14 +19,16 @@ int FakeCuptiIsCallbackEnabled(int domain, uint32_t cbid);
 
 // Simulates one launch API call on the calling thread: assigns the next correlation id, fires
 // the ENTER callback of (domain, cbid) with `symbol`, and for a runtime-domain launch also the
-// nested driver cuLaunchKernel ENTER/EXIT with the same correlation id, then EXIT. Returns the
-// correlation id. Callbacks fire only when the subscriber enabled that cbid.
+// nested driver cuLaunchKernel ENTER/EXIT (with the same correlation id, or with one of its own
+// under WARPSCOPE_FAKE_CUPTI_CORRELATION=distinct), then EXIT. Returns the launch's correlation
+// id (the runtime call's), the one its kernel records carry. Callbacks fire only when the
+// subscriber enabled that cbid.
 uint32_t FakeCuptiLaunch(int domain, uint32_t cbid, const char* symbol, void* context);
 
 // Queues a kernel activity record (CONCURRENT_KERNEL, Kernel10 layout) for the next flush.
 // `name` must stay valid for the life of the process (CUPTI shares kernel names the same way).
-void FakeCuptiAddKernel(uint32_t correlation_id, const char* name, uint32_t device,
-                        uint32_t stream, uint64_t start_ns, uint64_t end_ns, uint32_t graph_id,
+void FakeCuptiAddKernel(uint32_t correlation_id, const char* name, uint32_t device, uint32_t stream,
+                        uint64_t start_ns, uint64_t end_ns, uint32_t graph_id,
                         uint64_t graph_node_id);
 void FakeCuptiAddMemcpy(uint32_t correlation_id, uint8_t copy_kind, uint64_t bytes,
                         uint64_t start_ns, uint64_t end_ns);
@@ -46,6 +48,10 @@ void FakeCuptiAddPcSample(void* context, uint64_t cubin_crc, const char* functio
                           uint64_t pc_offset, uint32_t stall_reason_index, uint32_t samples);
 // Number of Start calls seen on any context (duty-cycle windows opened).
 int FakeCuptiPcSamplingStarts(void);
+// PC-sampling calls refused for want of a current context or for a wrong record/data size.
+int FakeCuptiPcErrors(void);
+// What cuptiGetVersion reports from now on (default WARPSCOPE_FAKE_CUPTI_VERSION or 130001).
+void FakeCuptiSetVersion(uint32_t version);
 // Number of activity records queued but not yet delivered.
 size_t FakeCuptiPendingRecords(void);
 }
