@@ -122,6 +122,9 @@ if [[ ! -f "$inject" || -z "$cupti" ]]; then
   exit 0
 fi
 echo "libcupti: $cupti"
+# The stack at launch is unwound through libcuda: say whether the driver's library has unwind tables.
+libcuda=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}')
+[[ -n "$libcuda" ]] && echo "libcuda: $(readlink -f "$libcuda"), unwind sections: $(readelf -SW "$(readlink -f "$libcuda")" 2>/dev/null | grep -oE '\.eh_frame(_hdr)?' | tr '\n' ' ')"
 export WARPSCOPE_CUPTI_LIBRARY="$cupti"
 sock="$out/cupti.sock"
 profiles="$out/profiles"

@@ -46,7 +46,7 @@ bool LoadCupti(const CuptiSearch& search, CuptiApi* api, std::string* error) {
 #undef WARPSCOPE_CUPTI_REQUIRED
 #undef WARPSCOPE_CUPTI_OPTIONAL
   if (!missing.empty()) {
-    *error = "libcupti lacks " + missing + "; use CUPTI from CUDA 12 or newer";
+    *error = "libcupti lacks " + missing + "; use CUPTI from CUDA 11.8 or newer";
     return false;
   }
   return true;
@@ -57,7 +57,7 @@ bool CuptiVersionSupported(uint32_t version, std::string* error) {
     return true;
   }
   *error = "CUPTI API version " + std::to_string(version) +
-           " is older than CUDA 12.0; kernel profiling needs CUDA 12 or newer";
+           " is older than CUDA 11.8; kernel profiling needs CUPTI 11.8 or newer";
   return false;
 }
 

@@ -35,7 +35,8 @@ bool LoadCupti(const std::string& configured, CuptiApi* api, std::string* error)
 // The same over an explicit search (tests: fake directory trees and loaded-object lists).
 bool LoadCupti(const CuptiSearch& search, CuptiApi* api, std::string* error);
 
-// CUPTI API version 18 is CUDA 12.0; the activity records of older versions are not decoded.
+// CUPTI API version 18 is CUDA 11.8 (cupti_version.h: 19 is 12.0); the activity records of older
+// versions are not decoded (11.8's Kernel8/Memcpy5 share the prefixes the decoders read).
 inline constexpr uint32_t kMinCuptiVersion = 18;
 
 // True when records of CUPTI API `version` can be decoded; else false with the reason in `error`.
