@@ -68,6 +68,8 @@ int main(void) {
   Check("PyCompactUnicodeObject size", sizeof(PyASCIIObject) + 16, sizeof(PyCompactUnicodeObject));
   Check("PyASCIIObject size", 40, sizeof(PyASCIIObject));
   Check("ob_type", 8, offsetof(PyObject, ob_type));
+  Check("FRAME_OWNED_BY_GENERATOR", 1, FRAME_OWNED_BY_GENERATOR);
+  Check("FRAME_OWNED_BY_CSTACK", 3, FRAME_OWNED_BY_CSTACK);
 #else
 #if PY_VERSION_HEX >= 0x030c0000
   const WsPyLayoutTable* t = &kWsPyLayout312;
