@@ -22,6 +22,7 @@
 #include "cupti_inject/correlation_join.h"
 #include "cupti_inject/kernel_duty_cycle.h"
 #include "cupti_inject/pc_sampling.h"
+#include "cupti_inject/stack_capture.h"
 #include "cupti_inject/state.h"
 
 namespace warpscope::cupti_inject {
@@ -480,6 +481,9 @@ void Flusher::Iterate(bool final_pass) {
     OnConnected();
   }
   ReadControl();
+  if (const char* python_off = TakePythonNotice()) {  // raised on a launch thread
+    Notify(wire::Severity::kWarning, 0, python_off);
+  }
   SendNotices();
   DrainRings();
   ProcessBuffers();

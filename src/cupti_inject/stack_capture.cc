@@ -5,11 +5,18 @@
 #include <execinfo.h>
 #include <link.h>
 #include <pthread.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
+
+#include "pyframes/frame_reader.h"
+#include "pyframes/in_process.h"
+#include "pyframes/memory_reader.h"
 
 namespace warpscope::cupti_inject {
 namespace {
@@ -111,8 +118,8 @@ size_t CaptureNative(Unwinder unwinder, const StackBounds& bounds, bool skip_own
   uint64_t tmp[160];
   const size_t extra = skip_own_frames ? 32 : 0;
   std::span<uint64_t> buf(tmp, std::min<size_t>(out.size() + extra, 160));
-  size_t n = unwinder == Unwinder::kFramePointer ? FramePointerWalk(bounds, buf)
-                                                  : BacktraceWalk(buf);
+  size_t n =
+      unwinder == Unwinder::kFramePointer ? FramePointerWalk(bounds, buf) : BacktraceWalk(buf);
   size_t first = 0;
   if (skip_own_frames) {
     const OwnText& own = GetOwnText();
@@ -125,37 +132,28 @@ size_t CaptureNative(Unwinder unwinder, const StackBounds& bounds, bool skip_own
   return count;
 }
 
-// --- Python ---------------------------------------------------------------------------------------
+// --- Python
+// ---------------------------------------------------------------------------------------
 
 namespace {
 
-using PyObj = void;
-struct PythonApi {
-  int (*Py_IsInitialized)() = nullptr;
-  int (*PyGILState_Check)() = nullptr;
-  void* (*PyGILState_GetThisThreadState)() = nullptr;
-  PyObj* (*PyEval_GetFrame)() = nullptr;
-  PyObj* (*PyFrame_GetCode)(PyObj*) = nullptr;
-  PyObj* (*PyFrame_GetBack)(PyObj*) = nullptr;
-  int (*PyFrame_GetLineNumber)(PyObj*) = nullptr;
-  PyObj* (*PyObject_GetAttrString)(PyObj*, const char*) = nullptr;
-  const char* (*PyUnicode_AsUTF8)(PyObj*) = nullptr;
-  void (*Py_DecRef)(PyObj*) = nullptr;
-  void (*PyErr_Fetch)(PyObj**, PyObj**, PyObj**) = nullptr;
-  void (*PyErr_Restore)(PyObj*, PyObj*, PyObj*) = nullptr;
-  bool has_qualname = false;
+struct PythonRuntime {
+  pyframes::InProcessPython py;
+  bool self_reads_work = false;  // process_vm_readv on this process is permitted
 };
 
-template <typename T>
-bool Resolve(T* fn, const char* name) {
-  *fn = reinterpret_cast<T>(dlsym(RTLD_DEFAULT, name));
-  return *fn != nullptr;
-}
-
-// Resolved at most once per second until found (libpython may be loaded after us).
-std::atomic<const PythonApi*> g_python{nullptr};
+// Probed at most once per second until an interpreter is found (libpython may be loaded after
+// us); an unsupported one turns the walk off for the process.
+std::atomic<const PythonRuntime*> g_python{nullptr};
 std::atomic<uint64_t> g_python_next_try_ns{0};
 std::mutex g_python_mu;
+std::atomic<bool> g_python_off{false};
+// Set after the first walk with the fault-proof reader type-checked every frame it read.
+std::atomic<bool> g_python_validated{false};
+std::atomic<uint64_t> g_python_skipped{0};
+// The one notice, written before `g_python_notice` is published; taken by the flusher.
+char g_python_notice_text[192];
+std::atomic<bool> g_python_notice{false};
 
 uint64_t CoarseNowNs() {
   timespec ts;
@@ -163,10 +161,21 @@ uint64_t CoarseNowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + ts.tv_nsec;
 }
 
-const PythonApi* GetPython() {
-  const PythonApi* api = g_python.load(std::memory_order_acquire);
-  if (api != nullptr) {
-    return api;
+// Turns the Python walk off for the process, with one notice (any thread; no allocation).
+void TurnPythonOff(int major, int minor, const char* why) {
+  if (g_python_off.exchange(true)) {
+    return;
+  }
+  snprintf(g_python_notice_text, sizeof(g_python_notice_text),
+           "Python frames are off: CPython %d.%d: %s (native stacks are unaffected)", major, minor,
+           why);
+  g_python_notice.store(true, std::memory_order_release);
+}
+
+const PythonRuntime* GetPython() {
+  const PythonRuntime* rt = g_python.load(std::memory_order_acquire);
+  if (rt != nullptr || g_python_off.load(std::memory_order_relaxed)) {
+    return rt;
   }
   const uint64_t now = CoarseNowNs();
   if (now < g_python_next_try_ns.load(std::memory_order_relaxed)) {
@@ -177,89 +186,97 @@ const PythonApi* GetPython() {
     return nullptr;
   }
   g_python_next_try_ns.store(now + 1'000'000'000ull, std::memory_order_relaxed);
-  auto* p = new PythonApi;
-  bool ok = Resolve(&p->Py_IsInitialized, "Py_IsInitialized") &&
-            Resolve(&p->PyGILState_Check, "PyGILState_Check") &&
-            Resolve(&p->PyGILState_GetThisThreadState, "PyGILState_GetThisThreadState") &&
-            Resolve(&p->PyEval_GetFrame, "PyEval_GetFrame") &&
-            Resolve(&p->PyFrame_GetCode, "PyFrame_GetCode") &&
-            Resolve(&p->PyFrame_GetBack, "PyFrame_GetBack") &&
-            Resolve(&p->PyFrame_GetLineNumber, "PyFrame_GetLineNumber") &&
-            Resolve(&p->PyObject_GetAttrString, "PyObject_GetAttrString") &&
-            Resolve(&p->PyUnicode_AsUTF8, "PyUnicode_AsUTF8") &&
-            Resolve(&p->Py_DecRef, "Py_DecRef") && Resolve(&p->PyErr_Fetch, "PyErr_Fetch") &&
-            Resolve(&p->PyErr_Restore, "PyErr_Restore");
-  if (!ok) {
-    delete p;
+  // Static storage: probing allocates nothing and the runtime lives as long as the process.
+  static PythonRuntime runtime;
+  const pyframes::ProbeResult r = pyframes::ProbeInProcess(&runtime.py);
+  if (r == pyframes::ProbeResult::kNoPython) {
     return nullptr;
   }
-  // co_qualname exists from 3.11 (PyFrame_GetGenerator, also new in 3.11, tells the version).
-  p->has_qualname = dlsym(RTLD_DEFAULT, "PyFrame_GetGenerator") != nullptr;
-  g_python.store(p, std::memory_order_release);
-  return p;
+  if (r == pyframes::ProbeResult::kUnsupported) {
+    TurnPythonOff(runtime.py.major, runtime.py.minor, pyframes::LayoutErrorName(runtime.py.error));
+    return nullptr;
+  }
+  uint64_t probe = 0x5eed;
+  uint64_t back = 0;
+  pyframes::ProcessMemoryReader self(getpid());
+  runtime.self_reads_work =
+      self.Read(reinterpret_cast<uint64_t>(&probe), &back, sizeof(back)) && back == probe;
+  g_python.store(&runtime, std::memory_order_release);
+  return &runtime;
 }
 
-std::string_view CopyToArena(PythonStack* out, const char* s) {
-  if (s == nullptr) {
-    return {};
+// Copies each frame into the capture's arena (strings cut where the arena ends).
+class ArenaSink final : public pyframes::FrameSink {
+ public:
+  explicit ArenaSink(PythonStack* out) : out_(out) {}
+  bool OnFrame(std::string_view function, std::string_view file, uint32_t line) override {
+    if (out_->count >= PythonStack::kMaxFrames) {
+      return false;
+    }
+    auto& f = out_->frames[out_->count++];
+    f.function = Copy(function);
+    f.file = Copy(file);
+    f.line = line;
+    return true;
   }
-  size_t len = std::min<size_t>(std::strlen(s), 256);
-  len = std::min(len, PythonStack::kArenaSize - out->arena_used);
-  char* dst = out->arena + out->arena_used;
-  std::memcpy(dst, s, len);
-  out->arena_used += len;
-  return std::string_view(dst, len);
-}
 
-std::string_view AttrString(const PythonApi& py, PyObj* obj, const char* name, PythonStack* out) {
-  PyObj* attr = py.PyObject_GetAttrString(obj, name);
-  if (attr == nullptr) {
-    return {};
+ private:
+  std::string_view Copy(std::string_view s) {
+    const size_t len = std::min(s.size(), PythonStack::kArenaSize - out_->arena_used);
+    char* dst = out_->arena + out_->arena_used;
+    std::memcpy(dst, s.data(), len);
+    out_->arena_used += len;
+    return std::string_view(dst, len);
   }
-  std::string_view v = CopyToArena(out, py.PyUnicode_AsUTF8(attr));
-  py.Py_DecRef(attr);
-  return v;
-}
+  PythonStack* out_;
+};
 
 }  // namespace
 
 bool PythonAvailable() { return GetPython() != nullptr; }
 
+uint64_t PythonFramesSkipped() { return g_python_skipped.load(std::memory_order_relaxed); }
+
+const char* TakePythonNotice() {
+  return g_python_notice.exchange(false, std::memory_order_acquire) ? g_python_notice_text
+                                                                    : nullptr;
+}
+
 void CapturePython(PythonStack* out) {
   out->count = 0;
   out->arena_used = 0;
-  const PythonApi* py = GetPython();
-  if (py == nullptr || !py->Py_IsInitialized() || py->PyGILState_GetThisThreadState() == nullptr ||
-      py->PyGILState_Check() != 1) {
+  const PythonRuntime* rt = GetPython();
+  if (rt == nullptr || g_python_off.load(std::memory_order_relaxed)) {
     return;
   }
-  PyObj* type = nullptr;
-  PyObj* value = nullptr;
-  PyObj* trace = nullptr;
-  py->PyErr_Fetch(&type, &value, &trace);
-  PyObj* frame = py->PyEval_GetFrame();  // borrowed
-  PyObj* owned = nullptr;                // the reference we must drop, if any
-  while (frame != nullptr && out->count < PythonStack::kMaxFrames) {
-    PyObj* code = py->PyFrame_GetCode(frame);
-    if (code != nullptr) {
-      auto& f = out->frames[out->count++];
-      f.function = AttrString(*py, code, py->has_qualname ? "co_qualname" : "co_name", out);
-      f.file = AttrString(*py, code, "co_filename", out);
-      const int line = py->PyFrame_GetLineNumber(frame);
-      f.line = line > 0 ? static_cast<uint32_t>(line) : 0;
-      py->Py_DecRef(code);
-    }
-    PyObj* back = py->PyFrame_GetBack(frame);  // new reference
-    if (owned != nullptr) {
-      py->Py_DecRef(owned);
-    }
-    owned = back;
-    frame = back;
+  // The GIL-state TSS slot: this thread's state whether or not it holds the GIL; NULL on a
+  // thread that never ran Python.
+  void* tstate = rt->py.this_thread_state();
+  if (tstate == nullptr) {
+    return;
   }
-  if (owned != nullptr) {
-    py->Py_DecRef(owned);
+  thread_local pyframes::CodeCache cache;
+  ArenaSink sink(out);
+  // Until one walk has type-checked, read through process_vm_readv (a wrong layout's pointer
+  // fails instead of faulting); then by memcpy. getpid() each time: a forked child reads itself.
+  const bool validated = g_python_validated.load(std::memory_order_relaxed) || !rt->self_reads_work;
+  pyframes::LocalMemoryReader local;
+  pyframes::ProcessMemoryReader self(validated ? 0 : getpid());
+  pyframes::MemoryReader& mem = validated ? static_cast<pyframes::MemoryReader&>(local) : self;
+  const pyframes::WalkStats st = pyframes::FrameWalker::Walk(
+      rt->py.interp, mem, reinterpret_cast<uint64_t>(tstate), cache, PythonStack::kMaxFrames, sink);
+  if (st.skipped != 0) {
+    g_python_skipped.fetch_add(st.skipped, std::memory_order_relaxed);
   }
-  py->PyErr_Restore(type, value, trace);
+  if (!validated) {
+    if (st.first_code_invalid || (st.chain_broken && st.frames == 0)) {
+      out->count = 0;
+      out->arena_used = 0;
+      TurnPythonOff(rt->py.major, rt->py.minor, "the frames read do not have the expected layout");
+    } else if (st.frames > 0 && st.skipped == 0) {
+      g_python_validated.store(true, std::memory_order_relaxed);
+    }
+  }
 }
 
 uint64_t HashStack(std::span<const uint64_t> native, const PythonStack* python) {

@@ -7,8 +7,9 @@
 //                  frame pointers (libcuda, libcupti, most Python wheels). The default.
 //   kFramePointer  walks the rbp chain within the thread's stack bounds: ~5x cheaper but stops
 //                  or skips frames at the first function without a frame pointer.
-// Python: the frames of the thread's current Python frame chain, read through CPython's public
-// C API (resolved with dlsym, never linked) only while the thread holds the GIL.
+// Python: the frames of the thread's current Python frame chain, read from the interpreter's
+// memory by src/pyframes whether or not the thread holds the GIL, without calling the
+// interpreter (docs/design/python-frames.md).
 #ifndef WARPSCOPE_CUPTI_INJECT_STACK_CAPTURE_H_
 #define WARPSCOPE_CUPTI_INJECT_STACK_CAPTURE_H_
 
@@ -34,8 +35,8 @@ struct StackBounds {
 StackBounds CurrentThreadStackBounds();
 
 // Captures up to out.size() return addresses of the caller's stack (innermost first) and returns
-// the number written. With skip_own_frames, the innermost frames that lie inside the DSO holding this code are left
-// out (the callback and capture frames of libwarpscope_cupti.so).
+// the number written. With skip_own_frames, the innermost frames that lie inside the DSO holding
+// this code are left out (the callback and capture frames of libwarpscope_cupti.so).
 size_t CaptureNative(Unwinder unwinder, const StackBounds& bounds, bool skip_own_frames,
                      std::span<uint64_t> out);
 
@@ -56,13 +57,24 @@ struct PythonStack {
   size_t arena_used = 0;
 };
 
-// Fills `out` with the calling thread's Python frames (innermost first) when libpython is loaded
-// in the process, the interpreter is initialized and this thread holds the GIL; otherwise leaves
-// it empty. Never raises a Python exception (a pending one is saved and restored).
+// Fills `out` with the calling thread's Python frames (innermost first: function = qualified
+// name, file, line; at most kMaxFrames, strings of at most 256 bytes) when a supported CPython
+// (3.9-3.14) is loaded in the process and this thread has a Python thread state, with or
+// without the GIL; otherwise leaves it empty. Never calls the interpreter: frames are read
+// from memory, no allocation or lock on the way (the first probe of the process, at most once
+// a second until an interpreter appears, takes a try-lock and calls dlsym). Frames that cannot
+// be read are skipped and counted; a layout that is not recognised turns the walk off for the
+// process with one notice (TakePythonNotice).
 void CapturePython(PythonStack* out);
 
-// True once the CPython entry points were found in the process.
+// True once a supported interpreter was found in the process.
 bool PythonAvailable();
+
+// Frames skipped so far because they could not be read (process-wide).
+uint64_t PythonFramesSkipped();
+
+// The "Python frames are off" notice, once (nullptr otherwise). For the flusher.
+const char* TakePythonNotice();
 
 // Hash of a captured stack (never 0).
 uint64_t HashStack(std::span<const uint64_t> native, const PythonStack* python);

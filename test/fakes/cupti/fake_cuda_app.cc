@@ -5,7 +5,8 @@
 // launches from several threads at known launch sites (optionally through a stripped library
 // without frame pointers or unwind tables, as libcuda is), graph launches, a module load, memcpy
 // and NVTX records, PC samples, activity buffers delivered out of order, optionally launches
-// from an embedded Python interpreter, a fork, and a timed launch storm.
+// from an embedded Python interpreter (with and without the GIL), a fork, and a timed launch
+// storm.
 //
 // Output (stdout, one fact per line, for the tests):
 //   site <function> <start address hex> <size>   address range of each launching function (and
@@ -84,6 +85,7 @@ struct Options {
   int launches = 50;
   bool graph = false;
   bool python = false;
+  bool python_nogil = false;  // --python-nogil: launches that release the GIL first
   bool fork = false;
   bool pc = false;
   bool markers = false;
@@ -190,37 +192,96 @@ PyObject* PyLaunch(PyObject*, PyObject* args) {
   return PyLong_FromUnsignedLong(corr);
 }
 
-// Launches with the GIL released, as C++ extensions do around long calls: no Python frames.
-PyObject* PyLaunchNoGil(PyObject*, PyObject*) {
-  static const char* kNoGilKernel = "_Z10nogil_kernv";
+// Launches with the GIL released, as PyTorch's op bindings and Triton launchers do before they
+// reach cudaLaunchKernel: the library still reads the thread's Python frames. The optional
+// argument picks the kernel name (one per call site of the --python-nogil script).
+PyObject* PyLaunchNoGil(PyObject*, PyObject* args) {
+  static const char* const kNames[][2] = {{"forward", "_Z13nogil_forwardv"},
+                                          {"method", "_Z12nogil_methodv"},
+                                          {"generator", "_Z15nogil_generatorv"},
+                                          {"coroutine", "_Z15nogil_coroutinev"}};
+  const char* site = nullptr;
+  if (!PyArg_ParseTuple(args, "|s", &site)) {
+    return nullptr;
+  }
+  const char* kernel = "_Z10nogil_kernv";
+  for (const auto& n : kNames) {
+    if (site != nullptr && std::strcmp(site, n[0]) == 0) {
+      kernel = n[1];
+    }
+  }
   uint32_t corr = 0;
   Py_BEGIN_ALLOW_THREADS
-  corr = FakeAppLaunchFromPython(kNoGilKernel);
+  corr = FakeAppLaunchFromPython(kernel);
   Py_END_ALLOW_THREADS
   const uint64_t t = GpuNow(kPythonNs);
-  FakeCuptiAddKernel(corr, kNoGilKernel, 0, 3, t, t + kPythonNs, 0, 0);
+  FakeCuptiAddKernel(corr, kernel, 0, 3, t, t + kPythonNs, 0, 0);
+  return PyLong_FromUnsignedLong(corr);
+}
+
+// Launches from a thread that never ran Python (a C++ worker of an extension), joined with the
+// GIL released: no Python frames.
+PyObject* PyLaunchOnNewThread(PyObject*, PyObject*) {
+  static const char* kNativeKernel = "_Z12native_kernv";
+  uint32_t corr = 0;
+  Py_BEGIN_ALLOW_THREADS
+  std::thread([&corr] { corr = FakeAppLaunchFromPython(kNativeKernel); }).join();
+  Py_END_ALLOW_THREADS
+  const uint64_t t = GpuNow(kPythonNs);
+  FakeCuptiAddKernel(corr, kNativeKernel, 0, 3, t, t + kPythonNs, 0, 0);
   return PyLong_FromUnsignedLong(corr);
 }
 
 PyMethodDef kMethods[] = {{"launch", PyLaunch, METH_VARARGS, "launch a fake kernel"},
-                          {"launch_nogil", PyLaunchNoGil, METH_NOARGS, "launch without the GIL"},
+                          {"launch_nogil", PyLaunchNoGil, METH_VARARGS, "launch without the GIL"},
+                          {"launch_on_new_thread", PyLaunchOnNewThread, METH_NOARGS,
+                           "launch from a thread that never ran Python"},
                           {nullptr, nullptr, 0, nullptr}};
 PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "fakecuda", nullptr, -1, kMethods};
 PyObject* InitModule() { return PyModule_Create(&kModule); }
 
-bool RunPython() {
+// The --python script: launches with the GIL held, then one without it.
+constexpr const char* kTrainScript =
+    "import fakecuda\n"
+    "def model_forward(n):\n"
+    "    for i in range(n):\n"
+    "        fakecuda.launch('py_kernel')\n"
+    "def train_step():\n"
+    "    model_forward(5)\n"
+    "train_step()\n"
+    "fakecuda.launch_nogil()\n";
+
+// The --python-nogil script: every launch releases the GIL first, from a function, a method, a
+// generator and a coroutine run by asyncio, then from a thread that never ran Python. The
+// end-to-end test checks these line numbers.
+constexpr const char* kNoGilScript =
+    "import asyncio\n"                                  // 1
+    "import fakecuda\n"                                 // 2
+    "def model_forward(n):\n"                           // 3
+    "    for i in range(n):\n"                          // 4
+    "        fakecuda.launch_nogil('forward')\n"        // 5
+    "def train_step():\n"                               // 6
+    "    model_forward(2)\n"                            // 7
+    "class Model:\n"                                    // 8
+    "    def forward(self):\n"                          // 9
+    "        fakecuda.launch_nogil('method')\n"         // 10
+    "def batches():\n"                                  // 11
+    "    fakecuda.launch_nogil('generator')\n"          // 12
+    "    yield 1\n"                                     // 13
+    "async def serve():\n"                              // 14
+    "    await asyncio.sleep(0)\n"                      // 15
+    "    fakecuda.launch_nogil('coroutine')\n"          // 16
+    "train_step()\n"                                    // 17
+    "Model().forward()\n"                               // 18
+    "for _ in batches():\n"                             // 19
+    "    pass\n"                                        // 20
+    "asyncio.run(serve())\n"                            // 21
+    "fakecuda.launch_on_new_thread()\n";                // 22
+
+bool RunPython(const char* script, const char* file) {
   PyImport_AppendInittab("fakecuda", &InitModule);
   Py_Initialize();
-  const char* script =
-      "import fakecuda\n"
-      "def model_forward(n):\n"
-      "    for i in range(n):\n"
-      "        fakecuda.launch('py_kernel')\n"
-      "def train_step():\n"
-      "    model_forward(5)\n"
-      "train_step()\n"
-      "fakecuda.launch_nogil()\n";
-  PyObject* code = Py_CompileString(script, "fake_train.py", Py_file_input);
+  PyObject* code = Py_CompileString(script, file, Py_file_input);
   PyObject* result = nullptr;
   if (code != nullptr) {
     PyObject* globals = PyDict_New();
@@ -342,6 +403,8 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       o->graph = true;
     } else if (a == "--python") {
       o->python = true;
+    } else if (a == "--python-nogil") {
+      o->python_nogil = true;
     } else if (a == "--fork") {
       o->fork = true;
     } else if (a == "--pc") {
@@ -444,12 +507,13 @@ int main(int argc, char** argv) {
     FakeCuptiAddMemcpy(1, 1, 4096, t, t + 40);
   }
 #ifdef WARPSCOPE_FAKE_APP_PYTHON
-  if (o.python && !RunPython()) {
+  if ((o.python && !RunPython(kTrainScript, "fake_train.py")) ||
+      (o.python_nogil && !RunPython(kNoGilScript, "fake_nogil.py"))) {
     std::fprintf(stderr, "fake_cuda_app: the Python script failed\n");
     return 4;
   }
 #else
-  if (o.python) {
+  if (o.python || o.python_nogil) {
     std::fprintf(stderr, "fake_cuda_app: built without Python (python3-dev missing)\n");
     return 5;
   }

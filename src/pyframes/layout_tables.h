@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: Apache-2.0
+ * The CPython 3.9-3.12 struct offsets the frame reader uses (x86-64 and aarch64 LP64, default
+ * GIL builds, release or debug-less ABI). Plain C as well as C++: layout_check.c compiles this
+ * header next to each installed interpreter's own headers and compares every field with
+ * offsetof() (ctest pyframes_layout_<version>). Sources: the headers named in each comment;
+ * docs/design/python-frames.md lists them and what CI confirms. 3.13+ take their offsets from
+ * the interpreter's _Py_DebugOffsets at run time (layout.cc), not from here. */
+#ifndef WARPSCOPE_PYFRAMES_LAYOUT_TABLES_H_
+#define WARPSCOPE_PYFRAMES_LAYOUT_TABLES_H_
+
+#include <stdint.h>
+
+/* How a code object maps instruction offsets to lines. */
+enum {
+  WS_PY_LINES_LNOTAB = 0,    /* 3.9 co_lnotab: (addr delta, signed line delta) byte pairs */
+  WS_PY_LINES_LINETABLE = 1, /* 3.10 co_linetable: (addr delta, line delta or -128) pairs */
+  WS_PY_LINES_LOCATIONS = 2  /* 3.11+ location table (Objects/locations.md) */
+};
+
+/* How the thread state leads to the innermost frame, and what a frame is. */
+enum {
+  WS_PY_FRAMES_OBJECT = 0, /* 3.9/3.10: tstate->frame, a PyFrameObject with f_lasti */
+  WS_PY_FRAMES_CFRAME = 1, /* 3.11/3.12: tstate->cframe->current_frame (_PyInterpreterFrame) */
+  WS_PY_FRAMES_CURRENT = 2 /* 3.13+: tstate->current_frame (_PyInterpreterFrame) */
+};
+
+/* Offsets in bytes; 0xffff: the field does not exist in that version. */
+#define WS_PY_NONE 0xffff
+
+typedef struct WsPyLayoutTable {
+  uint8_t major, minor;
+  uint8_t frames; /* WS_PY_FRAMES_* */
+  uint8_t lines;  /* WS_PY_LINES_* */
+  /* PyThreadState */
+  uint16_t tstate_frame;         /* frame / cframe / current_frame */
+  uint16_t cframe_current_frame; /* _PyCFrame.current_frame (3.11/3.12) */
+  /* PyFrameObject (3.9/3.10) or _PyInterpreterFrame (3.11+) */
+  uint16_t frame_back;  /* f_back / previous */
+  uint16_t frame_code;  /* f_code / f_executable */
+  uint16_t frame_lasti; /* f_lasti, an int (3.9: bytes, 3.10: code units) */
+  uint16_t frame_instr; /* prev_instr (3.11/3.12) / instr_ptr (3.13+), a _Py_CODEUNIT* */
+  uint16_t frame_owner; /* owner, a char (3.11+) */
+  /* PyCodeObject */
+  uint16_t code_filename;
+  uint16_t code_name;
+  uint16_t code_qualname;       /* 3.11+ */
+  uint16_t code_firstlineno;    /* an int */
+  uint16_t code_linetable;      /* co_lnotab (3.9) / co_linetable (3.10+), a bytes object */
+  uint16_t code_adaptive;       /* co_code_adaptive: the bytecode, inline (3.11+) */
+  uint16_t code_firsttraceable; /* _co_firsttraceable, an int (3.11+) */
+  /* PyBytesObject */
+  uint16_t bytes_size;
+  uint16_t bytes_data;
+  /* PyASCIIObject / PyCompactUnicodeObject */
+  uint16_t unicode_length;
+  uint16_t unicode_state;
+  uint16_t unicode_ascii_size;   /* sizeof(PyASCIIObject): compact ASCII data follows */
+  uint16_t unicode_utf8;         /* PyCompactUnicodeObject.utf8 (char*, may be NULL) */
+  uint16_t unicode_utf8_length;  /* PyCompactUnicodeObject.utf8_length */
+  uint16_t unicode_compact_size; /* sizeof(PyCompactUnicodeObject): compact data follows */
+} WsPyLayoutTable;
+
+/* Include/cpython/pystate.h (struct _ts), Include/cpython/frameobject.h (3.9) or
+ * Include/internal/pycore_frame.h (3.10 struct _frame), Include/cpython/code.h,
+ * Include/cpython/bytesobject.h, Include/cpython/unicodeobject.h of 3.9.18. */
+static const WsPyLayoutTable kWsPyLayout39 = {3,
+                                              9,
+                                              WS_PY_FRAMES_OBJECT,
+                                              WS_PY_LINES_LNOTAB,
+                                              24,
+                                              WS_PY_NONE,
+                                              24,
+                                              32,
+                                              104,
+                                              WS_PY_NONE,
+                                              WS_PY_NONE,
+                                              104,
+                                              112,
+                                              WS_PY_NONE,
+                                              40,
+                                              120,
+                                              WS_PY_NONE,
+                                              WS_PY_NONE,
+                                              16,
+                                              32,
+                                              16,
+                                              32,
+                                              48,
+                                              56,
+                                              48,
+                                              72};
+
+/* The same headers of 3.10.13 (struct _frame lost f_valuestack's neighbours: f_lasti moved). */
+static const WsPyLayoutTable kWsPyLayout310 = {3,
+                                               10,
+                                               WS_PY_FRAMES_OBJECT,
+                                               WS_PY_LINES_LINETABLE,
+                                               24,
+                                               WS_PY_NONE,
+                                               24,
+                                               32,
+                                               96,
+                                               WS_PY_NONE,
+                                               WS_PY_NONE,
+                                               104,
+                                               112,
+                                               WS_PY_NONE,
+                                               40,
+                                               120,
+                                               WS_PY_NONE,
+                                               WS_PY_NONE,
+                                               16,
+                                               32,
+                                               16,
+                                               32,
+                                               48,
+                                               56,
+                                               48,
+                                               72};
+
+/* 3.11.2 (Debian) and 3.11.7: Include/cpython/pystate.h (_PyCFrame), Include/internal/
+ * pycore_frame.h (_PyInterpreterFrame: f_func, f_globals, f_builtins, f_locals, f_code,
+ * frame_obj, previous, prev_instr, stacktop, is_entry, owner), Include/cpython/code.h. */
+static const WsPyLayoutTable kWsPyLayout311 = {3,
+                                               11,
+                                               WS_PY_FRAMES_CFRAME,
+                                               WS_PY_LINES_LOCATIONS,
+                                               56,
+                                               8,
+                                               48,
+                                               32,
+                                               WS_PY_NONE,
+                                               56,
+                                               69,
+                                               112,
+                                               120,
+                                               128,
+                                               72,
+                                               136,
+                                               184,
+                                               168,
+                                               16,
+                                               32,
+                                               16,
+                                               32,
+                                               48,
+                                               56,
+                                               48,
+                                               72};
+
+/* 3.12.1: _PyInterpreterFrame starts with f_code, previous; PyASCIIObject lost wstr (40 bytes);
+ * _PyCFrame holds current_frame first. */
+static const WsPyLayoutTable kWsPyLayout312 = {3,
+                                               12,
+                                               WS_PY_FRAMES_CFRAME,
+                                               WS_PY_LINES_LOCATIONS,
+                                               56,
+                                               0,
+                                               8,
+                                               0,
+                                               WS_PY_NONE,
+                                               56,
+                                               70,
+                                               112,
+                                               120,
+                                               128,
+                                               68,
+                                               136,
+                                               192,
+                                               176,
+                                               16,
+                                               32,
+                                               16,
+                                               32,
+                                               40,
+                                               48,
+                                               40,
+                                               56};
+
+/* 3.13+: where each field the reader needs sits in _Py_DebugOffsets (the struct at the start of
+ * _PyRuntime), counted in uint64_t slots: the struct is all uint64_t after the 8-byte cookie,
+ * which takes slot 0. 3.13: Include/internal/pycore_runtime.h of 3.13.0 (checked against
+ * offsetof() by pyframes_layout_3.13). 3.14: Include/internal/pycore_debug_offsets.h of the 3.14
+ * sources, which add threads_main, code_object_generation and tlbc_generation to the
+ * interpreter state, stackpointer and tlbc_index to the frame, co_tlbc to the code object and
+ * a set-object block before the dict block: unverified against a real 3.14. */
+typedef struct WsPyDebugSlots {
+  uint32_t version, free_threaded;
+  uint32_t tstate_size, tstate_current_frame;
+  uint32_t frame_size, frame_previous, frame_executable, frame_instr_ptr, frame_owner;
+  uint32_t code_size, code_filename, code_name, code_qualname, code_linetable, code_firstlineno,
+      code_adaptive;
+  uint32_t pyobject_ob_type;
+  uint32_t bytes_ob_size, bytes_ob_sval;
+  uint32_t unicode_state, unicode_length, unicode_ascii_size;
+  uint32_t total; /* slots to read */
+} WsPyDebugSlots;
+
+static const WsPyDebugSlots kWsPyDebugSlots313 = {1,  2,  19, 23, 28, 29, 30, 31, 33, 34, 35, 36,
+                                                  37, 38, 39, 43, 45, 65, 66, 68, 69, 70, 73};
+static const WsPyDebugSlots kWsPyDebugSlots314 = {1,  2,  22, 26, 31, 32, 33, 34, 36, 39, 40, 41,
+                                                  42, 43, 44, 48, 51, 75, 76, 78, 79, 80, 95};
+
+#endif /* WARPSCOPE_PYFRAMES_LAYOUT_TABLES_H_ */
