@@ -19,6 +19,7 @@
 #include "cupti/wire.h"
 #include "cupti_inject/activity_decode.h"
 #include "cupti_inject/agent_connection.h"
+#include "cupti_inject/code_ranges.h"
 #include "cupti_inject/correlation_join.h"
 #include "cupti_inject/kernel_duty_cycle.h"
 #include "cupti_inject/pc_sampling.h"
@@ -456,6 +457,7 @@ void Flusher::PcSampling(uint64_t now) {
 }
 
 void Flusher::Tick(uint64_t now) {
+  RefreshCodeRanges();  // objects loaded since (Python extensions): for resuming native stacks
   joiner_.Tick(&joined_);
   EmitKernels();
   wire::KernelAggregate agg;

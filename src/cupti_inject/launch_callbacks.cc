@@ -48,8 +48,9 @@ ThreadSlot* ClaimSlot() {
         g->ring_bytes.fetch_add(s.ring->capacity(), std::memory_order_relaxed);
       }
       s.bucket = TokenBucket();
-      s.bounds = g->config.unwinder == Unwinder::kFramePointer ? CurrentThreadStackBounds()
-                                                               : StackBounds{};
+      // Both unwinders need the bounds: the fp walk always, the DWARF one to resume past code
+      // without unwind tables. Once per thread (for the main thread glibc reads its maps).
+      s.bounds = CurrentThreadStackBounds();
       s.tid = Gettid();
       s.state.store(kSlotOwned, std::memory_order_release);
       return &s;

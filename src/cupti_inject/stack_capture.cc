@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #include <algorithm>
 #include <atomic>
@@ -14,6 +15,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "cupti_inject/code_ranges.h"
 #include "pyframes/frame_reader.h"
 #include "pyframes/in_process.h"
 #include "pyframes/memory_reader.h"
@@ -71,9 +73,13 @@ StackBounds CurrentThreadStackBounds() {
   return b;
 }
 
-__attribute__((noinline)) size_t FramePointerWalk(const StackBounds& bounds,
-                                                  std::span<uint64_t> out) {
-  auto fp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+namespace {
+
+// Follows the rbp chain from `fp` within the bounds; writes the return address of every frame
+// record whose return-address slot lies above `above` (0: every record). With `validate`, stops
+// at the first such address that is not a validated return address.
+size_t WalkFrameRecords(uintptr_t fp, const StackBounds& bounds, uintptr_t above, bool validate,
+                        std::span<uint64_t> out) {
   size_t n = 0;
   if (bounds.high == 0) {
     return 0;  // without the stack bounds a bad frame pointer could fault
@@ -89,13 +95,99 @@ __attribute__((noinline)) size_t FramePointerWalk(const StackBounds& bounds,
     if (ret == 0) {
       break;
     }
-    out[n++] = ret;
+    if (fp + 8 > above) {
+      if (validate && !IsValidatedReturnAddress(ret)) {
+        break;
+      }
+      out[n++] = ret;
+    }
     if (next <= fp) {
       break;  // the chain must grow toward the stack base
     }
     fp = next;
   }
   return n;
+}
+
+struct DwarfState {
+  uint64_t* pcs;
+  size_t cap;
+  size_t n = 0;
+  uintptr_t last_cfa = 0;
+  bool full = false;
+};
+
+_Unwind_Reason_Code CollectFrame(_Unwind_Context* ctx, void* arg) {
+  auto* s = static_cast<DwarfState*>(arg);
+  const uintptr_t ip = _Unwind_GetIP(ctx);
+  if (ip == 0) {
+    return _URC_END_OF_STACK;
+  }
+  const uintptr_t cfa = _Unwind_GetCFA(ctx);
+  if (s->n > 0 && s->pcs[s->n - 1] == ip && cfa == s->last_cfa) {
+    return _URC_END_OF_STACK;  // no progress (as glibc's backtrace checks)
+  }
+  s->pcs[s->n++] = ip;
+  s->last_cfa = cfa;
+  if (s->n == s->cap) {
+    s->full = true;
+    return _URC_END_OF_STACK;
+  }
+  return _URC_NO_REASON;
+}
+
+// The stack above a frame without unwind tables, whose own frame starts at `cfa` (the stack
+// pointer it had when it called the frame below it). Finds the first validated return address
+// in the next kScanBytes (the caller that the frame returns to), then takes the frame-pointer
+// chain's records above that slot, each validated, until one is not. Writes at most out.size().
+constexpr uintptr_t kScanBytes = 8192;
+
+size_t ResumeAbove(uintptr_t fp, uintptr_t cfa, const StackBounds& bounds,
+                   std::span<uint64_t> out) {
+  if (out.empty() || bounds.high == 0 || cfa < bounds.low || cfa >= bounds.high) {
+    return 0;
+  }
+  const uintptr_t end = std::min(bounds.high, cfa + kScanBytes);
+  uintptr_t slot = (cfa + 7) & ~uintptr_t{7};
+  for (; slot + 8 <= end; slot += 8) {
+    const uintptr_t v = *reinterpret_cast<const uintptr_t*>(slot);
+    if (IsValidatedReturnAddress(v)) {
+      break;
+    }
+  }
+  if (slot + 8 > end) {
+    return 0;
+  }
+  out[0] = *reinterpret_cast<const uintptr_t*>(slot);
+  return 1 + WalkFrameRecords(fp, bounds, slot, /*validate=*/true, out.subspan(1));
+}
+
+}  // namespace
+
+__attribute__((noinline)) size_t FramePointerWalk(const StackBounds& bounds,
+                                                  std::span<uint64_t> out) {
+  return WalkFrameRecords(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), bounds, 0,
+                          /*validate=*/false, out);
+}
+
+__attribute__((noinline)) size_t DwarfWalk(const StackBounds& bounds, std::span<uint64_t> out,
+                                           bool* resumed) {
+  *resumed = false;
+  DwarfState st{out.data(), out.size()};
+  if (out.empty()) {
+    return 0;
+  }
+  _Unwind_Backtrace(&CollectFrame, &st);
+  // Stopped before the end of the stack at a frame no unwind entry describes (code built without
+  // unwind tables): resume above it. A normal end (the outermost frame's entry marks its return
+  // address undefined) has an entry.
+  if (st.full || st.n == 0 || HasUnwindEntry(st.pcs[st.n - 1])) {
+    return st.n;
+  }
+  const size_t more = ResumeAbove(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)),
+                                  st.last_cfa, bounds, out.subspan(st.n));
+  *resumed = more > 0;
+  return st.n + more;
 }
 
 __attribute__((noinline)) size_t BacktraceWalk(std::span<uint64_t> out) {
@@ -109,8 +201,10 @@ __attribute__((noinline)) size_t BacktraceWalk(std::span<uint64_t> out) {
 }
 
 void WarmUpUnwinder() {
-  void* frames[4];
-  backtrace(frames, 4);
+  RefreshCodeRanges();
+  uint64_t frames[4];
+  bool resumed = false;
+  DwarfWalk(CurrentThreadStackBounds(), frames, &resumed);
 }
 
 size_t CaptureNative(Unwinder unwinder, const StackBounds& bounds, bool skip_own_frames,
@@ -118,8 +212,9 @@ size_t CaptureNative(Unwinder unwinder, const StackBounds& bounds, bool skip_own
   uint64_t tmp[160];
   const size_t extra = skip_own_frames ? 32 : 0;
   std::span<uint64_t> buf(tmp, std::min<size_t>(out.size() + extra, 160));
-  size_t n =
-      unwinder == Unwinder::kFramePointer ? FramePointerWalk(bounds, buf) : BacktraceWalk(buf);
+  bool resumed = false;
+  size_t n = unwinder == Unwinder::kFramePointer ? FramePointerWalk(bounds, buf)
+                                                 : DwarfWalk(bounds, buf, &resumed);
   size_t first = 0;
   if (skip_own_frames) {
     const OwnText& own = GetOwnText();

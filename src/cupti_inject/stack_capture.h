@@ -2,11 +2,15 @@
 // Native and Python stack capture for admitted kernel launches, on the launching thread.
 //
 // Native: raw return addresses, innermost first, symbolized later by the agent. Two unwinders
-// (bench/stack_capture_bench.cc measures them, docs/design/cuda-profiler.md has the figures):
-//   kBacktrace     glibc backtrace(): DWARF CFI through libgcc, works through code built without
-//                  frame pointers (libcuda, libcupti, most Python wheels). The default.
-//   kFramePointer  walks the rbp chain within the thread's stack bounds: ~5x cheaper but stops
-//                  or skips frames at the first function without a frame pointer.
+// (stack_capture_bench.cc measures them, docs/design/cuda-profiler.md has the figures):
+//   kBacktrace     DWARF CFI through libgcc's _Unwind_Backtrace (what glibc's backtrace() does),
+//                  correct through code built without frame pointers (libcupti, most Python
+//                  wheels). Where it stops at a frame no unwind entry describes (code built
+//                  without unwind tables), it resumes above that frame: the first validated
+//                  return address on the stack above it, then the frame-pointer chain's records
+//                  above that, each validated (code_ranges.h). The default.
+//   kFramePointer  walks the rbp chain within the thread's stack bounds: 50-130x cheaper but
+//                  stops or skips frames at the first function without a frame pointer.
 // Python: the frames of the thread's current Python frame chain, read from the interpreter's
 // memory by src/pyframes whether or not the thread holds the GIL, without calling the
 // interpreter (docs/design/python-frames.md).
@@ -40,11 +44,15 @@ StackBounds CurrentThreadStackBounds();
 size_t CaptureNative(Unwinder unwinder, const StackBounds& bounds, bool skip_own_frames,
                      std::span<uint64_t> out);
 
-// The raw walkers, without the own-frame skipping (for the benchmark).
+// The raw walkers, without the own-frame skipping (for tests and the benchmark). DwarfWalk is
+// kBacktrace; *resumed tells whether it went on past a frame without unwind tables.
+// BacktraceWalk is glibc's backtrace(), kept as the benchmark's reference.
 size_t FramePointerWalk(const StackBounds& bounds, std::span<uint64_t> out);
+size_t DwarfWalk(const StackBounds& bounds, std::span<uint64_t> out, bool* resumed);
 size_t BacktraceWalk(std::span<uint64_t> out);
 
-// Calls backtrace() once so that its lazy loading of libgcc_s happens outside a callback.
+// Builds the table of code with unwind tables (code_ranges.h) and unwinds once, outside a
+// callback. The flusher keeps the table current (RefreshCodeRanges).
 void WarmUpUnwinder();
 
 // Holds the Python frames of one capture: views point into `arena`.

@@ -750,11 +750,13 @@ TEST_F(CuptiE2eTest, PcSamplesStallReasonsAndCubin) {
 
 // Launches through a library built like libcuda (no frame pointers, no unwind tables, stripped):
 // FakeAppStrippedCaller -> FakeAppLaunchViaDriver -> FakeDriverLaunch (stripped) -> callback.
-// What each unwinder keeps (docs/design/cuda-profiler.md, "Testing"): both reach the return
-// address inside the stripped library; the DWARF unwinder (backtrace) stops there, as it finds no
-// unwind entry for it; the frame-pointer walk continues through the frame record the stripped
-// code left untouched, and so keeps the application's frames above it except the one that
-// called into the library (its return address lies in the stripped frame, not in a record).
+// What each unwinder keeps (docs/design/cuda-profiler.md, "Past code without unwind tables"):
+// both reach the return address inside the stripped library. The frame-pointer walk continues
+// through the frame record the stripped code left untouched, and so keeps the application's
+// frames above it except the one that called into the library (its return address lies in the
+// stripped frame, not in a record). The DWARF unwinder (backtrace, the default) finds no unwind
+// entry for the stripped frame and resumes above it: the caller from a scan of the stripped
+// frame, the frames above from the frame records, so it keeps every application frame.
 struct StrippedStacks {
   size_t launches = 0, with_driver = 0, with_caller = 0, with_direct_caller = 0;
 };
@@ -787,12 +789,12 @@ TEST_F(CuptiE2eTest, StrippedDriverFramePointerWalkKeepsTheCallersAboveIt) {
   EXPECT_EQ(s.with_direct_caller, 0u) << "if this now holds, update the design doc";
 }
 
-TEST_F(CuptiE2eTest, StrippedDriverDwarfUnwinderStopsInsideIt) {
+TEST_F(CuptiE2eTest, StrippedDriverDwarfUnwinderResumesAboveIt) {
   const StrippedStacks s = RunThroughStrippedDriver(dir_.path(), SocketPath(), "backtrace");
   ASSERT_EQ(s.launches, 5u);
   EXPECT_EQ(s.with_driver, 5u);
-  EXPECT_EQ(s.with_caller, 0u) << "if this now holds, update the design doc";
-  EXPECT_EQ(s.with_direct_caller, 0u);
+  EXPECT_EQ(s.with_direct_caller, 5u);
+  EXPECT_EQ(s.with_caller, 5u);
 }
 
 // The module was loaded before the agent switched PC sampling on: its cubin was kept at the load
