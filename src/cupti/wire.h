@@ -21,7 +21,8 @@
 // per-thread rings, so a Stack may arrive after a Launch or KernelActivity that names it (resolve
 // names at aggregation time, not on arrival); a hash never seen on a connection is "unknown".
 // Counters are cumulative since the process started (the agent takes differences), except
-// kMemoryBytes, a gauge.
+// kMemoryBytes, a gauge. New counter ids may be added at any time: readers keep or ignore ids
+// they do not know (the decoder accepts any id), so an older agent reads a newer library.
 //
 // Thread contract: Encode* functions are pure; a StreamDecoder is used by one thread at a time.
 #ifndef WARPSCOPE_CUPTI_WIRE_H_
@@ -243,6 +244,7 @@ enum class CounterId : uint16_t {
   kUnknownRecords = 18,       // activity records of kinds it does not decode
   kControlsApplied = 19,      // Control messages received and applied
   kOverheadNs = 20,           // estimated CPU ns the launch callbacks took on application threads
+  kPythonFramesSkipped = 21,  // Python frames left out of captures because they could not be read
 };
 struct Counter {
   CounterId id{};

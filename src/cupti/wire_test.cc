@@ -123,6 +123,25 @@ TEST(CuptiWireTest, SkipsUnknownTypesAndTrailingFields) {
   EXPECT_EQ(d.unknown_frames(), 1u);
 }
 
+// A newer library's counter ids decode like any other: an older agent keeps or ignores them.
+TEST(CuptiWireTest, CounterIdsUnknownToTheReaderStillDecode) {
+  std::string bytes;
+  Encode(Counters{{{CounterId::kLaunchesSeen, 5},
+                   {static_cast<CounterId>(999), 7},
+                   {CounterId::kPythonFramesSkipped, 3}}},
+         &bytes);
+  StreamDecoder d;
+  d.Append(bytes);
+  Message m;
+  ASSERT_EQ(d.Next(&m), DecodeStatus::kOk);
+  const auto& c = std::get<Counters>(m).counters;
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(static_cast<uint16_t>(c[1].id), 999);
+  EXPECT_EQ(c[1].value, 7u);
+  EXPECT_EQ(c[2].id, CounterId::kPythonFramesSkipped);
+  EXPECT_EQ(c[2].value, 3u);
+}
+
 TEST(CuptiWireTest, RejectsNewerVersionOversizeAndShortPayloads) {
   DecodeStatus last;
   std::string newer;

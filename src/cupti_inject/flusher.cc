@@ -392,6 +392,7 @@ void Flusher::SendCounters() {
       {CounterId::kUnknownRecords, unknown_records_},
       {CounterId::kControlsApplied, controls_applied_},
       {CounterId::kOverheadNs, c.overhead_ns},
+      {CounterId::kPythonFramesSkipped, PythonFramesSkipped()},
   }});
 }
 
@@ -483,9 +484,7 @@ void Flusher::Iterate(bool final_pass) {
     OnConnected();
   }
   ReadControl();
-  if (const char* python_off = TakePythonNotice()) {  // raised on a launch thread
-    Notify(wire::Severity::kWarning, 0, python_off);
-  }
+  PostPythonNotice();
   SendNotices();
   DrainRings();
   ProcessBuffers();
@@ -555,6 +554,12 @@ void FlusherMain() noexcept {
 }
 
 }  // namespace
+
+void PostPythonNotice() {
+  if (const char* python_off = TakePythonNotice()) {  // raised on a launch thread
+    Notify(wire::Severity::kWarning, 0, python_off);
+  }
+}
 
 void StartFlusher() {
   std::lock_guard lock(g->start_mu);

@@ -31,6 +31,10 @@ void WakeFlusher();
 // 500 ms of writing, close our side) and waits for it at most `timeout`.
 void StopFlusher(std::chrono::milliseconds timeout);
 
+// Turns a "Python frames are off" notice raised on a launch thread (TakePythonNotice) into a
+// notice for the agent (Notify). The flusher calls it on every pass.
+void PostPythonNotice();
+
 // In a fork child, where the flusher thread does not exist: its mutex and condition variable may
 // have been in use when the parent forked, so both are rebuilt, and it counts as not started.
 void ForgetFlusherInForkChild();

@@ -256,17 +256,6 @@ uint64_t CoarseNowNs() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + ts.tv_nsec;
 }
 
-// Turns the Python walk off for the process, with one notice (any thread; no allocation).
-void TurnPythonOff(int major, int minor, const char* why) {
-  if (g_python_off.exchange(true)) {
-    return;
-  }
-  snprintf(g_python_notice_text, sizeof(g_python_notice_text),
-           "Python frames are off: CPython %d.%d: %s (native stacks are unaffected)", major, minor,
-           why);
-  g_python_notice.store(true, std::memory_order_release);
-}
-
 const PythonRuntime* GetPython() {
   const PythonRuntime* rt = g_python.load(std::memory_order_acquire);
   if (rt != nullptr || g_python_off.load(std::memory_order_relaxed)) {
@@ -327,6 +316,16 @@ class ArenaSink final : public pyframes::FrameSink {
 };
 
 }  // namespace
+
+void TurnPythonOff(int major, int minor, const char* why) {
+  if (g_python_off.exchange(true)) {
+    return;
+  }
+  snprintf(g_python_notice_text, sizeof(g_python_notice_text),
+           "Python frames are off: CPython %d.%d: %s (native stacks are unaffected)", major, minor,
+           why);
+  g_python_notice.store(true, std::memory_order_release);
+}
 
 bool PythonAvailable() { return GetPython() != nullptr; }
 

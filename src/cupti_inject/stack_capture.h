@@ -81,6 +81,11 @@ bool PythonAvailable();
 // Frames skipped so far because they could not be read (process-wide).
 uint64_t PythonFramesSkipped();
 
+// Turns the Python walk off for the process with one notice, "Python frames are off: CPython
+// <major>.<minor>: <why> ...": what the probe does for an interpreter it does not support and a
+// first walk for frames of the wrong layout. Any thread; no allocation; later calls do nothing.
+void TurnPythonOff(int major, int minor, const char* why);
+
 // The "Python frames are off" notice, once (nullptr otherwise). For the flusher.
 const char* TakePythonNotice();
 

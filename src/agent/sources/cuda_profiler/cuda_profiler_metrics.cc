@@ -104,10 +104,23 @@ const MetricDesc kUnresolvedFrames{
     .otel_name = "warpscope.cuda_profiler.frames.unresolved",
 };
 
+const MetricDesc kPythonFramesSkipped{
+    .key = "profiler.cuda.python.frames.skipped",
+    .entity = EntityKind::kProcess,
+    .kind = MetricKind::kCounter,
+    .unit = "{frame}",
+    .help =
+        "Python frames the injected CUDA profiler left out of launch stacks in this process "
+        "because they could not be read (a code object or name that failed its type check or "
+        "could not be read); the other frames of those stacks are kept.",
+    .prom_name = "warpscope_cuda_profiler_python_frames_skipped_total",
+    .otel_name = "warpscope.cuda_profiler.python.frames.skipped",
+};
+
 namespace {
 constexpr const MetricDesc* kAll[] = {
-    &kLaunchesSeen, &kLaunchesAdmitted, &kLaunchesDropped, &kRecordsLost,
-    &kOverheadTime, &kOverheadRatio,    &kKernelsProfiled, &kUnresolvedFrames,
+    &kLaunchesSeen,  &kLaunchesAdmitted, &kLaunchesDropped,  &kRecordsLost,         &kOverheadTime,
+    &kOverheadRatio, &kKernelsProfiled,  &kUnresolvedFrames, &kPythonFramesSkipped,
 };
 }  // namespace
 

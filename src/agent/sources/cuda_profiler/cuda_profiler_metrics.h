@@ -12,14 +12,15 @@
 
 namespace warpscope::agent::cuda_profiler_metrics {
 
-extern const model::MetricDesc kLaunchesSeen;      // counter {launch}
-extern const model::MetricDesc kLaunchesAdmitted;  // counter {launch}
-extern const model::MetricDesc kLaunchesDropped;   // counter {launch}
-extern const model::MetricDesc kRecordsLost;       // counter {record}
-extern const model::MetricDesc kOverheadTime;      // counter s
-extern const model::MetricDesc kOverheadRatio;     // gauge 1
-extern const model::MetricDesc kKernelsProfiled;   // counter {kernel}
-extern const model::MetricDesc kUnresolvedFrames;  // counter {frame}
+extern const model::MetricDesc kLaunchesSeen;         // counter {launch}
+extern const model::MetricDesc kLaunchesAdmitted;     // counter {launch}
+extern const model::MetricDesc kLaunchesDropped;      // counter {launch}
+extern const model::MetricDesc kRecordsLost;          // counter {record}
+extern const model::MetricDesc kOverheadTime;         // counter s
+extern const model::MetricDesc kOverheadRatio;        // gauge 1
+extern const model::MetricDesc kKernelsProfiled;      // counter {kernel}
+extern const model::MetricDesc kUnresolvedFrames;     // counter {frame}
+extern const model::MetricDesc kPythonFramesSkipped;  // counter {frame}
 
 // Every metric above, in declaration order. The pointers are stable for the program's life.
 std::span<const model::MetricDesc* const> AllCudaProfilerMetrics();

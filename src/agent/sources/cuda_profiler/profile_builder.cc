@@ -155,6 +155,8 @@ void ProfileBuilder::EmitSelfMetrics(model::SampleSink& sink) const {
                   static_cast<double>(state.kernels_profiled));
     sink.AddValue(cuda_profiler_metrics::kUnresolvedFrames, entity.id,
                   static_cast<double>(state.unresolved_frames));
+    sink.AddValue(cuda_profiler_metrics::kPythonFramesSkipped, entity.id,
+                  static_cast<double>(c.python_frames_skipped));
   }
 }
 

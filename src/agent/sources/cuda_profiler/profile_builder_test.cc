@@ -474,7 +474,7 @@ TEST_F(ProfileBuilderTest, RecordsOfAnUnannouncedProcessAreNamedByPid) {
 TEST_F(ProfileBuilderTest, SelfMetricsCarryCountersAndTheOverheadOfTheLastWindow) {
   builder_.UpdateCounters(pid_, {1000, 200, 3, 4, 5'000'000});
   builder_.FinishWindow(0, 1'000'000'000);
-  builder_.UpdateCounters(pid_, {2000, 400, 3, 4, 15'000'000});
+  builder_.UpdateCounters(pid_, {2000, 400, 3, 4, 15'000'000, 6});
   builder_.FinishWindow(1'000'000'000, 2'000'000'000);
   model::CollectingSink sink;
   builder_.EmitSelfMetrics(sink);
@@ -490,6 +490,7 @@ TEST_F(ProfileBuilderTest, SelfMetricsCarryCountersAndTheOverheadOfTheLastWindow
   EXPECT_EQ(sink.Find(cuda_profiler_metrics::kRecordsLost.key, entity), 4);
   EXPECT_DOUBLE_EQ(*sink.Find(cuda_profiler_metrics::kOverheadTime.key, entity), 0.015);
   EXPECT_DOUBLE_EQ(*sink.Find(cuda_profiler_metrics::kOverheadRatio.key, entity), 0.01);
+  EXPECT_EQ(sink.Find(cuda_profiler_metrics::kPythonFramesSkipped.key, entity), 6);
 }
 
 TEST_F(ProfileBuilderTest, ForgetProcessDropsItsStacks) {

@@ -134,11 +134,12 @@ struct PcSample {
 // Cumulative counters the injected library reports for itself (monotonic over the process's
 // life; the builder keeps the latest and derives rates).
 struct ProcessCounters {
-  uint64_t launches_seen = 0;      // launch callbacks entered
-  uint64_t launches_admitted = 0;  // admitted by the rate limiter for stack capture
-  uint64_t launches_dropped = 0;   // admitted, but the record was dropped (ring full, no agent)
-  uint64_t records_lost = 0;       // activity/PC records lost (CUPTI drops, ring overflow)
-  uint64_t overhead_ns = 0;        // CPU time the library spent in callbacks and its flusher
+  uint64_t launches_seen = 0;          // launch callbacks entered
+  uint64_t launches_admitted = 0;      // admitted by the rate limiter for stack capture
+  uint64_t launches_dropped = 0;       // admitted, but the record was dropped (ring full, no agent)
+  uint64_t records_lost = 0;           // activity/PC records lost (CUPTI drops, ring overflow)
+  uint64_t overhead_ns = 0;            // CPU time the library spent in callbacks and its flusher
+  uint64_t python_frames_skipped = 0;  // Python frames left out because they could not be read
 };
 
 }  // namespace warpscope::agent::cuda_profiler

@@ -287,6 +287,7 @@ void ConnectionConverter::OnCounters(const wire::Counters& m, ProfileInputSink& 
   pc.records_lost = Sum(counters_, {CounterId::kCuptiDroppedRecords, CounterId::kPcSamplesDropped,
                                     CounterId::kPendingEvicted});
   pc.overhead_ns = Sum(counters_, {CounterId::kOverheadNs});
+  pc.python_frames_skipped = Sum(counters_, {CounterId::kPythonFramesSkipped});
   sink.UpdateCounters(pid_, pc);
 }
 

@@ -293,7 +293,9 @@ TEST_F(ConnectionConverterTest, CountersAreMergedCumulativeValues) {
   Feed(c, w::Counters{{{Id::kLaunchesSeen, 100},
                        {Id::kLaunchesAdmitted, 10},
                        {Id::kRingDrops, 2},
-                       {Id::kOverheadNs, 5000}}});
+                       {Id::kOverheadNs, 5000},
+                       {Id::kPythonFramesSkipped, 7},
+                       {static_cast<Id>(999), 12345}}});  // a newer library's counter
   Feed(c,
        w::Counters{
            {{Id::kLaunchesSeen, 150}, {Id::kCuptiDroppedRecords, 4}, {Id::kPcSamplesDropped, 1}}});
@@ -304,6 +306,7 @@ TEST_F(ConnectionConverterTest, CountersAreMergedCumulativeValues) {
   EXPECT_EQ(last.launches_dropped, 2u);
   EXPECT_EQ(last.records_lost, 5u);
   EXPECT_EQ(last.overhead_ns, 5000u);
+  EXPECT_EQ(last.python_frames_skipped, 7u);
 }
 
 TEST_F(ConnectionConverterTest, PcSamplesGetTheirStallReasonNames) {
