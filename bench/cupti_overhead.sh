@@ -23,8 +23,11 @@
 # kernel records CUPTI dropped (the fake delivers buffers only at a flush: above ~60k kernels
 # per flush period the 8-buffer pool overflows; pass a shorter flush_ms, default 1000) and
 # bytes dropped for want of room (agent slower than the output).
-# Use seconds >= 10 so that the 200 ms / 10 s row holds one window.
+# Use seconds >= 10 so that the 200 ms / 10 s row holds one window. The fake completes buffers
+# synchronously at each flush here (WARPSCOPE_FAKE_CUPTI_BUFFERS=sync), the delivery model the
+# published figures were measured with.
 set -euo pipefail
+export WARPSCOPE_FAKE_CUPTI_BUFFERS=sync
 build=${1:-build/bench}
 secs=${2:-3}
 threads=${3:-1}

@@ -10,15 +10,16 @@
 //   WARPSCOPE_FAKE_CUPTI_VERSION=N       cuptiGetVersion (default 130001); the PC records are
 //                                        written in that version's layout
 //                                        (abi::PcSamplingLayoutFor)
-//   WARPSCOPE_FAKE_CUPTI_BUFFERS=async   buffers are completed on the fake's own thread, every
-//                                        2 ms and when cuptiActivityFlushAll asks (which blocks
-//                                        until then, as CUPTI's does); default: synchronously
-//                                        inside cuptiActivityFlushAll, on its caller's thread
+//   WARPSCOPE_FAKE_CUPTI_BUFFERS=sync    buffers are completed synchronously inside
+//                                        cuptiActivityFlushAll, on its caller's thread; default
+//                                        (or =async): on the fake's own thread, every 2 ms and
+//                                        when cuptiActivityFlushAll asks (which blocks until
+//                                        then, as CUPTI's does), as CUPTI completes them
 //   WARPSCOPE_FAKE_CUPTI_CORRELATION=distinct  the driver call nested in a runtime launch gets
 //                                        a correlation id of its own (the kernel record keeps the
 //                                        runtime call's); default (or =shared): both share one id
-//   WARPSCOPE_FAKE_CUPTI_PRESET=cuda12   version 21 (CUDA 12.3), async, distinct (each of the
-//                                        above still overrides it; BUFFERS=sync turns async off)
+//   WARPSCOPE_FAKE_CUPTI_PRESET=cuda12   version 21 (CUDA 12.3), distinct (each of the above
+//                                        still overrides it)
 // Strict where CUPTI may be: every PC-sampling call must have its context current on the calling
 // thread (else CUPTI_ERROR_INVALID_CONTEXT), and the client's record `size` and data `size` must
 // be those of the reported version's layout (else CUPTI_ERROR_INVALID_PARAMETER).
@@ -80,9 +81,8 @@ bool EnvIs(const char* name, const char* value) {
   const char* v = std::getenv(name);
   return v != nullptr && std::strcmp(v, value) == 0;
 }
-// WARPSCOPE_FAKE_CUPTI_PRESET=cuda12: CUDA 12.3 (API version 21, 56-byte PC records),
-// asynchronous buffers and distinct driver correlation ids, unless a variable above says
-// otherwise. One variable, so that a ctest can select the whole CUDA 12 path.
+// WARPSCOPE_FAKE_CUPTI_PRESET=cuda12: CUDA 12.3 (API version 21, 56-byte PC records) and
+// distinct driver correlation ids, unless a variable above says otherwise. One variable, so that a ctest can select the whole CUDA 12 path.
 bool Cuda12Preset() { return EnvIs("WARPSCOPE_FAKE_CUPTI_PRESET", "cuda12"); }
 bool Choice(const char* name, const char* on, const char* off, bool preset) {
   return EnvIs(name, on) || (preset && !EnvIs(name, off));
@@ -91,7 +91,7 @@ bool Choice(const char* name, const char* on, const char* off, bool preset) {
 struct State {
   std::mutex mu;
   uint32_t version = EnvU32("WARPSCOPE_FAKE_CUPTI_VERSION", Cuda12Preset() ? 21 : 130001);
-  bool async_buffers = Choice("WARPSCOPE_FAKE_CUPTI_BUFFERS", "async", "sync", Cuda12Preset());
+  bool async_buffers = !EnvIs("WARPSCOPE_FAKE_CUPTI_BUFFERS", "sync");
   bool distinct_correlation =
       Choice("WARPSCOPE_FAKE_CUPTI_CORRELATION", "distinct", "shared", Cuda12Preset());
   // The asynchronous delivery thread (async_buffers): started in the process that first needs
