@@ -15,6 +15,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "cupti_inject/cfi_step.h"
 #include "cupti_inject/code_ranges.h"
 #include "pyframes/frame_reader.h"
 #include "pyframes/in_process.h"
@@ -114,6 +115,7 @@ struct DwarfState {
   size_t cap;
   size_t n = 0;
   uintptr_t last_cfa = 0;
+  uintptr_t last_fp = 0;  // rbp of the last frame, as libgcc restored it
   bool full = false;
 };
 
@@ -129,6 +131,9 @@ _Unwind_Reason_Code CollectFrame(_Unwind_Context* ctx, void* arg) {
   }
   s->pcs[s->n++] = ip;
   s->last_cfa = cfa;
+#if defined(__x86_64__)
+  s->last_fp = _Unwind_GetGR(ctx, 6);
+#endif
   if (s->n == s->cap) {
     s->full = true;
     return _URC_END_OF_STACK;
@@ -136,30 +141,116 @@ _Unwind_Reason_Code CollectFrame(_Unwind_Context* ctx, void* arg) {
   return _URC_NO_REASON;
 }
 
-// The stack above a frame without unwind tables, whose own frame starts at `cfa` (the stack
-// pointer it had when it called the frame below it). Finds the first validated return address
-// in the next kScanBytes (the caller that the frame returns to), then takes the frame-pointer
-// chain's records above that slot, each validated, until one is not. Writes at most out.size().
-constexpr uintptr_t kScanBytes = 8192;
+// A chain of callers unwound with their own unwind entries (CfiStep) from the return address in
+// `slot`: the frames found, how the walk ended (kOk: `out` is full), the slot of the last return
+// address and the registers of the last frame.
+struct Chain {
+  size_t n = 0;
+  CfiStepResult end = CfiStepResult::kOk;
+  uintptr_t last_slot = 0;
+  CfiRegs regs;
+};
 
-size_t ResumeAbove(uintptr_t fp, uintptr_t cfa, const StackBounds& bounds,
-                   std::span<uint64_t> out) {
-  if (out.empty() || bounds.high == 0 || cfa < bounds.low || cfa >= bounds.high) {
-    return 0;
+Chain ChainFrom(uintptr_t slot, uintptr_t fp, const StackBounds& bounds, std::span<uint64_t> out) {
+  Chain c;
+  c.regs = {*reinterpret_cast<const uintptr_t*>(slot), slot + 8, fp};
+  c.last_slot = slot;
+  out[c.n++] = c.regs.pc;
+  while (c.n < out.size()) {
+    CfiRegs next = c.regs;
+    uintptr_t ra_slot = 0;
+    c.end = CfiStep(bounds, &next, &ra_slot);
+    if (c.end != CfiStepResult::kOk) {
+      return c;
+    }
+    uintptr_t lo = 0;
+    uintptr_t hi = 0;
+    if (!FindCodeRange(next.pc, &lo, &hi) || !PrecededByCall(next.pc, lo, hi)) {
+      c.end = CfiStepResult::kUnsupported;
+      return c;
+    }
+    c.regs = next;
+    c.last_slot = ra_slot;
+    out[c.n++] = next.pc;
   }
-  const uintptr_t end = std::min(bounds.high, cfa + kScanBytes);
-  uintptr_t slot = (cfa + 7) & ~uintptr_t{7};
-  for (; slot + 8 <= end; slot += 8) {
-    const uintptr_t v = *reinterpret_cast<const uintptr_t*>(slot);
-    if (IsValidatedReturnAddress(v)) {
+  c.end = CfiStepResult::kOk;
+  return c;
+}
+
+// The callers of a frame without unwind tables whose own frame starts at `from`. Its caller's
+// return address is one of the validated return addresses in the kScanBytes above, but not
+// necessarily the first: the frame's uninitialized words may hold stale ones. So each of the
+// first kMaxCandidates is unwound on (ChainFrom); the first whose chain reaches the outermost
+// frame (or fills `out`) wins, else the longest (the earliest on a tie). A stale return address
+// whose chain holds to the end is one whose frame joins the live ones: at most that frame is
+// wrong. Returns the chosen chain written to `out` (n == 0: no candidate).
+constexpr uintptr_t kScanBytes = 8192;
+constexpr int kMaxCandidates = 8;
+
+Chain BestChainAbove(uintptr_t from, uintptr_t fp, const StackBounds& bounds,
+                     std::span<uint64_t> out) {
+  Chain best;
+  if (from < bounds.low || from >= bounds.high || out.empty()) {
+    return best;
+  }
+  uint64_t scratch[160];
+  std::span<uint64_t> trial(scratch, std::min<size_t>(out.size(), 160));
+  const uintptr_t end = std::min(bounds.high, from + kScanBytes);
+  int candidates = 0;
+  for (uintptr_t slot = (from + 7) & ~uintptr_t{7}; slot + 8 <= end && candidates < kMaxCandidates;
+       slot += 8) {
+    if (!IsValidatedReturnAddress(*reinterpret_cast<const uintptr_t*>(slot))) {
+      continue;
+    }
+    ++candidates;
+    const Chain c = ChainFrom(slot, fp, bounds, trial);
+    const bool complete = c.end == CfiStepResult::kEnd || c.n == trial.size();
+    if (complete || c.n > best.n) {
+      best = c;
+      std::memcpy(out.data(), scratch, c.n * sizeof(uint64_t));
+    }
+    if (complete) {
       break;
     }
   }
-  if (slot + 8 > end) {
+  return best;
+}
+
+// The stack above a frame without unwind tables: `stop` describes it (its pc, its stack pointer
+// when it made the call below it, its rbp). Finds its callers (BestChainAbove); past another
+// frame without entries the same way, up to kMaxResumes times; where the callers' entries
+// cannot go on, the frame-pointer chain's records above the last frame found, each validated.
+// Writes at most out.size().
+constexpr int kMaxResumes = 4;
+
+size_t ResumeAbove(uintptr_t fp_now, CfiRegs stop, const StackBounds& bounds,
+                   std::span<uint64_t> out) {
+  if (bounds.high == 0) {
     return 0;
   }
-  out[0] = *reinterpret_cast<const uintptr_t*>(slot);
-  return 1 + WalkFrameRecords(fp, bounds, slot, /*validate=*/true, out.subspan(1));
+  size_t n = 0;
+  uintptr_t last_slot = 0;
+  CfiRegs regs = stop;
+  for (int resume = 0; resume < kMaxResumes && n < out.size(); ++resume) {
+    // regs.fp stays across the frame without entries: it may have kept rbp.
+    const Chain c = BestChainAbove(regs.sp, regs.fp, bounds, out.subspan(n));
+    if (c.n == 0) {
+      break;
+    }
+    n += c.n;
+    last_slot = c.last_slot;
+    regs = c.regs;
+    if (c.end == CfiStepResult::kEnd || n == out.size()) {
+      return n;
+    }
+    if (c.end != CfiStepResult::kNoEntry) {
+      break;
+    }
+  }
+  if (n == 0) {
+    return 0;
+  }
+  return n + WalkFrameRecords(fp_now, bounds, last_slot, /*validate=*/true, out.subspan(n));
 }
 
 }  // namespace
@@ -184,8 +275,9 @@ __attribute__((noinline)) size_t DwarfWalk(const StackBounds& bounds, std::span<
   if (st.full || st.n == 0 || HasUnwindEntry(st.pcs[st.n - 1])) {
     return st.n;
   }
-  const size_t more = ResumeAbove(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)),
-                                  st.last_cfa, bounds, out.subspan(st.n));
+  const CfiRegs stop{st.pcs[st.n - 1], st.last_cfa, st.last_fp};
+  const size_t more = ResumeAbove(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), stop,
+                                  bounds, out.subspan(st.n));
   *resumed = more > 0;
   return st.n + more;
 }

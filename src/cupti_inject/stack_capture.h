@@ -6,9 +6,10 @@
 //   kBacktrace     DWARF CFI through libgcc's _Unwind_Backtrace (what glibc's backtrace() does),
 //                  correct through code built without frame pointers (libcupti, most Python
 //                  wheels). Where it stops at a frame no unwind entry describes (code built
-//                  without unwind tables), it resumes above that frame: the first validated
-//                  return address on the stack above it, then the frame-pointer chain's records
-//                  above that, each validated (code_ranges.h). The default.
+//                  without unwind tables), it resumes above that frame: a validated return
+//                  address on the stack above it (code_ranges.h), then the callers' own unwind
+//                  entries (cfi_step.h), and the frame-pointer chain's validated records where
+//                  those end early. The default.
 //   kFramePointer  walks the rbp chain within the thread's stack bounds: 50-130x cheaper but
 //                  stops or skips frames at the first function without a frame pointer.
 // Python: the frames of the thread's current Python frame chain, read from the interpreter's

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 #include <link.h>
 
+#include "cupti_inject/cfi_step.h"
+
 namespace warpscope::cupti_inject {
 namespace {
 
@@ -145,6 +147,72 @@ TEST(StackCaptureTest, ResumingNeedsTheStackBounds) {
   EXPECT_GT(ctx.n, 0u);
 }
 #endif
+
+// The registers of the caller's frame, taken from inside a function built with frame pointers:
+// its return address, the stack pointer after it returns, the caller's rbp.
+extern "C" __attribute__((noinline)) void CallerRegs(CfiRegs* regs, uint64_t* frames, size_t* n) {
+  const auto* record = static_cast<const uintptr_t*>(__builtin_frame_address(0));
+  regs->pc = record[1];
+  regs->sp = reinterpret_cast<uintptr_t>(record) + 16;
+  regs->fp = record[0];
+  uint64_t all[128];
+  bool resumed = false;
+  const size_t got = DwarfWalk(CurrentThreadStackBounds(), all, &resumed);
+  // all[0] lies in DwarfWalk, all[1] in this function, all[2] is regs->pc.
+  *n = 0;
+  for (size_t i = 2; i < got; ++i) {
+    frames[(*n)++] = all[i];
+  }
+  asm volatile("" ::: "memory");
+}
+
+TEST(StackCaptureTest, CfiStepsReproduceTheDwarfUnwinder) {
+  WarmUpUnwinder();
+  CfiRegs regs;
+  uint64_t frames[128];
+  size_t n = 0;
+  CallerRegs(&regs, frames, &n);
+  ASSERT_GT(n, 4u);
+  ASSERT_EQ(regs.pc, frames[0]);
+  const StackBounds bounds = CurrentThreadStackBounds();
+  size_t steps = 0;
+  CfiStepResult r = CfiStepResult::kOk;
+  while (steps + 1 < n) {
+    uintptr_t slot = 0;
+    r = CfiStep(bounds, &regs, &slot);
+    if (r != CfiStepResult::kOk) break;
+    ++steps;
+    ASSERT_EQ(regs.pc, frames[steps]) << "step " << steps;
+    EXPECT_EQ(*reinterpret_cast<const uintptr_t*>(slot), regs.pc);
+  }
+  EXPECT_EQ(steps + 1, n) << "every frame libgcc found (result " << static_cast<int>(r) << ")";
+  uintptr_t slot = 0;
+  EXPECT_EQ(CfiStep(bounds, &regs, &slot), CfiStepResult::kEnd) << "the outermost frame";
+}
+
+TEST(StackCaptureTest, CfiStepRefusesWhatItCannotRead) {
+  WarmUpUnwinder();
+  CfiRegs good;
+  uint64_t frames[128];
+  size_t n = 0;
+  CallerRegs(&good, frames, &n);
+  const StackBounds bounds = CurrentThreadStackBounds();
+  uintptr_t slot = 0;
+  CfiRegs r = good;
+  EXPECT_EQ(CfiStep(StackBounds{}, &r, &slot), CfiStepResult::kUnsupported) << "no bounds";
+  r = good;
+  EXPECT_EQ(CfiStep(StackBounds{good.sp - 64, good.sp}, &r, &slot), CfiStepResult::kUnsupported)
+      << "the caller's frame lies outside the bounds";
+  r = good;
+  r.fp = 0;  // this file keeps frame pointers: the caller's CFA is rbp-based
+  EXPECT_EQ(CfiStep(bounds, &r, &slot), CfiStepResult::kUnsupported) << "rbp unknown";
+  uint64_t heap_word = 0;
+  r = good;
+  r.pc = reinterpret_cast<uintptr_t>(&heap_word) + 1;
+  EXPECT_EQ(CfiStep(bounds, &r, &slot), CfiStepResult::kNoEntry);
+  r = good;
+  EXPECT_EQ(CfiStep(bounds, &r, &slot), CfiStepResult::kOk);
+}
 
 TEST(StackCaptureTest, NormalStacksAreNotResumed) {
   WarmUpUnwinder();

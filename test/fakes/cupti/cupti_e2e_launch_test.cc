@@ -144,7 +144,7 @@ TEST_F(CuptiE2eTest, ThreadsBeyondTheRingPoolAreCountedNotProfiled) {
 // frames above it except the one that called into the library (its return address lies in the
 // stripped frame, not in a record). The DWARF unwinder (backtrace, the default) finds no unwind
 // entry for the stripped frame and resumes above it: the caller from a scan of the stripped
-// frame, the frames above from the frame records, so it keeps every application frame.
+// frame, the frames above from their own unwind entries, so it keeps every application frame.
 struct StrippedStacks {
   size_t launches = 0, with_driver = 0, with_caller = 0, with_direct_caller = 0;
 };
