@@ -275,9 +275,11 @@ __attribute__((noinline)) size_t DwarfWalk(const StackBounds& bounds, std::span<
   if (st.full || st.n == 0 || HasUnwindEntry(st.pcs[st.n - 1])) {
     return st.n;
   }
+  // Everything read from here on lies above this frame: the live, mapped part of the stack.
+  const auto here = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  const StackBounds live{std::max(bounds.low, here), bounds.high};
   const CfiRegs stop{st.pcs[st.n - 1], st.last_cfa, st.last_fp};
-  const size_t more = ResumeAbove(reinterpret_cast<uintptr_t>(__builtin_frame_address(0)), stop,
-                                  bounds, out.subspan(st.n));
+  const size_t more = ResumeAbove(here, stop, live, out.subspan(st.n));
   *resumed = more > 0;
   return st.n + more;
 }
