@@ -10,7 +10,7 @@
 //                  address on the stack above it (code_ranges.h), then the callers' own unwind
 //                  entries (cfi_step.h), and the frame-pointer chain's validated records where
 //                  those end early. The default.
-//   kFramePointer  walks the rbp chain within the thread's stack bounds: 50-130x cheaper but
+//   kFramePointer  walks the rbp chain within the thread's stack bounds: 50-200x cheaper but
 //                  stops or skips frames at the first function without a frame pointer.
 // Python: the frames of the thread's current Python frame chain, read from the interpreter's
 // memory by src/pyframes whether or not the thread holds the GIL, without calling the
