@@ -229,7 +229,18 @@ WalkStats FrameWalker::Walk(const Interpreter& in, MemoryReader& mem, uint64_t t
   uint64_t mark = frame;
   size_t power = 1;
   size_t lambda = 0;
+  // A boundary after the frame just looked at (3.9/3.10 always, 3.11 is_entry): delivered
+  // before the next frame is looked at or at the end of the walk, not when the sink stopped it.
+  bool boundary_after = false;
+  auto boundary = [&] {
+    ++st.eval_boundaries;
+    sink.OnEvalBoundary();
+  };
   for (size_t steps = 0; frame != 0; ++steps) {
+    if (boundary_after) {
+      boundary();
+      boundary_after = false;
+    }
     if (steps >= kMaxSteps || st.frames >= max_frames) {
       st.truncated = true;
       break;
@@ -252,11 +263,14 @@ WalkStats FrameWalker::Walk(const Interpreter& in, MemoryReader& mem, uint64_t t
         lambda = 0;
       }
     }
+    boundary_after = l.frames == WS_PY_FRAMES_OBJECT ||
+                     (l.frame_is_entry != kNoField && fb[l.frame_is_entry] != 0);
     uint8_t owner = 0;
     if (l.frame_owner != kNoField) {
       owner = fb[l.frame_owner];
       if (owner >= l.owner_not_python) {
         ++st.not_python;
+        boundary();  // 3.12+: the entry frame a native eval-loop call pushes below its frames
         continue;
       }
     }
@@ -317,8 +331,12 @@ WalkStats FrameWalker::Walk(const Interpreter& in, MemoryReader& mem, uint64_t t
     ++st.frames;
     if (!sink.OnFrame(std::string_view(e.function, e.function_len),
                       std::string_view(e.file, e.file_len), line)) {
+      boundary_after = false;
       break;
     }
+  }
+  if (boundary_after) {
+    boundary();
   }
   return st;
 }

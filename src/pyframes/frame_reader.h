@@ -33,15 +33,21 @@ class FrameSink {
  public:
   virtual ~FrameSink() = default;
   virtual bool OnFrame(std::string_view function, std::string_view file, uint32_t line) = 0;
+  // The frames since the previous boundary (none when a frame could not be read) ran in one
+  // native call of the interpreter's eval loop (_PyEval_EvalFrameDefault); the next frames run
+  // in an outer one. 3.9/3.10: after every frame; 3.11: after a frame marked is_entry;
+  // 3.12+: at an entry frame owned by the C stack. The splicer (splice.h) uses it.
+  virtual void OnEvalBoundary() {}
 };
 
 // What a walk did.
 struct WalkStats {
-  uint32_t frames = 0;        // frames handed to the sink
-  uint32_t skipped = 0;       // frames that could not be read (unreadable or failed a type check)
-  uint32_t not_python = 0;    // the interpreter's own entry frames, code-less frames (not errors)
-  bool truncated = false;     // stopped at max_frames, the step limit or a cycle
-  bool chain_broken = false;  // a frame itself (not its code) could not be read: walk ended
+  uint32_t frames = 0;      // frames handed to the sink
+  uint32_t skipped = 0;     // frames that could not be read (unreadable or failed a type check)
+  uint32_t not_python = 0;  // the interpreter's own entry frames, code-less frames (not errors)
+  uint32_t eval_boundaries = 0;  // OnEvalBoundary calls
+  bool truncated = false;        // stopped at max_frames, the step limit or a cycle
+  bool chain_broken = false;     // a frame itself (not its code) could not be read: walk ended
   // The first frame that had a code pointer failed the code type check: on a fresh layout, the
   // sign that the layout is wrong.
   bool first_code_invalid = false;

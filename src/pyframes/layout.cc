@@ -194,9 +194,9 @@ LayoutError FinishLayout(Layout* l) {
     }
     return e;
   };
-  l->frame_read_size = std::max({end({l->frame_back, l->frame_code, l->frame_instr}, 8),
-                                 end({l->frame_lasti}, 4),
-                                 end({l->frame_owner, l->frame_is_entry}, 1)});
+  l->frame_read_size =
+      std::max({end({l->frame_back, l->frame_code, l->frame_instr}, 8), end({l->frame_lasti}, 4),
+                end({l->frame_owner, l->frame_is_entry}, 1)});
   l->code_read_size =
       std::max(end({l->code_filename, l->code_name, l->code_qualname, l->code_linetable}, 8),
                end({l->code_firstlineno, l->code_firsttraceable}, 4));
