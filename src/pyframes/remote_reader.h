@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reading the Python frames of a thread of another process, for a CPU profiler's sample: finds
+// the process's interpreter (remote_process.h), the thread's state by its native tid
+// (remote_threads.h) and walks its frames with FrameWalker over process_vm_readv. The target
+// keeps running: its frame chain can change during the read, which the walk survives (type
+// checks, bounds, cycle detection) at the price of an occasional wrong or short stack
+// (docs/design/python-frames.md "Other processes"). Caches per process (identity: pid, start
+// time and the interpreter's mapping), per thread (tid -> thread state, revalidated with one
+// read) and per process a CodeCache. Agent side only (allocates); not thread-safe: one reader
+// per sampling thread.
+#ifndef WARPSCOPE_PYFRAMES_REMOTE_READER_H_
+#define WARPSCOPE_PYFRAMES_REMOTE_READER_H_
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "pyframes/frame_reader.h"
+#include "pyframes/remote_process.h"
+#include "pyframes/splice.h"
+
+namespace warpscope::pyframes {
+
+struct RemoteReaderOptions {
+  std::string proc_root = "/proc";
+  size_t max_processes = 256;  // processes cached; the least recently read is dropped
+  // A known process's identity (start time, interpreter mapping) is rechecked this often.
+  uint64_t revalidate_ns = 1'000'000'000;
+  // A process without an interpreter is probed again after this long (it may load one).
+  uint64_t not_python_recheck_ns = 10'000'000'000;
+  // A tid without a thread state makes the thread lists be walked again at most this often.
+  uint64_t thread_rescan_ns = 200'000'000;
+};
+
+enum class ThreadRead {
+  kOk,             // frames read (possibly none: the thread is between Python calls)
+  kNoProcess,      // the process is gone or its memory may not be read
+  kNotPython,      // no CPython interpreter in the process
+  kUnsupported,    // a CPython whose layout is unknown (3.8, 3.15+, free-threaded)
+  kNoThreadState,  // a Python process, but this thread has no thread state (never ran Python)
+};
+const char* ThreadReadName(ThreadRead r);
+
+struct ThreadReadResult {
+  ThreadRead status = ThreadRead::kNoProcess;
+  WalkStats walk;
+  uint32_t memory_reads = 0;    // process_vm_readv calls made for this read, probing included
+  bool probed = false;          // this read probed the process (first read, exec, recheck)
+  bool listed_threads = false;  // this read walked the thread lists
+};
+
+class RemotePythonReader {
+ public:
+  struct Stats {
+    uint64_t reads = 0;
+    uint64_t probes = 0;
+    uint64_t thread_list_walks = 0;
+    uint64_t tstate_cache_hits = 0;
+    uint64_t tstate_stale = 0;     // a cached thread state that no longer belonged to its tid
+    uint64_t torn_walks = 0;       // walks that broke off or failed the first code check
+    uint64_t process_changes = 0;  // a pid found with another start time or interpreter
+  };
+
+  explicit RemotePythonReader(RemoteReaderOptions options = {});
+  ~RemotePythonReader();
+  RemotePythonReader(const RemotePythonReader&) = delete;
+  RemotePythonReader& operator=(const RemotePythonReader&) = delete;
+
+  // Reads the Python frames (innermost first, at most `max_frames`) of thread `tid` of process
+  // `pid` into `frames` (reused: its strings keep their capacity). `now_ns`: the caller's
+  // monotonic clock, for the caches' timeouts.
+  ThreadReadResult ReadThread(pid_t pid, pid_t tid, uint64_t now_ns, size_t max_frames,
+                              std::vector<PythonFrame>* frames);
+
+  // Drops what is known of `pid` (the caller saw it exit or exec).
+  void Forget(pid_t pid);
+
+  // The interpreter found in `pid`, nullptr when none (yet).
+  const RemotePython* InterpreterOf(pid_t pid) const;
+
+  const Stats& stats() const { return stats_; }
+  size_t cached_processes() const { return processes_.size(); }
+
+ private:
+  struct Process;
+  Process& Lookup(pid_t pid, uint64_t now_ns, ThreadReadResult* r);
+  bool StillTheSame(const Process& p);
+
+  RemoteReaderOptions options_;
+  std::unordered_map<pid_t, std::unique_ptr<Process>> processes_;
+  Stats stats_;
+};
+
+}  // namespace warpscope::pyframes
+
+#endif  // WARPSCOPE_PYFRAMES_REMOTE_READER_H_

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "pyframes/remote_threads.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "pyframes/testing/fake_python.h"
+
+namespace warpscope::pyframes {
+namespace {
+
+constexpr pid_t kPid = 4242;
+constexpr uint32_t kTidOffset = 720;  // where glibc x86-64 keeps struct pthread's tid
+
+// A fake process: _PyRuntime, interpreters and their thread states.
+class FakeProcess : public FakePythonMemory {
+ public:
+  explicit FakeProcess(int minor) : FakePythonMemory(LayoutOf(minor)) {
+    py.pid = kPid;
+    py.interp = interp;
+    py.runtime = Alloc(4096);
+  }
+  static Layout LayoutOf(int minor) {
+    Layout l;
+    EXPECT_EQ(LayoutForVersion(3, minor, &l), LayoutError::kOk);
+    return l;
+  }
+  uint64_t Interpreter(uint64_t next = 0) {
+    const uint64_t a = Alloc(4096);
+    mem.Put<uint64_t>(a + layout().interp_next, next);
+    return a;
+  }
+  void SetInterpreters(uint64_t head) {
+    mem.Put<uint64_t>(py.runtime + layout().runtime_interpreters_head, head);
+  }
+  // A thread state of thread `tid`, pushed at the head of `interp`'s list.
+  uint64_t Thread(uint64_t interp, int32_t tid) {
+    const uint64_t ts = ThreadState(0);
+    uint64_t head = 0;
+    EXPECT_TRUE(mem.Read(interp + layout().interp_threads_head, &head, 8));
+    mem.Put<uint64_t>(ts + layout().tstate_next, head);
+    mem.Put<uint64_t>(interp + layout().interp_threads_head, ts);
+    if (layout().tstate_native_thread_id != kNoField) {
+      mem.Put<uint64_t>(ts + layout().tstate_native_thread_id, static_cast<uint64_t>(tid));
+    } else {
+      const uint64_t pthread = Alloc(2304);  // glibc's struct pthread
+      mem.Put<uint64_t>(pthread, pthread);   // tcb->tcb: points at itself
+      mem.Put<int32_t>(pthread + kTidOffset, tid);
+      mem.Put<uint64_t>(ts + layout().tstate_thread_id, pthread);
+    }
+    return ts;
+  }
+  std::vector<RemoteThreadState> List(ThreadListStats* st, uint32_t* offset = nullptr) {
+    uint32_t local = 0;
+    std::vector<RemoteThreadState> out;
+    ListThreadStates(py, mem, offset != nullptr ? offset : &local, &out, st);
+    return out;
+  }
+
+  RemotePython py;
+};
+
+TEST(RemoteThreadsTest, ListsEveryInterpretersThreadsWithNativeIds) {
+  for (int minor : {11, 12}) {
+    FakeProcess p(minor);
+    const uint64_t sub = p.Interpreter();
+    const uint64_t main = p.Interpreter(sub);
+    p.SetInterpreters(main);
+    const uint64_t t1 = p.Thread(main, kPid);
+    const uint64_t t2 = p.Thread(main, kPid + 1);
+    const uint64_t t3 = p.Thread(sub, kPid + 7);
+    ThreadListStats st;
+    const auto list = p.List(&st);
+    ASSERT_EQ(list.size(), 3u) << minor;
+    EXPECT_EQ(list[0].tstate, t2);
+    EXPECT_EQ(list[0].native_tid, kPid + 1);
+    EXPECT_EQ(list[1].tstate, t1);
+    EXPECT_EQ(list[1].native_tid, kPid);
+    EXPECT_EQ(list[2].tstate, t3);
+    EXPECT_EQ(list[2].native_tid, kPid + 7);
+    EXPECT_EQ(st.interpreters, 2u);
+    EXPECT_FALSE(st.truncated);
+    EXPECT_EQ(NativeTidOf(p.py, p.mem, t3, 0), kPid + 7);
+  }
+}
+
+TEST(RemoteThreadsTest, BeforeThreeElevenTidsComeFromStructPthread) {
+  for (int minor : {9, 10}) {
+    FakeProcess p(minor);
+    const uint64_t main = p.Interpreter();
+    p.SetInterpreters(main);
+    p.Thread(main, kPid);  // the main thread: its tid is the pid
+    const uint64_t worker = p.Thread(main, kPid + 3);
+    ThreadListStats st;
+    uint32_t offset = 0;
+    const auto list = p.List(&st, &offset);
+    EXPECT_EQ(offset, kTidOffset) << minor;
+    ASSERT_EQ(list.size(), 2u);
+    EXPECT_EQ(list[0].native_tid, kPid + 3);
+    EXPECT_EQ(list[1].native_tid, kPid);
+    EXPECT_EQ(NativeTidOf(p.py, p.mem, worker, offset), kPid + 3);
+    EXPECT_EQ(NativeTidOf(p.py, p.mem, worker, 0), 0);  // not calibrated: unknown
+  }
+}
+
+TEST(RemoteThreadsTest, CalibrationNeedsTheMainThreadAndDistinctTids) {
+  FakeProcess p(10);
+  const uint64_t main = p.Interpreter();
+  p.SetInterpreters(main);
+  p.Thread(main, kPid + 1);  // no thread has the pid's tid: the main thread runs no Python
+  p.Thread(main, kPid + 2);
+  ThreadListStats st;
+  uint32_t offset = 0;
+  const auto list = p.List(&st, &offset);
+  EXPECT_EQ(offset, 0u);
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[0].native_tid, 0);
+  // An offset found earlier that now gives duplicate tids is found again.
+  FakeProcess q(10);
+  const uint64_t qi = q.Interpreter();
+  q.SetInterpreters(qi);
+  q.Thread(qi, kPid);
+  q.Thread(qi, kPid + 5);
+  uint32_t wrong = 8;  // zero in every struct: no plausible tid
+  const auto again = q.List(&st, &wrong);
+  EXPECT_EQ(wrong, kTidOffset);
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[0].native_tid, kPid + 5);
+}
+
+TEST(RemoteThreadsTest, CyclesAndBrokenListsAreBounded) {
+  FakeProcess p(12);
+  const uint64_t main = p.Interpreter();
+  p.SetInterpreters(main);
+  const uint64_t a = p.Thread(main, 1);
+  const uint64_t b = p.Thread(main, 2);
+  p.mem.Put<uint64_t>(a + p.layout().tstate_next, b);  // b -> a -> b -> ...
+  ThreadListStats st;
+  auto list = p.List(&st);
+  EXPECT_TRUE(st.truncated);
+  EXPECT_LE(list.size(), 4u);
+  // An interpreter list that loops on itself.
+  p.mem.Put<uint64_t>(main + p.layout().interp_next, main);
+  p.mem.Put<uint64_t>(a + p.layout().tstate_next, 0);
+  list = p.List(&st);
+  EXPECT_TRUE(st.truncated);
+  EXPECT_EQ(st.interpreters, 1u);
+  EXPECT_EQ(list.size(), 2u);
+  // A thread state pointer into unmapped memory ends that list.
+  p.mem.Put<uint64_t>(main + p.layout().interp_next, 0);
+  p.mem.Put<uint64_t>(a + p.layout().tstate_next, 0x7fff'0000'0000);
+  list = p.List(&st);
+  EXPECT_TRUE(st.unreadable);
+  EXPECT_EQ(list.size(), 2u);
+  // No runtime at all.
+  p.py.runtime = 0x10;
+  list = p.List(&st);
+  EXPECT_TRUE(list.empty());
+  EXPECT_TRUE(st.unreadable);
+}
+
+TEST(RemoteThreadsTest, ManyThreadsStopAtTheLimit) {
+  FakeProcess p(12);
+  const uint64_t main = p.Interpreter();
+  p.SetInterpreters(main);
+  for (int i = 0; i < static_cast<int>(kMaxThreadStates) + 10; ++i) {
+    p.Thread(main, 100 + i);
+  }
+  ThreadListStats st;
+  const auto list = p.List(&st);
+  EXPECT_EQ(list.size(), kMaxThreadStates);
+  EXPECT_TRUE(st.truncated);
+}
+
+}  // namespace
+}  // namespace warpscope::pyframes
