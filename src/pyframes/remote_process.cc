@@ -48,10 +48,12 @@ std::string_view Field(std::string_view* s) {
   return f;
 }
 
+// libpython3.x.so* or python3.x: the files that may hold the interpreter (extension modules,
+// "*.cpython-311-x86_64-linux-gnu.so", never do).
 bool LooksLikePython(std::string_view path) {
   const size_t slash = path.rfind('/');
   const std::string_view base = slash == std::string_view::npos ? path : path.substr(slash + 1);
-  return base.find("python") != std::string_view::npos;
+  return base.starts_with("libpython") || base.starts_with("python");
 }
 
 struct Candidate {

@@ -228,6 +228,9 @@ ThreadReadResult RemotePythonReader::ReadThread(pid_t pid, pid_t tid, uint64_t n
     }
     p.listed = true;
     p.listed_ns = now_ns;
+    if (ls.unreadable && list.empty()) {
+      p.suspect = true;  // exited or exec'd: revalidate on the next read
+    }
     if (auto t = p.tstates.find(tid); t != p.tstates.end()) {
       tstate = t->second;
     }
@@ -238,8 +241,10 @@ ThreadReadResult RemotePythonReader::ReadThread(pid_t pid, pid_t tid, uint64_t n
     return r;
   }
   CollectSink sink(frames, max_frames);
+  const uint64_t misses = p.cache->misses();
   r.walk = FrameWalker::Walk(p.py.interp, mem, tstate, *p.cache, max_frames, sink);
   sink.Finish();
+  r.code_cache_misses = static_cast<uint32_t>(p.cache->misses() - misses);
   if (r.walk.first_code_invalid || (r.walk.chain_broken && r.walk.frames == 0)) {
     ++stats_.torn_walks;
     p.suspect = true;

@@ -51,6 +51,7 @@ struct ThreadReadResult {
   uint32_t memory_reads = 0;    // process_vm_readv calls made for this read, probing included
   bool probed = false;          // this read probed the process (first read, exec, recheck)
   bool listed_threads = false;  // this read walked the thread lists
+  uint32_t code_cache_misses = 0;  // code objects decoded anew (names and line table read)
 };
 
 class RemotePythonReader {
