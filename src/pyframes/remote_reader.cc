@@ -22,60 +22,6 @@ class CountingReader final : public MemoryReader {
   ProcessMemoryReader mem_;
 };
 
-// Collects frames into a reused vector and turns eval-loop boundaries into eval_entry marks;
-// an eval-loop call none of whose frames could be read becomes an "<unreadable>" placeholder
-// when Python frames follow it (a trailing one is dropped: 3.14's base frame of the thread, or
-// the outermost entry frame, runs no Python of its own).
-class CollectSink final : public FrameSink {
- public:
-  CollectSink(std::vector<PythonFrame>* frames, size_t max) : frames_(frames), max_(max) {}
-  bool OnFrame(std::string_view function, std::string_view file, uint32_t line) override {
-    for (; pending_empty_ > 0 && n_ < max_; --pending_empty_) {
-      PythonFrame& f = Next();
-      f.function = "<unreadable>";
-      f.file.clear();
-      f.line = 0;
-      f.eval_entry = true;
-      f.unreadable = true;
-    }
-    pending_empty_ = 0;
-    if (n_ >= max_) {
-      return false;
-    }
-    PythonFrame& f = Next();
-    f.function.assign(function);
-    f.file.assign(file);
-    f.line = line;
-    f.eval_entry = false;
-    f.unreadable = false;
-    ++in_group_;
-    return n_ < max_;
-  }
-  void OnEvalBoundary() override {
-    if (in_group_ > 0) {
-      (*frames_)[n_ - 1].eval_entry = true;
-    } else {
-      ++pending_empty_;
-    }
-    in_group_ = 0;
-  }
-  void Finish() { frames_->resize(n_); }
-
- private:
-  PythonFrame& Next() {
-    if (frames_->size() <= n_) {
-      frames_->emplace_back();
-    }
-    return (*frames_)[n_++];
-  }
-
-  std::vector<PythonFrame>* frames_;
-  size_t max_;
-  size_t n_ = 0;
-  size_t in_group_ = 0;
-  size_t pending_empty_ = 0;
-};
-
 }  // namespace
 
 struct RemotePythonReader::Process {
@@ -240,7 +186,7 @@ ThreadReadResult RemotePythonReader::ReadThread(pid_t pid, pid_t tid, uint64_t n
     r.status = ThreadRead::kNoThreadState;
     return r;
   }
-  CollectSink sink(frames, max_frames);
+  PythonFrameCollector sink(frames, max_frames);
   const uint64_t misses = p.cache->misses();
   r.walk = FrameWalker::Walk(p.py.interp, mem, tstate, *p.cache, max_frames, sink);
   sink.Finish();

@@ -36,6 +36,61 @@ struct RemoteReaderOptions {
   uint64_t thread_rescan_ns = 200'000'000;
 };
 
+// Collects frames into a reused vector and turns eval-loop boundaries into eval_entry marks;
+// an eval-loop call none of whose frames could be read becomes an "<unreadable>" placeholder
+// when Python frames follow it (a trailing one is dropped: 3.14's base frame of the thread, or
+// the outermost entry frame, runs no Python of its own).
+class PythonFrameCollector final : public FrameSink {
+ public:
+  PythonFrameCollector(std::vector<PythonFrame>* frames, size_t max) : frames_(frames), max_(max) {}
+  bool OnFrame(std::string_view function, std::string_view file, uint32_t line) override {
+    for (; pending_empty_ > 0 && n_ < max_; --pending_empty_) {
+      PythonFrame& f = Next();
+      f.function = "<unreadable>";
+      f.file.clear();
+      f.line = 0;
+      f.eval_entry = true;
+      f.unreadable = true;
+    }
+    pending_empty_ = 0;
+    if (n_ >= max_) {
+      return false;
+    }
+    PythonFrame& f = Next();
+    f.function.assign(function);
+    f.file.assign(file);
+    f.line = line;
+    f.eval_entry = false;
+    f.unreadable = false;
+    ++in_group_;
+    return n_ < max_;
+  }
+  void OnEvalBoundary() override {
+    if (in_group_ > 0) {
+      (*frames_)[n_ - 1].eval_entry = true;
+    } else {
+      ++pending_empty_;
+    }
+    in_group_ = 0;
+  }
+  // Trims `frames` to the frames collected.
+  void Finish() { frames_->resize(n_); }
+
+ private:
+  PythonFrame& Next() {
+    if (frames_->size() <= n_) {
+      frames_->emplace_back();
+    }
+    return (*frames_)[n_++];
+  }
+
+  std::vector<PythonFrame>* frames_;
+  size_t max_;
+  size_t n_ = 0;
+  size_t in_group_ = 0;
+  size_t pending_empty_ = 0;
+};
+
 enum class ThreadRead {
   kOk,             // frames read (possibly none: the thread is between Python calls)
   kNoProcess,      // the process is gone or its memory may not be read
@@ -48,9 +103,9 @@ const char* ThreadReadName(ThreadRead r);
 struct ThreadReadResult {
   ThreadRead status = ThreadRead::kNoProcess;
   WalkStats walk;
-  uint32_t memory_reads = 0;    // process_vm_readv calls made for this read, probing included
-  bool probed = false;          // this read probed the process (first read, exec, recheck)
-  bool listed_threads = false;  // this read walked the thread lists
+  uint32_t memory_reads = 0;       // process_vm_readv calls made for this read, probing included
+  bool probed = false;             // this read probed the process (first read, exec, recheck)
+  bool listed_threads = false;     // this read walked the thread lists
   uint32_t code_cache_misses = 0;  // code objects decoded anew (names and line table read)
 };
 

@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
+#include "pyframes/remote_reader.h"
 #include "pyframes/testing/fake_python.h"
 
 namespace warpscope::pyframes {
@@ -171,6 +173,49 @@ TEST(RemoteThreadsTest, ManyThreadsStopAtTheLimit) {
   const auto list = p.List(&st);
   EXPECT_EQ(list.size(), kMaxThreadStates);
   EXPECT_TRUE(st.truncated);
+}
+
+}  // namespace
+}  // namespace warpscope::pyframes
+
+namespace warpscope::pyframes {
+namespace {
+
+std::string Collected(const std::vector<PythonFrame>& frames) {
+  std::string s;
+  for (const PythonFrame& f : frames) {
+    s += f.function + (f.eval_entry ? "| " : " ");
+  }
+  return s;
+}
+
+// The collector turns the walker's boundaries into eval_entry marks, keeps an eval-loop call
+// whose only frame could not be read as a placeholder, and drops a trailing empty one.
+TEST(PythonFrameCollectorTest, MarksEntriesAndKeepsGroupsAligned) {
+  FakeProcess p(12);
+  const uint64_t base = p.Frame(p.Code("shim", "m.py", 1), 0, 0, /*owner=*/3);  // no Python
+  const uint64_t shim0 = p.Frame(p.Code("shim", "m.py", 1), base, 0, 3);
+  const uint64_t module = p.Frame(p.Code("<module>", "m.py", 1), shim0, 0);
+  const uint64_t shim1 = p.Frame(p.Code("shim", "m.py", 1), module, 0, 3);
+  const uint64_t bad_code = p.Alloc(64);  // not a code object: the frame is skipped
+  const uint64_t hook = p.Frame(bad_code, shim1, 0);
+  const uint64_t shim2 = p.Frame(p.Code("shim", "m.py", 1), hook, 0, 3);
+  const uint64_t inner = p.Frame(p.Code("inner", "m.py", 1), shim2, 0);
+  std::vector<PythonFrame> frames(1);  // reused: old contents are replaced
+  frames[0].function = "stale";
+  PythonFrameCollector sink(&frames, 48);
+  const WalkStats st = FrameWalker::Walk(p.interp, p.mem, p.ThreadState(inner), p.cache, 48, sink);
+  sink.Finish();
+  EXPECT_EQ(st.skipped, 1u);
+  EXPECT_EQ(Collected(frames), "inner| <unreadable>| <module>| ");
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_TRUE(frames[1].unreadable);
+  EXPECT_FALSE(frames[0].unreadable);
+  // The limit counts placeholders too.
+  PythonFrameCollector two(&frames, 2);
+  FrameWalker::Walk(p.interp, p.mem, p.ThreadState(inner), p.cache, 48, two);
+  two.Finish();
+  EXPECT_EQ(Collected(frames), "inner| <unreadable>| ");
 }
 
 }  // namespace
