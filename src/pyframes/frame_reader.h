@@ -55,11 +55,13 @@ struct WalkStats {
 
 // Per-thread cache of decoded code objects, keyed by the code object's address and its name,
 // file name and line table pointers (a freed and reused address with other contents misses),
-// with the last few (instruction offset -> line) results of each. Fixed size (~40 KiB), not
-// thread-safe: one per walking thread.
+// with the last few (instruction offset -> line) results of each. 2-way set associative (two
+// code objects that hash alike both stay). Fixed size (~40 KiB), not thread-safe: one per
+// walking thread.
 class CodeCache {
  public:
   static constexpr size_t kEntries = 64;
+  static constexpr size_t kSets = kEntries / 2;
   static constexpr size_t kLinesPerEntry = 4;
 
   struct Entry {
@@ -86,7 +88,8 @@ class CodeCache {
 
  private:
   friend class FrameWalker;
-  Entry entries_[kEntries] = {};
+  Entry entries_[kEntries] = {};  // set s: entries 2s and 2s + 1
+  uint8_t recent_[kSets] = {};    // the way of each set used last
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
   uint64_t line_misses_ = 0;

@@ -195,6 +195,29 @@ TEST(FrameReaderTest, InterpreterEntryAndIncompleteFramesAreNotReported) {
   EXPECT_EQ(got[0].function, "<module>");
 }
 
+// Two code objects on one stack never evict each other, wherever they were allocated (a
+// direct-mapped cache loses both, on every walk, when they share a slot).
+TEST(FrameReaderTest, TwoCodeObjectsAlwaysStayCached) {
+  FakePython py(Py(12));
+  std::vector<uint64_t> codes;
+  for (int i = 0; i < 24; ++i) {
+    codes.push_back(py.Code("f" + std::to_string(i), "m.py", 1));
+  }
+  std::vector<Got> got;
+  for (size_t i = 0; i < codes.size(); ++i) {
+    for (size_t j = i + 1; j < codes.size(); ++j) {
+      const uint64_t outer = py.Frame(codes[i], 0, 0);
+      const uint64_t tstate = py.ThreadState(py.Frame(codes[j], outer, 0));
+      py.cache.Clear();
+      py.Walk(tstate, &got);
+      const uint64_t misses = py.cache.misses();
+      py.Walk(tstate, &got);
+      ASSERT_EQ(py.cache.misses(), misses) << i << " " << j;
+      ASSERT_EQ(got.size(), 2u);
+    }
+  }
+}
+
 TEST(FrameReaderTest, EvalBoundariesFollowEveryFrameBeforeThreeEleven) {
   FakePython py(Py(10));
   const uint64_t module = py.Frame(py.Code("<module>", "m.py", 1), 0, 0);
