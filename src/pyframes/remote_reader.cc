@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "pyframes/remote_reader.h"
 
+#include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "pyframes/remote_threads.h"
@@ -23,6 +25,48 @@ class CountingReader final : public MemoryReader {
 };
 
 }  // namespace
+
+const uint8_t* PageCacheReader::Page(uint64_t page) {
+  for (size_t i = 0; i < used_; ++i) {
+    if (addr_[i] == page) {
+      return data_[i];
+    }
+  }
+  size_t slot = used_;
+  if (used_ < kPages) {
+    ++used_;
+  } else {
+    slot = next_victim_++ % kPages;
+  }
+  if (!next_.Read(page, data_[slot], kPage)) {
+    addr_[slot] = 0;  // never matches: page 0 is not a plausible address
+    return nullptr;
+  }
+  addr_[slot] = page;
+  return data_[slot];
+}
+
+bool PageCacheReader::Read(uint64_t addr, void* dst, size_t len) {
+  if (!PlausibleUserRange(addr, len)) {
+    return false;
+  }
+  const uint64_t first = addr & ~uint64_t{kPage - 1};
+  const uint64_t last = (addr + len - (len > 0 ? 1 : 0)) & ~uint64_t{kPage - 1};
+  if (len == 0 || last - first > kPage) {
+    return len == 0 || next_.Read(addr, dst, len);
+  }
+  auto* out = static_cast<uint8_t*>(dst);
+  for (uint64_t page = first; page <= last; page += kPage) {
+    const uint8_t* p = Page(page);
+    if (p == nullptr) {
+      return next_.Read(addr, dst, len);  // part of the page is unmapped: the range may not be
+    }
+    const uint64_t from = std::max(addr, page);
+    const uint64_t to = std::min(addr + len, page + kPage);
+    std::memcpy(out + (from - addr), p + (from - page), to - from);
+  }
+  return true;
+}
 
 struct RemotePythonReader::Process {
   RemoteProbe probe = RemoteProbe::kNoProcess;
@@ -148,7 +192,9 @@ ThreadReadResult RemotePythonReader::ReadThread(pid_t pid, pid_t tid, uint64_t n
     case RemoteProbe::kReady:
       break;
   }
-  CountingReader mem(pid);
+  // One page cache per read: what the walk sees is copied at most once, close together.
+  CountingReader counted(pid);
+  PageCacheReader mem(counted);
   uint64_t tstate = 0;
   if (auto t = p.tstates.find(tid); t != p.tstates.end()) {
     if (NativeTidOf(p.py, mem, t->second, p.pthread_tid_offset) == tid) {
@@ -182,7 +228,7 @@ ThreadReadResult RemotePythonReader::ReadThread(pid_t pid, pid_t tid, uint64_t n
     }
   }
   if (tstate == 0) {
-    r.memory_reads += mem.reads;
+    r.memory_reads += counted.reads;
     r.status = ThreadRead::kNoThreadState;
     return r;
   }
@@ -195,7 +241,7 @@ ThreadReadResult RemotePythonReader::ReadThread(pid_t pid, pid_t tid, uint64_t n
     ++stats_.torn_walks;
     p.suspect = true;
   }
-  r.memory_reads += mem.reads;
+  r.memory_reads += counted.reads;
   r.status = ThreadRead::kOk;
   return r;
 }

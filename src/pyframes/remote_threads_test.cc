@@ -220,3 +220,65 @@ TEST(PythonFrameCollectorTest, MarksEntriesAndKeepsGroupsAligned) {
 
 }  // namespace
 }  // namespace warpscope::pyframes
+
+namespace warpscope::pyframes {
+namespace {
+
+TEST(PageCacheReaderTest, ReadsEachPageOnceUntilReset) {
+  FakeMemoryReader mem;
+  mem.Map(0x10000, 3 * 4096);  // three pages, then unmapped
+  for (uint32_t i = 0; i < 3 * 1024; ++i) {
+    mem.Put<uint32_t>(0x10000 + 4 * i, i);
+  }
+  mem.Map(0x20100, 64);  // a small object whose page is not mapped whole
+  mem.Put<uint64_t>(0x20100, 77);
+  PageCacheReader cache(mem);
+  uint32_t v = 0;
+  ASSERT_TRUE(cache.Read(0x10000 + 40, &v, 4));
+  EXPECT_EQ(v, 10u);
+  ASSERT_TRUE(cache.Read(0x10000 + 400, &v, 4));
+  EXPECT_EQ(v, 100u);
+  EXPECT_EQ(mem.reads(), 1u);  // one page read served both
+  // A range over two pages reads the second page only.
+  uint32_t two[2];
+  ASSERT_TRUE(cache.Read(0x10000 + 4092, two, 8));
+  EXPECT_EQ(two[0], 1023u);
+  EXPECT_EQ(two[1], 1024u);
+  EXPECT_EQ(mem.reads(), 2u);
+  // What changed after the page was copied is not seen until Reset.
+  mem.Put<uint32_t>(0x10000 + 40, 555);
+  ASSERT_TRUE(cache.Read(0x10000 + 40, &v, 4));
+  EXPECT_EQ(v, 10u);
+  cache.Reset();
+  ASSERT_TRUE(cache.Read(0x10000 + 40, &v, 4));
+  EXPECT_EQ(v, 555u);
+  // A page that cannot be read whole: the range itself is read.
+  uint64_t small = 0;
+  ASSERT_TRUE(cache.Read(0x20100, &small, 8));
+  EXPECT_EQ(small, 77u);
+  EXPECT_FALSE(cache.Read(0x20100 + 60, &small, 8));            // crosses the object's end
+  EXPECT_FALSE(cache.Read(0x10000 + 3 * 4096 - 4, &small, 8));  // into the unmapped page
+  // Larger ranges go straight through.
+  std::vector<uint8_t> big(3 * 4096);
+  const size_t before = mem.reads();
+  ASSERT_TRUE(cache.Read(0x10000, big.data(), big.size()));
+  EXPECT_EQ(mem.reads(), before + 1);
+  EXPECT_FALSE(cache.Read(0x10, &v, 4));  // not a plausible address: no read at all
+  EXPECT_EQ(mem.reads(), before + 1);
+  // More pages than it holds: still correct.
+  FakeMemoryReader many;
+  many.Map(0x100000, 40 * 4096);
+  for (uint32_t p = 0; p < 40; ++p) {
+    many.Put<uint32_t>(0x100000 + p * 4096, p);
+  }
+  PageCacheReader small_cache(many);
+  for (int round = 0; round < 2; ++round) {
+    for (uint32_t p = 0; p < 40; ++p) {
+      ASSERT_TRUE(small_cache.Read(0x100000 + p * 4096, &v, 4));
+      EXPECT_EQ(v, p);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace warpscope::pyframes
