@@ -190,10 +190,12 @@ void BM_RemoteReadNewCode(benchmark::State& state) {
     }
   }
   auto cache = std::make_unique<CodeCache>();
+  auto paged = std::make_unique<PageCacheReader>(mem);  // as ReadThread reads
   for (auto _ : state) {
     cache->Clear();
+    paged->Reset();
     PythonFrameCollector sink(&frames, 128);
-    FrameWalker::Walk(py->interp, mem, tstate, *cache, 128, sink);
+    FrameWalker::Walk(py->interp, *paged, tstate, *cache, 128, sink);
     sink.Finish();
   }
   state.counters["frames"] = static_cast<double>(frames.size());
