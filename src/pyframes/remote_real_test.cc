@@ -94,6 +94,9 @@ class Child {
     return word == "ready";
   }
   pid_t pid() const { return pid_; }
+  bool Send(const std::string& line) {
+    return write(stdin_, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  }
   ~Child() {
     if (stdin_ >= 0) {
       close(stdin_);
@@ -333,6 +336,47 @@ TEST_F(RemoteRealTest, EvalLoopFramesOfTheRealNativeStackMatchTheGroups) {
     }
     std::cout << "thread " << tid << " spliced: " << merged << "\n";
   }
+}
+
+// An exec keeps the pid and the start time but loads a new image: the interpreter's mapping
+// moves (a shared libpython or a PIE executable under ASLR) and the reader probes again; a
+// non-PIE executable (Debian's) maps at the same addresses, where the old layout stays right.
+TEST_F(RemoteRealTest, AnExecIsNoticed) {
+  const auto marks = Marks();
+  RemotePythonReader reader;
+  std::vector<PythonFrame> frames;
+  ThreadReadResult r;
+  auto at_inner = [&](const auto& f) {
+    return f.size() == 4 && f[0].function == "inner" && f[0].line == marks.at("inner");
+  };
+  ASSERT_TRUE(ReadUntil(reader, child_.pid(), main_tid_, &frames, &r, at_inner));
+  const RemotePython before = *reader.InterpreterOf(child_.pid());
+  ASSERT_TRUE(child_.Send("exec\n"));
+  pid_t main_tid = 0;
+  pid_t worker_tid = 0;
+  ASSERT_TRUE(child_.Ready(&main_tid, &worker_tid));
+  EXPECT_EQ(main_tid, child_.pid());
+  // Past the revalidation interval: the new image's frames, from a probe where it moved.
+  uint64_t now = NowNs() + RemoteReaderOptions{}.revalidate_ns;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  do {
+    r = reader.ReadThread(child_.pid(), main_tid, now, 128, &frames);
+    now += RemoteReaderOptions{}.revalidate_ns;  // each read may revalidate
+  } while (!(r.status == ThreadRead::kOk && at_inner(frames)) &&
+           std::chrono::steady_clock::now() < deadline);
+  ASSERT_TRUE(r.status == ThreadRead::kOk && at_inner(frames)) << Describe(frames);
+  const RemotePython* after = reader.InterpreterOf(child_.pid());
+  ASSERT_NE(after, nullptr);
+  std::cout << "exec: interpreter mapped at " << std::hex << before.map_start << " then "
+            << after->map_start << std::dec << ", " << reader.stats().process_changes
+            << " change(s) seen\n";
+  if (after->map_start != before.map_start) {
+    EXPECT_GE(reader.stats().process_changes, 1u);
+  }
+  // The worker thread of the new image, by its new tid.
+  ASSERT_TRUE(ReadUntil(reader, child_.pid(), worker_tid, &frames, &r, [](const auto& f) {
+    return f.size() > 2 && f[2].function == "w_inner";
+  })) << Describe(frames);
 }
 
 TEST_F(RemoteRealTest, AnExitedProcessIsNoProcess) {

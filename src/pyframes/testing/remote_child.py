@@ -3,7 +3,8 @@
 # <module> -> outer -> (map, a C call back into Python) -> middle -> inner and blocks reading
 # stdin; a second thread runs worker -> w_inner and blocks on an Event. Prints
 # "ready <main tid> <worker tid>" first. The test finds the expected lines by the "LINE:" marks.
-# Ends when its stdin is closed.
+# Ends when its stdin is closed; the line "exec" makes it exec itself (same pid, new image).
+import os
 import sys
 import threading
 
@@ -23,7 +24,9 @@ def worker(stop):
 
 def inner():
     print(f"ready {threading.get_native_id()} {worker_tid[0]}", flush=True)
-    sys.stdin.read()  # LINE:inner
+    line = sys.stdin.readline()  # LINE:inner
+    if line == "exec\n":
+        os.execv(sys.executable, [sys.executable, "-X", "utf8", __file__])
 
 
 def middle(_):
