@@ -164,7 +164,7 @@ bool MappingStillThere(const std::string& proc_root, pid_t pid, uint64_t start, 
 // One function on purpose: the probe is a short sequence of steps sharing the maps and the
 // symbol values; each step's failure is a distinct answer.
 RemoteProbe ProbeRemotePython(const std::string& proc_root, pid_t pid, MemoryReader& mem,
-                              RemotePython* out, ProbeCost* cost) {
+                              RemotePython* out, ProbeCost* cost, ProbeFileCache* files) {
   ProbeCost local_cost;
   ProbeCost& c = cost != nullptr ? *cost : local_cost;
   *out = RemotePython{};
@@ -215,6 +215,9 @@ RemoteProbe ProbeRemotePython(const std::string& proc_root, pid_t pid, MemoryRea
   const Candidate* found = nullptr;
   std::string file;
   for (const Candidate& k : candidates) {
+    if (files != nullptr && files->KnownWithoutPython(k.dev, k.inode)) {
+      continue;
+    }
     for (const std::string& p : {dir + "/root" + k.path, k.path}) {
       ++c.elf_files_read;
       if (LookupElfSymbols(p, SymbolNames(), LooksLikePython(k.path), &sym) == ElfError::kOk) {
@@ -225,6 +228,9 @@ RemoteProbe ProbeRemotePython(const std::string& proc_root, pid_t pid, MemoryRea
     if (!file.empty() && sym[kRuntime] != 0 && sym[kCodeType] != 0 && sym[kUnicodeType] != 0) {
       found = &k;
       break;
+    }
+    if (!file.empty() && files != nullptr) {
+      files->AddWithoutPython(k.dev, k.inode);  // read, and no interpreter in it
     }
     file.clear();
   }

@@ -11,8 +11,10 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "pyframes/frame_reader.h"
 #include "pyframes/layout.h"
@@ -73,10 +75,32 @@ struct ProbeCost {
   uint32_t memory_reads = 0;    // reads of the target's memory
 };
 
+// Files (device, inode) already read and found without an interpreter: a later probe of any
+// process mapping them skips them. Bounded (cleared when full). Not thread-safe.
+class ProbeFileCache {
+ public:
+  static constexpr size_t kMaxFiles = 4096;
+  bool KnownWithoutPython(uint64_t dev, uint64_t inode) const {
+    return without_python_.contains({dev, inode});
+  }
+  void AddWithoutPython(uint64_t dev, uint64_t inode) {
+    if (without_python_.size() >= kMaxFiles) {
+      without_python_.clear();
+    }
+    without_python_.insert({dev, inode});
+  }
+  size_t size() const { return without_python_.size(); }
+
+ private:
+  std::set<std::pair<uint64_t, uint64_t>> without_python_;
+};
+
 // Probes process `pid` through `proc_root` (normally "/proc"; files are opened through
 // <proc_root>/<pid>/root so that a container's paths resolve) and reads its memory with `mem`.
+// `files` (optional) skips files known to hold no interpreter and learns new ones.
 RemoteProbe ProbeRemotePython(const std::string& proc_root, pid_t pid, MemoryReader& mem,
-                              RemotePython* out, ProbeCost* cost = nullptr);
+                              RemotePython* out, ProbeCost* cost = nullptr,
+                              ProbeFileCache* files = nullptr);
 
 }  // namespace warpscope::pyframes
 

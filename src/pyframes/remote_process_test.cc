@@ -136,6 +136,14 @@ TEST(RemoteProcessTest, ANonPythonProcessIsRecognisedCheaply) {
   EXPECT_EQ(cost.memory_reads, 0u);
   EXPECT_LE(cost.elf_files_read, 2u);  // the executable (through /proc/<pid>/root, maybe again)
   EXPECT_LT(took, std::chrono::milliseconds(500));  // generous: a loaded CI machine
+  ProbeFileCache files;
+  EXPECT_EQ(ProbeRemotePython("/proc", getpid(), mem, &py, nullptr, &files),
+            RemoteProbe::kNotPython);
+  EXPECT_EQ(files.size(), 1u);  // this test's executable
+  ProbeCost again;
+  EXPECT_EQ(ProbeRemotePython("/proc", getpid(), mem, &py, &again, &files),
+            RemoteProbe::kNotPython);
+  EXPECT_EQ(again.elf_files_read, 0u);
 
   RemotePythonReader reader;
   std::vector<PythonFrame> frames;
@@ -147,10 +155,15 @@ TEST(RemoteProcessTest, ANonPythonProcessIsRecognisedCheaply) {
   EXPECT_EQ(r.status, ThreadRead::kNotPython);
   EXPECT_FALSE(r.probed);
   EXPECT_EQ(reader.stats().probes, 1u);
-  // Probed again only after the recheck interval.
+  // Probed again only after the recheck interval, and then without reading the executable
+  // again: it is known to hold no interpreter.
+  const uint64_t files_read = reader.stats().elf_files_read;
+  EXPECT_GE(files_read, 1u);
   r = reader.ReadThread(getpid(), gettid(), 2 + RemoteReaderOptions{}.not_python_recheck_ns, 48,
                         &frames);
   EXPECT_TRUE(r.probed);
+  EXPECT_EQ(r.status, ThreadRead::kNotPython);
+  EXPECT_EQ(reader.stats().elf_files_read, files_read);
   EXPECT_EQ(reader.InterpreterOf(getpid()), nullptr);
   // A process that does not exist is not kept.
   r = reader.ReadThread(0x3fffffff, 0x3fffffff, 3, 48, &frames);

@@ -162,8 +162,9 @@ RemotePythonReader::Process& RemotePythonReader::Lookup(pid_t pid, uint64_t now_
     ++stats_.probes;
     CountingReader mem(pid);
     ProbeCost cost;
-    p.probe = ProbeRemotePython(options_.proc_root, pid, mem, &p.py, &cost);
+    p.probe = ProbeRemotePython(options_.proc_root, pid, mem, &p.py, &cost, &files_);
     r->memory_reads += mem.reads;
+    stats_.elf_files_read += cost.elf_files_read;
     if (p.probe == RemoteProbe::kReady) {
       p.cache = std::make_unique<CodeCache>();
     }

@@ -144,6 +144,7 @@ class RemotePythonReader {
     uint64_t tstate_stale = 0;     // a cached thread state that no longer belonged to its tid
     uint64_t torn_walks = 0;       // walks that broke off or failed the first code check
     uint64_t process_changes = 0;  // a pid found with another start time or interpreter
+    uint64_t elf_files_read = 0;   // by probes; files known to hold no interpreter are skipped
   };
 
   explicit RemotePythonReader(RemoteReaderOptions options = {});
@@ -173,6 +174,7 @@ class RemotePythonReader {
 
   RemoteReaderOptions options_;
   std::unordered_map<pid_t, std::unique_ptr<Process>> processes_;
+  ProbeFileCache files_;  // executables and libraries known to hold no interpreter
   Stats stats_;
 };
 
