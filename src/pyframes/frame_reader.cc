@@ -65,8 +65,16 @@ bool PutUtf8(uint32_t cp, char* out, size_t* n) {
   return true;
 }
 
-size_t Slot(uint64_t code) {
-  return static_cast<size_t>(((code >> 4) * 0x9e3779b97f4a7c15ull) >> 58) % CodeCache::kEntries;
+// The set of `code` in the 2-way cache: a full 64-bit mix (splitmix64's finalizer), so that
+// code objects allocated at regular distances (one module's functions) spread over the sets.
+size_t Set(uint64_t code) {
+  uint64_t x = code >> 3;
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return static_cast<size_t>(x % CodeCache::kSets);
 }
 
 // The line of the frame at byte offset `addr` of `e`'s code: from the entry's small cache or
@@ -229,7 +237,18 @@ WalkStats FrameWalker::Walk(const Interpreter& in, MemoryReader& mem, uint64_t t
   uint64_t mark = frame;
   size_t power = 1;
   size_t lambda = 0;
+  // A boundary after the frame just looked at (3.9/3.10 always, 3.11 is_entry): delivered
+  // before the next frame is looked at or at the end of the walk, not when the sink stopped it.
+  bool boundary_after = false;
+  auto boundary = [&] {
+    ++st.eval_boundaries;
+    sink.OnEvalBoundary();
+  };
   for (size_t steps = 0; frame != 0; ++steps) {
+    if (boundary_after) {
+      boundary();
+      boundary_after = false;
+    }
     if (steps >= kMaxSteps || st.frames >= max_frames) {
       st.truncated = true;
       break;
@@ -252,11 +271,14 @@ WalkStats FrameWalker::Walk(const Interpreter& in, MemoryReader& mem, uint64_t t
         lambda = 0;
       }
     }
+    boundary_after = l.frames == WS_PY_FRAMES_OBJECT ||
+                     (l.frame_is_entry != kNoField && fb[l.frame_is_entry] != 0);
     uint8_t owner = 0;
     if (l.frame_owner != kNoField) {
       owner = fb[l.frame_owner];
       if (owner >= l.owner_not_python) {
         ++st.not_python;
+        boundary();  // 3.12+: the entry frame a native eval-loop call pushes below its frames
         continue;
       }
     }
@@ -287,9 +309,21 @@ WalkStats FrameWalker::Walk(const Interpreter& in, MemoryReader& mem, uint64_t t
         Load64(cb + (l.code_qualname != kNoField ? l.code_qualname : l.code_name));
     const uint64_t filename = Load64(cb + l.code_filename);
     const uint64_t linetable = Load64(cb + l.code_linetable);
-    CodeCache::Entry& e = cache.entries_[Slot(code)];
-    if (e.valid && e.code == code && e.name == name && e.filename == filename &&
-        e.linetable == linetable) {
+    const size_t set = Set(code);
+    auto matches = [&](const CodeCache::Entry& c) {
+      return c.valid && c.code == code && c.name == name && c.filename == filename &&
+             c.linetable == linetable;
+    };
+    size_t way = matches(cache.entries_[2 * set])       ? 0
+                 : matches(cache.entries_[2 * set + 1]) ? 1
+                                                        : 2;
+    const bool hit = way < 2;
+    if (!hit) {
+      way = cache.recent_[set] ^ 1;  // replace the way used less recently
+    }
+    cache.recent_[set] = static_cast<uint8_t>(way);
+    CodeCache::Entry& e = cache.entries_[2 * set + way];
+    if (hit) {
       ++cache.hits_;
     } else {
       ++cache.misses_;
@@ -317,8 +351,12 @@ WalkStats FrameWalker::Walk(const Interpreter& in, MemoryReader& mem, uint64_t t
     ++st.frames;
     if (!sink.OnFrame(std::string_view(e.function, e.function_len),
                       std::string_view(e.file, e.file_len), line)) {
+      boundary_after = false;
       break;
     }
+  }
+  if (boundary_after) {
+    boundary();
   }
   return st;
 }

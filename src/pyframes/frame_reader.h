@@ -33,15 +33,21 @@ class FrameSink {
  public:
   virtual ~FrameSink() = default;
   virtual bool OnFrame(std::string_view function, std::string_view file, uint32_t line) = 0;
+  // The frames since the previous boundary (none when a frame could not be read) ran in one
+  // native call of the interpreter's eval loop (_PyEval_EvalFrameDefault); the next frames run
+  // in an outer one. 3.9/3.10: after every frame; 3.11: after a frame marked is_entry;
+  // 3.12+: at an entry frame owned by the C stack. The splicer (splice.h) uses it.
+  virtual void OnEvalBoundary() {}
 };
 
 // What a walk did.
 struct WalkStats {
-  uint32_t frames = 0;        // frames handed to the sink
-  uint32_t skipped = 0;       // frames that could not be read (unreadable or failed a type check)
-  uint32_t not_python = 0;    // the interpreter's own entry frames, code-less frames (not errors)
-  bool truncated = false;     // stopped at max_frames, the step limit or a cycle
-  bool chain_broken = false;  // a frame itself (not its code) could not be read: walk ended
+  uint32_t frames = 0;      // frames handed to the sink
+  uint32_t skipped = 0;     // frames that could not be read (unreadable or failed a type check)
+  uint32_t not_python = 0;  // the interpreter's own entry frames, code-less frames (not errors)
+  uint32_t eval_boundaries = 0;  // OnEvalBoundary calls
+  bool truncated = false;        // stopped at max_frames, the step limit or a cycle
+  bool chain_broken = false;     // a frame itself (not its code) could not be read: walk ended
   // The first frame that had a code pointer failed the code type check: on a fresh layout, the
   // sign that the layout is wrong.
   bool first_code_invalid = false;
@@ -49,11 +55,13 @@ struct WalkStats {
 
 // Per-thread cache of decoded code objects, keyed by the code object's address and its name,
 // file name and line table pointers (a freed and reused address with other contents misses),
-// with the last few (instruction offset -> line) results of each. Fixed size (~40 KiB), not
-// thread-safe: one per walking thread.
+// with the last few (instruction offset -> line) results of each. 2-way set associative (two
+// code objects that hash alike both stay). Fixed size (~40 KiB), not thread-safe: one per
+// walking thread.
 class CodeCache {
  public:
   static constexpr size_t kEntries = 64;
+  static constexpr size_t kSets = kEntries / 2;
   static constexpr size_t kLinesPerEntry = 4;
 
   struct Entry {
@@ -80,7 +88,8 @@ class CodeCache {
 
  private:
   friend class FrameWalker;
-  Entry entries_[kEntries] = {};
+  Entry entries_[kEntries] = {};  // set s: entries 2s and 2s + 1
+  uint8_t recent_[kSets] = {};    // the way of each set used last
   uint64_t hits_ = 0;
   uint64_t misses_ = 0;
   uint64_t line_misses_ = 0;

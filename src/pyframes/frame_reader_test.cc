@@ -6,13 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "pyframes/testing/fake_memory_reader.h"
+#include "pyframes/testing/fake_python.h"
 
 namespace warpscope::pyframes {
 namespace {
-
-constexpr uint64_t kCodeType = 0x7000'0000'1000;
-constexpr uint64_t kUnicodeType = 0x7000'0000'2000;
 
 struct Got {
   std::string function;
@@ -30,101 +27,31 @@ class CollectSink final : public FrameSink {
   std::vector<Got> frames;
 };
 
-// Lays out CPython objects of one layout in a fake address space, each in its own region so
-// that a pointer past an object reads unmapped memory.
-class FakePython {
+// The fake interpreter with a walk that collects the frames.
+class FakePython : public FakePythonMemory {
  public:
-  explicit FakePython(const Layout& l) : l_(l) {
-    interp.layout = l;
-    interp.code_type = kCodeType;
-    interp.unicode_type = kUnicodeType;
-  }
-
-  uint64_t Alloc(size_t size) {
-    const uint64_t a = next_;
-    next_ += (size + 0xfff) / 0x1000 * 0x1000 + 0x1000;  // a gap after each object
-    mem.Map(a, size);
-    return a;
-  }
-
-  // A compact ASCII str, or a compact non-ASCII one of `kind` (1, 2 or 4) code points.
-  uint64_t Str(const std::string& ascii) {
-    const uint64_t a = Alloc(l_.unicode_ascii_size + ascii.size() + 1);
-    mem.Put<uint64_t>(a + 8, kUnicodeType);
-    mem.Put<int64_t>(a + l_.unicode_length, static_cast<int64_t>(ascii.size()));
-    mem.Put<uint32_t>(a + l_.unicode_state, (1u << 2) | (1u << 5) | (1u << 6) | (1u << 7));
-    mem.Write(a + l_.unicode_ascii_size, ascii.data(), ascii.size());
-    return a;
-  }
-  uint64_t WideStr(const std::vector<uint32_t>& cps, uint32_t kind) {
-    const uint64_t a = Alloc(l_.unicode_compact_size + cps.size() * kind);
-    mem.Put<uint64_t>(a + 8, kUnicodeType);
-    mem.Put<int64_t>(a + l_.unicode_length, static_cast<int64_t>(cps.size()));
-    mem.Put<uint32_t>(a + l_.unicode_state, (kind << 2) | (1u << 5) | (1u << 7));
-    for (size_t i = 0; i < cps.size(); ++i) {
-      mem.Write(a + l_.unicode_compact_size + i * kind, &cps[i], kind);  // little-endian
-    }
-    return a;
-  }
-  uint64_t Bytes(const std::vector<uint8_t>& b) {
-    const uint64_t a = Alloc(l_.bytes_data + b.size() + 1);
-    mem.Put<int64_t>(a + l_.bytes_size, static_cast<int64_t>(b.size()));
-    mem.Write(a + l_.bytes_data, b.data(), b.size());
-    return a;
-  }
-  // A code object whose line table gives line first + 1 + i to code unit i (10 units).
-  uint64_t Code(const std::string& name, const std::string& file, int first) {
-    std::vector<uint8_t> table;
-    for (int i = 0; i < 10; ++i) {
-      table.push_back(0xE8);  // 3.11+: no-columns entry, 1 unit, line +1
-      table.push_back(0x02);
-    }
-    return CodeWith(Str(name), Str(file), first, Bytes(table));
-  }
-  uint64_t CodeWith(uint64_t name, uint64_t file, int first, uint64_t table) {
-    const uint64_t a = Alloc(l_.code_adaptive + 64);
-    mem.Put<uint64_t>(a + 8, kCodeType);
-    mem.Put<uint64_t>(a + l_.code_qualname, name);
-    mem.Put<uint64_t>(a + l_.code_name, name);
-    mem.Put<uint64_t>(a + l_.code_filename, file);
-    mem.Put<uint64_t>(a + l_.code_linetable, table);
-    mem.Put<int32_t>(a + l_.code_firstlineno, first);
-    if (l_.code_firsttraceable != kNoField) {
-      mem.Put<int32_t>(a + l_.code_firsttraceable, 0);
-    }
-    return a;
-  }
-  // A frame executing code unit `unit` of `code`.
-  uint64_t Frame(uint64_t code, uint64_t back, int unit, uint8_t owner = 0, uint64_t tag = 0) {
-    const uint64_t a = Alloc(l_.frame_read_size);
-    mem.Put<uint64_t>(a + l_.frame_code, code | tag);
-    mem.Put<uint64_t>(a + l_.frame_back, back);
-    mem.Put<uint64_t>(a + l_.frame_instr, code + l_.code_adaptive + 2 * unit);
-    mem.Put<uint8_t>(a + l_.frame_owner, owner);
-    return a;
-  }
-  uint64_t ThreadState(uint64_t frame) {
-    const uint64_t cframe = Alloc(16);
-    mem.Put<uint64_t>(cframe + l_.cframe_current_frame, frame);
-    const uint64_t ts = Alloc(l_.tstate_frame + 8);
-    mem.Put<uint64_t>(ts + l_.tstate_frame, l_.frames == WS_PY_FRAMES_CFRAME ? cframe : frame);
-    return ts;
-  }
-
+  using FakePythonMemory::FakePythonMemory;
   WalkStats Walk(uint64_t tstate, std::vector<Got>* out, size_t max = 48) {
     CollectSink sink;
     const WalkStats st = FrameWalker::Walk(interp, mem, tstate, cache, max, sink);
     *out = sink.frames;
     return st;
   }
+};
 
-  Interpreter interp;
-  FakeMemoryReader mem;
-  CodeCache cache;
+// Frame names with "|" where the walker reports an eval-loop boundary.
+class BoundarySink final : public FrameSink {
+ public:
+  explicit BoundarySink(size_t stop_after = 1000) : stop_after_(stop_after) {}
+  bool OnFrame(std::string_view function, std::string_view, uint32_t) override {
+    text += std::string(function) + " ";
+    return --stop_after_ > 0;
+  }
+  void OnEvalBoundary() override { text += "| "; }
+  std::string text;
 
  private:
-  const Layout l_;
-  uint64_t next_ = 0x10'0000;
+  size_t stop_after_;
 };
 
 Layout Py(int minor) {
@@ -266,6 +193,77 @@ TEST(FrameReaderTest, InterpreterEntryAndIncompleteFramesAreNotReported) {
   EXPECT_EQ(st.skipped, 0u);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[0].function, "<module>");
+}
+
+// Two code objects on one stack never evict each other, wherever they were allocated (a
+// direct-mapped cache loses both, on every walk, when they share a slot).
+TEST(FrameReaderTest, TwoCodeObjectsAlwaysStayCached) {
+  FakePython py(Py(12));
+  std::vector<uint64_t> codes;
+  for (int i = 0; i < 24; ++i) {
+    codes.push_back(py.Code("f" + std::to_string(i), "m.py", 1));
+  }
+  std::vector<Got> got;
+  for (size_t i = 0; i < codes.size(); ++i) {
+    for (size_t j = i + 1; j < codes.size(); ++j) {
+      const uint64_t outer = py.Frame(codes[i], 0, 0);
+      const uint64_t tstate = py.ThreadState(py.Frame(codes[j], outer, 0));
+      py.cache.Clear();
+      py.Walk(tstate, &got);
+      const uint64_t misses = py.cache.misses();
+      py.Walk(tstate, &got);
+      ASSERT_EQ(py.cache.misses(), misses) << i << " " << j;
+      ASSERT_EQ(got.size(), 2u);
+    }
+  }
+}
+
+TEST(FrameReaderTest, EvalBoundariesFollowEveryFrameBeforeThreeEleven) {
+  FakePython py(Py(10));
+  const uint64_t module = py.Frame(py.Code("<module>", "m.py", 1), 0, 0);
+  const uint64_t outer = py.Frame(py.Code("outer", "m.py", 1), module, 0);
+  const uint64_t inner = py.Frame(py.Code("inner", "m.py", 1), outer, 0);
+  BoundarySink sink;
+  const WalkStats st =
+      FrameWalker::Walk(py.interp, py.mem, py.ThreadState(inner), py.cache, 48, sink);
+  EXPECT_EQ(sink.text, "inner | outer | <module> | ");
+  EXPECT_EQ(st.eval_boundaries, 3u);
+}
+
+TEST(FrameReaderTest, EvalBoundariesAtIsEntryFramesInThreeEleven) {
+  FakePython py(Py(11));
+  const uint64_t module = py.Frame(py.Code("<module>", "m.py", 1), 0, 0);
+  const uint64_t outer = py.Frame(py.Code("outer", "m.py", 1), module, 0);
+  const uint64_t middle = py.Frame(py.Code("middle", "m.py", 1), outer, 0);  // called from C
+  const uint64_t inner = py.Frame(py.Code("inner", "m.py", 1), middle, 0);
+  py.MarkEntry(module);
+  py.MarkEntry(middle);
+  BoundarySink sink;
+  FrameWalker::Walk(py.interp, py.mem, py.ThreadState(inner), py.cache, 48, sink);
+  EXPECT_EQ(sink.text, "inner middle | outer <module> | ");
+  // A walk the sink stops reports no boundary after its last frame.
+  BoundarySink stopped(2);
+  FrameWalker::Walk(py.interp, py.mem, py.ThreadState(inner), py.cache, 48, stopped);
+  EXPECT_EQ(stopped.text, "inner middle ");
+  // The depth limit keeps the boundaries of the frames it reported.
+  BoundarySink limited;
+  FrameWalker::Walk(py.interp, py.mem, py.ThreadState(inner), py.cache, 2, limited);
+  EXPECT_EQ(limited.text, "inner middle | ");
+}
+
+TEST(FrameReaderTest, EvalBoundariesAtCStackEntryFramesFromThreeTwelve) {
+  FakePython py(Py(12));
+  const uint64_t shim0 = py.Frame(py.Code("shim", "m.py", 1), 0, 0, /*owner=*/3);
+  const uint64_t module = py.Frame(py.Code("<module>", "m.py", 1), shim0, 0);
+  const uint64_t outer = py.Frame(py.Code("outer", "m.py", 1), module, 0);
+  const uint64_t shim1 = py.Frame(py.Code("shim", "m.py", 1), outer, 0, /*owner=*/3);
+  const uint64_t middle = py.Frame(py.Code("middle", "m.py", 1), shim1, 0);
+  const uint64_t inner = py.Frame(py.Code("inner", "m.py", 1), middle, 0);
+  BoundarySink sink;
+  const WalkStats st =
+      FrameWalker::Walk(py.interp, py.mem, py.ThreadState(inner), py.cache, 48, sink);
+  EXPECT_EQ(sink.text, "inner middle | outer <module> | ");
+  EXPECT_EQ(st.not_python, 2u);
 }
 
 TEST(FrameReaderTest, ThreeNineFramesUseLastiAndLnotab) {

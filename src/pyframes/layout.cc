@@ -36,6 +36,13 @@ Layout FromTable(const WsPyLayoutTable& t) {
   l.unicode_utf8 = t.unicode_utf8;
   l.unicode_utf8_length = t.unicode_utf8_length;
   l.unicode_compact_size = t.unicode_compact_size;
+  l.frame_is_entry = t.frame_is_entry;
+  l.runtime_interpreters_head = t.runtime_interpreters_head;
+  l.interp_next = t.interp_next;
+  l.interp_threads_head = t.interp_threads_head;
+  l.tstate_next = t.tstate_next;
+  l.tstate_thread_id = t.tstate_thread_id;
+  l.tstate_native_thread_id = t.tstate_native_thread_id;
   l.unicode_has_ready = t.minor <= 11;
   l.owner_not_python = t.minor >= 12 ? 3 : 0xff;
   return l;
@@ -128,7 +135,14 @@ LayoutError LayoutFromDebugOffsets(MemoryReader& mem, uint64_t runtime_addr, int
       return LayoutError::kImplausible;
     }
   }
-  if (v[s.tstate_current_frame] >= v[s.tstate_size]) {
+  for (uint32_t f :
+       {s.tstate_current_frame, s.tstate_next, s.tstate_thread_id, s.tstate_native_thread_id}) {
+    if (v[f] >= v[s.tstate_size]) {
+      return LayoutError::kImplausible;
+    }
+  }
+  if (v[s.interp_next] >= v[s.interp_size] || v[s.interp_threads_head] >= v[s.interp_size] ||
+      v[s.runtime_interpreters_head] >= v[s.runtime_size]) {
     return LayoutError::kImplausible;
   }
   Layout l;
@@ -158,6 +172,12 @@ LayoutError LayoutFromDebugOffsets(MemoryReader& mem, uint64_t runtime_addr, int
   l.unicode_utf8_length = l.unicode_ascii_size;
   l.unicode_utf8 = l.unicode_ascii_size + 8;
   l.unicode_compact_size = l.unicode_ascii_size + 16;
+  l.runtime_interpreters_head = u32(s.runtime_interpreters_head);
+  l.interp_next = u32(s.interp_next);
+  l.interp_threads_head = u32(s.interp_threads_head);
+  l.tstate_next = u32(s.tstate_next);
+  l.tstate_thread_id = u32(s.tstate_thread_id);
+  l.tstate_native_thread_id = u32(s.tstate_native_thread_id);
   l.code_tag_mask = minor >= 14 ? 3 : 0;
   l.owner_not_python = 3;
   *out = l;
@@ -174,8 +194,9 @@ LayoutError FinishLayout(Layout* l) {
     }
     return e;
   };
-  l->frame_read_size = std::max({end({l->frame_back, l->frame_code, l->frame_instr}, 8),
-                                 end({l->frame_lasti}, 4), end({l->frame_owner}, 1)});
+  l->frame_read_size =
+      std::max({end({l->frame_back, l->frame_code, l->frame_instr}, 8), end({l->frame_lasti}, 4),
+                end({l->frame_owner, l->frame_is_entry}, 1)});
   l->code_read_size =
       std::max(end({l->code_filename, l->code_name, l->code_qualname, l->code_linetable}, 8),
                end({l->code_firstlineno, l->code_firsttraceable}, 4));

@@ -42,6 +42,15 @@ struct Layout {
   uint32_t unicode_utf8 = kNoField;
   uint32_t unicode_utf8_length = kNoField;
   uint32_t unicode_compact_size = kNoField;
+  uint32_t frame_is_entry = kNoField;  // 3.11's is_entry (a bool)
+  // Finding a thread's state in another process (remote_threads.h); kNoField where a version
+  // lacks the field (native_thread_id before 3.11).
+  uint32_t runtime_interpreters_head = kNoField;
+  uint32_t interp_next = kNoField;
+  uint32_t interp_threads_head = kNoField;
+  uint32_t tstate_next = kNoField;
+  uint32_t tstate_thread_id = kNoField;
+  uint32_t tstate_native_thread_id = kNoField;
   // Low bits cleared from the frame's code pointer: 3.14's f_executable is a _PyStackRef whose
   // bit 0 tags a deferred/borrowed reference (Include/internal/pycore_stackref.h).
   uint64_t code_tag_mask = 0;

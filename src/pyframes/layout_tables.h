@@ -58,6 +58,19 @@ typedef struct WsPyLayoutTable {
   uint16_t unicode_utf8;         /* PyCompactUnicodeObject.utf8 (char*, may be NULL) */
   uint16_t unicode_utf8_length;  /* PyCompactUnicodeObject.utf8_length */
   uint16_t unicode_compact_size; /* sizeof(PyCompactUnicodeObject): compact data follows */
+  /* _PyInterpreterFrame.is_entry, a bool (3.11 only: the frame a native eval-loop call began
+   * with; 3.12+ mark that with an entry frame owned by the C stack instead) */
+  uint16_t frame_is_entry;
+  /* Finding a thread's state in another process (Include/internal/pycore_runtime.h,
+   * pycore_interp.h, cpython/pystate.h): _PyRuntimeState.interpreters.head,
+   * PyInterpreterState.next, .tstate_head (3.9/3.10) / .threads.head (3.11+),
+   * PyThreadState.next, .thread_id (pthread_self()), .native_thread_id (3.11+ only). */
+  uint16_t runtime_interpreters_head;
+  uint16_t interp_next;
+  uint16_t interp_threads_head;
+  uint16_t tstate_next;
+  uint16_t tstate_thread_id;
+  uint16_t tstate_native_thread_id;
 } WsPyLayoutTable;
 
 /* Include/cpython/pystate.h (struct _ts), Include/cpython/frameobject.h (3.9) or
@@ -88,7 +101,14 @@ static const WsPyLayoutTable kWsPyLayout39 = {3,
                                               48,
                                               56,
                                               48,
-                                              72};
+                                              72,
+                                              WS_PY_NONE,
+                                              32,
+                                              0,
+                                              8,
+                                              8,
+                                              176,
+                                              WS_PY_NONE};
 
 /* The same headers of 3.10.13 (struct _frame lost f_valuestack's neighbours: f_lasti moved). */
 static const WsPyLayoutTable kWsPyLayout310 = {3,
@@ -116,7 +136,14 @@ static const WsPyLayoutTable kWsPyLayout310 = {3,
                                                48,
                                                56,
                                                48,
-                                               72};
+                                               72,
+                                               WS_PY_NONE,
+                                               32,
+                                               0,
+                                               8,
+                                               8,
+                                               176,
+                                               WS_PY_NONE};
 
 /* 3.11.2 (Debian) and 3.11.7: Include/cpython/pystate.h (_PyCFrame), Include/internal/
  * pycore_frame.h (_PyInterpreterFrame: f_func, f_globals, f_builtins, f_locals, f_code,
@@ -146,7 +173,14 @@ static const WsPyLayoutTable kWsPyLayout311 = {3,
                                                48,
                                                56,
                                                48,
-                                               72};
+                                               72,
+                                               68,
+                                               40,
+                                               0,
+                                               16,
+                                               8,
+                                               152,
+                                               160};
 
 /* 3.12.1: _PyInterpreterFrame starts with f_code, previous; PyASCIIObject lost wstr (40 bytes);
  * _PyCFrame holds current_frame first. */
@@ -175,7 +209,14 @@ static const WsPyLayoutTable kWsPyLayout312 = {3,
                                                40,
                                                48,
                                                40,
-                                               56};
+                                               56,
+                                               WS_PY_NONE,
+                                               40,
+                                               0,
+                                               72,
+                                               8,
+                                               136,
+                                               144};
 
 /* 3.13+: where each field the reader needs sits in _Py_DebugOffsets (the struct at the start of
  * _PyRuntime), counted in uint64_t slots: the struct is all uint64_t after the 8-byte cookie,
@@ -194,11 +235,17 @@ typedef struct WsPyDebugSlots {
   uint32_t bytes_ob_size, bytes_ob_sval;
   uint32_t unicode_state, unicode_length, unicode_ascii_size;
   uint32_t total; /* slots to read */
+  /* Finding a thread's state: runtime_state.interpreters_head, interpreter_state.{size, next,
+   * threads_head}, thread_state.{next, thread_id, native_thread_id}, runtime_state.size. */
+  uint32_t runtime_interpreters_head, interp_size, interp_next, interp_threads_head;
+  uint32_t tstate_next, tstate_thread_id, tstate_native_thread_id, runtime_size;
 } WsPyDebugSlots;
 
-static const WsPyDebugSlots kWsPyDebugSlots313 = {1,  2,  19, 23, 28, 29, 30, 31, 33, 34, 35, 36,
-                                                  37, 38, 39, 43, 45, 65, 66, 68, 69, 70, 73};
-static const WsPyDebugSlots kWsPyDebugSlots314 = {1,  2,  22, 26, 31, 32, 33, 34, 36, 39, 40, 41,
-                                                  42, 43, 44, 48, 51, 75, 76, 78, 79, 80, 95};
+static const WsPyDebugSlots kWsPyDebugSlots313 = {1,  2,  19, 23, 28, 29, 30, 31, 33, 34, 35,
+                                                  36, 37, 38, 39, 43, 45, 65, 66, 68, 69, 70,
+                                                  73, 5,  6,  8,  9,  21, 24, 25, 3};
+static const WsPyDebugSlots kWsPyDebugSlots314 = {1,  2,  22, 26, 31, 32, 33, 34, 36, 39, 40,
+                                                  41, 42, 43, 44, 48, 51, 75, 76, 78, 79, 80,
+                                                  95, 5,  6,  8,  9,  24, 27, 28, 3};
 
 #endif /* WARPSCOPE_PYFRAMES_LAYOUT_TABLES_H_ */

@@ -56,6 +56,14 @@ std::vector<uint64_t> DebugOffsets(const WsPyDebugSlots& s, int minor) {
   v[s.unicode_state] = 32;
   v[s.unicode_length] = 16;
   v[s.unicode_ascii_size] = 40;
+  v[s.runtime_size] = 2000;
+  v[s.runtime_interpreters_head] = 40;
+  v[s.interp_size] = 9000;
+  v[s.interp_next] = 0;
+  v[s.interp_threads_head] = 72;
+  v[s.tstate_next] = 8;
+  v[s.tstate_thread_id] = 136;
+  v[s.tstate_native_thread_id] = 144;
   return v;
 }
 
@@ -77,6 +85,10 @@ TEST(LayoutTest, DebugOffsetsOfThreeThirteenAndThreeFourteen) {
     EXPECT_EQ(l.unicode_compact_size, 56u);
     EXPECT_EQ(l.owner_not_python, 3);
     EXPECT_EQ(l.code_tag_mask, minor == 14 ? 3u : 0u);  // 3.14: f_executable is a _PyStackRef
+    EXPECT_EQ(l.runtime_interpreters_head, 40u);
+    EXPECT_EQ(l.interp_threads_head, 72u);
+    EXPECT_EQ(l.tstate_next, 8u);
+    EXPECT_EQ(l.tstate_native_thread_id, 144u);
   }
 }
 
@@ -95,6 +107,12 @@ TEST(LayoutTest, DebugOffsetsThatDoNotFitAreRefused) {
   EXPECT_EQ(FromOffsets(v, 13, &l), LayoutError::kImplausible);
   v = DebugOffsets(s, 13);
   v[s.unicode_ascii_size] = 48;  // 3.11's str header: not a 3.13 one
+  EXPECT_EQ(FromOffsets(v, 13, &l), LayoutError::kImplausible);
+  v = DebugOffsets(s, 13);
+  v[s.tstate_native_thread_id] = 400;  // at the thread state's end
+  EXPECT_EQ(FromOffsets(v, 13, &l), LayoutError::kImplausible);
+  v = DebugOffsets(s, 13);
+  v[s.interp_threads_head] = 9000;
   EXPECT_EQ(FromOffsets(v, 13, &l), LayoutError::kImplausible);
   FakeMemoryReader nothing;
   EXPECT_EQ(LayoutFromDebugOffsets(nothing, 0x10000, 3, 13, &l), LayoutError::kUnreadable);

@@ -10,9 +10,8 @@
 #if PY_VERSION_HEX >= 0x030b0000
 #include "internal/pycore_frame.h"
 #endif
-#if PY_VERSION_HEX >= 0x030d0000
+#include "internal/pycore_interp.h"
 #include "internal/pycore_runtime.h"
-#endif
 
 #include "pyframes/layout_tables.h"
 
@@ -60,6 +59,14 @@ int main(void) {
   SLOT(unicode_state, unicode_object.state);
   SLOT(unicode_length, unicode_object.length);
   SLOT(unicode_ascii_size, unicode_object.asciiobject_size);
+  SLOT(runtime_size, runtime_state.size);
+  SLOT(runtime_interpreters_head, runtime_state.interpreters_head);
+  SLOT(interp_size, interpreter_state.size);
+  SLOT(interp_next, interpreter_state.next);
+  SLOT(interp_threads_head, interpreter_state.threads_head);
+  SLOT(tstate_next, thread_state.next);
+  SLOT(tstate_thread_id, thread_state.thread_id);
+  SLOT(tstate_native_thread_id, thread_state.native_thread_id);
   Check("debug offsets size", (size_t)s->total * 8, sizeof(_Py_DebugOffsets));
   Check("utf8_length follows PyASCIIObject", sizeof(PyASCIIObject),
         offsetof(PyCompactUnicodeObject, utf8_length));
@@ -111,6 +118,26 @@ int main(void) {
   CHECK(code_firsttraceable, offsetof(PyCodeObject, _co_firsttraceable));
   Check("_Py_CODEUNIT is 2 bytes", 2, sizeof(_Py_CODEUNIT));
 #endif
+#if PY_VERSION_HEX >= 0x030b0000 && PY_VERSION_HEX < 0x030c0000
+  CHECK(frame_is_entry, offsetof(_PyInterpreterFrame, is_entry));
+  Check("is_entry is a bool", 1, sizeof(((_PyInterpreterFrame*)0)->is_entry));
+#else
+  CHECK(frame_is_entry, WS_PY_NONE);
+#endif
+  /* Finding a thread's state in another process. */
+  CHECK(runtime_interpreters_head, offsetof(_PyRuntimeState, interpreters.head));
+  CHECK(interp_next, offsetof(PyInterpreterState, next));
+#if PY_VERSION_HEX >= 0x030b0000
+  CHECK(interp_threads_head, offsetof(PyInterpreterState, threads.head));
+  CHECK(tstate_native_thread_id, offsetof(PyThreadState, native_thread_id));
+  Check("native_thread_id is 8 bytes", 8, sizeof(((PyThreadState*)0)->native_thread_id));
+#else
+  CHECK(interp_threads_head, offsetof(PyInterpreterState, tstate_head));
+  CHECK(tstate_native_thread_id, WS_PY_NONE);
+#endif
+  CHECK(tstate_next, offsetof(PyThreadState, next));
+  CHECK(tstate_thread_id, offsetof(PyThreadState, thread_id));
+  Check("thread_id is 8 bytes", 8, sizeof(((PyThreadState*)0)->thread_id));
   CHECK(code_filename, offsetof(PyCodeObject, co_filename));
   CHECK(code_name, offsetof(PyCodeObject, co_name));
   CHECK(code_firstlineno, offsetof(PyCodeObject, co_firstlineno));
