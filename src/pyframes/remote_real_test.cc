@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/testing/peer.h"
 #include "pyframes/remote_reader.h"
 #include "pyframes/splice.h"
 
@@ -313,9 +314,8 @@ TEST_F(RemoteRealTest, EvalLoopFramesOfTheRealNativeStackMatchTheGroups) {
   ASSERT_TRUE(ReadUntil(reader, child_.pid(), worker_tid_, &worker_frames, &r,
                         [&](const auto& f) { return f.size() > 2 && f[2].function == "w_inner"; }));
   const auto stacks = GdbStacks(child_.pid());
-  if (stacks.empty()) {
-    GTEST_SKIP() << "gdb is not installed: the native side is not checked";
-  }
+  WARPSCOPE_REQUIRE_PEER(!stacks.empty(), "gdb (the native stacks to compare with)",
+                         "scripts/setup.sh --test (apt-get install gdb)");
   for (const auto& [tid, python] :
        {std::pair{main_tid_, &main_frames}, std::pair{worker_tid_, &worker_frames}}) {
     ASSERT_TRUE(stacks.contains(tid)) << tid;
