@@ -21,6 +21,7 @@
 #include "cupti_inject/agent_connection.h"
 #include "cupti_inject/code_ranges.h"
 #include "cupti_inject/correlation_join.h"
+#include "cupti_inject/cubins.h"
 #include "cupti_inject/kernel_duty_cycle.h"
 #include "cupti_inject/pc_sampling.h"
 #include "cupti_inject/stack_capture.h"
@@ -135,6 +136,7 @@ class Flusher {
   size_t notices_sent_ = 0;
   std::vector<uint64_t> cubins_sent_;
   uint64_t cubin_generation_seen_ = ~0ull;
+  bool cubins_lost_noticed_ = false;
 };
 
 Flusher* g_flusher = nullptr;
@@ -421,8 +423,20 @@ void Flusher::SendNotices() {
 }
 
 void Flusher::SendCubins() {
-  // Cubins are copied from every module load; the agent needs them only while PC sampling runs.
-  if (!conn_.connected() || !g->controls.pc_wanted.load(std::memory_order_relaxed)) {
+  // The agent needs cubins only while PC sampling runs; those loaded before it was switched on
+  // are read back now (cubins.h).
+  if (!g->controls.pc_wanted.load(std::memory_order_relaxed)) {
+    return;
+  }
+  if (const size_t lost = ReadBackCubins(); lost > 0 && !cubins_lost_noticed_) {
+    cubins_lost_noticed_ = true;
+    Notify(wire::Severity::kInfo, 0,
+           std::to_string(lost) +
+               " cubin(s) loaded before PC sampling was switched on could not "
+               "be read back (the driver freed or reused their memory); their PC samples show "
+               "offsets without SASS. Set WARPSCOPE_CUPTI_PC_SAMPLING=1 at start to keep them all");
+  }
+  if (!conn_.connected()) {
     return;
   }
   const uint64_t gen = g->cubin_generation.load(std::memory_order_relaxed);

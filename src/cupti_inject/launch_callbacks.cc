@@ -168,41 +168,6 @@ __attribute__((aligned(kHotAlign))) void OnLaunch(abi::CUpti_CallbackDomain doma
   }
 }
 
-// Copies a loaded module's cubin for the agent's disassembly, once per CRC, within the cap:
-// every module while PC sampling is possible in this process (its entry points resolved and the
-// version's record layout known), whether or not it is on yet, since the descriptor is valid
-// only inside this callback and the agent may switch sampling on later. The flusher sends the
-// copies only while sampling is wanted.
-void OnModuleLoaded(const abi::CUpti_ModuleResourceData* m) {
-  if (m->pCubin == nullptr || m->cubinSize == 0 || g->api.cuptiPCSamplingEnable == nullptr ||
-      g->api.cuptiPCSamplingGetData == nullptr ||
-      abi::PcSamplingLayoutFor(g->cupti_version).pc_record_size == 0) {
-    return;
-  }
-  uint64_t crc = 0;
-  if (g->api.cuptiGetCubinCrc != nullptr) {
-    abi::CUpti_GetCubinCrcParams p{};
-    p.size = sizeof(p);
-    p.cubinSize = m->cubinSize;
-    p.cubin = m->pCubin;
-    if (g->api.cuptiGetCubinCrc(&p) == abi::kSuccess) {
-      crc = p.cubinCrc;
-    }
-  }
-  if (crc == 0) {
-    crc = wire::HashBytes(wire::kHashSeed, m->pCubin, m->cubinSize);
-  }
-  std::lock_guard lock(g->cubin_mu);
-  const size_t cap = static_cast<size_t>(g->config.cubin_cap_mb) << 20;
-  if (g->cubins.contains(crc) || g->cubin_bytes + m->cubinSize > cap) {
-    return;
-  }
-  g->cubins.emplace(crc, std::string(m->pCubin, m->cubinSize));
-  g->cubin_bytes += m->cubinSize;
-  g->cubins_captured.fetch_add(1, std::memory_order_relaxed);
-  g->cubin_generation.fetch_add(1, std::memory_order_relaxed);
-}
-
 void OnResource(abi::CUpti_CallbackId cbid, const abi::CUpti_ResourceData* r) {
   if (cbid == abi::kCbidResourceContextCreated) {
     std::lock_guard lock(g->ctx_mu);
@@ -218,7 +183,8 @@ void OnResource(abi::CUpti_CallbackId cbid, const abi::CUpti_ResourceData* r) {
     if (r->resourceDescriptor == nullptr) {
       return;
     }
-    OnModuleLoaded(static_cast<const abi::CUpti_ModuleResourceData*>(r->resourceDescriptor));
+    const auto* m = static_cast<const abi::CUpti_ModuleResourceData*>(r->resourceDescriptor);
+    KeepCubin(m->pCubin, m->cubinSize);
   }
 }
 

@@ -34,6 +34,7 @@
 #include "cupti/wire.h"
 #include "cupti_inject/activity_buffers.h"
 #include "cupti_inject/control.h"
+#include "cupti_inject/cubins.h"
 #include "cupti_inject/cupti_loader.h"
 #include "cupti_inject/env_config.h"
 #include "cupti_inject/rate_limiter.h"
@@ -160,6 +161,7 @@ struct Global {
   std::vector<abi::CUcontext> contexts;  // GUARDED_BY(ctx_mu)
   std::mutex cubin_mu;
   std::map<uint64_t, std::string> cubins;  // crc -> bytes; GUARDED_BY(cubin_mu)
+  std::map<uint64_t, CubinRef> cubin_refs;  // crc -> where it was (cubins.h); GUARDED_BY(cubin_mu)
   size_t cubin_bytes = 0;                  // GUARDED_BY(cubin_mu)
   std::atomic<uint64_t> cubins_captured{0};
   std::atomic<uint64_t> cubin_generation{0};  // bumped when a cubin is added

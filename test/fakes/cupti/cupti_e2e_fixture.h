@@ -6,10 +6,9 @@
 #ifndef WARPSCOPE_TEST_FAKES_CUPTI_CUPTI_E2E_FIXTURE_H_
 #define WARPSCOPE_TEST_FAKES_CUPTI_CUPTI_E2E_FIXTURE_H_
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -53,14 +52,14 @@ struct AppRun {
 inline std::vector<std::string> Env(const std::string& socket, std::vector<std::string> extra) {
   std::vector<std::string> env = {"CUDA_INJECTION64_PATH=" + kInject,
                                   "WARPSCOPE_CUPTI_LIBRARY=" + kFakeCupti,
-                                  "WARPSCOPE_AGENT_SOCKET=" + socket,
-                                  "WARPSCOPE_CUPTI_FLUSH_MS=50", "WARPSCOPE_CUPTI_LOG=stderr"};
+                                  "WARPSCOPE_AGENT_SOCKET=" + socket, "WARPSCOPE_CUPTI_FLUSH_MS=50",
+                                  "WARPSCOPE_CUPTI_LOG=stderr"};
   env.insert(env.end(), extra.begin(), extra.end());
   return env;
 }
 
-inline AppRun RunApp(const std::string& dir, std::vector<std::string> args, std::vector<std::string> env,
-              std::chrono::milliseconds timeout = 30s) {
+inline AppRun RunApp(const std::string& dir, std::vector<std::string> args,
+                     std::vector<std::string> env, std::chrono::milliseconds timeout = 30s) {
   AppRun run;
   args.insert(args.begin(), kBin);
   auto child = test::ChildProcess::Start(args, dir, env);
@@ -96,7 +95,9 @@ inline uint32_t FakeVersion() {
   return preset != nullptr && std::string(preset) == "cuda12" ? 21u : 130001u;
 }
 
-inline bool ExitedOk(const AppRun& run) { return run.status >= 0 && WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0; }
+inline bool ExitedOk(const AppRun& run) {
+  return run.status >= 0 && WIFEXITED(run.status) && WEXITSTATUS(run.status) == 0;
+}
 
 // Everything one process sent, indexed.
 struct Received {
@@ -176,12 +177,14 @@ class CuptiE2eTest : public ::testing::Test {
 // The agent sends `controls` to a process already running: the app launches, waits until the
 // library acknowledged the controls (kControlsApplied), launches again; *out is what it sent.
 inline void RunControlled(const std::string& dir, const std::string& socket,
-                   std::vector<wire::Control> controls, Received* out,
-                   std::vector<std::string> env = {"WARPSCOPE_CUPTI_BURST=1000"}) {
+                          std::vector<wire::Control> controls, Received* out,
+                          std::vector<std::string> env = {"WARPSCOPE_CUPTI_BURST=1000"},
+                          std::vector<std::string> extra_args = {}) {
   TestAgent agent(socket);
   const std::string go = dir + "/go";
-  auto child = test::ChildProcess::Start(
-      {kBin, "--threads", "1", "--launches", "10", "--pause-file", go}, dir, Env(socket, env));
+  std::vector<std::string> args = {kBin, "--threads", "1", "--launches", "10", "--pause-file", go};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  auto child = test::ChildProcess::Start(args, dir, Env(socket, env));
   ASSERT_TRUE(child.has_value());
   // Phase 1 done: its 20 launches and their 20 kernel records arrived.
   ASSERT_TRUE(agent.WaitUntil(

@@ -44,8 +44,7 @@
 #endif
 
 // The stripped stand-in for libcuda's launch path (fake_cuda_driver.cc).
-extern "C" uint32_t FakeDriverLaunch(int domain, uint32_t cbid, const char* symbol,
-                                     void* context);
+extern "C" uint32_t FakeDriverLaunch(int domain, uint32_t cbid, const char* symbol, void* context);
 
 // Exported by the fake libcupti like the real one.
 extern "C" warpscope::cupti::abi::CUptiResult cuptiGetCubinCrc(
@@ -99,6 +98,7 @@ struct Options {
   int storm_launch_work = 0;    // the driver's own CPU work per launch: iterations of a ~1 ns step
   int records_per_buffer = 16;
   bool stripped_driver = false;  // gemm launches go through the stripped fake driver
+  bool reused_cubin = false;     // a second module's cubin memory is reused right after its load
 };
 
 // The launching functions: each shows up in the native stack of its launches.
@@ -211,10 +211,8 @@ PyObject* PyLaunchNoGil(PyObject*, PyObject* args) {
     }
   }
   uint32_t corr = 0;
-  Py_BEGIN_ALLOW_THREADS
-  corr = FakeAppLaunchFromPython(kernel);
-  Py_END_ALLOW_THREADS
-  const uint64_t t = GpuNow(kPythonNs);
+  Py_BEGIN_ALLOW_THREADS corr = FakeAppLaunchFromPython(kernel);
+  Py_END_ALLOW_THREADS const uint64_t t = GpuNow(kPythonNs);
   FakeCuptiAddKernel(corr, kernel, 0, 3, t, t + kPythonNs, 0, 0);
   return PyLong_FromUnsignedLong(corr);
 }
@@ -224,10 +222,10 @@ PyObject* PyLaunchNoGil(PyObject*, PyObject* args) {
 PyObject* PyLaunchOnNewThread(PyObject*, PyObject*) {
   static const char* kNativeKernel = "_Z12native_kernv";
   uint32_t corr = 0;
-  Py_BEGIN_ALLOW_THREADS
-  std::thread([&corr] { corr = FakeAppLaunchFromPython(kNativeKernel); }).join();
-  Py_END_ALLOW_THREADS
-  const uint64_t t = GpuNow(kPythonNs);
+  Py_BEGIN_ALLOW_THREADS std::thread([&corr] {
+    corr = FakeAppLaunchFromPython(kNativeKernel);
+  }).join();
+  Py_END_ALLOW_THREADS const uint64_t t = GpuNow(kPythonNs);
   FakeCuptiAddKernel(corr, kNativeKernel, 0, 3, t, t + kPythonNs, 0, 0);
   return PyLong_FromUnsignedLong(corr);
 }
@@ -255,28 +253,28 @@ constexpr const char* kTrainScript =
 // generator and a coroutine run by asyncio, then from a thread that never ran Python. The
 // end-to-end test checks these line numbers.
 constexpr const char* kNoGilScript =
-    "import asyncio\n"                                  // 1
-    "import fakecuda\n"                                 // 2
-    "def model_forward(n):\n"                           // 3
-    "    for i in range(n):\n"                          // 4
-    "        fakecuda.launch_nogil('forward')\n"        // 5
-    "def train_step():\n"                               // 6
-    "    model_forward(2)\n"                            // 7
-    "class Model:\n"                                    // 8
-    "    def forward(self):\n"                          // 9
-    "        fakecuda.launch_nogil('method')\n"         // 10
-    "def batches():\n"                                  // 11
-    "    fakecuda.launch_nogil('generator')\n"          // 12
-    "    yield 1\n"                                     // 13
-    "async def serve():\n"                              // 14
-    "    await asyncio.sleep(0)\n"                      // 15
-    "    fakecuda.launch_nogil('coroutine')\n"          // 16
-    "train_step()\n"                                    // 17
-    "Model().forward()\n"                               // 18
-    "for _ in batches():\n"                             // 19
-    "    pass\n"                                        // 20
-    "asyncio.run(serve())\n"                            // 21
-    "fakecuda.launch_on_new_thread()\n";                // 22
+    "import asyncio\n"                            // 1
+    "import fakecuda\n"                           // 2
+    "def model_forward(n):\n"                     // 3
+    "    for i in range(n):\n"                    // 4
+    "        fakecuda.launch_nogil('forward')\n"  // 5
+    "def train_step():\n"                         // 6
+    "    model_forward(2)\n"                      // 7
+    "class Model:\n"                              // 8
+    "    def forward(self):\n"                    // 9
+    "        fakecuda.launch_nogil('method')\n"   // 10
+    "def batches():\n"                            // 11
+    "    fakecuda.launch_nogil('generator')\n"    // 12
+    "    yield 1\n"                               // 13
+    "async def serve():\n"                        // 14
+    "    await asyncio.sleep(0)\n"                // 15
+    "    fakecuda.launch_nogil('coroutine')\n"    // 16
+    "train_step()\n"                              // 17
+    "Model().forward()\n"                         // 18
+    "for _ in batches():\n"                       // 19
+    "    pass\n"                                  // 20
+    "asyncio.run(serve())\n"                      // 21
+    "fakecuda.launch_on_new_thread()\n";          // 22
 
 bool RunPython(const char* script, const char* file) {
   PyImport_AppendInittab("fakecuda", &InitModule);
@@ -354,14 +352,15 @@ void Storm(const Options& o) {
   for (auto& th : threads) {
     th.join();
   }
-  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  const double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
   const double cpu = static_cast<double>(ProcessCpuNs() - cpu_start);
   const double launches = static_cast<double>(std::max<uint64_t>(total.load(), 1));
   // FakeAppLaunchGemm is a runtime launch: 4 callbacks (enter/exit + nested driver enter/exit).
-  std::printf("storm launches=%lu kernels=%lu ns_per_launch=%.1f cpu_ns_per_launch=%.1f rss_kb=%lu\n",
-              static_cast<unsigned long>(total.load()), static_cast<unsigned long>(kernels.load()),
-              ns * o.storm_threads / launches, cpu / launches,
-              static_cast<unsigned long>(PeakRssKb()));
+  std::printf(
+      "storm launches=%lu kernels=%lu ns_per_launch=%.1f cpu_ns_per_launch=%.1f rss_kb=%lu\n",
+      static_cast<unsigned long>(total.load()), static_cast<unsigned long>(kernels.load()),
+      ns * o.storm_threads / launches, cpu / launches, static_cast<unsigned long>(PeakRssKb()));
 }
 
 bool ParseArgs(int argc, char** argv, Options* o) {
@@ -415,6 +414,8 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       o->reverse = true;
     } else if (a == "--stripped-driver") {
       o->stripped_driver = true;
+    } else if (a == "--reused-cubin") {
+      o->reused_cubin = true;
     } else if (a == "--second-subscriber") {
       o->conflict = true;
     } else {
@@ -462,9 +463,17 @@ int main(int argc, char** argv) {
   g_stripped_driver = o.stripped_driver;
 
   FakeCuptiContextCreated(kContext);
-  static const unsigned char kCubin[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0x33, 'f', 'a', 'k', 'e',
-                                         'c', 'u', 'b', 'i', 'n', 0, 1, 2, 3, 4, 5, 6};
+  static const unsigned char kCubin[] = {0x7f, 'E', 'L', 'F', 2,   1, 1, 0x33, 'f', 'a', 'k', 'e',
+                                         'c',  'u', 'b', 'i', 'n', 0, 1, 2,    3,   4,   5,   6};
   FakeCuptiModuleLoaded(kContext, 1, kCubin, sizeof(kCubin));
+  if (o.reused_cubin) {
+    // A module loaded from a buffer that is then freed and reused (a JIT's output, or the
+    // driver's own copy): by the time PC sampling is switched on it holds something else.
+    static unsigned char buffer[32] = {0x7f, 'E', 'L', 'F', 2,   1,   1,
+                                       0x33, 's', 'e', 'c', 'o', 'n', 'd'};
+    FakeCuptiModuleLoaded(kContext, 2, buffer, sizeof(buffer));
+    std::memset(buffer, 0xab, sizeof(buffer));
+  }
 
   if (o.storm_ms > 0) {
     Storm(o);
@@ -536,8 +545,10 @@ int main(int argc, char** argv) {
       return 6;
     }
     if (FakeCuptiPcErrors() != 0) {
-      std::fprintf(stderr, "fake_cuda_app: %d PC-sampling calls were refused (no current context "
-                   "or a wrong record layout)\n", FakeCuptiPcErrors());
+      std::fprintf(stderr,
+                   "fake_cuda_app: %d PC-sampling calls were refused (no current context "
+                   "or a wrong record layout)\n",
+                   FakeCuptiPcErrors());
       return 9;
     }
   }
