@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// The real perf_event: samples a busy child of this test through LinuxPerfEventApi and parses
+// what the kernel wrote. Needs perf_event_open to be allowed (root or perf_event_paranoid <= 1).
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "agent/sources/cpu_profiler/perf_api.h"
+#include "agent/sources/cpu_profiler/perf_records.h"
+#include "base/testing/peer.h"
+
+namespace warpscope::agent::cpu_profiler {
+namespace {
+
+constexpr const char* kRemedy =
+    "perf_event_open was refused: run as root, or `sysctl kernel.perf_event_paranoid=1` and "
+    "grant CAP_PERFMON (or CAP_SYS_ADMIN) to the test";
+
+// A child that burns CPU in user space (syscalls = false) or in getppid() (syscalls = true)
+// until killed.
+pid_t SpawnBusyChild(bool syscalls) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    volatile uint64_t x = 0;
+    for (;;) {
+      if (syscalls) {
+        x = x + static_cast<uint64_t>(getppid());
+      } else {
+        x = x * 3 + 1;
+      }
+    }
+  }
+  return pid;
+}
+
+struct Collected {
+  std::vector<SampleRecord> samples;
+  size_t mmaps = 0;
+};
+
+// Drains `ring` until `want` samples of `pid` arrived or 20 s passed (poll() waits for the
+// kernel's wakeup; no sleeps).
+Collected Collect(PerfRing& ring, pid_t pid, size_t want) {
+  Collected out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (out.samples.size() < want && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{ring.fd(), POLLIN, 0};
+    poll(&p, 1, 200);
+    ring.Drain([&](std::span<const uint8_t> bytes) {
+      auto record = ParseRecord(bytes);
+      ASSERT_TRUE(record.has_value()) << record.error().message();
+      if (auto* s = std::get_if<SampleRecord>(&*record); s != nullptr && s->pid == uint32_t(pid)) {
+        out.samples.push_back(std::move(*s));
+      } else if (std::holds_alternative<MmapRecord>(*record)) {
+        ++out.mmaps;
+      }
+    });
+  }
+  return out;
+}
+
+class PerfSamplingTest : public ::testing::Test {
+ protected:
+  void TearDown() override {
+    if (child_ > 0) {
+      kill(child_, SIGKILL);
+      waitpid(child_, nullptr, 0);
+    }
+  }
+  // Opens a 99 Hz sampler on `child_`; null (test skipped or failed) when refused.
+  std::unique_ptr<PerfRing> OpenOnChild() {
+    auto api = LinuxPerfEventApi();
+    SamplingConfig config{.frequency_hz = 99, .stack_bytes = 8192};
+    auto ring = api->Open(BuildSamplingAttr(config), child_, -1, 64);
+    if (!ring && ring.error().code() == base::StatusCode::kPermissionDenied) {
+      [&] { WARPSCOPE_REQUIRE_PEER(false, "perf_event_open", kRemedy); }();
+      return nullptr;
+    }
+    EXPECT_TRUE(ring.has_value()) << ring.error().message();
+    return ring ? std::move(*ring) : nullptr;
+  }
+  pid_t child_ = -1;
+};
+
+TEST_F(PerfSamplingTest, SamplesABusyChildWithUserRegistersAndStack) {
+  child_ = SpawnBusyChild(false);
+  ASSERT_GT(child_, 0);
+  auto ring = OpenOnChild();
+  if (ring == nullptr) return;
+  Collected got = Collect(*ring, child_, 10);
+  ASSERT_GE(got.samples.size(), 10u);
+  size_t with_user = 0;
+  for (const SampleRecord& s : got.samples) {
+    EXPECT_EQ(s.tid, uint32_t(child_));
+    if (s.has_user_regs && !s.stack.empty()) {
+      ++with_user;
+      EXPECT_NE(s.regs[16], 0u) << "rip";
+      EXPECT_NE(s.regs[7], 0u) << "rsp";
+      EXPECT_LE(s.stack.size(), 8192u);
+    }
+  }
+  EXPECT_GE(with_user, got.samples.size() / 2) << "a user-space loop is mostly sampled in user";
+}
+
+TEST_F(PerfSamplingTest, SyscallHeavyChildHasKernelCallchains) {
+  child_ = SpawnBusyChild(true);
+  ASSERT_GT(child_, 0);
+  auto ring = OpenOnChild();
+  if (ring == nullptr) return;
+  Collected got = Collect(*ring, child_, 20);
+  ASSERT_GE(got.samples.size(), 20u);
+  size_t with_kernel = 0;
+  for (const SampleRecord& s : got.samples) {
+    with_kernel += s.kernel_ips.empty() ? 0 : 1;
+    for (uint64_t ip : s.kernel_ips) {
+      EXPECT_GE(ip, 0xffff800000000000ull) << "kernel addresses only";
+    }
+  }
+  EXPECT_GE(with_kernel, 1u);
+}
+
+}  // namespace
+}  // namespace warpscope::agent::cpu_profiler
