@@ -7,11 +7,15 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "agent/sources/cpu_profiler/perf_api.h"
 #include "agent/sources/cpu_profiler/perf_records.h"
+#include "agent/sources/cpu_profiler/process_table.h"
+#include "agent/sources/cpu_profiler/unwinder.h"
 #include "base/testing/peer.h"
+#include "profiling/symbolizer.h"
 
 namespace warpscope::agent::cpu_profiler {
 namespace {
@@ -121,6 +125,56 @@ TEST_F(PerfSamplingTest, SyscallHeavyChildHasKernelCallchains) {
     }
   }
   EXPECT_GE(with_kernel, 1u);
+}
+
+// Starts cpu_hot_child MODE and waits for its "ready" line.
+pid_t SpawnHotChild(const char* mode) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    execl(CPU_HOT_CHILD, CPU_HOT_CHILD, mode, "30", nullptr);
+    _exit(127);
+  }
+  close(fds[1]);
+  char buf[8] = {};
+  const ssize_t n = read(fds[0], buf, sizeof(buf));
+  close(fds[0]);
+  return n > 0 ? pid : -1;
+}
+
+TEST_F(PerfSamplingTest, UnwindsTheRealSamplesOfAChildWithoutFramePointers) {
+  child_ = SpawnHotChild("burn");
+  ASSERT_GT(child_, 0);
+  auto ring = OpenOnChild();
+  if (ring == nullptr) return;
+  Collected got = Collect(*ring, child_, 60);
+  ASSERT_GE(got.samples.size(), 60u);
+  ProcessTable table;
+  Unwinder unwinder({});
+  profiling::Symbolizer symbolizer({});
+  size_t user = 0;
+  size_t through_main = 0;
+  size_t in_burn = 0;
+  for (const SampleRecord& s : got.samples) {
+    if (!s.has_user_regs) continue;
+    ++user;
+    const ProcessInfo& p = table.Get(s.pid);
+    UnwindResult r = unwinder.Unwind(p, s.tid, s.regs, s.stack);
+    std::vector<std::string> names;
+    for (const auto& f : symbolizer.Symbolize(static_cast<pid_t>(s.pid), r.pcs)) {
+      names.push_back(f.function);
+    }
+    auto has = [&](const char* name) {
+      return std::find(names.begin(), names.end(), name) != names.end();
+    };
+    through_main += has("main") && has("work_unit") ? 1 : 0;
+    in_burn += has("burn_a") || has("burn_b") || has("burn_c") ? 1 : 0;
+  }
+  ASSERT_GE(user, 30u);
+  EXPECT_GE(through_main * 10, user * 9) << through_main << " of " << user;
+  EXPECT_GE(in_burn * 10, user * 9) << in_burn << " of " << user;
 }
 
 }  // namespace
