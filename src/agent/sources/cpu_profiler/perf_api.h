@@ -27,8 +27,8 @@ namespace warpscope::agent::cpu_profiler {
 
 // What each sample carries (perf_records.h parses exactly this).
 inline constexpr uint64_t kSampleType = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU |
-                                        PERF_SAMPLE_CALLCHAIN | PERF_SAMPLE_REGS_USER |
-                                        PERF_SAMPLE_STACK_USER;
+                                        PERF_SAMPLE_PERIOD | PERF_SAMPLE_CALLCHAIN |
+                                        PERF_SAMPLE_REGS_USER | PERF_SAMPLE_STACK_USER;
 // The kernel keeps a sample record under 64 KiB (perf_event_header.size is 16 bits): the stack
 // copy must leave room for the rest of the record.
 inline constexpr uint32_t kMaxStackBytes = 60 * 1024;

@@ -93,6 +93,7 @@ base::Result<Record> ParseSample(Cursor& c) {
   s.time_ns = c.Get<uint64_t>();
   s.cpu = c.Get<uint32_t>();
   c.Get<uint32_t>();  // res
+  s.period = c.Get<uint64_t>();
   const uint64_t nr = c.Get<uint64_t>();
   if (c.short_read() || nr > 4096) {
     return Short("SAMPLE (callchain)");

@@ -5,7 +5,8 @@
 // (canned records, testing/record_writer.h) feed them.
 //
 // Samples are parsed for exactly the sample_type the profiler asks for (event_config.h,
-// kSampleType): TID | TIME | CPU | CALLCHAIN | REGS_USER | STACK_USER, in the kernel's order.
+// kSampleType): TID | TIME | CPU | PERIOD | CALLCHAIN | REGS_USER | STACK_USER, in the kernel's
+// order.
 #ifndef WARPSCOPE_AGENT_SOURCES_CPU_PROFILER_PERF_RECORDS_H_
 #define WARPSCOPE_AGENT_SOURCES_CPU_PROFILER_PERF_RECORDS_H_
 
@@ -54,6 +55,7 @@ struct SampleRecord {
   uint32_t tid = 0;
   uint64_t time_ns = 0;  // CLOCK_MONOTONIC (attr.use_clockid)
   uint32_t cpu = 0;
+  uint64_t period = 0;  // CPU time this sample stands for, ns (the cpu-clock event's period)
   std::vector<uint64_t> kernel_ips;  // leaf first, PERF_CONTEXT_* markers removed
   bool has_user_regs = false;        // false for a kernel thread (abi NONE)
   DwarfRegs regs{};

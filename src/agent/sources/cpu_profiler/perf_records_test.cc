@@ -22,7 +22,7 @@ TEST(PerfRecordsTest, ParsesSampleWithKernelChainRegistersAndStack) {
   }
   std::vector<uint8_t> stack = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
   auto bytes =
-      SampleBytes(42, 43, 1000, 1, {0xffffffff81000010, 0xffffffff81000020}, &regs, stack, 64);
+      SampleBytes(42, 43, 1000, 1, {0xffffffff81000010, 0xffffffff81000020}, &regs, stack, 64, 777);
   auto record = ParseRecord(bytes);
   ASSERT_TRUE(record.has_value()) << record.error().message();
   const auto& s = std::get<SampleRecord>(*record);
@@ -30,6 +30,7 @@ TEST(PerfRecordsTest, ParsesSampleWithKernelChainRegistersAndStack) {
   EXPECT_EQ(s.tid, 43u);
   EXPECT_EQ(s.time_ns, 1000u);
   EXPECT_EQ(s.cpu, 1u);
+  EXPECT_EQ(s.period, 777u);
   EXPECT_EQ(s.kernel_ips, (std::vector<uint64_t>{0xffffffff81000010, 0xffffffff81000020}));
   ASSERT_TRUE(s.has_user_regs);
   EXPECT_EQ(s.regs, regs);
@@ -48,6 +49,7 @@ TEST(PerfRecordsTest, KernelThreadSampleHasNoUserPart) {
 TEST(PerfRecordsTest, UserContextPartOfTheChainIsDropped) {
   RecordWriter w(PERF_RECORD_SAMPLE);
   w.Put(uint32_t{1}).Put(uint32_t{1}).Put(uint64_t{0}).Put(uint32_t{0}).Put(uint32_t{0});
+  w.Put(uint64_t{1000});  // period
   w.Put(uint64_t{4}).Put(static_cast<uint64_t>(PERF_CONTEXT_KERNEL)).Put(uint64_t{0xffff1});
   w.Put(static_cast<uint64_t>(PERF_CONTEXT_USER)).Put(uint64_t{0x401000});
   w.Put(uint64_t{PERF_SAMPLE_REGS_ABI_NONE}).Put(uint64_t{0});

@@ -158,9 +158,11 @@ void ProcessTable::Apply(const TaskRecord& record) {
   }
 }
 
-void ProcessTable::Collect(const std::set<uint32_t>& keep) {
+std::vector<uint32_t> ProcessTable::Collect(const std::set<uint32_t>& keep) {
+  std::vector<uint32_t> dropped;
   for (auto it = processes_.begin(); it != processes_.end();) {
     if (it->second.exited && keep.count(it->first) == 0) {
+      dropped.push_back(it->first);
       it = processes_.erase(it);
       ++stats_.evicted;
     } else {
@@ -175,9 +177,11 @@ void ProcessTable::Collect(const std::set<uint32_t>& keep) {
           }
           return a.second.last_touch < b.second.last_touch;
         });
+    dropped.push_back(oldest->first);
     processes_.erase(oldest);
     ++stats_.evicted;
   }
+  return dropped;
 }
 
 }  // namespace warpscope::agent::cpu_profiler

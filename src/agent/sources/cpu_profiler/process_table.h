@@ -56,7 +56,8 @@ class ProcessTable {
   void Apply(const TaskRecord& record);
 
   // Drops exited processes that are not in `keep`, then the oldest beyond max_processes.
-  void Collect(const std::set<uint32_t>& keep);
+  // Returns the pids dropped (their caches elsewhere can go too).
+  std::vector<uint32_t> Collect(const std::set<uint32_t>& keep);
 
   size_t size() const { return processes_.size(); }
   const Stats& stats() const { return stats_; }

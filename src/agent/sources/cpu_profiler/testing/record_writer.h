@@ -55,9 +55,9 @@ inline std::vector<uint8_t> SampleBytes(uint32_t pid, uint32_t tid, uint64_t tim
                                         const std::vector<uint64_t>& kernel_ips,
                                         const DwarfRegs* regs = nullptr,
                                         const std::vector<uint8_t>& stack = {},
-                                        uint64_t stack_capacity = 0) {
+                                        uint64_t stack_capacity = 0, uint64_t period = 52631578) {
   RecordWriter w(PERF_RECORD_SAMPLE);
-  w.Put(pid).Put(tid).Put(time_ns).Put(cpu).Put(uint32_t{0});
+  w.Put(pid).Put(tid).Put(time_ns).Put(cpu).Put(uint32_t{0}).Put(period);
   uint64_t nr = kernel_ips.empty() ? 0 : kernel_ips.size() + 1;
   w.Put(nr);
   if (!kernel_ips.empty()) {
