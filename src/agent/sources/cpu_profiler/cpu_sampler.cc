@@ -56,7 +56,8 @@ struct CpuSampler::State {
   PythonStackSource& python;
   int wake_fd = -1;
   std::vector<Event> events;
-  std::set<uint32_t> fallback_pids;  // processes with per-process events
+  std::set<uint32_t> fallback_pids;  // processes with per-thread events
+  std::set<uint32_t> fallback_tids;  // threads with an event
   perf_event_attr fallback_attr{};
 
   // Owned by the sampler thread once it runs.
@@ -94,12 +95,15 @@ struct CpuSampler::State {
     }
   }
 
-  // Per-process events for `pid`'s threads, with inherit so new threads and children follow.
+  // Per-thread events for the threads of `pid` that have none yet. The kernel refuses to map
+  // the ring of an inherited per-task event (perf_mmap: cpu == -1 with inherit), so threads
+  // started later are picked up here at the next window instead.
   void OpenProcess(uint32_t pid) {
-    if (!fallback_pids.insert(pid).second) {
-      return;
-    }
+    fallback_pids.insert(pid);
     for (uint32_t tid : NumericEntries(fmt::format("{}/proc/{}/task", options.host_root, pid))) {
+      if (!fallback_tids.insert(tid).second) {
+        continue;
+      }
       if (events.size() >= options.max_fallback_events) {
         WARPSCOPE_LOG_FIRST_N(WARNING, 1,
                               "CPU profiler: {} per-thread events open (the bound); further "
@@ -110,6 +114,9 @@ struct CpuSampler::State {
       auto ring = api.Open(fallback_attr, static_cast<int>(tid), -1, options.ring_pages);
       if (ring) {
         events.push_back({std::move(*ring), static_cast<int>(tid)});
+      } else if (ring.error().code() != base::StatusCode::kNotFound) {
+        WARPSCOPE_LOG_FIRST_N(WARNING, 5, "CPU profiler: pid {} is not sampled: {}", pid,
+                              ring.error().message());
       }
     }
   }
@@ -182,9 +189,7 @@ base::Result<std::unique_ptr<CpuSampler>> CpuSampler::Start(Options options, Per
   if (refused) {
     s.events.clear();
     WARPSCOPE_LOG(WARNING, "{}", PrivilegeMessage(s.options.host_root, *refused));
-    SamplingConfig per_process = s.options.sampling;
-    per_process.inherit = true;
-    s.fallback_attr = BuildSamplingAttr(per_process);
+    s.fallback_attr = BuildSamplingAttr(s.options.sampling);
     // Probe kernel frames on our own process first: perf_event_paranoid >= 2 forbids them.
     auto probe = api.Open(s.fallback_attr, static_cast<int>(getpid()), -1, 1);
     if (!probe && probe.error().code() == base::StatusCode::kPermissionDenied) {
@@ -289,9 +294,8 @@ void CpuSampler::Loop() {
       s.table.Apply(*comm);
     } else if (auto* task = std::get_if<TaskRecord>(&*record)) {
       s.table.Apply(*task);
-      if (!task->exit && task->pid != task->ppid && !s.local.system_wide &&
-          s.fallback_pids.count(task->ppid) > 0) {
-        s.fallback_pids.insert(task->pid);  // inherited: the child's samples come to us
+      if (task->exit) {
+        s.fallback_tids.erase(task->tid);
       }
     } else if (auto* lost = std::get_if<LostRecord>(&*record)) {
       s.local.lost += lost->lost;

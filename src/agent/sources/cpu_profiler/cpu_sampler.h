@@ -10,9 +10,10 @@
 //
 // Privileges (Start): a PermissionDenied on a per-CPU event logs what the kernel refused and
 // the remedy (perf_event_paranoid, CAP_PERFMON/CAP_SYS_ADMIN) and falls back to per-process
-// events for the selected pids, or every process of the agent's effective uid; when the
-// kernel also refuses kernel frames (perf_event_paranoid >= 2), those events sample user space
-// only. Start fails only when not a single event opens.
+// events (one per thread) for the selected pids, or every process of the agent's effective uid,
+// looked for again at every window (new processes and threads join then); when the kernel also
+// refuses kernel frames (perf_event_paranoid >= 2), those events sample user space only. Start
+// fails only when not a single event opens.
 //
 // Thread contract: Start, FinishWindow, SetPidFilter, stats and Stop from any one thread (the
 // agent main sequence); everything else runs on the sampler's thread.

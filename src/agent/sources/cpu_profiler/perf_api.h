@@ -37,7 +37,9 @@ inline constexpr uint32_t kMinStackBytes = 512;
 struct SamplingConfig {
   uint32_t frequency_hz = 19;
   uint32_t stack_bytes = 16 * 1024;  // multiple of 8, kMinStackBytes..kMaxStackBytes
-  bool inherit = false;              // per-process events: follow new threads and children
+  // Follow new threads and children. Only for per-CPU events: the kernel refuses to map the
+  // ring of an inherited event with cpu -1.
+  bool inherit = false;
 };
 
 // The attr of one sampling event: software CPU clock at `frequency_hz`, the sample layout

@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 
+#include "agent/sources/cpu_profiler/cpu_sampler.h"
 #include "agent/sources/cpu_profiler/perf_api.h"
 #include "agent/sources/cpu_profiler/perf_records.h"
 #include "agent/sources/cpu_profiler/process_table.h"
@@ -175,6 +178,52 @@ TEST_F(PerfSamplingTest, UnwindsTheRealSamplesOfAChildWithoutFramePointers) {
   ASSERT_GE(user, 30u);
   EXPECT_GE(through_main * 10, user * 9) << through_main << " of " << user;
   EXPECT_GE(in_burn * 10, user * 9) << in_burn << " of " << user;
+}
+
+int Paranoid() {
+  std::ifstream in("/proc/sys/kernel/perf_event_paranoid");
+  int level = 99;
+  in >> level;
+  return level;
+}
+
+// The fallback for real: a child that gave up root (and with it every capability) starts the
+// sampler. perf_event_paranoid >= 1 refuses it per-CPU events, so it must fall back to its own
+// processes; >= 2 also refuses kernel frames. The child reports through its exit status.
+TEST(PerfFallbackTest, UnprivilegedSamplerFallsBackToItsOwnProcesses) {
+  const int paranoid = Paranoid();
+  if (geteuid() != 0 || paranoid < 1 || paranoid > 2) {
+    GTEST_SKIP() << "needs root (to drop it) and kernel.perf_event_paranoid 1 or 2, not "
+                 << paranoid;
+  }
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(10);
+    // setuid clears "dumpable", which would leave /proc/<pid> root's and refuse perf on it;
+    // a program started by that user is dumpable.
+    prctl(PR_SET_DUMPABLE, 1);
+    auto api = LinuxPerfEventApi();
+    NoPythonStacks python;
+    CpuSampler::Options options;
+    options.ring_pages = 8;
+    auto sampler = CpuSampler::Start(options, *api, python);
+    if (!sampler) {
+      fprintf(stderr, "%s\n", sampler.error().message().c_str());
+      _exit(11);
+    }
+    const CpuSampler::Stats stats = (*sampler)->stats();
+    if (stats.system_wide) _exit(12);
+    if (stats.events < 1) _exit(13);
+    if (stats.kernel_frames != (paranoid < 2)) _exit(14);
+    (*sampler)->Stop();
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setuid, 11: Start failed, 12: system-wide, "
+                                       "13: no event, 14: kernel frames wrong";
 }
 
 }  // namespace
