@@ -82,3 +82,19 @@ __attribute__((noinline)) int UnwindFixtureOuter(warpscope::agent::cpu_profiler:
 }
 
 }  // extern "C"
+
+extern "C" {
+
+// `depth` frames of itself above UnwindFixtureOuter's three, for the cost per sample by depth.
+__attribute__((noinline)) int UnwindFixtureRecurse(int depth,
+                                                   warpscope::agent::cpu_profiler::DwarfRegs* regs,
+                                                   std::vector<uint8_t>* stack,
+                                                   uint64_t max_bytes) {
+  volatile int pad[2] = {depth, 1};
+  if (depth <= 0) {
+    return UnwindFixtureOuter(regs, stack, max_bytes) + pad[1];
+  }
+  return UnwindFixtureRecurse(depth - 1, regs, stack, max_bytes) + pad[0];
+}
+
+}  // extern "C"

@@ -15,6 +15,9 @@ extern "C" {
 // that none of the calls is a tail call.
 int UnwindFixtureOuter(warpscope::agent::cpu_profiler::DwarfRegs* regs, std::vector<uint8_t>* stack,
                        uint64_t max_bytes);
+// `depth` more frames (UnwindFixtureRecurse) above UnwindFixtureOuter.
+int UnwindFixtureRecurse(int depth, warpscope::agent::cpu_profiler::DwarfRegs* regs,
+                         std::vector<uint8_t>* stack, uint64_t max_bytes);
 }
 
 #endif  // WARPSCOPE_AGENT_SOURCES_CPU_PROFILER_TESTING_UNWIND_FIXTURE_H_
