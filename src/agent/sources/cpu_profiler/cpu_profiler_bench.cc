@@ -87,7 +87,8 @@ void BM_WindowBuildPerStack(benchmark::State& state) {
   profiling::Symbolizer symbolizer({});
   KernelSymbols kernel;
   NoPythonStacks python;
-  SymbolSources sources{table, unwinder, symbolizer, kernel, python};
+  SourceLines lines;
+  SymbolSources sources{table, lines, symbolizer, kernel, python};
   CpuWindow window(profiling::ProfileFormats{.pprof = true});
   constexpr int kStacks = 50;  // distinct stacks (threads) per window
   for (auto _ : state) {

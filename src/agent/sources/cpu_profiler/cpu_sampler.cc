@@ -63,6 +63,7 @@ struct CpuSampler::State {
   // Owned by the sampler thread once it runs.
   ProcessTable table;
   Unwinder unwinder;
+  SourceLines lines;
   profiling::Symbolizer symbolizer;
   KernelSymbols kernel;
   CpuWindow window;
@@ -374,7 +375,8 @@ void CpuSampler::Loop() {
       s.published = s.local;
     };
     for (State::Request& request : requests) {
-      SymbolSources sources{s.table, s.unwinder, s.symbolizer, s.kernel, s.python};
+      SymbolSources sources{s.table,  s.lines,  s.symbolizer,
+                            s.kernel, s.python, s.options.host_root};
       std::vector<profiling::WindowProfile> profiles =
           s.window.Build(request.start_ns, request.end_ns, sources);
       ++s.local.windows;

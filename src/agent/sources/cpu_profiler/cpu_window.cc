@@ -65,6 +65,27 @@ std::set<uint32_t> CpuWindow::pids() const {
   return out;
 }
 
+std::optional<SourceLine> CpuWindow::CachedLine(uint32_t pid, const profiling::NativeFrame& frame,
+                                                const SymbolSources& sources) {
+  const std::string& binary = frame.build_id.empty() ? frame.module : frame.build_id;
+  std::string key = binary;
+  AppendRaw(key, frame.module_offset);
+  auto it = lines_.find(key);
+  if (it != lines_.end()) {
+    return it->second;
+  }
+  if (lines_.size() >= kMaxLines) {
+    lines_.clear();
+  }
+  // Through the process's root first (containers), then the host's view of the path.
+  const std::string paths[] = {
+      fmt::format("{}/proc/{}/root{}", sources.host_root, pid, frame.module),
+      sources.host_root + frame.module};
+  std::optional<SourceLine> line = sources.lines.Find(binary, paths, frame.module_offset);
+  lines_.emplace(std::move(key), line);
+  return line;
+}
+
 std::vector<profiling::WindowProfile> CpuWindow::Build(int64_t start_ns, int64_t end_ns,
                                                        const SymbolSources& sources) {
   std::vector<profiling::WindowProfile> out;
@@ -115,7 +136,7 @@ profiling::WindowProfile CpuWindow::BuildProcess(
     f.build_id = n.build_id;
     f.kind = FrameKind::kNative;
     if (n.resolved && !n.jit) {
-      if (auto line = sources.unwinder.Line(pid, addresses[i])) {
+      if (auto line = CachedLine(pid, n, sources)) {
         f.file = line->file;
         f.line = line->line;
       }

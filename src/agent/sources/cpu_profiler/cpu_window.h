@@ -6,7 +6,7 @@
 //
 // User frames are symbolized through the shared symbolizer (src/profiling/symbolizer.h) with
 // the mappings the process table tracked (so exited processes still resolve), with file:line
-// from DWARF through the unwinder's Dwfl; kernel frames through /proc/kallsyms.
+// from DWARF (source_lines.h, one reader per binary); kernel frames through /proc/kallsyms.
 //
 // Thread contract: not thread-safe; owned by the sampler's thread.
 #ifndef WARPSCOPE_AGENT_SOURCES_CPU_PROFILER_CPU_WINDOW_H_
@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -22,7 +23,7 @@
 #include "agent/sources/cpu_profiler/kernel_symbols.h"
 #include "agent/sources/cpu_profiler/process_table.h"
 #include "agent/sources/cpu_profiler/python_stack_source.h"
-#include "agent/sources/cpu_profiler/unwinder.h"
+#include "agent/sources/cpu_profiler/source_lines.h"
 #include "profiling/profile.h"
 #include "profiling/symbolizer.h"
 #include "profiling/window_profile.h"
@@ -44,10 +45,11 @@ struct UnwoundSample {
 // What a window's build needs, all owned by the sampler.
 struct SymbolSources {
   const ProcessTable& processes;
-  Unwinder& unwinder;
+  SourceLines& lines;
   profiling::Symbolizer& symbolizer;
   const KernelSymbols& kernel;
   PythonStackSource& python;
+  std::string host_root = "/";  // binaries are read under it (through /proc/<pid>/root first)
 };
 
 class CpuWindow {
@@ -75,6 +77,13 @@ class CpuWindow {
                                         const std::unordered_map<std::string, Aggregate>& stacks,
                                         int64_t start_ns, int64_t end_ns,
                                         const SymbolSources& sources);
+
+  // file:line of a binary's address (keyed by build id, else path, and the ELF address),
+  // shared by every process mapping that binary. Bounded: cleared past kMaxLines.
+  std::optional<SourceLine> CachedLine(uint32_t pid, const profiling::NativeFrame& frame,
+                                       const SymbolSources& sources);
+  static constexpr size_t kMaxLines = 1 << 18;
+  std::unordered_map<std::string, std::optional<SourceLine>> lines_;
 
   profiling::ProfileFormats formats_;
   uint64_t samples_ = 0;

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "agent/sources/cpu_profiler/testing/unwind_fixture.h"
+#include "agent/sources/cpu_profiler/unwinder.h"
 #include "profiling/pprof.h"
 
 namespace warpscope::agent::cpu_profiler {
@@ -25,10 +26,11 @@ constexpr uint64_t kGetppidIp = 0xffffffff81003010;
 struct Fixture {
   ProcessTable table;
   Unwinder unwinder{{}};
+  SourceLines lines;
   profiling::Symbolizer symbolizer{{}};
   KernelSymbols kernel = KernelSymbols::Parse(kKallsyms).value();
   NoPythonStacks python;
-  SymbolSources sources{table, unwinder, symbolizer, kernel, python};
+  SymbolSources sources{table, lines, symbolizer, kernel, python};
 
   UnwoundSample Sample(uint32_t pid, uint32_t tid) {
     DwarfRegs regs{};
@@ -158,7 +160,7 @@ class FakePython final : public PythonStackSource {
 TEST(CpuWindowTest, PythonFramesGoThroughTheSpliceSeam) {
   Fixture fx;
   FakePython python;
-  SymbolSources sources{fx.table, fx.unwinder, fx.symbolizer, fx.kernel, python};
+  SymbolSources sources{fx.table, fx.lines, fx.symbolizer, fx.kernel, python};
   const uint32_t pid = static_cast<uint32_t>(getpid());
   UnwoundSample s = fx.Sample(pid, pid);
   Frame py;

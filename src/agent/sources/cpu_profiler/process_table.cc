@@ -50,12 +50,18 @@ void InsertMapping(std::vector<profiling::MapEntry>& maps, const profiling::MapE
 ProcessTable::ProcessTable(std::string host_root, size_t max_processes)
     : host_root_(std::move(host_root)), max_processes_(std::max<size_t>(1, max_processes)) {}
 
-ProcessInfo& ProcessTable::Get(uint32_t pid) {
+ProcessInfo& ProcessTable::Track(uint32_t pid) {
   auto [it, inserted] = processes_.try_emplace(pid);
   ProcessInfo& process = it->second;
   process.last_touch = ++clock_;
-  if (inserted) {
-    process.pid = pid;
+  process.pid = pid;
+  return process;
+}
+
+ProcessInfo& ProcessTable::Get(uint32_t pid) {
+  ProcessInfo& process = Track(pid);
+  if (!process.seeded) {
+    process.seeded = true;
     Seed(process);
   }
   return process;
@@ -74,6 +80,8 @@ void ProcessTable::Seed(ProcessInfo& process) {
     return;
   }
   ++stats_.seeded;
+  // The live maps hold whatever records told before: they replace them.
+  process.maps.clear();
   for (const profiling::MapEntry& m : profiling::ParseProcMaps(*maps)) {
     if (m.executable) {
       InsertMapping(process.maps, m);
@@ -109,7 +117,7 @@ void ProcessTable::Apply(const MmapRecord& record) {
   if (!record.executable || record.path.empty()) {
     return;  // data mappings are never unwound through
   }
-  ProcessInfo& process = Get(record.pid);
+  ProcessInfo& process = Track(record.pid);
   profiling::MapEntry entry;
   entry.start = record.start;
   entry.end = record.start + record.length;
@@ -125,7 +133,7 @@ void ProcessTable::Apply(const MmapRecord& record) {
 }
 
 void ProcessTable::Apply(const CommRecord& record) {
-  ProcessInfo& process = Get(record.pid);
+  ProcessInfo& process = Track(record.pid);
   if (record.exec && record.pid == record.tid) {
     // A new image: the old mappings are gone (the new ones follow as mmap records).
     process.maps.clear();
@@ -145,7 +153,7 @@ void ProcessTable::Apply(const TaskRecord& record) {
     if (record.pid != record.ppid || record.tid == record.pid) {
       return;  // a new process: seeded from /proc on its first sample (fork copies maps)
     }
-    ProcessInfo& process = Get(record.pid);  // a new thread of a known process
+    ProcessInfo& process = Track(record.pid);  // a new thread of a known process
     auto parent = process.thread_names.find(record.ptid);
     if (parent != process.thread_names.end()) {
       process.thread_names[record.tid] = parent->second;

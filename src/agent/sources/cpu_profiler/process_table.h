@@ -32,6 +32,7 @@ struct ProcessInfo {
   std::string executable;                 // /proc/<pid>/exe's target, or the exec mapping
   std::map<uint32_t, std::string> thread_names;
   bool exited = false;
+  bool seeded = false;      // /proc was read (or found gone) for it
   uint64_t last_touch = 0;  // for eviction
 };
 
@@ -45,8 +46,9 @@ class ProcessTable {
 
   explicit ProcessTable(std::string host_root = "/", size_t max_processes = 4096);
 
-  // The process, read from /proc on first sight (an unreadable /proc still gives an entry,
-  // filled by later records).
+  // The process, read from /proc the first time it is asked for (an unreadable /proc still
+  // gives an entry, filled by records). Records alone never read /proc: most processes of a
+  // busy host map files and exit without ever being sampled.
   ProcessInfo& Get(uint32_t pid);
   // Null when unknown.
   const ProcessInfo* Find(uint32_t pid) const;
@@ -64,6 +66,7 @@ class ProcessTable {
 
  private:
   void Seed(ProcessInfo& process);
+  ProcessInfo& Track(uint32_t pid);  // without reading /proc
   std::string ThreadName(uint32_t pid, uint32_t tid) const;
 
   std::string host_root_;

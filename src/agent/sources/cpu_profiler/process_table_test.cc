@@ -76,6 +76,27 @@ TEST_F(ProcessTableTest, MmapRecordsAddMappingsAndDataMappingsAreIgnored) {
   EXPECT_EQ(p.maps_generation, generation + 1);
 }
 
+TEST_F(ProcessTableTest, RecordsOfAProcessNeverSampledDoNotReadProc) {
+  ProcessTable table(dir_.path());
+  table.Apply(Mmap(100, 0x7f1000000000, 0x2000, "/lib/libdl.so"));
+  table.Apply(CommRecord{100, 101, false, "worker"});
+  EXPECT_EQ(table.stats().seeded + table.stats().seed_failed, 0u);
+  const ProcessInfo& p = table.Get(100);  // its first sample
+  EXPECT_EQ(table.stats().seeded, 1u);
+  EXPECT_EQ(p.maps.size(), 2u) << "the live maps replace what records told";
+  EXPECT_EQ(p.comm, "app");
+}
+
+TEST_F(ProcessTableTest, ExitedBeforeItsFirstSampleKeepsTheMappingsRecordsTold) {
+  ProcessTable table(dir_.path());
+  table.Apply(Mmap(200, 0x400000, 0x1000, "/usr/bin/short"));
+  table.Apply(TaskRecord{true, 200, 1, 200, 1, 0});
+  const ProcessInfo& p = table.Get(200);  // /proc/200 does not exist
+  ASSERT_EQ(p.maps.size(), 1u);
+  EXPECT_EQ(p.maps[0].path, "/usr/bin/short");
+  EXPECT_EQ(p.executable, "/usr/bin/short");
+}
+
 TEST(InsertMappingTest, NewMappingReplacesWhatItOverlaps) {
   std::vector<profiling::MapEntry> maps = {Map(0x1000, 0x5000, 0, "/a")};
   InsertMapping(maps, Map(0x2000, 0x3000, 0, "/b"));

@@ -287,24 +287,6 @@ UnwindResult Unwinder::Unwind(const ProcessInfo& process, uint32_t tid, const Dw
   return result;
 }
 
-std::optional<SourceLine> Unwinder::Line(uint32_t pid, uint64_t pc) {
-  auto it = dwfls_.find(pid);
-  if (it == dwfls_.end() || it->second->dwfl == nullptr) {
-    return std::nullopt;
-  }
-  Dwfl_Module* module = dwfl_addrmodule(it->second->dwfl, pc);
-  Dwfl_Line* line = module == nullptr ? nullptr : dwfl_module_getsrc(module, pc);
-  if (line == nullptr) {
-    return std::nullopt;
-  }
-  int lineno = 0;
-  const char* file = dwfl_lineinfo(line, nullptr, &lineno, nullptr, nullptr, nullptr);
-  if (file == nullptr) {
-    return std::nullopt;
-  }
-  return SourceLine{file, lineno};
-}
-
 void Unwinder::Forget(uint32_t pid) {
   auto it = dwfls_.find(pid);
   if (it != dwfls_.end()) {

@@ -7,9 +7,9 @@
 // One Dwfl per process, reused across its samples: its modules (one per mapped ELF file, with
 // their parsed CFI and, for file:line, DWARF) are reported again only when the process's
 // mappings changed (ProcessInfo::maps_generation). At most `max_processes` Dwfls are kept
-// (least recently used go first). Reads: 8-byte words inside the stack copy come from it;
-// other addresses from the file contents of the mapped ELF (PT_LOAD data), never from the live
-// process.
+// (least recently used go first); file:line is source_lines.h's, per binary. Reads: 8-byte words
+// inside the stack copy come from it; other addresses from the file contents of the mapped ELF
+// (PT_LOAD data), never from the live process.
 //
 // Thread contract: not thread-safe; owned by the sampler's thread.
 #ifndef WARPSCOPE_AGENT_SOURCES_CPU_PROFILER_UNWINDER_H_
@@ -41,11 +41,6 @@ struct UnwindResult {
   std::string stopped_in;
 };
 
-struct SourceLine {
-  std::string file;
-  int64_t line = 0;
-};
-
 class Unwinder {
  public:
   struct Options {
@@ -67,11 +62,6 @@ class Unwinder {
 
   UnwindResult Unwind(const ProcessInfo& process, uint32_t tid, const DwarfRegs& regs,
                       std::span<const uint8_t> stack);
-
-  // File and line of `pc` from the DWARF of its module (or its separate debug file found by
-  // build id), through the process's Dwfl; nullopt without debug info or when the process has
-  // no Dwfl (never unwound or evicted).
-  std::optional<SourceLine> Line(uint32_t pid, uint64_t pc);
 
   // Drops the process's Dwfl.
   void Forget(uint32_t pid);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "agent/sources/cpu_profiler/process_table.h"
+#include "agent/sources/cpu_profiler/source_lines.h"
 #include "agent/sources/cpu_profiler/testing/unwind_fixture.h"
 #include "profiling/symbolizer.h"
 
@@ -86,18 +87,27 @@ TEST(UnwinderTest, ProcessWithoutMappingsGivesTheSampledPcOnly) {
   EXPECT_FALSE(r.complete);
 }
 
-TEST(UnwinderTest, GivesFileAndLineFromDwarf) {
+TEST(SourceLinesTest, GivesFileAndLineFromDwarfOncePerBinary) {
   Captured c = CaptureInThread(64 * 1024);
   ProcessTable table;
   const ProcessInfo& self = table.Get(static_cast<uint32_t>(getpid()));
   Unwinder unwinder({});
   UnwindResult r = unwinder.Unwind(self, static_cast<uint32_t>(getpid()), c.regs, c.stack);
-  ASSERT_GE(r.pcs.size(), 2u);
-  auto line = unwinder.Line(self.pid, r.pcs[1]);
-  ASSERT_TRUE(line.has_value()) << "the fixture is built with -g";
-  EXPECT_NE(line->file.find("unwind_fixture.cc"), std::string::npos) << line->file;
-  EXPECT_GT(line->line, 0);
-  EXPECT_FALSE(unwinder.Line(12345678, r.pcs[1]).has_value());
+  ASSERT_GE(r.pcs.size(), 3u);
+  profiling::Symbolizer symbolizer({});
+  auto frames = symbolizer.Symbolize(getpid(), std::span(r.pcs).subspan(1, 2));
+  SourceLines lines;
+  const std::string paths[] = {"/nonexistent", frames[0].module};
+  auto middle = lines.Find(frames[0].build_id, paths, frames[0].module_offset);
+  ASSERT_TRUE(middle.has_value()) << "the fixture is built with -g";
+  EXPECT_NE(middle->file.find("unwind_fixture.cc"), std::string::npos) << middle->file;
+  EXPECT_GT(middle->line, 0);
+  auto outer = lines.Find(frames[1].build_id, paths, frames[1].module_offset);
+  ASSERT_TRUE(outer.has_value());
+  EXPECT_NE(outer->line, middle->line);
+  EXPECT_EQ(lines.opened(), 1u) << "one DWARF read for the binary";
+  const std::string none[] = {"/nonexistent"};
+  EXPECT_FALSE(lines.Find("other", none, 0x1000).has_value());
 }
 
 }  // namespace
