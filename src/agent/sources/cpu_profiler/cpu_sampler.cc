@@ -280,6 +280,10 @@ void CpuSampler::Loop() {
   pthread_setname_np(pthread_self(), "ws-cpu-sampler");
   State& s = *state_;
   std::vector<pollfd> fds;
+  // The selection as of this wakeup: records of processes not selected are not tracked (a
+  // process selected later is read from /proc at its first sample).
+  std::optional<std::set<uint32_t>> filter;
+  auto selected = [&](uint32_t pid) { return !filter || filter->count(pid) > 0; };
   auto handle_record = [&](std::span<const uint8_t> bytes) {
     auto record = ParseRecord(bytes);
     if (!record) {
@@ -290,11 +294,17 @@ void CpuSampler::Loop() {
     if (auto* sample = std::get_if<SampleRecord>(&*record)) {
       s.pending.push_back(std::move(*sample));
     } else if (auto* mmap = std::get_if<MmapRecord>(&*record)) {
-      s.table.Apply(*mmap);
+      if (selected(mmap->pid)) {
+        s.table.Apply(*mmap);
+      }
     } else if (auto* comm = std::get_if<CommRecord>(&*record)) {
-      s.table.Apply(*comm);
+      if (selected(comm->pid)) {
+        s.table.Apply(*comm);
+      }
     } else if (auto* task = std::get_if<TaskRecord>(&*record)) {
-      s.table.Apply(*task);
+      if (selected(task->pid)) {
+        s.table.Apply(*task);
+      }
       if (task->exit) {
         s.fallback_tids.erase(task->tid);
       }
@@ -302,11 +312,11 @@ void CpuSampler::Loop() {
       s.local.lost += lost->lost;
     }
   };
-  auto handle_sample = [&](SampleRecord& r, const std::optional<std::set<uint32_t>>& filter) {
+  auto handle_sample = [&](SampleRecord& r) {
     if (r.pid == 0) {
       return;  // the idle task
     }
-    if (filter && filter->count(r.pid) == 0) {
+    if (!selected(r.pid)) {
       ++s.local.filtered;
       return;
     }
@@ -345,6 +355,10 @@ void CpuSampler::Loop() {
       fds.push_back({e.ring->fd(), POLLIN, 0});
     }
     poll(fds.data(), fds.size(), 250);
+    {
+      std::lock_guard lock(s.mu);
+      filter = s.filter;
+    }
     uint64_t drained = 0;
     [[maybe_unused]] ssize_t n = read(s.wake_fd, &drained, sizeof(drained));
     for (size_t i = 0; i < s.events.size(); ++i) {
@@ -356,17 +370,15 @@ void CpuSampler::Loop() {
         s.events.erase(s.events.begin() + static_cast<long>(i));
       }
     }
-    std::optional<std::set<uint32_t>> filter;
     std::deque<State::Request> requests;
     bool stop = false;
     {
       std::lock_guard lock(s.mu);
-      filter = s.filter;
       requests.swap(s.requests);
       stop = s.stop;
     }
     for (SampleRecord& r : s.pending) {
-      handle_sample(r, filter);
+      handle_sample(r);
     }
     s.pending.clear();
     auto publish = [&] {
