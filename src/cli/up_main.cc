@@ -95,9 +95,6 @@ int RunUp(const UpOptions& options) {
   agent_config.enable_cuda_profiler = true;
   agent_config.cuda_profile_interval = std::chrono::seconds(10);
   agent_config.cuda_profiler_socket = agent::cuda_profiler::DefaultListenSocket(::getenv);
-  // CPU profiles of every process (or, without the privilege, of this user's) go there too.
-  agent_config.enable_cpu_profiler = true;
-  agent_config.cpu_profile_interval = std::chrono::seconds(10);
   if (base::Status st = agent_config.Validate(); !st.ok()) {
     std::fprintf(stderr, "warpscope up: %s\n", st.message().c_str());
     return 2;
@@ -116,7 +113,6 @@ int RunUp(const UpOptions& options) {
       "  data           %s  (ingest token in %s)\n"
       "  CUDA profiler  CUDA_INJECTION64_PATH=%s/lib/libwarpscope_cupti.so "
       "WARPSCOPE_AGENT_SOCKET=%s <app>\n"
-      "  CPU profiler   every process, 19 Hz per CPU, 10 s windows (docs/cpu-profiler.md)\n"
       "Ctrl-C stops it.\n",
       options.simulate.empty() ? "" : (" on the NVML simulator (" + options.simulate + ")").c_str(),
       (*server)->port(), (*server)->port(), options.agent_port, options.data_dir.c_str(),
