@@ -24,19 +24,18 @@ class RecordWriter {
   }
   template <typename T>
   RecordWriter& Put(const T& value) {
-    const auto* p = reinterpret_cast<const uint8_t*>(&value);
-    bytes_.insert(bytes_.end(), p, p + sizeof(T));
+    Append(&value, sizeof(T));
     return *this;
   }
   RecordWriter& PutString(const std::string& s) {  // NUL-terminated, padded to 8 bytes
-    bytes_.insert(bytes_.end(), s.begin(), s.end());
+    Append(s.data(), s.size());
     do {
       bytes_.push_back(0);
     } while (bytes_.size() % 8 != 0);
     return *this;
   }
   RecordWriter& PutBytes(const std::vector<uint8_t>& b) {
-    bytes_.insert(bytes_.end(), b.begin(), b.end());
+    Append(b.data(), b.size());
     return *this;
   }
   std::vector<uint8_t> Done() {
@@ -46,6 +45,14 @@ class RecordWriter {
   }
 
  private:
+  // resize + memcpy rather than vector::insert, which GCC 12 at -O2 misreads as an overflow.
+  void Append(const void* data, size_t n) {
+    const size_t at = bytes_.size();
+    bytes_.resize(at + n);
+    if (n > 0) {
+      std::memcpy(bytes_.data() + at, data, n);
+    }
+  }
   std::vector<uint8_t> bytes_;
 };
 
