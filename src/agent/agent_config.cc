@@ -62,8 +62,7 @@ base::Status AgentConfig::Validate() const {
                                  base::FormatDuration(export_interval));
   }
   if (top_processes < 0 || top_processes > 10000) {
-    return base::InvalidArgument("--top-processes={}: must be between 0 and 10000",
-                                 top_processes);
+    return base::InvalidArgument("--top-processes={}: must be between 0 and 10000", top_processes);
   }
   if (!otlp_endpoint.empty() && otlp_endpoint.rfind("http://", 0) != 0 &&
       otlp_endpoint.rfind("https://", 0) != 0) {
@@ -87,10 +86,11 @@ base::Status AgentConfig::Validate() const {
         "--listen-address={}: expected host:port or :port (e.g. :9400 or 127.0.0.1:9400)",
         prometheus_listen_address);
   }
-  if (!enable_gpu_metrics && !enable_host_metrics && !enable_cuda_profiler) {
+  if (!enable_gpu_metrics && !enable_host_metrics && !enable_cuda_profiler &&
+      !enable_cpu_profiler) {
     return base::InvalidArgument(
         "nothing to collect: --enable-host-metrics=false and GPU metrics are off; add "
-        "--enable-gpu-metrics or --cuda-profiler");
+        "--enable-gpu-metrics, --cuda-profiler or --enable-cpu-profiler");
   }
   if (cuda_profile_interval < std::chrono::seconds(1) || cuda_profile_interval > hours(1)) {
     return base::InvalidArgument("--cuda-profile-interval={}: must be between 1s and 1h",
@@ -106,6 +106,36 @@ base::Status AgentConfig::Validate() const {
       (!cuda_profile_dir.empty() || cuda_profiler_rate || cuda_pc_sampling)) {
     return base::InvalidArgument(
         "--cuda-profile-dir, --cuda-profiler-rate and --cuda-pc-sampling need --cuda-profiler");
+  }
+  if (cpu_profile_frequency < 1 || cpu_profile_frequency > 1000) {
+    return base::InvalidArgument("--cpu-profile-frequency={}: must be between 1 and 1000 Hz",
+                                 cpu_profile_frequency);
+  }
+  if (cpu_profile_interval < std::chrono::seconds(1) || cpu_profile_interval > hours(1)) {
+    return base::InvalidArgument("--cpu-profile-interval={}: must be between 1s and 1h",
+                                 base::FormatDuration(cpu_profile_interval));
+  }
+  if (cpu_profile_stack_bytes < 512 || cpu_profile_stack_bytes > 61440 ||
+      cpu_profile_stack_bytes % 8 != 0) {
+    return base::InvalidArgument(
+        "--cpu-profile-stack-bytes={}: must be a multiple of 8 between 512 and 61440 (a perf "
+        "sample stays under 64 KiB)",
+        cpu_profile_stack_bytes);
+  }
+  for (uint32_t pid : cpu_profile_pids) {
+    if (pid == 0) {
+      return base::InvalidArgument("--cpu-profile-pids: 0 is not a process id");
+    }
+  }
+  if (cpu_profile_gpu_processes && !enable_gpu_metrics) {
+    return base::InvalidArgument(
+        "--cpu-profile-gpu-processes needs --enable-gpu-metrics (NVML lists the GPU processes)");
+  }
+  if (!enable_cpu_profiler &&
+      (!cpu_profile_dir.empty() || !cpu_profile_pids.empty() || cpu_profile_gpu_processes)) {
+    return base::InvalidArgument(
+        "--cpu-profile-dir, --cpu-profile-pids and --cpu-profile-gpu-processes need "
+        "--enable-cpu-profiler");
   }
   return base::OkStatus();
 }

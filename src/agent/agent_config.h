@@ -75,6 +75,25 @@ struct AgentConfig {
   // Sent to every process that connects: turn PC sampling on.
   bool cuda_pc_sampling = false;
 
+  // CPU profiler (docs/cpu-profiler.md): perf_event sampling of every CPU (or of selected
+  // processes), DWARF-unwound native and kernel stacks, CPU-time profiles per process and window.
+  bool enable_cpu_profiler = false;
+  // Samples per second per CPU. Bounds: [1, 1000].
+  uint32_t cpu_profile_frequency = 19;
+  // Only these processes (with cpu_profile_gpu_processes: these and the GPU processes); empty
+  // and cpu_profile_gpu_processes false = every process.
+  std::vector<uint32_t> cpu_profile_pids;
+  // Only the processes NVML lists on a GPU (needs GPU metrics), plus cpu_profile_pids.
+  bool cpu_profile_gpu_processes = false;
+  // Length of a CPU profile window. Bounds: [1s, 1h]; windows close at collect cycles.
+  base::Duration cpu_profile_interval = std::chrono::seconds(60);
+  // Write every window's pprof and folded files here ("" = no files). Profiles also go to
+  // server_url when set.
+  std::string cpu_profile_dir;
+  // User stack bytes copied with each sample for unwinding. Bounds: [512, 61440], a multiple of
+  // 8; deeper stacks end in an "[unwinding stopped]" marker.
+  uint32_t cpu_profile_stack_bytes = 16 * 1024;
+
   [[nodiscard]] base::Status Validate() const;
 };
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/agent_flags.h"
 
+#include <charconv>
+
 namespace warpscope::cli {
 
 void AgentFlags::Register(CLI::App& sub) {
@@ -96,6 +98,34 @@ void AgentFlags::Register(CLI::App& sub) {
                "Tell every profiled process to turn PC sampling on (stall reasons per SASS "
                "instruction, in duty-cycled windows)")
       ->envname("WARPSCOPE_CUDA_PC_SAMPLING");
+  sub.add_flag("--enable-cpu-profiler", cpu_profiler_,
+               "CPU profiler: sample every CPU with perf_event and build CPU-time profiles per "
+               "process with native (DWARF-unwound) and kernel frames (docs/cpu-profiler.md)")
+      ->envname("WARPSCOPE_CPU_PROFILER");
+  sub.add_option("--cpu-profile-frequency", cpu_profile_frequency_,
+                 "Samples per second per CPU (1..1000)")
+      ->envname("WARPSCOPE_CPU_PROFILE_FREQUENCY")
+      ->capture_default_str();
+  sub.add_option("--cpu-profile-pids", cpu_profile_pids_,
+                 "Profile only these processes (comma-separated pids; default: every process)")
+      ->envname("WARPSCOPE_CPU_PROFILE_PIDS");
+  sub.add_flag("--cpu-profile-gpu-processes", cpu_profile_gpu_processes_,
+               "Profile only the processes NVML lists on a GPU (and --cpu-profile-pids); needs "
+               "--enable-gpu-metrics")
+      ->envname("WARPSCOPE_CPU_PROFILE_GPU_PROCESSES");
+  sub.add_option("--cpu-profile-interval", cpu_profile_interval_,
+                 "Length of a CPU profile window (1s..1h; closed at collect cycles)")
+      ->envname("WARPSCOPE_CPU_PROFILE_INTERVAL")
+      ->capture_default_str();
+  sub.add_option("--cpu-profile-dir", cpu_profile_dir_,
+                 "Write each window's CPU profiles here: cpu-<host>-<pid>-<start>-<end>.pb.gz "
+                 "(pprof) and .folded; with --server they are also sent there")
+      ->envname("WARPSCOPE_CPU_PROFILE_DIR");
+  sub.add_option("--cpu-profile-stack-bytes", cpu_profile_stack_bytes_,
+                 "User stack bytes copied with each sample for unwinding (512..61440, a multiple "
+                 "of 8)")
+      ->envname("WARPSCOPE_CPU_PROFILE_STACK_BYTES")
+      ->capture_default_str();
   sub.add_flag("--once", once,
                "Collect two cycles one collect interval apart, print the Prometheus exposition "
                "to stdout and exit");
@@ -153,6 +183,28 @@ base::Status AgentFlags::Finish(agent::AgentConfig& config) const {
     config.cuda_profiler_rate = static_cast<uint32_t>(cuda_profiler_rate_);
   }
   config.cuda_pc_sampling = cuda_pc_sampling_;
+  config.enable_cpu_profiler = cpu_profiler_;
+  config.cpu_profile_frequency = cpu_profile_frequency_;
+  config.cpu_profile_pids.clear();
+  std::string_view pids = cpu_profile_pids_;
+  while (!pids.empty()) {
+    const size_t comma = pids.find(',');
+    std::string_view part = pids.substr(0, comma);
+    pids = comma == std::string_view::npos ? std::string_view() : pids.substr(comma + 1);
+    uint32_t pid = 0;
+    auto [end, ec] = std::from_chars(part.data(), part.data() + part.size(), pid);
+    if (part.empty() || ec != std::errc() || end != part.data() + part.size()) {
+      return base::InvalidArgument("--cpu-profile-pids '{}': expected comma-separated pids",
+                                   cpu_profile_pids_);
+    }
+    config.cpu_profile_pids.push_back(pid);
+  }
+  config.cpu_profile_gpu_processes = cpu_profile_gpu_processes_;
+  auto cpu_interval = base::ParseDuration(cpu_profile_interval_);
+  if (!cpu_interval) return cpu_interval.error().WithContext("--cpu-profile-interval");
+  config.cpu_profile_interval = *cpu_interval;
+  config.cpu_profile_dir = cpu_profile_dir_;
+  config.cpu_profile_stack_bytes = cpu_profile_stack_bytes_;
   return config.Validate();
 }
 

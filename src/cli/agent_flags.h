@@ -50,6 +50,13 @@ class AgentFlags {
   std::string cuda_profile_dir_;
   int64_t cuda_profiler_rate_ = -1;  // -1: not given
   bool cuda_pc_sampling_ = false;
+  bool cpu_profiler_ = false;
+  uint32_t cpu_profile_frequency_ = 19;
+  std::string cpu_profile_pids_;
+  bool cpu_profile_gpu_processes_ = false;
+  std::string cpu_profile_interval_ = "1m";
+  std::string cpu_profile_dir_;
+  uint32_t cpu_profile_stack_bytes_ = 16 * 1024;
 };
 
 }  // namespace warpscope::cli

@@ -123,6 +123,54 @@ TEST(AgentFlagsTest, CudaProfilerFlagsAreValidated) {
   EXPECT_TRUE(Parse({"--cuda-profiler", "--enable-host-metrics=false"}, c).ok());
 }
 
+TEST(AgentFlagsTest, CpuProfilerIsOffByDefault) {
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({}, c).ok());
+  EXPECT_FALSE(c.enable_cpu_profiler);
+  EXPECT_EQ(c.cpu_profile_frequency, 19u);
+  EXPECT_EQ(c.cpu_profile_interval, seconds(60));
+  EXPECT_EQ(c.cpu_profile_stack_bytes, 16384u);
+  EXPECT_TRUE(c.cpu_profile_pids.empty());
+  EXPECT_FALSE(c.cpu_profile_gpu_processes);
+}
+
+TEST(AgentFlagsTest, CpuProfilerFlags) {
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({"--enable-cpu-profiler", "--cpu-profile-frequency", "99", "--cpu-profile-pids",
+                     "12,34", "--cpu-profile-interval", "10s", "--cpu-profile-dir", "/tmp/cpu",
+                     "--cpu-profile-stack-bytes", "8192", "--enable-gpu-metrics",
+                     "--cpu-profile-gpu-processes"},
+                    c)
+                  .ok());
+  EXPECT_TRUE(c.enable_cpu_profiler);
+  EXPECT_EQ(c.cpu_profile_frequency, 99u);
+  EXPECT_EQ(c.cpu_profile_pids, (std::vector<uint32_t>{12, 34}));
+  EXPECT_EQ(c.cpu_profile_interval, seconds(10));
+  EXPECT_EQ(c.cpu_profile_dir, "/tmp/cpu");
+  EXPECT_EQ(c.cpu_profile_stack_bytes, 8192u);
+  EXPECT_TRUE(c.cpu_profile_gpu_processes);
+}
+
+TEST(AgentFlagsTest, CpuProfilerFlagsAreValidated) {
+  agent::AgentConfig c;
+  EXPECT_FALSE(Parse({"--enable-cpu-profiler", "--cpu-profile-frequency", "0"}, c).ok());
+  EXPECT_FALSE(Parse({"--enable-cpu-profiler", "--cpu-profile-frequency", "5000"}, c).ok());
+  EXPECT_FALSE(Parse({"--enable-cpu-profiler", "--cpu-profile-stack-bytes", "100"}, c).ok());
+  EXPECT_FALSE(Parse({"--enable-cpu-profiler", "--cpu-profile-stack-bytes", "1001"}, c).ok());
+  EXPECT_FALSE(Parse({"--enable-cpu-profiler", "--cpu-profile-stack-bytes", "65536"}, c).ok());
+  EXPECT_FALSE(Parse({"--enable-cpu-profiler", "--cpu-profile-pids", "1,x"}, c).ok());
+  EXPECT_FALSE(Parse({"--enable-cpu-profiler", "--cpu-profile-pids", "1,,2"}, c).ok());
+  EXPECT_FALSE(Parse({"--enable-cpu-profiler", "--cpu-profile-interval", "100ms"}, c).ok());
+  base::Status gpu = Parse({"--enable-cpu-profiler", "--cpu-profile-gpu-processes"}, c);
+  EXPECT_FALSE(gpu.ok());
+  EXPECT_NE(gpu.message().find("--enable-gpu-metrics"), std::string::npos);
+  base::Status needs = Parse({"--cpu-profile-dir", "/tmp/cpu"}, c);
+  EXPECT_FALSE(needs.ok());
+  EXPECT_NE(needs.message().find("--enable-cpu-profiler"), std::string::npos);
+  EXPECT_TRUE(Parse({"--enable-cpu-profiler", "--enable-host-metrics=false"}, c).ok())
+      << "the profiler alone is something to collect";
+}
+
 TEST(AgentFlagsTest, CudaProfilerSocketSharesTheApplicationsVariable) {
   setenv("WARPSCOPE_AGENT_SOCKET", "/tmp/shared/cupti.sock", 1);
   agent::AgentConfig c;

@@ -8,9 +8,11 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/sources/cpu_profiler/cpu_profiler_source.h"
 #include "agent/sources/cuda_profiler/cuda_profiler_source.h"
 #include "agent/sources/nvml/nvml_source.h"
 #include "agent/sources/procfs/procfs_process_resolver.h"
@@ -59,6 +61,39 @@ std::unique_ptr<model::ProcessResolver> GpuProcessResolver(const agent::AgentCon
   return std::make_unique<agent::ProcfsProcessResolver>(config.host_root);
 }
 
+// A profiler's exporters: a directory (`dir`, named by `dir_flag` in errors) and the server.
+base::Result<std::vector<std::unique_ptr<profiling::ProfileExporter>>> MakeProfileExporters(
+    const agent::AgentConfig& config, const std::string& host, const std::string& dir,
+    std::string_view dir_flag, std::string_view what) {
+  std::vector<std::unique_ptr<profiling::ProfileExporter>> exporters;
+  if (!dir.empty()) {
+    auto sink = exporters::DirectoryProfileSink::Create(dir, host);
+    if (!sink) return base::Error(sink.error().WithContext(dir_flag));
+    exporters::ProfileUploader::Options upload;
+    upload.name = "directory";
+    exporters.push_back(std::make_unique<exporters::ProfileUploader>(std::move(*sink), upload));
+  }
+  if (!config.server_url.empty()) {
+    exporters::ServerProfileSink::Options so;
+    so.server_url = config.server_url;
+    so.host = host;
+    so.tls_ca_file = config.tls_ca_file;
+    so.timeout = std::chrono::seconds(5);  // bounds the agent's shutdown
+    if (!config.auth_token_file.empty()) {
+      WARPSCOPE_ASSIGN_OR_RETURN(so.auth_token,
+                                 base::ReadTokenFile("--auth-token-file", config.auth_token_file));
+    }
+    auto server = exporters::ServerProfileSink::Create(so);
+    if (!server) {
+      return base::Error(server.error().WithContext(fmt::format("--server ({} profiles)", what)));
+    }
+    exporters::ProfileUploader::Options upload;
+    upload.name = "server";
+    exporters.push_back(std::make_unique<exporters::ProfileUploader>(std::move(*server), upload));
+  }
+  return exporters;
+}
+
 // The CUDA kernel profiler source (--cuda-profiler): listener, window length, sinks.
 base::Result<std::unique_ptr<agent::Source>> MakeCudaProfiler(const agent::AgentConfig& config,
                                                               const std::string& host,
@@ -80,30 +115,9 @@ base::Result<std::unique_ptr<agent::Source>> MakeCudaProfiler(const agent::Agent
         wire::Control{wire::ControlOp::kEnablePcSampling, 0});
   }
   options.window = config.cuda_profile_interval;
-  cuda::CudaProfilerSource::Exporters exporters;
-  if (!config.cuda_profile_dir.empty()) {
-    auto dir = exporters::DirectoryProfileSink::Create(config.cuda_profile_dir, host);
-    if (!dir) return base::Error(dir.error().WithContext("--cuda-profile-dir"));
-    exporters::ProfileUploader::Options upload;
-    upload.name = "directory";
-    exporters.push_back(std::make_unique<exporters::ProfileUploader>(std::move(*dir), upload));
-  }
-  if (!config.server_url.empty()) {
-    exporters::ServerProfileSink::Options so;
-    so.server_url = config.server_url;
-    so.host = host;
-    so.tls_ca_file = config.tls_ca_file;
-    so.timeout = std::chrono::seconds(5);  // bounds the agent's shutdown
-    if (!config.auth_token_file.empty()) {
-      WARPSCOPE_ASSIGN_OR_RETURN(so.auth_token,
-                                 base::ReadTokenFile("--auth-token-file", config.auth_token_file));
-    }
-    auto server = exporters::ServerProfileSink::Create(so);
-    if (!server) return base::Error(server.error().WithContext("--server (CUDA profiles)"));
-    exporters::ProfileUploader::Options upload;
-    upload.name = "server";
-    exporters.push_back(std::make_unique<exporters::ProfileUploader>(std::move(*server), upload));
-  }
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      cuda::CudaProfilerSource::Exporters exporters,
+      MakeProfileExporters(config, host, config.cuda_profile_dir, "--cuda-profile-dir", "CUDA"));
   WARPSCOPE_LOG(INFO, "CUDA profiler: profiles every {}{}{}",
                 base::FormatDuration(config.cuda_profile_interval),
                 config.cuda_profile_dir.empty() ? "" : " to " + config.cuda_profile_dir,
@@ -111,6 +125,33 @@ base::Result<std::unique_ptr<agent::Source>> MakeCudaProfiler(const agent::Agent
   return std::unique_ptr<agent::Source>(std::make_unique<cuda::CudaProfilerSource>(
       std::move(options), std::move(exporters), clock,
       [&errors](std::string_view reason) { errors.Count(reason); }));
+}
+
+// The CPU profiler source (--enable-cpu-profiler): sampling, window length, sinks.
+base::Result<std::unique_ptr<agent::cpu_profiler::CpuProfilerSource>> MakeCpuProfiler(
+    const agent::AgentConfig& config, const std::string& host, const base::Clock& clock,
+    agent::ErrorCounter& errors) {
+  namespace cpu = agent::cpu_profiler;
+  cpu::CpuProfilerSource::Options options;
+  options.sampler.sampling.frequency_hz = config.cpu_profile_frequency;
+  options.sampler.sampling.stack_bytes = config.cpu_profile_stack_bytes;
+  options.sampler.host_root = config.host_root;
+  if (!config.cpu_profile_pids.empty() || config.cpu_profile_gpu_processes) {
+    options.sampler.pids =
+        std::set<uint32_t>(config.cpu_profile_pids.begin(), config.cpu_profile_pids.end());
+  }
+  options.window = config.cpu_profile_interval;
+  options.host_id = host;
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      cpu::CpuProfilerSource::Exporters exporters,
+      MakeProfileExporters(config, host, config.cpu_profile_dir, "--cpu-profile-dir", "CPU"));
+  WARPSCOPE_LOG(INFO, "CPU profiler: {} Hz per CPU, profiles every {}{}{}",
+                config.cpu_profile_frequency, base::FormatDuration(config.cpu_profile_interval),
+                config.cpu_profile_dir.empty() ? "" : " to " + config.cpu_profile_dir,
+                config.server_url.empty() ? "" : " to " + config.server_url);
+  return std::make_unique<cpu::CpuProfilerSource>(
+      std::move(options), std::move(exporters), cpu::LinuxPerfEventApi(config.host_root), nullptr,
+      clock, [&errors](std::string_view reason) { errors.Count(reason); });
 }
 
 }  // namespace
@@ -176,6 +217,24 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
         auto profiler,
         MakeCudaProfiler(config, host, clock, agent.self_stats().ErrorsFor("cuda_profiler")));
     agent.AddSource({std::move(profiler), nullptr});
+  }
+  if (config.enable_cpu_profiler) {
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        auto profiler,
+        MakeCpuProfiler(config, host, clock, agent.self_stats().ErrorsFor("cpu_profiler")));
+    std::function<void(const agent::Aggregator&)> before_poll;
+    if (config.cpu_profile_gpu_processes) {
+      // Registered after the NVML source, so the cycle already holds its GPU processes.
+      before_poll = [source = profiler.get(),
+                     listed = config.cpu_profile_pids](const agent::Aggregator& agg) {
+        std::set<uint32_t> pids(listed.begin(), listed.end());
+        for (const model::ProcessIdentity& p : ProcessesOfInterest(agg)) {
+          pids.insert(static_cast<uint32_t>(p.pid));
+        }
+        source->SetPidFilter(std::move(pids));
+      };
+    }
+    agent.AddSource({std::move(profiler), std::move(before_poll)});
   }
 
   p->store_ = std::make_shared<exporters::MetricsSnapshotStore>();

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "agent/self_stats.h"
+#include "agent/sources/cpu_profiler/cpu_profiler_metrics.h"
 #include "agent/sources/cuda_profiler/cuda_profiler_metrics.h"
 #include "agent/sources/nvml/nvml_metrics.h"
 #include "agent/sources/procfs/host_metrics.h"
@@ -79,6 +80,9 @@ std::vector<MetricCatalog> AllMetricCatalogs() {
        "(`libwarpscope_cupti.so`) reports from, written by the `cuda_profiler` source "
        "(`--cuda-profiler`).",
        agent::cuda_profiler_metrics::AllCudaProfilerMetrics()},
+      {"CPU profiler",
+       "On the host entity, written by the `cpu_profiler` source (`--enable-cpu-profiler`).",
+       agent::cpu_profiler_metrics::AllCpuProfilerMetrics()},
       {"Agent self-metrics", "The agent's own health, on the host entity.",
        agent::AllSelfMetrics()},
   };

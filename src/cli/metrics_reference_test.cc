@@ -4,6 +4,7 @@
 #include <set>
 
 #include "agent/self_stats.h"
+#include "agent/sources/cpu_profiler/cpu_profiler_metrics.h"
 #include "agent/sources/cuda_profiler/cuda_profiler_metrics.h"
 #include "agent/sources/nvml/nvml_metrics.h"
 #include "agent/sources/procfs/host_metrics.h"
@@ -38,7 +39,8 @@ TEST(MetricsReferenceTest, EveryCatalogIsInTheReference) {
   // catalog must be added there (and so to docs/metrics.md and the uniqueness check).
   const std::span<const model::MetricDesc* const> catalogs[] = {
       agent::nvml_metrics::AllNvmlMetrics(), agent::host_metrics::AllHostMetrics(),
-      agent::cuda_profiler_metrics::AllCudaProfilerMetrics(), agent::AllSelfMetrics()};
+      agent::cuda_profiler_metrics::AllCudaProfilerMetrics(),
+      agent::cpu_profiler_metrics::AllCpuProfilerMetrics(), agent::AllSelfMetrics()};
   const std::vector<MetricCatalog> listed = AllMetricCatalogs();
   for (const auto& catalog : catalogs) {
     ASSERT_FALSE(catalog.empty());

@@ -264,7 +264,7 @@ NativeFrame Symbolizer::Resolve(pid_t pid, ProcessEntry& process, uint64_t addre
     return static_cast<long>(it - 1 - process.maps.begin());
   };
   long index = find_map();
-  if (index < 0 && !reread) {
+  if (index < 0 && !reread && !process.maps_pinned) {
     reread = true;  // the process may have mapped a new library (dlopen) since we read maps
     LoadMaps(pid, process);
     index = find_map();
@@ -350,10 +350,25 @@ std::vector<NativeFrame> Symbolizer::Symbolize(pid_t pid, std::span<const uint64
   return out;
 }
 
+void Symbolizer::SetProcessMaps(pid_t pid, std::vector<MapEntry> maps) {
+  ProcessEntry& process = Process(pid);
+  std::sort(maps.begin(), maps.end(),
+            [](const MapEntry& a, const MapEntry& b) { return a.start < b.start; });
+  if (process.maps_pinned && process.maps == maps) {
+    return;  // keep the ELF files already resolved for these mappings
+  }
+  process.maps = std::move(maps);
+  process.maps_loaded = true;
+  process.maps_pinned = true;
+  process.elf.assign(process.maps.size(), nullptr);
+  process.elf_tried.assign(process.maps.size(), false);
+}
+
 void Symbolizer::InvalidateProcess(pid_t pid) {
   auto it = processes_.find(pid);
   if (it != processes_.end()) {
     it->second.maps_loaded = false;
+    it->second.maps_pinned = false;
     it->second.perf_map_size = -1;
   }
 }

@@ -56,6 +56,7 @@ struct MapEntry {
   bool executable = false;
   uint64_t inode = 0;
   std::string path;  // "" for anonymous mappings; "[heap]", "[vdso]" as the kernel writes them
+  bool operator==(const MapEntry&) const = default;
 };
 
 // Parses the text of /proc/<pid>/maps; lines that do not parse are skipped.
@@ -103,6 +104,10 @@ class Symbolizer {
 
   // Drops the cached maps of `pid` (re-read on next use), e.g. after dlopen was reported.
   void InvalidateProcess(pid_t pid);
+  // Uses `maps` for `pid` instead of reading /proc/<pid>/maps, until InvalidateProcess or
+  // ForgetProcess: for a caller that tracks mappings itself (the CPU profiler follows mmap
+  // records and symbolizes after the process may have exited).
+  void SetProcessMaps(pid_t pid, std::vector<MapEntry> maps);
   // Drops everything about `pid`: it exited.
   void ForgetProcess(pid_t pid);
 
@@ -123,6 +128,7 @@ class Symbolizer {
   struct ProcessEntry {
     std::vector<MapEntry> maps;  // sorted by start
     bool maps_loaded = false;
+    bool maps_pinned = false;  // set by SetProcessMaps: never re-read
     std::string perf_map_path;
     int64_t perf_map_size = -1;
     int64_t perf_map_mtime_ns = -1;

@@ -165,6 +165,21 @@ TEST(SymbolizerTest, VanishedProcessGivesUnknownFrames) {
   EXPECT_EQ(frames[0].function, "[unknown] 0x401000");
 }
 
+TEST(SymbolizerTest, GivenMapsServeAProcessThatNoLongerExists) {
+  Library lib(SYMBOLIZER_TESTLIB);
+  ASSERT_TRUE(lib.ok());
+  auto text = base::ReadFile("/proc/self/maps");
+  ASSERT_TRUE(text.has_value());
+  Symbolizer symbolizer({});
+  constexpr pid_t kGone = 1 << 23;  // above pid_max: no such process
+  symbolizer.SetProcessMaps(kGone, ParseProcMaps(*text));
+  uint64_t addresses[] = {lib.Address("WarpscopeFixtureExported"), 0x10};
+  auto frames = symbolizer.Symbolize(kGone, addresses);
+  EXPECT_EQ(frames[0].function, "WarpscopeFixtureExported");
+  EXPECT_EQ(frames[1].function, "[unknown] 0x10");
+  EXPECT_EQ(symbolizer.stats().maps_reads, 0u) << "given maps are never re-read from /proc";
+}
+
 TEST(SymbolizerTest, CachesElfFilesAndMapsAcrossCalls) {
   Library lib(SYMBOLIZER_TESTLIB);
   ASSERT_TRUE(lib.ok());

@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent/sources/cpu_profiler/cpu_window.h"
+
+#include <algorithm>
+#include <cstring>
+#include <tuple>
+#include <unordered_set>
+
+#include "base/logging.h"
+#include "profiling/folded.h"
+#include "profiling/pprof.h"
+
+namespace warpscope::agent::cpu_profiler {
+namespace {
+
+using profiling::Frame;
+using profiling::FrameKind;
+
+std::string_view Basename(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+template <typename T>
+void AppendRaw(std::string& key, const T& value) {
+  key.append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+}  // namespace
+
+void CpuWindow::Add(UnwoundSample sample) {
+  key_.clear();
+  AppendRaw(key_, sample.tid);
+  AppendRaw(key_, sample.kernel_ips.size());
+  for (uint64_t ip : sample.kernel_ips) {
+    AppendRaw(key_, ip);
+  }
+  AppendRaw(key_, sample.user_pcs.size());
+  for (uint64_t pc : sample.user_pcs) {
+    AppendRaw(key_, pc);
+  }
+  AppendRaw(key_, sample.truncated);
+  key_ += sample.stopped_in;
+  for (const Frame& f : sample.python) {
+    key_ += '\0';
+    key_ += f.function;
+    key_ += '\0';
+    key_ += f.file;
+    AppendRaw(key_, f.line);
+  }
+  ++samples_;
+  Aggregate& agg = by_pid_[sample.pid][key_];
+  agg.count += 1;
+  agg.cpu_ns += static_cast<int64_t>(sample.period_ns);
+  if (agg.count == 1) {
+    agg.sample = std::move(sample);
+  }
+}
+
+std::set<uint32_t> CpuWindow::pids() const {
+  std::set<uint32_t> out;
+  for (const auto& [pid, stacks] : by_pid_) {
+    out.insert(pid);
+  }
+  return out;
+}
+
+std::optional<SourceLine> CpuWindow::CachedLine(uint32_t pid, const profiling::NativeFrame& frame,
+                                                const SymbolSources& sources) {
+  const std::string& binary = frame.build_id.empty() ? frame.module : frame.build_id;
+  std::string key = binary;
+  AppendRaw(key, frame.module_offset);
+  auto it = lines_.find(key);
+  if (it != lines_.end()) {
+    return it->second;
+  }
+  if (lines_.size() >= kMaxLines) {
+    lines_.clear();
+  }
+  // Through the process's root first (containers), then the host's view of the path.
+  const std::string paths[] = {
+      fmt::format("{}/proc/{}/root{}", sources.host_root, pid, frame.module),
+      sources.host_root + frame.module};
+  std::optional<SourceLine> line = sources.lines.Find(binary, paths, frame.module_offset);
+  lines_.emplace(std::move(key), line);
+  return line;
+}
+
+std::vector<profiling::WindowProfile> CpuWindow::Build(int64_t start_ns, int64_t end_ns,
+                                                       const SymbolSources& sources) {
+  std::vector<profiling::WindowProfile> out;
+  out.reserve(by_pid_.size());
+  for (const auto& [pid, stacks] : by_pid_) {
+    out.push_back(BuildProcess(pid, stacks, start_ns, end_ns, sources));
+  }
+  by_pid_.clear();
+  samples_ = 0;
+  return out;
+}
+
+profiling::WindowProfile CpuWindow::BuildProcess(
+    uint32_t pid, const std::unordered_map<std::string, Aggregate>& stacks, int64_t start_ns,
+    int64_t end_ns, const SymbolSources& sources) {
+  const ProcessInfo* info = sources.processes.Find(pid);
+  profiling::WindowProfile out;
+  out.kind = "cpu";
+  out.pid = static_cast<int32_t>(pid);
+  out.executable = info != nullptr ? info->executable : "";
+  out.start_ns = start_ns;
+  out.end_ns = end_ns;
+
+  // Symbolize every distinct user address of the process once, with the tracked mappings.
+  std::vector<uint64_t> addresses;
+  {
+    std::unordered_set<uint64_t> seen;
+    for (const auto& [key, agg] : stacks) {
+      for (uint64_t pc : agg.sample.user_pcs) {
+        if (seen.insert(pc).second) {
+          addresses.push_back(pc);
+        }
+      }
+    }
+  }
+  if (info != nullptr) {
+    sources.symbolizer.SetProcessMaps(static_cast<pid_t>(pid), info->maps);
+  }
+  std::vector<profiling::NativeFrame> native =
+      sources.symbolizer.Symbolize(static_cast<pid_t>(pid), addresses);
+  std::unordered_map<uint64_t, Frame> user_frames;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    const profiling::NativeFrame& n = native[i];
+    Frame f;
+    f.function = n.function;
+    f.system_name = n.mangled != n.function ? n.mangled : "";
+    f.module = n.module;
+    f.build_id = n.build_id;
+    f.kind = FrameKind::kNative;
+    if (n.resolved && !n.jit) {
+      if (auto line = CachedLine(pid, n, sources)) {
+        f.file = line->file;
+        f.line = line->line;
+      }
+    }
+    user_frames.emplace(addresses[i], std::move(f));
+  }
+
+  profiling::ProfileAggregator profile({{"samples", "count"}, {"cpu", "nanoseconds"}});
+  Frame process;
+  process.kind = FrameKind::kProcess;
+  process.function = info != nullptr && !info->executable.empty()
+                         ? std::string(Basename(info->executable))
+                     : info != nullptr && !info->comm.empty() ? info->comm
+                                                              : fmt::format("pid {}", pid);
+  process.file = out.executable;
+  const uint32_t process_id = profile.InternFrame(process);
+
+  std::vector<Frame> frames;
+  std::vector<uint32_t> stack;
+  for (const auto& [key, agg] : stacks) {
+    const UnwoundSample& s = agg.sample;
+    frames.clear();
+    frames.push_back(process);
+    if (s.truncated) {
+      Frame marker;
+      marker.kind = FrameKind::kMarker;
+      marker.function = s.stopped_in.empty()
+                            ? std::string("[unwinding stopped]")
+                            : fmt::format("[unwinding stopped in {}]", Basename(s.stopped_in));
+      frames.push_back(std::move(marker));
+    }
+    for (auto it = s.user_pcs.rbegin(); it != s.user_pcs.rend(); ++it) {
+      frames.push_back(user_frames.at(*it));
+    }
+    if (!s.python.empty()) {
+      frames = sources.python.Splice(std::move(frames), s.python);
+    }
+    for (auto it = s.kernel_ips.rbegin(); it != s.kernel_ips.rend(); ++it) {
+      KernelSymbols::Lookup k = sources.kernel.Find(*it);
+      Frame f;
+      f.function = std::move(k.function);
+      f.module = std::move(k.module);
+      f.kind = FrameKind::kNative;
+      frames.push_back(std::move(f));
+    }
+    stack.clear();
+    for (const Frame& f : frames) {
+      stack.push_back(f == process ? process_id : profile.InternFrame(f));
+    }
+    std::vector<profiling::Label> labels = {{"tid", "", static_cast<int64_t>(s.tid)}};
+    if (info != nullptr) {
+      auto thread = info->thread_names.find(s.tid);
+      if (thread != info->thread_names.end() && !thread->second.empty()) {
+        labels.push_back({"thread_name", thread->second, 0});
+      }
+    }
+    const int64_t values[] = {agg.count, agg.cpu_ns};
+    profile.Add(stack, values, labels);
+  }
+
+  profiling::Profile& p = profile.mutable_profile();
+  p.period_type = {"cpu", "nanoseconds"};
+  p.period = 0;
+  p.default_sample_type = "cpu";
+  p.time_nanos = start_ns;
+  p.duration_nanos = std::max<int64_t>(0, end_ns - start_ns);
+  // Deterministic output: samples in stack order (the aggregation map is unordered).
+  std::sort(p.samples.begin(), p.samples.end(),
+            [](const profiling::Sample& a, const profiling::Sample& b) {
+              return std::tie(a.stack, a.labels) < std::tie(b.stack, b.labels);
+            });
+  if (formats_.pprof) {
+    auto pprof = profiling::EncodePprof(p);
+    if (!pprof) {
+      WARPSCOPE_LOG_EVERY_N(ERROR, 100, "CPU profile of pid {}: {}", pid, pprof.error().message());
+    } else {
+      out.pprof_gz = std::move(*pprof);
+    }
+  }
+  if (formats_.folded) {
+    out.folded = profiling::FoldedStacks(p, 1);
+  }
+  return out;
+}
+
+}  // namespace warpscope::agent::cpu_profiler

@@ -1,0 +1,298 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent/sources/cpu_profiler/unwinder.h"
+
+#include <elfutils/libdwfl.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <set>
+
+#include "base/logging.h"
+
+namespace warpscope::agent::cpu_profiler {
+
+// One process's Dwfl and the sample being unwound through it (the callbacks' argument).
+struct Unwinder::ProcessDwfl {
+  Dwfl* dwfl = nullptr;
+  uint64_t generation = 0;
+  bool attached = false;
+  std::list<uint32_t>::iterator lru;
+  // The current sample.
+  uint32_t tid = 0;
+  const DwarfRegs* regs = nullptr;
+  std::span<const uint8_t> stack;
+  // Set when a read failed: libdwfl then ends the stack as if it were complete (a callback
+  // cannot set dwfl_errno), so this is what tells a truncated stack from a whole one.
+  bool read_failed = false;
+
+  ~ProcessDwfl() {
+    if (dwfl != nullptr) {
+      dwfl_end(dwfl);
+    }
+  }
+};
+
+namespace {
+
+char* kDebuginfoPath = nullptr;  // libdwfl's default search path
+
+const Dwfl_Callbacks kCallbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &kDebuginfoPath,
+};
+
+pid_t NextThread(Dwfl*, void* arg, void** thread_arg) {
+  if (*thread_arg != nullptr) {
+    return 0;
+  }
+  *thread_arg = arg;
+  return static_cast<pid_t>(static_cast<Unwinder::ProcessDwfl*>(arg)->tid);
+}
+
+bool GetThread(Dwfl*, pid_t tid, void* arg, void** thread_arg) {
+  *thread_arg = arg;
+  return true;
+}
+
+// A word of the mapped file's contents at `addr`, through the PT_LOAD segment holding it.
+bool ReadFromElf(Dwfl* dwfl, Dwarf_Addr addr, Dwarf_Word* result) {
+  Dwfl_Module* module = dwfl_addrmodule(dwfl, addr);
+  if (module == nullptr) {
+    return false;
+  }
+  Dwarf_Addr bias = 0;
+  Elf* elf = dwfl_module_getelf(module, &bias);
+  size_t size = 0;
+  const char* raw = elf == nullptr ? nullptr : elf_rawfile(elf, &size);
+  size_t phnum = 0;
+  if (raw == nullptr || elf_getphdrnum(elf, &phnum) != 0) {
+    return false;
+  }
+  const Dwarf_Addr vaddr = addr - bias;
+  for (size_t i = 0; i < phnum; ++i) {
+    GElf_Phdr phdr;
+    if (gelf_getphdr(elf, static_cast<int>(i), &phdr) == nullptr || phdr.p_type != PT_LOAD) {
+      continue;
+    }
+    if (vaddr >= phdr.p_vaddr && vaddr + sizeof(Dwarf_Word) <= phdr.p_vaddr + phdr.p_filesz) {
+      const uint64_t offset = phdr.p_offset + (vaddr - phdr.p_vaddr);
+      if (offset + sizeof(Dwarf_Word) > size) {
+        return false;
+      }
+      std::memcpy(result, raw + offset, sizeof(Dwarf_Word));
+      return true;
+    }
+  }
+  return false;
+}
+
+bool MemoryRead(Dwfl* dwfl, Dwarf_Addr addr, Dwarf_Word* result, void* arg) {
+  auto* p = static_cast<Unwinder::ProcessDwfl*>(arg);
+  const uint64_t sp = (*p->regs)[7];
+  if (addr >= sp && addr - sp + sizeof(Dwarf_Word) <= p->stack.size()) {
+    std::memcpy(result, p->stack.data() + (addr - sp), sizeof(Dwarf_Word));
+    return true;
+  }
+  if (ReadFromElf(dwfl, addr, result)) {
+    return true;
+  }
+  p->read_failed = true;
+  return false;
+}
+
+bool SetInitialRegisters(Dwfl_Thread* thread, void* arg) {
+  const auto* p = static_cast<Unwinder::ProcessDwfl*>(arg);
+  Dwarf_Word regs[kUserRegCount];
+  for (int i = 0; i < kUserRegCount; ++i) {
+    regs[i] = (*p->regs)[static_cast<size_t>(i)];
+  }
+  dwfl_thread_state_register_pc(thread, regs[16]);
+  return dwfl_thread_state_registers(thread, 0, kUserRegCount, regs);
+}
+
+const Dwfl_Thread_Callbacks kThreadCallbacks = {
+    .next_thread = NextThread,
+    .get_thread = GetThread,
+    .memory_read = MemoryRead,
+    .set_initial_registers = SetInitialRegisters,
+    .detach = nullptr,
+    .thread_detach = nullptr,
+};
+
+// The load bias of `path` mapped at `start` from file offset `offset`: where its vaddr 0 lands.
+// nullopt when the file is not ELF or no PT_LOAD holds the offset.
+std::optional<uint64_t> LoadBias(const std::string& path, uint64_t start, uint64_t offset,
+                                 bool& is_exec) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return std::nullopt;
+  }
+  std::optional<uint64_t> bias;
+  Elf* elf = elf_begin(fd, ELF_C_READ_MMAP, nullptr);
+  GElf_Ehdr ehdr;
+  size_t phnum = 0;
+  if (elf != nullptr && gelf_getehdr(elf, &ehdr) != nullptr && elf_getphdrnum(elf, &phnum) == 0) {
+    is_exec = ehdr.e_type == ET_EXEC;
+    for (size_t i = 0; i < phnum; ++i) {
+      GElf_Phdr phdr;
+      if (gelf_getphdr(elf, static_cast<int>(i), &phdr) == nullptr || phdr.p_type != PT_LOAD) {
+        continue;
+      }
+      const uint64_t page_offset = phdr.p_offset & ~uint64_t{0xfff};
+      if (offset >= page_offset && offset < phdr.p_offset + phdr.p_filesz) {
+        bias = start - (phdr.p_vaddr - phdr.p_offset + offset);
+        break;
+      }
+    }
+  }
+  if (elf != nullptr) {
+    elf_end(elf);
+  }
+  close(fd);
+  return bias;
+}
+
+}  // namespace
+
+Unwinder::Unwinder(Options options) : options_(std::move(options)) { elf_version(EV_CURRENT); }
+
+Unwinder::~Unwinder() = default;
+
+Unwinder::ProcessDwfl* Unwinder::DwflFor(const ProcessInfo& process) {
+  auto it = dwfls_.find(process.pid);
+  ProcessDwfl* p = nullptr;
+  if (it != dwfls_.end()) {
+    p = it->second.get();
+    lru_.splice(lru_.begin(), lru_, p->lru);
+    if (p->generation == process.maps_generation && p->attached) {
+      return p;
+    }
+  } else {
+    auto owned = std::make_unique<ProcessDwfl>();
+    p = owned.get();
+    lru_.push_front(process.pid);
+    p->lru = lru_.begin();
+    dwfls_.emplace(process.pid, std::move(owned));
+    while (dwfls_.size() > options_.max_processes) {
+      dwfls_.erase(lru_.back());
+      lru_.pop_back();
+    }
+  }
+  // (Re-)report the modules: a fresh Dwfl, since libdwfl keeps a thread state per Dwfl and
+  // cannot re-attach one.
+  if (p->dwfl != nullptr) {
+    dwfl_end(p->dwfl);
+  }
+  p->dwfl = dwfl_begin(&kCallbacks);
+  p->attached = false;
+  p->generation = process.maps_generation;
+  ++stats_.reports;
+  if (p->dwfl == nullptr) {
+    return p;
+  }
+  dwfl_report_begin(p->dwfl);
+  std::set<std::string> reported;
+  for (const profiling::MapEntry& m : process.maps) {
+    if (m.path.empty() || m.path[0] != '/' || !reported.insert(m.path).second) {
+      continue;  // one module per file: its lowest executable mapping places it
+    }
+    // Through the process's root first (containers), then the host's view of the path.
+    std::string candidates[] = {
+        fmt::format("{}/proc/{}/root{}", options_.host_root, process.pid, m.path),
+        options_.host_root + m.path};
+    for (const std::string& path : candidates) {
+      bool is_exec = false;
+      std::optional<uint64_t> bias = LoadBias(path, m.start, m.file_offset, is_exec);
+      if (!bias) {
+        continue;
+      }
+      if (dwfl_report_elf(p->dwfl, m.path.c_str(), path.c_str(), -1, is_exec ? 0 : *bias, true) !=
+          nullptr) {
+        break;
+      }
+    }
+  }
+  dwfl_report_end(p->dwfl, nullptr, nullptr);
+  p->attached =
+      dwfl_attach_state(p->dwfl, nullptr, static_cast<pid_t>(process.pid), &kThreadCallbacks, p);
+  if (!p->attached) {
+    ++stats_.attach_failures;
+    WARPSCOPE_LOG_FIRST_N(WARNING, 5, "CPU profiler: cannot unwind pid {}: {}", process.pid,
+                          dwfl_errmsg(-1));
+  }
+  return p;
+}
+
+namespace {
+
+struct FrameCollector {
+  std::vector<uint64_t>* pcs;
+  size_t max_frames;
+};
+
+int OnFrame(Dwfl_Frame* frame, void* arg) {
+  auto* c = static_cast<FrameCollector*>(arg);
+  Dwarf_Addr pc = 0;
+  bool activation = false;
+  if (!dwfl_frame_pc(frame, &pc, &activation)) {
+    return DWARF_CB_ABORT;
+  }
+  c->pcs->push_back(activation || pc == 0 ? pc : pc - 1);
+  return c->pcs->size() >= c->max_frames ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+std::string MappingAt(const ProcessInfo& process, uint64_t address) {
+  for (const profiling::MapEntry& m : process.maps) {
+    if (address >= m.start && address < m.end) {
+      return m.path;
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+UnwindResult Unwinder::Unwind(const ProcessInfo& process, uint32_t tid, const DwarfRegs& regs,
+                              std::span<const uint8_t> stack) {
+  ++stats_.unwinds;
+  UnwindResult result;
+  ProcessDwfl* p = DwflFor(process);
+  if (p->dwfl == nullptr || !p->attached) {
+    result.pcs.push_back(regs[16]);
+    result.stopped_in = MappingAt(process, regs[16]);
+    ++stats_.truncated;
+    return result;
+  }
+  p->tid = tid;
+  p->regs = &regs;
+  p->stack = stack;
+  p->read_failed = false;
+  FrameCollector collector{&result.pcs, options_.max_frames};
+  const int rc = dwfl_getthread_frames(p->dwfl, static_cast<pid_t>(tid), OnFrame, &collector);
+  p->regs = nullptr;
+  p->stack = {};
+  if (result.pcs.empty()) {
+    result.pcs.push_back(regs[16]);
+  }
+  // rc 0: the outermost frame was reached (its return address is undefined in the CFI).
+  result.complete = rc == 0 && !p->read_failed && result.pcs.size() < options_.max_frames;
+  if (!result.complete) {
+    ++stats_.truncated;
+    result.stopped_in = MappingAt(process, result.pcs.back());
+  }
+  return result;
+}
+
+void Unwinder::Forget(uint32_t pid) {
+  auto it = dwfls_.find(pid);
+  if (it != dwfls_.end()) {
+    lru_.erase(it->second->lru);
+    dwfls_.erase(it);
+  }
+}
+
+}  // namespace warpscope::agent::cpu_profiler

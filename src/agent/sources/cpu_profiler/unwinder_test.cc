@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "agent/sources/cpu_profiler/unwinder.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "agent/sources/cpu_profiler/process_table.h"
+#include "agent/sources/cpu_profiler/source_lines.h"
+#include "agent/sources/cpu_profiler/testing/unwind_fixture.h"
+#include "profiling/symbolizer.h"
+
+namespace warpscope::agent::cpu_profiler {
+namespace {
+
+struct Captured {
+  DwarfRegs regs{};
+  std::vector<uint8_t> stack;
+};
+
+// Captures in a thread of its own: a short stack whose outermost frame (clone3) ends the CFI.
+Captured CaptureInThread(uint64_t max_bytes) {
+  Captured c;
+  std::thread([&] { UnwindFixtureOuter(&c.regs, &c.stack, max_bytes); }).join();
+  return c;
+}
+
+std::vector<std::string> Names(uint32_t pid, const std::vector<uint64_t>& pcs) {
+  profiling::Symbolizer symbolizer({});
+  std::vector<std::string> names;
+  for (const auto& f : symbolizer.Symbolize(static_cast<pid_t>(pid), pcs)) {
+    names.push_back(f.function);
+  }
+  return names;
+}
+
+TEST(UnwinderTest, UnwindsACapturedStackWithoutFramePointers) {
+  Captured c = CaptureInThread(64 * 1024);
+  ProcessTable table;
+  const ProcessInfo& self = table.Get(static_cast<uint32_t>(getpid()));
+  Unwinder unwinder({});
+  UnwindResult r = unwinder.Unwind(self, static_cast<uint32_t>(gettid()), c.regs, c.stack);
+  std::vector<std::string> names = Names(self.pid, r.pcs);
+  ASSERT_GE(names.size(), 4u) << ::testing::PrintToString(names);
+  EXPECT_EQ(names[0], "UnwindFixtureInner");
+  EXPECT_EQ(names[1], "UnwindFixtureMiddle");
+  EXPECT_EQ(names[2], "UnwindFixtureOuter");
+  EXPECT_TRUE(r.complete) << "a thread's stack ends at clone's undefined return address: "
+                          << ::testing::PrintToString(names);
+  EXPECT_EQ(unwinder.stats().truncated, 0u);
+}
+
+TEST(UnwinderTest, ReusesTheProcessDwflAcrossSamples) {
+  ProcessTable table;
+  const ProcessInfo& self = table.Get(static_cast<uint32_t>(getpid()));
+  Unwinder unwinder({});
+  for (int i = 0; i < 3; ++i) {
+    Captured c = CaptureInThread(64 * 1024);
+    UnwindResult r = unwinder.Unwind(self, static_cast<uint32_t>(getpid()), c.regs, c.stack);
+    EXPECT_GE(r.pcs.size(), 3u);
+  }
+  EXPECT_EQ(unwinder.stats().reports, 1u) << "the modules are reported once per maps generation";
+}
+
+TEST(UnwinderTest, ShortStackCopyEndsTruncatedInTheBinaryWhereItStopped) {
+  Captured c = CaptureInThread(64 * 1024);
+  c.stack.resize(8);  // far less than the fixture's frames hold
+  ProcessTable table;
+  const ProcessInfo& self = table.Get(static_cast<uint32_t>(getpid()));
+  Unwinder unwinder({});
+  UnwindResult r = unwinder.Unwind(self, static_cast<uint32_t>(getpid()), c.regs, c.stack);
+  EXPECT_FALSE(r.complete);
+  EXPECT_FALSE(r.stopped_in.empty());
+  EXPECT_EQ(Names(self.pid, r.pcs)[0], "UnwindFixtureInner");
+  EXPECT_EQ(unwinder.stats().truncated, 1u);
+}
+
+TEST(UnwinderTest, ProcessWithoutMappingsGivesTheSampledPcOnly) {
+  ProcessInfo nothing;
+  nothing.pid = 1 << 23;  // no such process, no maps
+  DwarfRegs regs{};
+  regs[16] = 0x401000;
+  Unwinder unwinder({});
+  UnwindResult r = unwinder.Unwind(nothing, nothing.pid, regs, {});
+  EXPECT_EQ(r.pcs, std::vector<uint64_t>{0x401000});
+  EXPECT_FALSE(r.complete);
+}
+
+TEST(SourceLinesTest, GivesFileAndLineFromDwarfOncePerBinary) {
+  Captured c = CaptureInThread(64 * 1024);
+  ProcessTable table;
+  const ProcessInfo& self = table.Get(static_cast<uint32_t>(getpid()));
+  Unwinder unwinder({});
+  UnwindResult r = unwinder.Unwind(self, static_cast<uint32_t>(getpid()), c.regs, c.stack);
+  ASSERT_GE(r.pcs.size(), 3u);
+  profiling::Symbolizer symbolizer({});
+  auto frames = symbolizer.Symbolize(getpid(), std::span(r.pcs).subspan(1, 2));
+  SourceLines lines;
+  const std::string paths[] = {"/nonexistent", frames[0].module};
+  auto middle = lines.Find(frames[0].build_id, paths, frames[0].module_offset);
+  ASSERT_TRUE(middle.has_value()) << "the fixture is built with -g";
+  EXPECT_NE(middle->file.find("unwind_fixture.cc"), std::string::npos) << middle->file;
+  EXPECT_GT(middle->line, 0);
+  auto outer = lines.Find(frames[1].build_id, paths, frames[1].module_offset);
+  ASSERT_TRUE(outer.has_value());
+  EXPECT_NE(outer->line, middle->line);
+  EXPECT_EQ(lines.opened(), 1u) << "one DWARF read for the binary";
+  const std::string none[] = {"/nonexistent"};
+  EXPECT_FALSE(lines.Find("other", none, 0x1000).has_value());
+}
+
+}  // namespace
+}  // namespace warpscope::agent::cpu_profiler
