@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "agent/sources/cpu_profiler/cpu_profiler_source.h"
+#include "agent/sources/cpu_profiler/cpython_stacks.h"
 #include "agent/sources/cuda_profiler/cuda_profiler_source.h"
 #include "agent/sources/nvml/nvml_source.h"
 #include "agent/sources/procfs/procfs_process_resolver.h"
@@ -150,7 +151,9 @@ base::Result<std::unique_ptr<agent::cpu_profiler::CpuProfilerSource>> MakeCpuPro
                 config.cpu_profile_dir.empty() ? "" : " to " + config.cpu_profile_dir,
                 config.server_url.empty() ? "" : " to " + config.server_url);
   return std::make_unique<cpu::CpuProfilerSource>(
-      std::move(options), std::move(exporters), cpu::LinuxPerfEventApi(config.host_root), nullptr,
+      std::move(options), std::move(exporters), cpu::LinuxPerfEventApi(config.host_root),
+      std::make_unique<cpu::CpythonStacks>(
+          cpu::CpythonStacks::Options{.host_root = config.host_root}),
       clock, [&errors](std::string_view reason) { errors.Count(reason); });
 }
 

@@ -72,9 +72,47 @@ const MetricDesc kSystemWide{
     .otel_name = "warpscope.cpu_profiler.system_wide",
 };
 
+const MetricDesc kPythonStacks{
+    .key = "profiler.cpu.python.stacks",
+    .entity = EntityKind::kHost,
+    .kind = MetricKind::kCounter,
+    .unit = "{stack}",
+    .help = "CPU samples given Python frames read from the sampled thread's interpreter.",
+    .prom_name = "warpscope_cpu_profiler_python_stacks_total",
+    .otel_name = "warpscope.cpu_profiler.python.stacks",
+};
+
+const MetricDesc kPythonUnreadable{
+    .key = "profiler.cpu.python.unreadable",
+    .entity = EntityKind::kHost,
+    .kind = MetricKind::kCounter,
+    .unit = "{read}",
+    .help =
+        "Reads of a sampled thread's Python frames that failed or were read only in part, by "
+        "reason (label reason: no_access, unsupported, torn).",
+    .prom_name = "warpscope_cpu_profiler_python_unreadable_total",
+    .otel_name = "warpscope.cpu_profiler.python.unreadable",
+    .labels = "reason",
+};
+
+const MetricDesc kPythonSpliceMismatches{
+    .key = "profiler.cpu.python.splice_mismatches",
+    .entity = EntityKind::kHost,
+    .kind = MetricKind::kCounter,
+    .unit = "{stack}",
+    .help =
+        "Stacks whose Python frames did not match the native eval-loop frames (label reason: "
+        "mismatch, placed at the outermost eval-loop frame; unplaced, no eval-loop frame).",
+    .prom_name = "warpscope_cpu_profiler_python_splice_mismatches_total",
+    .otel_name = "warpscope.cpu_profiler.python.splice_mismatches",
+    .labels = "reason",
+};
+
 std::span<const MetricDesc* const> AllCpuProfilerMetrics() {
-  static const MetricDesc* const kAll[] = {&kSamples,    &kRecordsLost, &kStacksTruncated,
-                                           &kUnwindTime, &kEvents,      &kSystemWide};
+  static const MetricDesc* const kAll[] = {
+      &kSamples,      &kRecordsLost,      &kStacksTruncated,
+      &kUnwindTime,   &kEvents,           &kSystemWide,
+      &kPythonStacks, &kPythonUnreadable, &kPythonSpliceMismatches};
   return kAll;
 }
 

@@ -65,6 +65,15 @@ void CpuProfilerSource::Poll(base::TimePoint now, model::SampleSink& out) {
   out.AddValue(m::kUnwindTime, host, static_cast<double>(s.unwind_ns) / 1e9);
   out.AddValue(m::kEvents, host, static_cast<double>(s.events));
   out.AddValue(m::kSystemWide, host, s.system_wide ? 1.0 : 0.0);
+  out.AddValue(m::kPythonStacks, host, static_cast<double>(s.python.stacks));
+  for (const auto& [reason, count] : s.python.unreadable) {
+    out.AddValue(m::kPythonUnreadable, host, model::Labels{{"reason", reason}},
+                 static_cast<double>(count));
+  }
+  for (const auto& [reason, count] : s.python.splice_mismatches) {
+    out.AddValue(m::kPythonSpliceMismatches, host, model::Labels{{"reason", reason}},
+                 static_cast<double>(count));
+  }
   ReportErrors(s);
 }
 

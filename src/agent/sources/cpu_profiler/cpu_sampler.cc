@@ -301,12 +301,18 @@ void CpuSampler::Loop() {
       if (selected(comm->pid)) {
         s.table.Apply(*comm);
       }
+      if (comm->exec) {
+        s.python.ForgetProcess(comm->pid);  // another image: its interpreter, if any, is new
+      }
     } else if (auto* task = std::get_if<TaskRecord>(&*record)) {
       if (selected(task->pid)) {
         s.table.Apply(*task);
       }
       if (task->exit) {
         s.fallback_tids.erase(task->tid);
+        if (task->tid == task->pid) {
+          s.python.ForgetProcess(task->pid);  // its samples hold their Python frames already
+        }
       }
     } else if (auto* lost = std::get_if<LostRecord>(&*record)) {
       s.local.lost += lost->lost;
@@ -383,6 +389,7 @@ void CpuSampler::Loop() {
     s.pending.clear();
     auto publish = [&] {
       s.local.events = s.events.size();
+      s.local.python = s.python.stats();
       std::lock_guard lock(s.mu);
       s.published = s.local;
     };

@@ -64,6 +64,7 @@ class CpuSampler {
     uint64_t windows = 0;
     uint64_t unwind_ns = 0;  // time spent unwinding, for the cost per sample
     std::map<std::string, uint64_t> truncated_by_binary;  // by the binary's base name
+    PythonStackStats python;                              // the PythonStackSource's counters
   };
 
   // `api` and `python` must outlive the sampler.

@@ -41,12 +41,13 @@ void CpuWindow::Add(UnwoundSample sample) {
   }
   AppendRaw(key_, sample.truncated);
   key_ += sample.stopped_in;
-  for (const Frame& f : sample.python) {
+  for (const PythonStackFrame& p : sample.python) {
     key_ += '\0';
-    key_ += f.function;
+    key_ += p.frame.function;
     key_ += '\0';
-    key_ += f.file;
-    AppendRaw(key_, f.line);
+    key_ += p.frame.file;
+    AppendRaw(key_, p.frame.line);
+    AppendRaw(key_, p.eval_entry);
   }
   ++samples_;
   Aggregate& agg = by_pid_[sample.pid][key_];

@@ -39,7 +39,7 @@ struct UnwoundSample {
   std::vector<uint64_t> user_pcs;        // leaf first (lookup addresses)
   bool truncated = false;                // the user stack ends in an "unwinding stopped" marker
   std::string stopped_in;                // the binary where it stopped
-  std::vector<profiling::Frame> python;  // innermost first; empty for native-only
+  std::vector<PythonStackFrame> python;  // innermost first; empty for native-only
 };
 
 // What a window's build needs, all owned by the sampler.

@@ -150,9 +150,12 @@ TEST(CpuWindowTest, ExitedProcessIsSymbolizedWithItsTrackedMappings) {
 // Splices one Python frame above the native leaf, as the CPython reader will at eval frames.
 class FakePython final : public PythonStackSource {
  public:
-  std::vector<Frame> ReadFrames(uint32_t, uint32_t) override { return {}; }
-  std::vector<Frame> Splice(std::vector<Frame> native, const std::vector<Frame>& python) override {
-    native.insert(native.begin() + 1, python.begin(), python.end());
+  std::vector<PythonStackFrame> ReadFrames(uint32_t, uint32_t) override { return {}; }
+  std::vector<Frame> Splice(std::vector<Frame> native,
+                            const std::vector<PythonStackFrame>& python) override {
+    for (size_t i = 0; i < python.size(); ++i) {
+      native.insert(native.begin() + 1 + static_cast<long>(i), python[i].frame);
+    }
     return native;
   }
 };
@@ -168,7 +171,7 @@ TEST(CpuWindowTest, PythonFramesGoThroughTheSpliceSeam) {
   py.file = "train.py";
   py.line = 3;
   py.kind = profiling::FrameKind::kPython;
-  s.python = {py};
+  s.python = {{py, true}};
   CpuWindow window(profiling::ProfileFormats::All());
   window.Add(s);
   auto p = profiling::DecodePprof(window.Build(0, 1, sources)[0].pprof_gz);
