@@ -31,6 +31,9 @@ std::string FoldedName(const Frame& f) {
     case FrameKind::kNative:
       name = f.module == "[jit]" ? f.function + "_[j]" : f.function;
       break;
+    case FrameKind::kOsKernel:  // plain, as before the kind existed ("_[k]" is a GPU kernel)
+      name = f.function;
+      break;
     default:
       name = f.function;
   }

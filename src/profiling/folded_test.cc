@@ -12,6 +12,9 @@ TEST(FoldedTest, NamesFramesByKind) {
   EXPECT_EQ(FoldedName({"step", "/srv/train.py", 0, "", "", "", FrameKind::kPython}),
             "step (train.py)");
   EXPECT_EQ(FoldedName({"gemm", "", 0, "", "", "", FrameKind::kKernel}), "gemm_[k]");
+  EXPECT_EQ(FoldedName({"do_syscall_64", "", 0, "", "[kernel.kallsyms]", "", FrameKind::kOsKernel}),
+            "do_syscall_64")
+      << "an OS kernel frame keeps its plain name; _[k] is a GPU kernel";
   EXPECT_EQ(FoldedName({"jitted", "", 0, "", "[jit]", "", FrameKind::kNative}), "jitted_[j]");
   EXPECT_EQ(FoldedName({"f;g\nh"}), "f g h");
 }

@@ -34,12 +34,13 @@ enum class FrameKind : uint8_t {
   kProcess,  // the executable at the root of a process's stacks
   kPython,
   kNative,
-  kLaunch,  // a CUDA launch API
-  kKernel,  // a GPU kernel
-  kSass,    // a SASS instruction of a PC sample
-  kStall,   // a warp stall reason
-  kMemory,  // a memory copy or memset
-  kMarker,  // "[unsampled launch site]" and the like
+  kLaunch,    // a CUDA launch API
+  kKernel,    // a GPU kernel
+  kSass,      // a SASS instruction of a PC sample
+  kStall,     // a warp stall reason
+  kMemory,    // a memory copy or memset
+  kMarker,    // "[unsampled launch site]" and the like
+  kOsKernel,  // a function of the operating-system kernel or a kernel module (/proc/kallsyms)
 };
 
 // One frame. `file` is "" and `line` 0 when unknown. A location without symbol information

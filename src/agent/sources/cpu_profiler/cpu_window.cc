@@ -180,7 +180,7 @@ profiling::WindowProfile CpuWindow::BuildProcess(
       Frame f;
       f.function = std::move(k.function);
       f.module = std::move(k.module);
-      f.kind = FrameKind::kNative;
+      f.kind = FrameKind::kOsKernel;
       frames.push_back(std::move(f));
     }
     stack.clear();
