@@ -47,6 +47,7 @@ int RunServer(const server::ServerConfig& config);
 struct UpOptions {
   std::string simulate;  // scenario name or path; "" = real NVML only with enable_gpu_metrics
   bool enable_gpu_metrics = false;
+  bool cpu_profiler = true;  // --no-cpu-profiler turns it off
   std::string data_dir;
   int server_port = 9410;
   int agent_port = 9400;

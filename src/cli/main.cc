@@ -53,6 +53,8 @@ int main(int argc, char** argv) {
       ->envname("WARPSCOPE_SIMULATE");
   up_cmd->add_flag("--enable-gpu-metrics", up_options.enable_gpu_metrics,
                    "Collect real GPU metrics through NVML");
+  up_cmd->add_flag("!--no-cpu-profiler", up_options.cpu_profiler,
+                   "Do not sample this machine's CPUs (the CPU profiler is on by default)");
   up_cmd->add_option("--data-dir", up_options.data_dir, "Database, token and spool")
       ->envname("WARPSCOPE_UP_DATA_DIR")
       ->capture_default_str();

@@ -95,6 +95,11 @@ int RunUp(const UpOptions& options) {
   agent_config.enable_cuda_profiler = true;
   agent_config.cuda_profile_interval = std::chrono::seconds(10);
   agent_config.cuda_profiler_socket = agent::cuda_profiler::DefaultListenSocket(::getenv);
+  // CPU profiles of every process of this machine, in windows as short as the CUDA profiler's.
+  // Without the privilege to sample system-wide the profiler falls back to the processes it may
+  // profile, or turns itself off with the reason; the rest of `up` runs either way.
+  agent_config.enable_cpu_profiler = options.cpu_profiler;
+  agent_config.cpu_profile_interval = std::chrono::seconds(10);
   if (base::Status st = agent_config.Validate(); !st.ok()) {
     std::fprintf(stderr, "warpscope up: %s\n", st.message().c_str());
     return 2;

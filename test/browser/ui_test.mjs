@@ -164,7 +164,8 @@ function freePort() {
 async function startServer(scenario = 'healthy-8xh100') {
   const agentPort = await freePort();
   const dir = path.join(dataDir, scenario);
-  server = spawn(warpscope, ['up', '--simulate', scenario, '--data-dir', dir, '--port', '0', '--agent-port', String(agentPort)], {
+  // The CPU profiler is off: the checks below read exact shares of the profiles posted here.
+  server = spawn(warpscope, ['up', '--simulate', scenario, '--no-cpu-profiler', '--data-dir', dir, '--port', '0', '--agent-port', String(agentPort)], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <cstdlib>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
@@ -155,6 +156,17 @@ TEST(ServerE2ETest, UpRunsServerAndAgentWithAGeneratedToken) {
   EXPECT_NE(WaitForHttp(agent_port, "/metrics", [](const std::string&) { return true; })
                 .find("DCGM_FI_DEV_GPU_UTIL"),
             std::string::npos);
+  // The CPU profiler is on in `up`: its events are open (the test runs as root in CI; without
+  // the privilege it would fall back to this user's processes).
+  const std::string events = "\nwarpscope_cpu_profiler_events{";
+  const std::string metrics = WaitForHttp(agent_port, "/metrics", [&](const std::string& b) {
+    return b.find(events) != std::string::npos;
+  });
+  const size_t at = metrics.find(events);
+  ASSERT_NE(at, std::string::npos) << (*up)->Stderr();
+  const size_t value = metrics.find("} ", at);
+  ASSERT_NE(value, std::string::npos);
+  EXPECT_GT(std::atof(metrics.c_str() + value + 2), 0.0) << (*up)->Stderr();
   // The generated token protects ingest and is private to its owner.
   struct stat st {};
   ASSERT_EQ(stat((tmp.path() + "/up/token").c_str(), &st), 0);
