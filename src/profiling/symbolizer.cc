@@ -274,6 +274,9 @@ NativeFrame Symbolizer::Resolve(pid_t pid, ProcessEntry& process, uint64_t addre
   // JIT code lives in anonymous memory or in files that are not ELF (memfd, /tmp images):
   // the process's perf map names it.
   auto from_perf_map = [&]() {
+    if (!options_.perf_maps) {
+      return false;
+    }
     RefreshPerfMap(pid, process);
     auto it = std::upper_bound(process.perf_map.begin(), process.perf_map.end(), address,
                                [](uint64_t a, const PerfMapSymbol& s) { return a < s.start; });

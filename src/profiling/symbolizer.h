@@ -80,6 +80,7 @@ class Symbolizer {
     std::string perf_map_dir;
     size_t max_elf_files = 512;   // parsed ELF files kept (least recently used go first)
     size_t max_processes = 1024;  // processes whose maps are kept
+    bool perf_maps = true;        // false: JIT addresses stay unresolved (the caller names them)
   };
 
   struct Stats {

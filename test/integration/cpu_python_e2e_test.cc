@@ -4,6 +4,8 @@
 // burn CPU 2:1. The profiles must show those functions as Python frames (file and line, the
 // Python frame kind in the folded stacks) spliced above the interpreter's native frames, with
 // shares near the design. Debian's /usr/bin/python3 always; a pyenv interpreter when present.
+// With pyenv's CPython 3.12 run with `-X perf`, the perf trampoline's frames in anonymous memory
+// are named from the interpreter's /tmp/perf-<pid>.map ("py::<qualname>:<file>").
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -177,6 +179,79 @@ TEST(CpuPythonE2eTest, PyenvPythonFramesWithTheirShares) {
     GTEST_SKIP() << "no pyenv CPython 3.9-3.13 under " << versions;
   }
   ProfileInterpreter(best);
+}
+
+// CPython 3.12's perf trampoline (`-X perf`): every Python call runs through a small
+// trampoline in anonymous executable memory that the interpreter lists in /tmp/perf-<pid>.map
+// as "py::<qualname>:<filename>". The agent names those frames from the map; named, the splice
+// drops them in favour of the Python frames read from memory (which carry lines). Unnamed, each
+// would stay an "[unknown] 0x…" frame: every sample's unwinding reaches one (libdwfl stops at
+// the first trampoline, which has no CFI).
+TEST(CpuPythonE2eTest, PerfTrampolineFramesAreNamedFromThePerfMap) {
+  const std::string python = "/root/.pyenv/versions/3.12.1/bin/python3.12";
+  std::error_code ec;
+  if (!fs::exists(python, ec)) {
+    GTEST_SKIP() << "no pyenv CPython 3.12.1 at " << python << " (the perf trampoline is 3.12+)";
+  }
+  WARPSCOPE_REQUIRE_PEER(MayProfileSystemWide(), "system-wide perf_event sampling",
+                         "run the test as root or `sysctl kernel.perf_event_paranoid=0`");
+  test::TempDir dir;
+  const std::string out = dir.path() + "/profiles";
+  auto child =
+      test::ChildProcess::Start({python, "-X", "perf", CPU_PYTHON_CHILD, "60"}, dir.path());
+  ASSERT_TRUE(child.has_value()) << child.error().message();
+  const int pid = (*child)->pid();
+  const std::string map = fmt::format("/tmp/perf-{}.map", pid);
+  auto agent = test::ChildProcess::Start(
+      {test::WarpscopeBinary(), "agent", "--enable-cpu-profiler", "--cpu-profile-dir", out,
+       "--cpu-profile-pids", std::to_string(pid), "--cpu-profile-frequency", "199",
+       "--cpu-profile-interval", "2s", "--collect-metrics-interval", "1s", "--listen-address",
+       "off", "--enable-host-metrics=false"},
+      dir.path());
+  ASSERT_TRUE(agent.has_value()) << agent.error().message();
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (FilesOf(out, pid, ".pb.gz").size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    ASSERT_EQ((*agent)->Wait(200ms), -1) << "the agent exited: " << (*agent)->Stderr();
+  }
+  const int status = (*agent)->Signal(SIGINT, 20s);
+  ASSERT_TRUE(WIFEXITED(status)) << (*agent)->Stderr();
+  (*child)->Signal(SIGKILL, 10s);
+
+  int64_t samples = 0;
+  int64_t with_heavy = 0;  // the Python frame heavy() spliced in
+  int64_t unnamed = 0;     // samples with an anonymous address left unnamed
+  std::string example;
+  for (const std::string& path : FilesOf(out, pid, ".pb.gz")) {
+    auto bytes = base::ReadFile(path);
+    if (!bytes) continue;
+    auto p = profiling::DecodePprof(*bytes);
+    if (!p) continue;
+    for (const profiling::Sample& sample : p->samples) {
+      const std::vector<profiling::Frame> frames = profiling::StackFrames(*p, sample);
+      samples += sample.values[0];
+      bool heavy = false;
+      bool anonymous = false;
+      for (const profiling::Frame& f : frames) {
+        heavy |= f.function == "heavy";
+        anonymous |=
+            f.function.starts_with("[unknown] 0x") || f.function.starts_with("[unknown] [anon]");
+      }
+      with_heavy += heavy ? sample.values[0] : 0;
+      unnamed += anonymous ? sample.values[0] : 0;
+      if (anonymous && example.empty()) {
+        for (const profiling::Frame& f : frames) {
+          example += f.function + (f.module.empty() ? "" : "[" + f.module + "]") + " → ";
+        }
+      }
+    }
+  }
+  fs::remove(map, ec);
+  ASSERT_GE(samples, 100) << (*agent)->Stderr();
+  fmt::print("{} -X perf: {} samples, {} under heavy(), {} with an unnamed anonymous frame\n",
+             python, samples, with_heavy, unnamed);
+  EXPECT_GE(static_cast<double>(with_heavy), 0.4 * static_cast<double>(samples));
+  EXPECT_LE(static_cast<double>(unnamed), 0.05 * static_cast<double>(samples))
+      << "trampoline frames are named from the perf map, e.g. " << example;
 }
 
 }  // namespace

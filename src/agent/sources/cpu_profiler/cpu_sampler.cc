@@ -65,6 +65,7 @@ struct CpuSampler::State {
   Unwinder unwinder;
   SourceLines lines;
   profiling::Symbolizer symbolizer;
+  PerfMaps perf_maps;
   KernelSymbols kernel;
   CpuWindow window;
   std::vector<SampleRecord> pending;
@@ -87,7 +88,9 @@ struct CpuSampler::State {
         python(p),
         table(options.host_root, options.max_processes),
         unwinder({options.host_root, options.max_unwind_processes, 256}),
-        symbolizer(profiling::Symbolizer::Options{options.host_root, "", 512, 1024}),
+        // Perf maps are read by `perf_maps`, bounded and once per window.
+        symbolizer(profiling::Symbolizer::Options{options.host_root, "", 512, 1024, false}),
+        perf_maps(PerfMaps::Options{options.host_root}),
         window(options.formats),
         filter(options.pids) {}
   ~State() {
@@ -394,8 +397,8 @@ void CpuSampler::Loop() {
       s.published = s.local;
     };
     for (State::Request& request : requests) {
-      SymbolSources sources{s.table,  s.lines,  s.symbolizer,
-                            s.kernel, s.python, s.options.host_root};
+      SymbolSources sources{
+          s.table, s.lines, s.symbolizer, s.kernel, s.python, s.options.host_root, &s.perf_maps};
       std::vector<profiling::WindowProfile> profiles =
           s.window.Build(request.start_ns, request.end_ns, sources);
       ++s.local.windows;
@@ -405,6 +408,7 @@ void CpuSampler::Loop() {
       for (uint32_t pid : s.table.Collect({})) {
         s.unwinder.Forget(pid);
         s.symbolizer.ForgetProcess(static_cast<pid_t>(pid));
+        s.perf_maps.Forget(pid);
         s.python.ForgetProcess(pid);
         s.fallback_pids.erase(pid);
       }

@@ -91,6 +91,9 @@ std::vector<profiling::WindowProfile> CpuWindow::Build(int64_t start_ns, int64_t
                                                        const SymbolSources& sources) {
   std::vector<profiling::WindowProfile> out;
   out.reserve(by_pid_.size());
+  if (sources.perf_maps != nullptr) {
+    sources.perf_maps->BeginWindow();  // each perf map is looked at once in this window
+  }
   for (const auto& [pid, stacks] : by_pid_) {
     out.push_back(BuildProcess(pid, stacks, start_ns, end_ns, sources));
   }
@@ -135,7 +138,15 @@ profiling::WindowProfile CpuWindow::BuildProcess(
     f.system_name = n.mangled != n.function ? n.mangled : "";
     f.module = n.module;
     f.build_id = n.build_id;
-    f.kind = FrameKind::kNative;
+    f.kind = FrameKind::kNative;  // JIT code too: the profile model has no JIT kind
+    if (!n.resolved && sources.perf_maps != nullptr) {
+      if (const profiling::PerfMapSymbol* jit = sources.perf_maps->Find(pid, addresses[i])) {
+        f.function = jit->name;
+        f.system_name.clear();
+        f.module = "[jit]";
+        f.build_id.clear();
+      }
+    }
     if (n.resolved && !n.jit) {
       if (auto line = CachedLine(pid, n, sources)) {
         f.file = line->file;

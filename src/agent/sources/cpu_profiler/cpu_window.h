@@ -6,7 +6,9 @@
 //
 // User frames are symbolized through the shared symbolizer (src/profiling/symbolizer.h) with
 // the mappings the process table tracked (so exited processes still resolve), with file:line
-// from DWARF (source_lines.h, one reader per binary); kernel frames through /proc/kallsyms.
+// from DWARF (source_lines.h, one reader per binary); the addresses it cannot name (JIT code in
+// anonymous memory) through the process's /tmp/perf-<pid>.map (perf_maps.h); kernel frames
+// through /proc/kallsyms.
 //
 // Thread contract: not thread-safe; owned by the sampler's thread.
 #ifndef WARPSCOPE_AGENT_SOURCES_CPU_PROFILER_CPU_WINDOW_H_
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "agent/sources/cpu_profiler/kernel_symbols.h"
+#include "agent/sources/cpu_profiler/perf_maps.h"
 #include "agent/sources/cpu_profiler/process_table.h"
 #include "agent/sources/cpu_profiler/python_stack_source.h"
 #include "agent/sources/cpu_profiler/source_lines.h"
@@ -50,6 +53,8 @@ struct SymbolSources {
   const KernelSymbols& kernel;
   PythonStackSource& python;
   std::string host_root = "/";  // binaries are read under it (through /proc/<pid>/root first)
+  // JIT symbols for the addresses the symbolizer cannot name; null: none looked up.
+  PerfMaps* perf_maps = nullptr;
 };
 
 class CpuWindow {
