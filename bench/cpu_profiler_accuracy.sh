@@ -51,8 +51,7 @@ start_workload() {
   "$@" > "$out/$name.stdout" 2>&1 &
   wl=$!
   pids+=("$wl")
-  local i
-  for i in $(seq 100); do
+  for _ in $(seq 100); do
     grep -q ready "$out/$name.stdout" 2> /dev/null && return 0
     sleep 0.1
   done

@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash disable=SC2034  # perf_bin is for the sourcing script
 # Sourced by the CPU profiler benchmarks: sets $perf_bin to Debian's `perf` (package linux-perf),
 # installing it when missing (idempotent, as scripts/setup.sh --test does).
 find_perf() {

@@ -29,12 +29,12 @@ static double Now(void) {
 }
 
 // The loop is written out in each leaf so that the leaf itself holds the CPU time.
-#define BURN(n, seed)                                         \
-  uint64_t x = (seed);                                        \
-  for (uint64_t i = 0; i < (uint64_t)(n); ++i) {              \
-    x = x * 6364136223846793005ull + 1442695040888963407ull;  \
-    __asm__ volatile("" : "+r"(x));                           \
-  }                                                           \
+#define BURN(n, seed)                                        \
+  uint64_t x = (seed);                                       \
+  for (uint64_t i = 0; i < (uint64_t)(n); ++i) {             \
+    x = x * 6364136223846793005ull + 1442695040888963407ull; \
+    __asm__ volatile("" : "+r"(x));                          \
+  }                                                          \
   return x
 
 __attribute__((noinline)) uint64_t leaf_a(uint64_t n) { BURN(50 * n, 1); }
