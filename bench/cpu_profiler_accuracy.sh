@@ -21,6 +21,8 @@
 #   profile holds no Python frames it prints "python: not measured (no Python frames in this
 #   build)".
 # The target: every function within 2 percentage points of perf (C) and of the design (Python).
+# Also printed: the agent's samples and lost records (its /metrics), the CPU time each tool
+# sampled, and the share of it that fell in the designed functions.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-build/release}
@@ -59,16 +61,27 @@ start_workload() {
   exit 1
 }
 
-# start_agent HZ PID DIR: the agent profiling PID only; sets $agent.
+# start_agent HZ PID DIR: the agent profiling PID only (its /metrics on a free port, for the
+# sample and lost-record counters); sets $agent.
 start_agent() {
-  "$agent_bin" agent --listen-address off --collect-metrics-interval 1s --enable-cpu-profiler \
+  "$agent_bin" agent --listen-address 127.0.0.1:0 --collect-metrics-interval 1s \
+    --enable-cpu-profiler \
     --cpu-profile-pids "$2" --cpu-profile-frequency "$1" --cpu-profile-interval 10s \
     --cpu-profile-dir "$3" > "$3.log" 2>&1 &
   agent=$!
   pids+=("$agent")
 }
 
+# stop_agent: prints the agent's sample and lost-record counters, then stops it.
 stop_agent() {
+  local port
+  port=$(sed -n 's/.*serving Prometheus metrics on .*(port \([0-9]*\)).*/\1/p' "$dir.log" | head -1)
+  if [[ -n $port ]]; then
+    curl -s "http://127.0.0.1:$port/metrics" | awk '
+      /^warpscope_cpu_profiler_samples_total/ { samples = $2 }
+      /^warpscope_cpu_profiler_records_lost_total/ { lost = $2 }
+      END { printf "agent: %d samples unwound, %d records lost (ring full)\n", samples, lost }'
+  fi
   kill -INT "$agent"
   wait "$agent" || true
 }
