@@ -9,27 +9,14 @@
 
 #include "cupti_inject/cfi_step.h"
 #include "cupti_inject/stack_capture.h"
+#include "cupti_inject/testing/has_frame_in.h"
 
 extern "C" int main(int, char**);
 
 namespace warpscope::cupti_inject {
 namespace {
 
-bool HasFrameIn(std::span<const uint64_t> frames, const void* fn) {
-  Dl_info info;
-  void* extra = nullptr;
-  if (dladdr1(fn, &info, &extra, RTLD_DL_SYMENT) == 0 || extra == nullptr) {
-    return false;
-  }
-  const auto lo = reinterpret_cast<uintptr_t>(info.dli_saddr);
-  const auto size = static_cast<const ElfW(Sym)*>(extra)->st_size;
-  for (uint64_t pc : frames) {
-    if (pc > lo && pc <= lo + size) {
-      return true;
-    }
-  }
-  return false;
-}
+using ::warpscope::cupti_inject::testing::HasFrameIn;
 
 #if defined(__x86_64__)
 // No CFI directives; saves rbp, puts a non-pointer in it, calls fn(arg), restores it.

@@ -6,27 +6,12 @@
 #include <link.h>
 
 #include "cupti_inject/cfi_step.h"
+#include "cupti_inject/testing/has_frame_in.h"
 
 namespace warpscope::cupti_inject {
 namespace {
 
-// True when some frame returns into `fn` (its extent comes from the dynamic symbol table: the
-// test is linked with exported symbols).
-bool HasFrameIn(std::span<const uint64_t> frames, const void* fn) {
-  Dl_info info;
-  void* extra = nullptr;
-  if (dladdr1(fn, &info, &extra, RTLD_DL_SYMENT) == 0 || extra == nullptr) {
-    return false;
-  }
-  const auto lo = reinterpret_cast<uintptr_t>(info.dli_saddr);
-  const auto size = static_cast<const ElfW(Sym)*>(extra)->st_size;
-  for (uint64_t pc : frames) {
-    if (pc > lo && pc <= lo + size) {
-      return true;
-    }
-  }
-  return false;
-}
+using ::warpscope::cupti_inject::testing::HasFrameIn;
 
 extern "C" __attribute__((noinline)) size_t CaptureFromHere(Unwinder u, uint64_t* out, size_t n) {
   size_t got = CaptureNative(u, CurrentThreadStackBounds(), false, std::span<uint64_t>(out, n));
