@@ -193,6 +193,29 @@ bool HasUnwindEntry(uintptr_t pc) {
   return _Unwind_Find_FDE(reinterpret_cast<void*>(pc - 1), &bases) != nullptr;
 }
 
+bool DirectCallInto(uintptr_t ret, uintptr_t pc, uintptr_t max_distance) {
+#if defined(__x86_64__)
+  uintptr_t lo = 0;
+  uintptr_t hi = 0;
+  if (!FindCodeRange(ret, &lo, &hi) || ret > hi || ret - lo < 5) {
+    return false;
+  }
+  const auto* p = reinterpret_cast<const uint8_t*>(ret);
+  if (p[-5] != 0xe8) {
+    return false;
+  }
+  int32_t rel = 0;
+  std::memcpy(&rel, p - 4, sizeof(rel));
+  const uintptr_t target = ret + static_cast<uintptr_t>(static_cast<intptr_t>(rel));
+  return target <= pc && pc - target <= max_distance && !HasUnwindEntry(target);
+#else
+  (void)ret;
+  (void)pc;
+  (void)max_distance;
+  return false;
+#endif
+}
+
 bool IsValidatedReturnAddress(uintptr_t pc) {
   uintptr_t lo = 0;
   uintptr_t hi = 0;

@@ -38,6 +38,12 @@ bool HasUnwindEntry(uintptr_t pc);
 // covered by an FDE.
 bool IsValidatedReturnAddress(uintptr_t pc);
 
+// True when the instruction before `ret` is a direct call (call rel32) whose target lies in
+// [pc - max_distance, pc] and, like `pc`, has no unwind entry: the call entered the function
+// without unwind entries that holds `pc`, as far as such a function can be told (a call to a PLT
+// stub or to any function with unwind entries does not). False for indirect calls.
+bool DirectCallInto(uintptr_t ret, uintptr_t pc, uintptr_t max_distance);
+
 }  // namespace warpscope::cupti_inject
 
 #endif  // WARPSCOPE_CUPTI_INJECT_CODE_RANGES_H_

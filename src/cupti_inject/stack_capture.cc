@@ -183,11 +183,15 @@ Chain ChainFrom(uintptr_t slot, uintptr_t fp, const StackBounds& bounds, std::sp
 // first kMaxCandidates is unwound on (ChainFrom); the first whose chain reaches the outermost
 // frame (or fills `out`) wins, else the longest (the earliest on a tie). A stale return address
 // whose chain holds to the end is one whose frame joins the live ones: at most that frame is
-// wrong. Returns the chosen chain written to `out` (n == 0: no candidate).
+// wrong. Candidates whose call instruction is a direct call landing just below `stop_pc` (the
+// call that entered the frame without entries) are tried first, so a stale address left in
+// that frame by an earlier, unrelated call loses to the real one even when both chains join the
+// live frames. Returns the chosen chain written to `out` (n == 0: no candidate).
 constexpr uintptr_t kScanBytes = 8192;
 constexpr int kMaxCandidates = 8;
+constexpr uintptr_t kMaxFunctionBytes = 1 << 20;  // how far below stop_pc its entry may lie
 
-Chain BestChainAbove(uintptr_t from, uintptr_t fp, const StackBounds& bounds,
+Chain BestChainAbove(uintptr_t from, uintptr_t stop_pc, uintptr_t fp, const StackBounds& bounds,
                      std::span<uint64_t> out) {
   Chain best;
   if (from < bounds.low || from >= bounds.high || out.empty()) {
@@ -196,21 +200,25 @@ Chain BestChainAbove(uintptr_t from, uintptr_t fp, const StackBounds& bounds,
   uint64_t scratch[160];
   std::span<uint64_t> trial(scratch, std::min<size_t>(out.size(), 160));
   const uintptr_t end = std::min(bounds.high, from + kScanBytes);
-  int candidates = 0;
-  for (uintptr_t slot = (from + 7) & ~uintptr_t{7}; slot + 8 <= end && candidates < kMaxCandidates;
-       slot += 8) {
-    if (!IsValidatedReturnAddress(*reinterpret_cast<const uintptr_t*>(slot))) {
-      continue;
-    }
-    ++candidates;
-    const Chain c = ChainFrom(slot, fp, bounds, trial);
-    const bool complete = c.end == CfiStepResult::kEnd || c.n == trial.size();
-    if (complete || c.n > best.n) {
-      best = c;
-      std::memcpy(out.data(), scratch, c.n * sizeof(uint64_t));
-    }
-    if (complete) {
-      break;
+  for (const bool calls_into_stop : {true, false}) {
+    int candidates = 0;
+    for (uintptr_t slot = (from + 7) & ~uintptr_t{7};
+         slot + 8 <= end && candidates < kMaxCandidates; slot += 8) {
+      const uintptr_t ret = *reinterpret_cast<const uintptr_t*>(slot);
+      if (!IsValidatedReturnAddress(ret) ||
+          DirectCallInto(ret, stop_pc, kMaxFunctionBytes) != calls_into_stop) {
+        continue;
+      }
+      ++candidates;
+      const Chain c = ChainFrom(slot, fp, bounds, trial);
+      const bool complete = c.end == CfiStepResult::kEnd || c.n == trial.size();
+      if (complete || c.n > best.n) {
+        best = c;
+        std::memcpy(out.data(), scratch, c.n * sizeof(uint64_t));
+      }
+      if (complete) {
+        return best;
+      }
     }
   }
   return best;
@@ -233,7 +241,7 @@ size_t ResumeAbove(uintptr_t fp_now, CfiRegs stop, const StackBounds& bounds,
   CfiRegs regs = stop;
   for (int resume = 0; resume < kMaxResumes && n < out.size(); ++resume) {
     // regs.fp stays across the frame without entries: it may have kept rbp.
-    const Chain c = BestChainAbove(regs.sp, regs.fp, bounds, out.subspan(n));
+    const Chain c = BestChainAbove(regs.sp, regs.pc, regs.fp, bounds, out.subspan(n));
     if (c.n == 0) {
       break;
     }
