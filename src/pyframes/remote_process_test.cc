@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/testing/peer.h"
 #include "base/testing/temp_dir.h"
 #include "pyframes/elf_lookup.h"
 #include "pyframes/remote_reader.h"
@@ -80,9 +81,8 @@ TEST(RemoteProcessTest, ElfSymbolsBiasAndBuildIdOfThisTest) {
 // A /proc of one made-up process that maps Debian's python3.11 executable, over fake memory.
 TEST(RemoteProcessTest, ProbesAnInterpreterThroughAFakeProc) {
   struct stat st;
-  if (stat(kDebianPython, &st) != 0) {
-    GTEST_SKIP() << kDebianPython << " is missing (python3-dev)";
-  }
+  WARPSCOPE_REQUIRE_PEER(stat(kDebianPython, &st) == 0, std::string(kDebianPython),
+                         "scripts/setup.sh (apt-get install python3-dev)");
   base::TempDir dir;
   ASSERT_FALSE(dir.path().empty());
   const std::string pid_dir = dir.path() + "/4242";

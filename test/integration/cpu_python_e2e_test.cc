@@ -167,9 +167,8 @@ TEST(CpuPythonE2eTest, DebianPythonFramesWithTheirShares) {
 
 // The newest pyenv CPython 3.9-3.13 under $PYENV_ROOT (default ~/.pyenv); skipped without one.
 TEST(CpuPythonE2eTest, PyenvPythonFramesWithTheirShares) {
-  if (!MayProfileSystemWide()) {
-    GTEST_SKIP() << "needs system-wide perf_event sampling";
-  }
+  WARPSCOPE_REQUIRE_PEER(MayProfileSystemWide(), "system-wide perf_event sampling",
+                         "run the test as root or `sysctl kernel.perf_event_paranoid=0`");
   const char* root = std::getenv("PYENV_ROOT");
   const char* home = std::getenv("HOME");
   const std::string versions =

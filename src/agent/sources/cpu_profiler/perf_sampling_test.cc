@@ -192,10 +192,11 @@ int Paranoid() {
 // processes; >= 2 also refuses kernel frames. The child reports through its exit status.
 TEST(PerfFallbackTest, UnprivilegedSamplerFallsBackToItsOwnProcesses) {
   const int paranoid = Paranoid();
-  if (geteuid() != 0 || paranoid < 1 || paranoid > 2) {
-    GTEST_SKIP() << "needs root (to drop it) and kernel.perf_event_paranoid 1 or 2, not "
-                 << paranoid;
-  }
+  WARPSCOPE_REQUIRE_PEER(geteuid() == 0 && paranoid >= 1 && paranoid <= 2,
+                         "root (to drop it) and kernel.perf_event_paranoid 1 or 2 (it is " +
+                             std::to_string(paranoid) + ")",
+                         "run the tests as root with Debian's default "
+                         "`sysctl kernel.perf_event_paranoid=2`");
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
   if (pid == 0) {
