@@ -68,7 +68,8 @@ struct CpuSampler::State {
   PerfMaps perf_maps;
   KernelSymbols kernel;
   CpuWindow window;
-  std::vector<SampleRecord> pending;
+  std::vector<SampleRecord> pending;  // samples of the current wakeup, after its records
+  std::vector<TaskRecord> exits;      // exits of the current wakeup, after its samples
   Stats local;
 
   struct Request {
@@ -93,6 +94,26 @@ struct CpuSampler::State {
         perf_maps(PerfMaps::Options{options.host_root}),
         window(options.formats),
         filter(options.pids) {}
+  // Late symbolization: the symbolizer parses a sampled process's mapped binaries while the
+  // process runs (through /proc/<pid>/root, which is gone once it exited), once per change of its
+  // mappings, and keeps them until the process is dropped after the window holding its samples
+  // was built. One address per executable file mapping is enough to load its ELF (cached by
+  // file and build id, shared across processes).
+  void ParseBinaries(ProcessInfo& process) {
+    if (process.symbols_generation == process.maps_generation || process.maps.empty()) {
+      return;
+    }
+    process.symbols_generation = process.maps_generation;
+    symbolizer.SetProcessMaps(static_cast<pid_t>(process.pid), process.maps);
+    std::vector<uint64_t> starts;
+    for (const profiling::MapEntry& m : process.maps) {
+      if (!m.path.empty() && m.path[0] == '/') {
+        starts.push_back(m.start);
+      }
+    }
+    symbolizer.Symbolize(static_cast<pid_t>(process.pid), starts);
+  }
+
   ~State() {
     if (wake_fd >= 0) {
       close(wake_fd);
@@ -308,14 +329,12 @@ void CpuSampler::Loop() {
         s.python.ForgetProcess(comm->pid);  // another image: its interpreter, if any, is new
       }
     } else if (auto* task = std::get_if<TaskRecord>(&*record)) {
-      if (selected(task->pid)) {
-        s.table.Apply(*task);
-      }
       if (task->exit) {
-        s.fallback_tids.erase(task->tid);
-        if (task->tid == task->pid) {
-          s.python.ForgetProcess(task->pid);  // its samples hold their Python frames already
-        }
+        // After the samples read with it: a process first sampled in the wakeup that saw it
+        // exit is then known to the table, and marked exited.
+        s.exits.push_back(*task);
+      } else if (selected(task->pid)) {
+        s.table.Apply(*task);
       }
     } else if (auto* lost = std::get_if<LostRecord>(&*record)) {
       s.local.lost += lost->lost;
@@ -334,7 +353,8 @@ void CpuSampler::Loop() {
     u.tid = r.tid;
     u.period_ns = r.period;
     u.kernel_ips = std::move(r.kernel_ips);
-    const ProcessInfo& process = s.table.Get(r.pid);
+    ProcessInfo& process = s.table.Get(r.pid);
+    s.ParseBinaries(process);
     if (r.has_user_regs) {
       const auto t0 = std::chrono::steady_clock::now();
       UnwindResult unwound = s.unwinder.Unwind(process, r.tid, r.regs, r.stack);
@@ -390,6 +410,16 @@ void CpuSampler::Loop() {
       handle_sample(r);
     }
     s.pending.clear();
+    for (const TaskRecord& exit : s.exits) {
+      if (selected(exit.pid)) {
+        s.table.Apply(exit);
+      }
+      s.fallback_tids.erase(exit.tid);
+      if (exit.tid == exit.pid) {
+        s.python.ForgetProcess(exit.pid);  // its samples hold their Python frames already
+      }
+    }
+    s.exits.clear();
     auto publish = [&] {
       s.local.events = s.events.size();
       s.local.python = s.python.stats();

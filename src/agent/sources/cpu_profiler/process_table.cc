@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "agent/sources/procfs/procfs_parse.h"
 #include "base/file_util.h"
 
 namespace warpscope::agent::cpu_profiler {
@@ -90,6 +91,15 @@ void ProcessTable::Seed(ProcessInfo& process) {
   ++process.maps_generation;
   if (auto comm = base::ReadFile(dir + "/comm")) {
     process.comm = Trimmed(*comm);
+  }
+  if (auto status = base::ReadFile(dir + "/status")) {
+    const int nspid = procfs::ParseProcStatus(*status).innermost_nspid;
+    process.ns_pid = nspid > 0 ? static_cast<uint32_t>(nspid) : 0;
+  }
+  if (auto cgroup = base::ReadFile(dir + "/cgroup")) {
+    procfs::CgroupIds ids = procfs::ParseCgroupFile(*cgroup);
+    process.container_id = std::move(ids.container_id);
+    process.pod_uid = std::move(ids.pod_uid);
   }
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink(dir + "/exe", ec);

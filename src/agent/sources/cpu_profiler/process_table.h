@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -31,6 +32,14 @@ struct ProcessInfo {
   std::string comm;                       // the process's name (main thread's comm)
   std::string executable;                 // /proc/<pid>/exe's target, or the exec mapping
   std::map<uint32_t, std::string> thread_names;
+  // Its pid in its own (innermost) pid namespace, the last value of NSpid in
+  // /proc/<pid>/status; 0 when unknown (the pid is the host's, as perf reports it).
+  uint32_t ns_pid = 0;
+  std::string container_id;  // from /proc/<pid>/cgroup (procfs_parse.h); "" outside containers
+  std::string pod_uid;       // likewise, for a Kubernetes pod
+  // The maps_generation whose binaries the symbolizer has parsed (late symbolization: an exited
+  // process's files may be unreachable when its window is built); nullopt: none yet.
+  std::optional<uint64_t> symbols_generation;
   bool exited = false;
   bool seeded = false;      // /proc was read (or found gone) for it
   uint64_t last_touch = 0;  // for eviction
