@@ -188,6 +188,47 @@ TEST(CpuProcessesE2eTest, AProcessThatExitedBeforeItsWindowClosedIsSymbolized) {
       << "named after the process and its binary were gone; e.g. " << c.example;
 }
 
+#ifdef CPU_PYTHON_PERF
+// Registered only where a pyenv CPython 3.12+ (which has `-X perf`) was found at configure time.
+TEST(CpuProcessesE2eTest, CpythonPerfTrampolinesAreSteppedOverToTheInterpretersMain) {
+  REQUIRE_PERF();
+  test::TempDir dir;
+  const std::string out = dir.path() + "/profiles";
+  auto child = test::ChildProcess::Start({CPU_PYTHON_PERF, "-X", "perf", CPU_PYTHON_CHILD, "60"},
+                                         dir.path());
+  ASSERT_TRUE(child.has_value()) << child.error().message();
+  const int pid = (*child)->pid();
+  auto agent = StartAgent(dir, out, {pid});
+  ASSERT_TRUE(agent.has_value()) << agent.error().message();
+  ProfileUntil(**agent, out, pid, 2);
+  if (HasFatalFailure()) return;
+  (*child)->Signal(SIGKILL, 10s);
+  std::error_code ec;
+  fs::remove(fmt::format("/tmp/perf-{}.map", pid), ec);
+
+  std::vector<profiling::Profile> profiles = ProfilesOf(out, pid);
+  Count whole = CountStacks(profiles, {"Py_BytesMain", "heavy"});
+  int64_t stopped = 0;
+  for (const profiling::Profile& p : profiles) {
+    for (const profiling::Sample& s : p.samples) {
+      for (const profiling::Frame& f : profiling::StackFrames(p, s)) {
+        if (f.function.starts_with("[unwinding stopped")) {
+          stopped += s.values[0];
+          break;
+        }
+      }
+    }
+  }
+  ASSERT_GE(whole.samples, 100) << (*agent)->Stderr();
+  fmt::print("{} -X perf: {} samples, {} reach Py_BytesMain → … → heavy, {} stopped\n",
+             CPU_PYTHON_PERF, whole.samples, whole.matching, stopped);
+  EXPECT_LE(static_cast<double>(stopped), 0.05 * static_cast<double>(whole.samples))
+      << "unwinding goes on past the trampolines";
+  EXPECT_GE(static_cast<double>(whole.matching), 0.4 * static_cast<double>(whole.samples))
+      << "the interpreter's main above the Python frames; e.g. " << whole.example;
+}
+#endif  // CPU_PYTHON_PERF
+
 // A cgroup (v2, or v1's pids hierarchy) named like a Docker container's, for the namespaced
 // child; "" when this machine does not let the test make one.
 constexpr char kContainer[] = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";

@@ -88,7 +88,8 @@ struct CpuSampler::State {
         api(a),
         python(p),
         table(options.host_root, options.max_processes),
-        unwinder({options.host_root, options.max_unwind_processes, 256}),
+        unwinder({options.host_root, options.max_unwind_processes, 256,
+                  [this](uint32_t pid, uint64_t address) { return perf_maps.Find(pid, address); }}),
         // Perf maps are read by `perf_maps`, bounded and once per window.
         symbolizer(profiling::Symbolizer::Options{options.host_root, "", 512, 1024, false}),
         perf_maps(PerfMaps::Options{options.host_root}),
