@@ -46,8 +46,9 @@ struct Harness {
     options.window = 10s;
     options.host_id = "node1";
     options.sampler.host_root = root;
-    source = std::make_unique<CpuProfilerSource>(std::move(options), std::move(exporters),
-                                                 std::move(api_owned), nullptr, clock, nullptr);
+    source = std::make_unique<CpuProfilerSource>(
+        std::move(options), std::move(exporters), std::move(api_owned), nullptr, clock,
+        [this](std::string_view reason) { errors.emplace_back(reason); });
   }
   // Waits (bounded) until the sampler thread has handled `n` samples.
   bool WaitForSamples(uint64_t n) {
@@ -77,6 +78,7 @@ struct Harness {
   base::FakeClock clock;
   FakePerfApi* api = nullptr;
   profiling::FakeProfileExporter* exporter = nullptr;
+  std::vector<std::string> errors;
   std::unique_ptr<CpuProfilerSource> source;
 };
 
@@ -192,6 +194,40 @@ TEST(CpuSamplerTest, AnExitedProcessKeepsItsSymbolsUntilItsWindowIsBuilt) {
   frames = profiling::StackFrames(p, p.samples[0]);
   ASSERT_FALSE(frames.empty());
   EXPECT_NE(frames.back().function, "WarpscopeLateSymbolTarget");
+  h.source->Stop();
+}
+
+TEST(CpuSamplerTest, AStackThatCannotBeUnwoundEndsInAMarkerCountedPerBinary) {
+  base::TempDir root;
+  constexpr uint32_t kPid = 4444;
+  WriteProc(root.path(), kPid, "maps", OwnMapsAs("/opt/app/trainer"));
+  fs::create_directories(root.path() + "/opt/app");
+  fs::copy_file("/proc/self/exe", root.path() + "/opt/app/trainer");
+  Harness h(root.path());
+  ASSERT_TRUE(h.source->Start().ok());
+  model::CollectingSink sink;
+  h.source->Poll(h.clock.Now(), sink);
+  DwarfRegs regs{};
+  regs[16] = reinterpret_cast<uint64_t>(&WarpscopeLateSymbolTarget) + 4;
+  regs[7] = 0x7ffc00001000;
+  // No stack copy: the walk stops in the sampled function's binary.
+  h.api->Push(-1, 0, SampleBytes(kPid, kPid, 1, 0, {}, &regs));
+  h.api->Push(-1, 0, SampleBytes(kPid, kPid, 2, 0, {}, &regs));
+  ASSERT_TRUE(h.WaitForSamples(2));
+  profiling::Profile p = h.NextWindow(static_cast<int32_t>(kPid));
+  ASSERT_EQ(p.samples.size(), 1u);
+  std::vector<profiling::Frame> frames = profiling::StackFrames(p, p.samples[0]);
+  ASSERT_GE(frames.size(), 3u);
+  // pprof carries no frame kinds: the process frame, then the marker, by name.
+  EXPECT_EQ(frames[0].function, "pid 4444");
+  EXPECT_EQ(frames[1].function, "[unwinding stopped in trainer]");
+  EXPECT_EQ(frames.back().function, "WarpscopeLateSymbolTarget");
+
+  sink.Clear();
+  h.source->Poll(h.clock.Now(), sink);
+  EXPECT_EQ(sink.Find("profiler.cpu.stacks.truncated", "node1", {{"binary", "trainer"}}), 2.0)
+      << "warpscope_cpu_profiler_truncated_stacks_total{binary=\"trainer\"}";
+  EXPECT_EQ(std::count(h.errors.begin(), h.errors.end(), "stack_truncated"), 2);
   h.source->Stop();
 }
 
