@@ -166,18 +166,21 @@ TEST(CpuProcessesE2eTest, AProcessThatExitedBeforeItsWindowClosedIsSymbolized) {
   // name its functions only from what the agent read while it ran.
   const std::string copy = dir.path() + "/short_lived";
   fs::copy_file(CPU_HOT_CHILD, copy);
-  auto agent = StartAgent(dir, out, {}, "4s");
+  // Stopped until the agent samples its pid, then the copy (exec keeps the pid) burns 1.5 s.
+  auto child = test::ChildProcess::Start(
+      {"/bin/sh", "-c", "kill -STOP $$; exec \"$0\" burn 1.5", copy}, dir.path());
+  ASSERT_TRUE(child.has_value()) << child.error().message();
+  const int pid = (*child)->pid();
+  auto agent = StartAgent(dir, out, {pid}, "4s");
   ASSERT_TRUE(agent.has_value()) << agent.error().message();
   const auto deadline = std::chrono::steady_clock::now() + 30s;
   while ((*agent)->Stderr().find("source cpu_profiler started") == std::string::npos) {
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << (*agent)->Stderr();
     ASSERT_EQ((*agent)->Wait(100ms), -1) << "the agent exited: " << (*agent)->Stderr();
   }
-  auto child = test::ChildProcess::Start({copy, "burn", "1.5"}, dir.path());
-  ASSERT_TRUE(child.has_value()) << child.error().message();
-  const int pid = (*child)->pid();
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
   const int status = (*child)->Wait(30s);
-  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_TRUE(WIFEXITED(status)) << (*child)->Stderr();
   fs::remove(copy);
   ProfileUntil(**agent, out, pid, 1);
   if (HasFatalFailure()) return;

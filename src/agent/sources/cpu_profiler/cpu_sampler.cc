@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -95,24 +96,38 @@ struct CpuSampler::State {
         perf_maps(PerfMaps::Options{options.host_root}),
         window(options.formats),
         filter(options.pids) {}
-  // Late symbolization: the symbolizer parses a sampled process's mapped binaries while the
-  // process runs (through /proc/<pid>/root, which is gone once it exited), once per change of its
-  // mappings, and keeps them until the process is dropped after the window holding its samples
-  // was built. One address per executable file mapping is enough to load its ELF (cached by
-  // file and build id, shared across processes).
-  void ParseBinaries(ProcessInfo& process) {
-    if (process.symbols_generation == process.maps_generation || process.maps.empty()) {
+  // Late symbolization: the symbolizer parses the binaries a process's samples run in while the
+  // process runs (through /proc/<pid>/root, which is gone once it exited), and keeps them until
+  // the process is dropped after the window holding its samples was built. Only the mappings
+  // the sample's pcs fall in, each once per mapping generation: the same files the window's
+  // build would parse (cached by file and build id, shared across processes), parsed earlier.
+  void ParseBinaries(ProcessInfo& process, const std::vector<uint64_t>& pcs) {
+    if (process.maps.empty() || pcs.empty()) {
       return;
     }
-    process.symbols_generation = process.maps_generation;
-    symbolizer.SetProcessMaps(static_cast<pid_t>(process.pid), process.maps);
-    std::vector<uint64_t> starts;
-    for (const profiling::MapEntry& m : process.maps) {
-      if (!m.path.empty() && m.path[0] == '/') {
-        starts.push_back(m.start);
+    if (process.symbols_generation != process.maps_generation) {
+      process.symbols_generation = process.maps_generation;
+      process.symbols_parsed.assign(process.maps.size(), false);
+      symbolizer.SetProcessMaps(static_cast<pid_t>(process.pid), process.maps);
+    }
+    std::vector<uint64_t> fresh;
+    for (uint64_t pc : pcs) {
+      auto it = std::upper_bound(
+          process.maps.begin(), process.maps.end(), pc,
+          [](uint64_t a, const profiling::MapEntry& m) { return a < m.start; });
+      if (it == process.maps.begin() || pc >= (it - 1)->end) {
+        continue;
+      }
+      const size_t i = static_cast<size_t>(it - 1 - process.maps.begin());
+      const std::string& path = process.maps[i].path;
+      if (!process.symbols_parsed[i] && !path.empty() && path[0] == '/') {
+        process.symbols_parsed[i] = true;
+        fresh.push_back(pc);
       }
     }
-    symbolizer.Symbolize(static_cast<pid_t>(process.pid), starts);
+    if (!fresh.empty()) {
+      symbolizer.Symbolize(static_cast<pid_t>(process.pid), fresh);
+    }
   }
 
   ~State() {
@@ -355,7 +370,6 @@ void CpuSampler::Loop() {
     u.period_ns = r.period;
     u.kernel_ips = std::move(r.kernel_ips);
     ProcessInfo& process = s.table.Get(r.pid);
-    s.ParseBinaries(process);
     if (r.has_user_regs) {
       const auto t0 = std::chrono::steady_clock::now();
       UnwindResult unwound = s.unwinder.Unwind(process, r.tid, r.regs, r.stack);
@@ -363,6 +377,7 @@ void CpuSampler::Loop() {
           static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                     std::chrono::steady_clock::now() - t0)
                                     .count());
+      s.ParseBinaries(process, unwound.pcs);
       u.user_pcs = std::move(unwound.pcs);
       u.truncated = !unwound.complete;
       if (u.truncated) {

@@ -37,9 +37,10 @@ struct ProcessInfo {
   uint32_t ns_pid = 0;
   std::string container_id;  // from /proc/<pid>/cgroup (procfs_parse.h); "" outside containers
   std::string pod_uid;       // likewise, for a Kubernetes pod
-  // The maps_generation whose binaries the symbolizer has parsed (late symbolization: an exited
-  // process's files may be unreachable when its window is built); nullopt: none yet.
+  // Late symbolization (an exited process's files may be unreachable when its window is
+  // built): the maps_generation the symbolizer holds, and which of `maps` it has parsed.
   std::optional<uint64_t> symbols_generation;
+  std::vector<bool> symbols_parsed;
   bool exited = false;
   bool seeded = false;      // /proc was read (or found gone) for it
   uint64_t last_touch = 0;  // for eviction
