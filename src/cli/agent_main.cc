@@ -144,6 +144,8 @@ base::Result<std::unique_ptr<agent::cpu_profiler::CpuProfilerSource>> MakeCpuPro
   }
   options.window = config.cpu_profile_interval;
   options.host_id = host;
+  // The sampler's thread names containers and namespace pids through a resolver of its own.
+  options.sampler.identities = std::make_shared<agent::ProcfsProcessResolver>(config.host_root);
   WARPSCOPE_ASSIGN_OR_RETURN(
       cpu::CpuProfilerSource::Exporters exporters,
       MakeProfileExporters(config, host, config.cpu_profile_dir, "--cpu-profile-dir", "CPU"));

@@ -88,7 +88,7 @@ struct CpuSampler::State {
       : options(std::move(o)),
         api(a),
         python(p),
-        table(options.host_root, options.max_processes),
+        table(options.host_root, options.max_processes, options.identities.get()),
         unwinder({options.host_root, options.max_unwind_processes, 256,
                   [this](uint32_t pid, uint64_t address) { return perf_maps.Find(pid, address); }}),
         // Perf maps are read by `perf_maps`, bounded and once per window.
@@ -112,9 +112,9 @@ struct CpuSampler::State {
     }
     std::vector<uint64_t> fresh;
     for (uint64_t pc : pcs) {
-      auto it = std::upper_bound(
-          process.maps.begin(), process.maps.end(), pc,
-          [](uint64_t a, const profiling::MapEntry& m) { return a < m.start; });
+      auto it =
+          std::upper_bound(process.maps.begin(), process.maps.end(), pc,
+                           [](uint64_t a, const profiling::MapEntry& m) { return a < m.start; });
       if (it == process.maps.begin() || pc >= (it - 1)->end) {
         continue;
       }
@@ -450,6 +450,9 @@ void CpuSampler::Loop() {
       ++s.local.windows;
       publish();  // what the window holds is counted once its future is ready
       request.promise.set_value(std::move(profiles));
+      if (s.options.identities != nullptr) {
+        s.options.identities->BeginCycle();  // forgets the processes that are gone
+      }
       // Exited processes were symbolized with the window: now they can go.
       for (uint32_t pid : s.table.Collect({})) {
         s.unwinder.Forget(pid);

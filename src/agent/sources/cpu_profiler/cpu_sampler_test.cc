@@ -5,8 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include "agent/sources/cpu_profiler/cpu_profiler_source.h"
@@ -14,6 +16,7 @@
 #include "agent/sources/cpu_profiler/testing/record_writer.h"
 #include "base/file_util.h"
 #include "base/testing/temp_dir.h"
+#include "model/process.h"
 #include "model/testing/collecting_sink.h"
 #include "profiling/pprof.h"
 #include "profiling/symbolizer.h"
@@ -34,8 +37,25 @@ using testing::TaskBytes;
 constexpr char kContainer[] = "4f1c2b7a9d8e6f5a4b3c2d1e0f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a";
 
 // The source over a FakePerfApi with /proc under `root`, one window per Poll after 10 s.
+// Names the processes it was told of; nullptr for the others.
+class FakeProcessResolver final : public model::ProcessResolver {
+ public:
+  void Add(model::ProcessInfo info) { processes_[info.pid] = std::move(info); }
+  const model::ProcessInfo* Resolve(int pid) override {
+    ++resolved_;
+    auto it = processes_.find(pid);
+    return it == processes_.end() ? nullptr : &it->second;
+  }
+  int resolved() const { return resolved_; }
+
+ private:
+  std::map<int, model::ProcessInfo> processes_;
+  std::atomic<int> resolved_{0};
+};
+
 struct Harness {
-  explicit Harness(const std::string& root) {
+  explicit Harness(const std::string& root,
+                   std::shared_ptr<model::ProcessResolver> identities = nullptr) {
     auto api_owned = std::make_unique<FakePerfApi>(std::vector<int>{0});
     api = api_owned.get();
     auto exporter_owned = std::make_unique<profiling::FakeProfileExporter>();
@@ -46,6 +66,7 @@ struct Harness {
     options.window = 10s;
     options.host_id = "node1";
     options.sampler.host_root = root;
+    options.sampler.identities = std::move(identities);
     source = std::make_unique<CpuProfilerSource>(
         std::move(options), std::move(exporters), std::move(api_owned), nullptr, clock,
         [this](std::string_view reason) { errors.emplace_back(reason); });
@@ -102,13 +123,17 @@ TEST(CpuSamplerTest, AContainerProcessCarriesItsNamespacePidAndContainer) {
   base::TempDir root;
   WriteProc(root.path(), 4242, "maps", "");
   WriteProc(root.path(), 4242, "comm", "trainer\n");
-  WriteProc(root.path(), 4242, "status", "Name:\ttrainer\nPid:\t4242\nNSpid:\t4242\t7\n");
-  WriteProc(root.path(), 4242, "cgroup",
-            fmt::format("0::/system.slice/docker-{}.scope\n", kContainer));
   WriteProc(root.path(), 5000, "maps", "");
   WriteProc(root.path(), 5000, "status", "Name:\thost\nNSpid:\t5000\n");
-  WriteProc(root.path(), 5000, "cgroup", "0::/user.slice/session-1.scope\n");
-  Harness h(root.path());
+  // What the agent's procfs resolver reads from /proc/4242/{status,cgroup}.
+  auto identities = std::make_shared<FakeProcessResolver>();
+  model::ProcessInfo trainer;
+  trainer.pid = 4242;
+  trainer.container_pid = 7;
+  trainer.container_id = kContainer;
+  trainer.pod_uid = "6b1f0c3e-1111-2222-3333-444455556666";
+  identities->Add(trainer);
+  Harness h(root.path(), identities);
   ASSERT_TRUE(h.source->Start().ok());
   model::CollectingSink sink;
   h.source->Poll(h.clock.Now(), sink);
@@ -124,6 +149,10 @@ TEST(CpuSamplerTest, AContainerProcessCarriesItsNamespacePidAndContainer) {
   const profiling::Label* container = FindLabel(p.samples[0], "container_id");
   ASSERT_NE(container, nullptr);
   EXPECT_EQ(container->str, kContainer);
+  const profiling::Label* pod = FindLabel(p.samples[0], "pod_uid");
+  ASSERT_NE(pod, nullptr);
+  EXPECT_EQ(pod->str, trainer.pod_uid);
+  EXPECT_EQ(identities->resolved(), 2) << "once per process, at its first sample";
 
   // The host process is sampled at the same time; its window was built with the other one's.
   std::vector<profiling::WindowProfile> window = h.exporter->windows().back().get();
@@ -133,6 +162,25 @@ TEST(CpuSamplerTest, AContainerProcessCarriesItsNamespacePidAndContainer) {
   ASSERT_EQ(host->samples.size(), 1u);
   EXPECT_EQ(FindLabel(host->samples[0], "ns_pid"), nullptr) << "same pid: no namespace of its own";
   EXPECT_EQ(FindLabel(host->samples[0], "container_id"), nullptr);
+  h.source->Stop();
+}
+
+TEST(CpuSamplerTest, WithoutAResolverTheNamespacePidComesFromStatus) {
+  base::TempDir root;
+  WriteProc(root.path(), 4242, "maps", "");
+  WriteProc(root.path(), 4242, "status", "Name:\ttrainer\nPid:\t4242\nNSpid:\t4242\t31\t7\n");
+  Harness h(root.path());
+  ASSERT_TRUE(h.source->Start().ok());
+  model::CollectingSink sink;
+  h.source->Poll(h.clock.Now(), sink);
+  h.api->Push(-1, 0, SampleBytes(4242, 4242, 1, 0, {0xffffffff81001010}));
+  ASSERT_TRUE(h.WaitForSamples(1));
+  profiling::Profile p = h.NextWindow(4242);
+  ASSERT_EQ(p.samples.size(), 1u);
+  const profiling::Label* ns_pid = FindLabel(p.samples[0], "ns_pid");
+  ASSERT_NE(ns_pid, nullptr);
+  EXPECT_EQ(ns_pid->num, 7) << "the innermost of nested namespaces";
+  EXPECT_EQ(FindLabel(p.samples[0], "container_id"), nullptr);
   h.source->Stop();
 }
 
