@@ -248,6 +248,7 @@ namespace {
 
 // What a frame's registers were, for a step past a trampoline that ends libdwfl's walk there.
 struct FrameState {
+  size_t index = 0;         // in the walk's pcs
   uint64_t pc = 0;          // as libdwfl gave it
   bool activation = false;  // pc is the interrupted instruction (else a return address)
   uint32_t known = 0;       // bits of `regs` known (DWARF numbers)
@@ -256,7 +257,9 @@ struct FrameState {
 
 struct FrameCollector {
   std::vector<uint64_t>* pcs;
+  // The frames outside every reported module (JIT code); null: not kept.
   std::vector<FrameState>* states;
+  Dwfl* dwfl;
   size_t max_frames;
   bool resumed = false;  // this walk starts at a return address (past a trampoline)
 };
@@ -273,7 +276,11 @@ int OnFrame(Dwfl_Frame* frame, void* arg) {
     c->resumed = false;
   }
   c->pcs->push_back(activation || pc == 0 ? pc : pc - 1);
+  if (c->states == nullptr || dwfl_addrmodule(c->dwfl, pc) != nullptr) {
+    return c->pcs->size() >= c->max_frames ? DWARF_CB_ABORT : DWARF_CB_OK;
+  }
   FrameState state;
+  state.index = c->pcs->size() - 1;
   state.pc = pc;
   state.activation = activation;
   Dwarf_Word value = 0;
@@ -350,23 +357,21 @@ UnwindResult Unwinder::Unwind(const ProcessInfo& process, uint32_t tid, const Dw
   p->stack = stack;
   p->read_failed = false;
   std::vector<FrameState> states;
-  FrameCollector collector{&result.pcs, &states, options_.max_frames};
+  FrameCollector collector{&result.pcs, options_.jit ? &states : nullptr, p->dwfl,
+                           options_.max_frames};
   int rc = dwfl_getthread_frames(p->dwfl, static_cast<pid_t>(tid), OnFrame, &collector);
   // rc 0: the outermost frame was reached (its return address is undefined in the CFI).
   result.complete = rc == 0 && !p->read_failed && result.pcs.size() < options_.max_frames;
   // Past CPython's perf trampolines: the first one of the walk ends it (libdwfl's frame-pointer
   // step beyond it is a guess from an rbp the trampoline never set), the walk resumes at its
   // caller.
-  size_t from = 0;
+  size_t from = 0;  // in `states`: the JIT frames not looked at yet
   for (int step = 0;
-       options_.jit && step < kMaxTrampolineSteps && result.pcs.size() < options_.max_frames;
+       !states.empty() && step < kMaxTrampolineSteps && result.pcs.size() < options_.max_frames;
        ++step) {
     std::optional<std::pair<DwarfRegs, uint32_t>> caller;
     size_t at = from;
     for (; at < states.size() && !caller; ++at) {
-      if (dwfl_addrmodule(p->dwfl, states[at].pc) != nullptr) {
-        continue;  // inside a mapped ELF file: not JIT code
-      }
       const profiling::PerfMapSymbol* jit = options_.jit(process.pid, states[at].pc);
       if (jit != nullptr && jit->name.starts_with("py::") && jit->size == kCpythonTrampolineSize) {
         caller = StepOverCpythonTrampoline(states[at], jit->start, p->stack_sp, stack);
@@ -378,7 +383,8 @@ UnwindResult Unwinder::Unwind(const ProcessInfo& process, uint32_t tid, const Dw
     if (!caller) {
       break;
     }
-    result.pcs.resize(at);  // `at` is one past the trampoline's frame
+    // `at` is one past the trampoline's state: drop the frames after the trampoline's.
+    result.pcs.resize(states[at - 1].index + 1);
     states.resize(at);
     from = at;
     ++stats_.trampoline_steps;
