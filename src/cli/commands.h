@@ -55,6 +55,20 @@ struct UpOptions {
 int RunUp(const UpOptions& options);
 std::string DefaultUpDataDir();
 
+// `warpscope profile -- CMD ARGS...`: runs CMD with the CUDA library injected and the CPU
+// profiler on its process tree, writes the offline report (profile_main.cc, docs/profile.md).
+struct ProfileOptions {
+  std::vector<std::string> command;  // CMD and its arguments
+  std::string output;                // "" = ./warpscope-profile-<time>
+  double duration_s = 0;             // > 0: stop profiling after this long (CMD keeps running)
+  int cpu_frequency = 19;            // Hz per CPU
+  bool cpu_profiler = true;
+  bool cuda_profiler = true;
+  std::string cupti_library;  // "" = <bin>/../lib/libwarpscope_cupti.so
+};
+// Returns CMD's exit status (128+N for a signal), 2 for bad input, 126/127 when CMD cannot run.
+int RunProfile(const ProfileOptions& options);
+
 // One catalog of metrics the agent can write, with its section of the reference.
 struct MetricCatalog {
   std::string_view title;

@@ -308,6 +308,13 @@ void CpuSampler::Loop() {
         s.python.ForgetProcess(comm->pid);  // another image: its interpreter, if any, is new
       }
     } else if (auto* task = std::get_if<TaskRecord>(&*record)) {
+      if (!task->exit && s.options.follow_children && filter && task->pid != task->ppid &&
+          filter->count(task->ppid) > 0 && filter->insert(task->pid).second) {
+        std::lock_guard lock(s.mu);
+        if (s.filter) {
+          s.filter->insert(task->pid);  // kept at the next wakeup's copy, and by the fallback
+        }
+      }
       if (selected(task->pid)) {
         s.table.Apply(*task);
       }
