@@ -61,7 +61,7 @@ struct ProfileOptions {
   std::vector<std::string> command;  // CMD and its arguments
   std::string output;                // "" = ./warpscope-profile-<time>
   double duration_s = 0;             // > 0: stop profiling after this long (CMD keeps running)
-  int cpu_frequency = 19;            // Hz per CPU
+  int cpu_frequency = 99;            // Hz per CPU: one program, often a short run
   bool cpu_profiler = true;
   bool cuda_profiler = true;
   std::string cupti_library;  // "" = <bin>/../lib/libwarpscope_cupti.so
