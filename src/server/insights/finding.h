@@ -6,9 +6,11 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 
+#include "base/status.h"
 #include "base/time.h"
 #include "model/entity.h"
 #include "model/labels.h"
@@ -31,6 +33,7 @@ struct Waste {
 };
 
 struct Finding {
+  std::string id;    // stable: FindingId of its key and start
   std::string rule;  // stable snake_case name, "cooling_failure"
   std::string title;
   Severity severity = Severity::kInfo;
@@ -48,13 +51,39 @@ struct Finding {
   Waste waste;
 };
 
+// Which findings a reader asks for. Empty strings and unset options match everything.
+struct FindingQuery {
+  std::string host;
+  std::string entity;
+  std::string rule;
+  std::optional<Severity> severity;
+  std::optional<FindingState> state;
+  // Findings whose [start, end] overlaps [start, end).
+  std::optional<base::TimePoint> start;
+  std::optional<base::TimePoint> end;
+  size_t limit = 1000;
+};
+bool Matches(const Finding& f, const FindingQuery& q);
+// "page" -> kPage; InvalidArgument naming the allowed values otherwise. The same for states.
+[[nodiscard]] base::Result<Severity> ParseSeverity(std::string_view name);
+[[nodiscard]] base::Result<FindingState> ParseFindingState(std::string_view name);
+
 // The identity a finding is deduplicated by.
 std::string FindingKey(std::string_view rule, std::string_view host, std::string_view entity);
 
-// The API's JSON object of a finding ({"rule", "title", "severity", "state", "host", "entity",
-// "kind", "attributes", "start", "end", "summary", "evidence", "suggestion", "waste"}); times
-// as Unix milliseconds.
+// "f" and 16 hex digits, from the finding's key and start: the same finding keeps its id across
+// evaluations and restarts; a later one on the same entity gets another.
+std::string FindingId(std::string_view key, base::TimePoint start);
+
+// The API's JSON object of a finding ({"id", "rule", "title", "severity", "state", "host",
+// "entity", "kind", "attributes", "start", "end", "summary", "evidence", "suggestion", "waste"});
+// times as Unix milliseconds.
 nlohmann::json FindingJson(const Finding& f);
+
+// The finding FindingJson wrote (with "updated", which it adds for storage when `for_storage`).
+// InvalidArgument naming the field that is missing or wrong.
+nlohmann::json FindingJson(const Finding& f, bool for_storage);
+[[nodiscard]] base::Result<Finding> FindingFromJson(const nlohmann::json& j);
 
 }  // namespace warpscope::server::insights
 

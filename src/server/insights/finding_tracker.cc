@@ -25,6 +25,7 @@ void FindingTracker::Apply(const RuleInfo& rule, std::span<const Observation> ob
     OpenFinding& open = it->second;
     Finding& f = open.finding;
     if (inserted) {
+      f.id = FindingId(it->first, now);
       f.rule = std::string(rule.name);
       f.title = std::string(rule.title);
       f.host = o.host;

@@ -36,6 +36,8 @@ class FindingTracker {
   // Whether `rule` has a pending or firing finding for `entity` on `host`.
   bool Open(std::string_view rule, std::string_view host, std::string_view entity) const;
 
+  bool empty() const { return open_.empty() && resolved_.empty(); }
+
   // Open findings (by key) then resolved ones (newest resolution first).
   std::vector<Finding> Findings() const;
 

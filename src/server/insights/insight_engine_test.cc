@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/insights/testing/memory_finding_store.h"
 #include "server/query/testing/query_fixture.h"
 
 namespace warpscope::server::insights {
@@ -73,6 +74,57 @@ TEST_F(InsightEngineTest, AHealthyNodeRaisesNothing) {
     ASSERT_TRUE((*engine)->Evaluate(At(kT0 + (w + 1) * 10)).ok());
   }
   EXPECT_TRUE((*engine)->Findings().empty());
+}
+
+TEST_F(InsightEngineTest, FindingsSurviveARestartWithTheirIdStartAndWaste) {
+  testing::MemoryFindingStore store;
+  EngineOptions options;
+  options.config.gpu_hour_price = 3;
+  {
+    auto engine = InsightEngine::Create(*storage_, options, &store);
+    ASSERT_TRUE(engine);
+    for (int w = 0; w < 36; ++w) {
+      WriteWindow(w, true);
+      ASSERT_TRUE((*engine)->Evaluate(At(kT0 + (w + 1) * 10)).ok());
+    }
+  }
+  ASSERT_FALSE(store.saved.empty());
+  const Finding before = store.saved[0];
+  EXPECT_EQ(before.rule, "cooling_failure");
+  auto engine = InsightEngine::Create(*storage_, options, &store);
+  ASSERT_TRUE(engine);
+  std::optional<Finding> again = (*engine)->FindingById(before.id);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->start, before.start);
+  EXPECT_EQ(again->state, FindingState::kFiring);
+  WriteWindow(36, true);
+  ASSERT_TRUE((*engine)->Evaluate(At(kT0 + 370)).ok());
+  std::vector<Finding> open = (*engine)->Findings({.rule = "cooling_failure"});
+  ASSERT_EQ(open.size(), 1u);
+  EXPECT_EQ(open[0].id, before.id) << "the same finding continues, not a new one";
+  EXPECT_EQ(open[0].end, At(kT0 + 370));
+}
+
+TEST_F(InsightEngineTest, AStoreThatFailsIsReportedAndTheFindingsStayInMemory) {
+  testing::MemoryFindingStore store;
+  store.load_error = base::Unavailable("disk gone");
+  auto engine = InsightEngine::Create(*storage_, EngineOptions{}, &store);
+  ASSERT_TRUE(engine) << "a store that cannot be read starts the engine empty";
+  store.save_error = base::Unavailable("disk full");
+  base::Status last;
+  for (int w = 0; w < 36; ++w) {
+    WriteWindow(w, true);
+    last = (*engine)->Evaluate(At(kT0 + (w + 1) * 10));
+  }
+  EXPECT_FALSE(last.ok());
+  EXPECT_NE(last.message().find("disk full"), std::string::npos);
+  EXPECT_FALSE((*engine)->Findings().empty());
+  // A server without findings never writes a file.
+  testing::MemoryFindingStore quiet;
+  auto healthy = InsightEngine::Create(*storage_, EngineOptions{}, &quiet);
+  ASSERT_TRUE(healthy);
+  ASSERT_TRUE((*healthy)->Evaluate(At(kT0)).ok());
+  EXPECT_EQ(quiet.saves, 0);
 }
 
 TEST_F(InsightEngineTest, BadSettingsAreRefusedNamingTheSetting) {
