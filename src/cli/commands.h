@@ -30,6 +30,10 @@ class MetricsSnapshotStore;
 namespace warpscope::server {
 class ApiServer;
 class SqliteStorage;
+namespace insights {
+class FindingStore;
+class InsightEngine;
+}  // namespace insights
 }  // namespace warpscope::server
 
 namespace warpscope::cli {
@@ -117,13 +121,17 @@ class ServerProcess {
  private:
   ServerProcess(base::TaskRunner& runner, const base::Clock& clock);
   void ScheduleCompaction();
+  void ScheduleInsights();
 
   base::TaskRunner& runner_;
   const base::Clock& clock_;
   std::unique_ptr<server::SqliteStorage> storage_;
+  std::unique_ptr<server::insights::FindingStore> finding_store_;
+  std::unique_ptr<server::insights::InsightEngine> insights_;  // null when insights are off
   std::unique_ptr<server::ApiServer> api_;
   int port_ = 0;
   base::Duration compact_interval_{0};
+  base::Duration insights_interval_{0};
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
