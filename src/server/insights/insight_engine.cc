@@ -37,7 +37,11 @@ base::Status InsightEngine::Evaluate(base::TimePoint now) {
   query.end = now;
   query.lookback = options_.lookback;
   query.step = options_.step;
-  WARPSCOPE_ASSIGN_OR_RETURN(InsightInputs inputs, ReadInsightInputs(storage_, query));
+  const bool full =
+      !previous_ || now - last_full_read_ >= options_.full_read_every || now < last_full_read_;
+  WARPSCOPE_ASSIGN_OR_RETURN(InsightInputs inputs,
+                             ReadInsightInputs(storage_, query, full ? nullptr : &*previous_));
+  if (full) last_full_read_ = now;
   std::vector<Finding> findings;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -50,6 +54,7 @@ base::Status InsightEngine::Evaluate(base::TimePoint now) {
       std::vector<Observation> observations = rule->Evaluate(context);
       tracker_.Apply(info, observations, now, options_.config.gpu_hour_price);
     }
+    previous_ = std::move(inputs);
     if (!store_ || (!saved_some_ && tracker_.empty())) return base::OkStatus();
     findings = tracker_.Findings();
   }

@@ -28,6 +28,9 @@ struct EngineOptions {
   InsightConfig config;
   base::Duration lookback = std::chrono::minutes(15);  // covers every rule's window
   base::Duration step = std::chrono::seconds(10);
+  // Evaluations read only the newest minute and keep the rest from the one before; every this
+  // often they read the whole lookback again (windows delivered after an outage).
+  base::Duration full_read_every = std::chrono::minutes(5);
 };
 
 class InsightEngine {
@@ -39,7 +42,8 @@ class InsightEngine {
       Storage& storage, EngineOptions options, FindingStore* store = nullptr,
       std::vector<std::unique_ptr<Rule>> rules = DefaultRules());
 
-  // One evaluation at `now` over [now - lookback, now), then a save to the store. A storage
+  // One evaluation at `now` over [now - lookback, now), then a save to the store. Called from
+  // one sequence (not concurrently with itself). A storage
   // error leaves the findings as they were and is returned; so is a failed save (the findings
   // are updated, the next save retries).
   [[nodiscard]] base::Status Evaluate(base::TimePoint now);
@@ -61,6 +65,9 @@ class InsightEngine {
   const EngineOptions options_;
   FindingStore* const store_;
   bool saved_some_ = false;  // the store holds findings (so an empty set must be saved too)
+  // The last snapshot and when the lookback was last read whole; Evaluate's sequence only.
+  std::optional<InsightInputs> previous_;
+  base::TimePoint last_full_read_;
   const std::vector<std::unique_ptr<Rule>> rules_;
   mutable std::mutex mu_;
   FindingTracker tracker_;  // guarded by mu_

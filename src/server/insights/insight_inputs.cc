@@ -2,8 +2,10 @@
 #include "server/insights/insight_inputs.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -20,13 +22,14 @@ constexpr size_t kMaxEvents = 10000;
 // The series of `metric` for every entity of `kind`, by (host, entity); NotFound (a metric never
 // received) reads as no series.
 base::Result<RangeResult> ReadMetric(Storage& storage, const InsightInputs& in,
-                                     const InputsQuery& query, std::string_view metric,
-                                     model::EntityKind kind, Aggregation aggregation) {
+                                     base::TimePoint from, const InputsQuery& query,
+                                     std::string_view metric, model::EntityKind kind,
+                                     Aggregation aggregation) {
   RangeQuery q;
   q.metric = std::string(metric);
   q.match.host = query.host;
   q.match.entity_kind = kind;
-  q.start = in.start;
+  q.start = from;
   q.end = in.end();
   q.step = in.step;
   q.aggregation = aggregation;
@@ -35,16 +38,6 @@ base::Result<RangeResult> ReadMetric(Storage& storage, const InsightInputs& in,
   base::Result<RangeResult> r = storage.QueryRange(q);
   if (!r && r.error().code() == base::StatusCode::kNotFound) return RangeResult{};
   return r;
-}
-
-Series ToSeries(const InsightInputs& in, const std::vector<Point>& points) {
-  Series s(in.buckets, kNaN);
-  for (const Point& p : points) {
-    if (p.time < in.start) continue;
-    size_t i = static_cast<size_t>((p.time - in.start) / in.step);
-    if (i < s.size()) s[i] = p.value;
-  }
-  return s;
 }
 
 // The GPU metrics every GpuInput carries, with the member each fills and how windows combine.
@@ -72,7 +65,40 @@ size_t InsightInputs::BucketAt(base::TimePoint t) const {
   return std::min(i, buckets);
 }
 
-base::Result<InsightInputs> ReadInsightInputs(Storage& storage, const InputsQuery& query) {
+namespace {
+
+// `old`'s values moved to the buckets of `in` (which starts `shift` buckets later); buckets from
+// `fresh` on are left NaN for the new read to fill.
+Series Shifted(const Series& old, size_t shift, size_t buckets, size_t fresh) {
+  Series s(buckets, kNaN);
+  for (size_t i = 0; i < std::min(buckets, fresh); ++i) {
+    if (i + shift < old.size()) s[i] = old[i + shift];
+  }
+  return s;
+}
+
+// Writes `points` into `s` (buckets of `in`), at buckets >= `fresh` only.
+void Fill(Series& s, const InsightInputs& in, const std::vector<Point>& points, size_t fresh) {
+  for (const Point& p : points) {
+    if (p.time < in.start) continue;
+    size_t i = static_cast<size_t>((p.time - in.start) / in.step);
+    if (i >= fresh && i < s.size()) s[i] = p.value;
+  }
+}
+
+bool AllNaN(const GpuInput& g) {
+  for (const GpuMetric& m : kGpuMetrics) {
+    for (double v : g.*m.member) {
+      if (!std::isnan(v)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+base::Result<InsightInputs> ReadInsightInputs(Storage& storage, const InputsQuery& query,
+                                              const InsightInputs* previous) {
   if (query.step <= base::Duration::zero() || query.lookback < query.step) {
     return base::Error(base::InvalidArgument(
         "insights: the step must be positive and the lookback at least one step"));
@@ -84,6 +110,19 @@ base::Result<InsightInputs> ReadInsightInputs(Storage& storage, const InputsQuer
   in.start = base::FromUnixNanos(from - ((from % step_ns) + step_ns) % step_ns);
   in.buckets =
       static_cast<size_t>((query.end - in.start + query.step - base::Duration(1)) / query.step);
+
+  // What can be kept of the previous snapshot: its buckets before `fresh` (the re-read margin
+  // before its end), shifted to this one's start.
+  size_t shift = 0;
+  size_t fresh = 0;
+  if (previous && previous->step == in.step && previous->start <= in.start &&
+      in.start < previous->end() && query.host.empty() == previous->host_all) {
+    shift = static_cast<size_t>((in.start - previous->start) / in.step);
+    const base::TimePoint reread = std::max(in.start, previous->end() - query.reread);
+    fresh = static_cast<size_t>((reread - in.start) / in.step);
+  }
+  in.host_all = query.host.empty();
+  const base::TimePoint read_from = in.BucketStart(fresh);
 
   // Host tags: the cluster a GPU belongs to, for per-cluster baselines.
   EntityQuery hosts;
@@ -97,28 +136,42 @@ base::Result<InsightInputs> ReadInsightInputs(Storage& storage, const InputsQuer
   }
 
   std::map<std::pair<std::string, std::string>, GpuInput> gpus;
+  if (fresh > 0) {
+    for (const GpuInput& old : previous->gpus) {
+      GpuInput& g = gpus[{old.host, old.uuid}];
+      g.host = old.host;
+      g.uuid = old.uuid;
+      g.attributes = old.attributes;
+      for (const GpuMetric& m : kGpuMetrics) {
+        g.*m.member = Shifted(old.*m.member, shift, in.buckets, fresh);
+      }
+    }
+  }
   for (const GpuMetric& m : kGpuMetrics) {
-    WARPSCOPE_ASSIGN_OR_RETURN(RangeResult r, ReadMetric(storage, in, query, m.key,
+    WARPSCOPE_ASSIGN_OR_RETURN(RangeResult r, ReadMetric(storage, in, read_from, query, m.key,
                                                          model::EntityKind::kGpu, m.aggregation));
+    // A GPU metric has one series per GPU; should one ever carry labels (per link, per
+    // instance), the unlabelled one is the device's. Series come ordered by labels, so an
+    // unlabelled series is seen before labelled ones of its GPU.
+    std::set<std::pair<std::string, std::string>> filled;
     for (const RangeSeries& rs : r.series) {
-      GpuInput& g = gpus[{rs.series.host, rs.series.entity}];
+      std::pair<std::string, std::string> key{rs.series.host, rs.series.entity};
+      if (filled.contains(key)) continue;
+      filled.insert(key);
+      GpuInput& g = gpus[key];
       if (g.uuid.empty()) {
         g.host = rs.series.host;
         g.uuid = rs.series.entity;
-        g.attributes = rs.series.entity_attributes;
-        auto it = cluster_of.find(g.host);
-        if (it != cluster_of.end()) g.cluster = it->second;
+        for (const GpuMetric& each : kGpuMetrics) (g.*each.member).assign(in.buckets, kNaN);
       }
-      // A GPU metric has one series per GPU; should one ever carry labels (per link, per
-      // instance), the unlabelled one is the device's.
-      Series& target = g.*m.member;
-      if (target.empty() || rs.series.labels.empty()) target = ToSeries(in, rs.points);
+      g.attributes = rs.series.entity_attributes;
+      Fill(g.*m.member, in, rs.points, fresh);
     }
   }
   for (auto& [key, g] : gpus) {
-    for (const GpuMetric& m : kGpuMetrics) {
-      if ((g.*m.member).empty()) (g.*m.member).assign(in.buckets, kNaN);
-    }
+    if (AllNaN(g)) continue;  // gone for the whole lookback
+    auto it = cluster_of.find(g.host);
+    g.cluster = it != cluster_of.end() ? it->second : "";
     in.gpus.push_back(std::move(g));
   }
 
@@ -130,18 +183,36 @@ base::Result<InsightInputs> ReadInsightInputs(Storage& storage, const InputsQuer
   WARPSCOPE_ASSIGN_OR_RETURN(std::vector<EntityRecord> proc_records, storage.ListEntities(procs));
   std::map<std::pair<std::string, std::string>, base::TimePoint> first_seen;
   for (const EntityRecord& p : proc_records) first_seen[{p.host, p.entity.id}] = p.first_seen;
+  std::map<std::tuple<std::string, std::string, std::string>, ProcessGpuInput> processes;
+  if (fresh > 0) {
+    for (const ProcessGpuInput& old : previous->processes) {
+      ProcessGpuInput& p = processes[{old.host, old.entity, old.gpu}];
+      p = old;
+      p.memory_used = Shifted(old.memory_used, shift, in.buckets, fresh);
+    }
+  }
   WARPSCOPE_ASSIGN_OR_RETURN(RangeResult proc_memory,
-                             ReadMetric(storage, in, query, "gpu.process.memory.used",
+                             ReadMetric(storage, in, read_from, query, "gpu.process.memory.used",
                                         model::EntityKind::kProcess, Aggregation::kAvg));
   for (const RangeSeries& rs : proc_memory.series) {
-    ProcessGpuInput p;
-    p.host = rs.series.host;
-    p.entity = rs.series.entity;
-    p.gpu = std::string(rs.series.labels.Get("gpu.uuid"));
+    ProcessGpuInput& p = processes[{rs.series.host, rs.series.entity,
+                                    std::string(rs.series.labels.Get("gpu.uuid"))}];
+    if (p.entity.empty()) {
+      p.host = rs.series.host;
+      p.entity = rs.series.entity;
+      p.gpu = std::string(rs.series.labels.Get("gpu.uuid"));
+      p.memory_used.assign(in.buckets, kNaN);
+    }
     p.attributes = rs.series.entity_attributes;
+    Fill(p.memory_used, in, rs.points, fresh);
+  }
+  for (auto& [key, p] : processes) {
+    if (std::all_of(p.memory_used.begin(), p.memory_used.end(),
+                    [](double v) { return std::isnan(v); })) {
+      continue;
+    }
     auto it = first_seen.find({p.host, p.entity});
     p.first_seen = it != first_seen.end() ? it->second : in.start;
-    p.memory_used = ToSeries(in, rs.points);
     in.processes.push_back(std::move(p));
   }
   std::sort(in.processes.begin(), in.processes.end(), [](const auto& a, const auto& b) {

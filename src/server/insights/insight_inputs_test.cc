@@ -71,6 +71,71 @@ TEST_F(InsightInputsTest, ReadsAlignedSeriesPerGpuAndProcessWithTheHostsClusterA
   EXPECT_EQ(in->events[0].event.entity, "GPU-1");
 }
 
+// Series of every GPU and process of `in`, for comparing two snapshots (NaN compared as equal).
+std::string Dump(const InsightInputs& in) {
+  std::string out;
+  auto add = [&out](const Series& s) {
+    for (double v : s) out += std::isnan(v) ? "- " : std::to_string(v) + " ";
+    out += "\n";
+  };
+  for (const GpuInput& g : in.gpus) {
+    out += g.host + "/" + g.uuid + " " + g.cluster + "\n";
+    for (const Series* s :
+         {&g.utilization, &g.power, &g.power_limit, &g.temperature, &g.memory_used, &g.memory_total,
+          &g.ecc_uncorrected, &g.remapping_failed}) {
+      add(*s);
+    }
+  }
+  for (const ProcessGpuInput& p : in.processes) {
+    out += p.entity + " " + p.gpu + "\n";
+    add(p.memory_used);
+  }
+  return out;
+}
+
+TEST_F(InsightInputsTest, AnIncrementalReadEqualsAFullOneLateWindowsAndNewGpusIncluded) {
+  auto window = [&](int w, bool gpu1) {
+    IngestBatch b = Window("node-1", w * 10);
+    AddGpu(b, "GPU-0", "0");
+    AddGauge(b, "gpu.temperature", model::EntityKind::kGpu, "GPU-0", 60 + w);
+    AddGauge(b, "gpu.utilization", model::EntityKind::kGpu, "GPU-0", 0.5);
+    if (gpu1) {
+      AddGpu(b, "GPU-1", "1");
+      AddGauge(b, "gpu.power.usage", model::EntityKind::kGpu, "GPU-1", 100 + w);
+    }
+    AddProcess(b, "pid/7/1", "python3");
+    AddGauge(b, "gpu.process.memory.used", model::EntityKind::kProcess, "pid/7/1", w * 1e6,
+             model::Labels{{"gpu.uuid", "GPU-0"}});
+    Write(b);
+  };
+  for (int w = 0; w < 100; ++w) window(w, w < 20);  // GPU-1 leaves at window 20
+  InputsQuery q;
+  q.end = At(kT0 + 1000);
+  base::Result<InsightInputs> first = ReadInsightInputs(*storage_, q);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->gpus.size(), 2u);
+  // Three windows later, one of them (102) arriving after 103 and 104; GPU-1 back at 104.
+  window(100, false);
+  window(101, false);
+  window(103, false);
+  window(104, true);
+  window(102, false);
+  q.end = At(kT0 + 1050);
+  base::Result<InsightInputs> incremental = ReadInsightInputs(*storage_, q, &*first);
+  base::Result<InsightInputs> full = ReadInsightInputs(*storage_, q);
+  ASSERT_TRUE(incremental && full);
+  EXPECT_EQ(incremental->start, full->start);
+  EXPECT_EQ(incremental->buckets, full->buckets);
+  EXPECT_EQ(Dump(*incremental), Dump(*full));
+  ASSERT_EQ(incremental->gpus.size(), 2u);
+  EXPECT_EQ(incremental->gpus[0].temperature.back(), 60 + 104);
+  // 15 minutes later GPU-1's early windows have left the lookback; its return keeps it.
+  q.end = At(kT0 + 1050 + 900);
+  base::Result<InsightInputs> later = ReadInsightInputs(*storage_, q, &*incremental);
+  ASSERT_TRUE(later);
+  EXPECT_EQ(Dump(*later), Dump(*ReadInsightInputs(*storage_, q)));
+}
+
 TEST_F(InsightInputsTest, AnEmptyServerGivesEmptyInputsAndBadRangesAreRefused) {
   InputsQuery q;
   q.end = At(kT0);
