@@ -53,6 +53,14 @@ base::Status InsightConfig::Validate() const {
       Check("leak_tail_growth_of_peak", leak_tail_growth_of_peak, 0, leak_growth_of_peak));
   WARPSCOPE_RETURN_IF_ERROR(Check("leak_max_fall_of_peak", leak_max_fall_of_peak, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(CheckWindow("leak_window", leak_window));
+  WARPSCOPE_RETURN_IF_ERROR(Check("memory_bound_occupancy", memory_bound_occupancy, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("memory_bound_dram", memory_bound_dram, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("underpowered_utilization", underpowered_utilization, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("underpowered_watts", underpowered_watts, 10, 10000));
+  WARPSCOPE_RETURN_IF_ERROR(Check("underpowered_occupancy", underpowered_occupancy, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("efficiency_busy_utilization", efficiency_busy_utilization, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("efficiency_window", efficiency_window));
   if (leak_warmup < base::Duration::zero() || leak_warmup > minutes(60)) {
     return base::InvalidArgument("insights: leak_warmup = {} is out of range; use 0s to 60m",
                                  base::FormatDuration(leak_warmup));

@@ -65,6 +65,20 @@ struct InsightConfig {
   base::Duration leak_window = minutes(10);
   base::Duration leak_warmup = minutes(3);
 
+  // memory_bound: over `efficiency_window`, a busy GPU (mean utilization >=
+  // `efficiency_busy_utilization`) with mean SM occupancy under `memory_bound_occupancy` and
+  // mean DRAM activity above `memory_bound_dram`.
+  double memory_bound_occupancy = 0.60;
+  double memory_bound_dram = 0.80;
+  // underpowered: over `efficiency_window`, a GPU busy at >= `underpowered_utilization` whose
+  // mean power stays under `underpowered_watts` (at 700 W full load) and, where the GPU reports
+  // it, whose SM occupancy is under `underpowered_occupancy`.
+  double underpowered_utilization = 0.80;
+  double underpowered_watts = 500;
+  double underpowered_occupancy = 0.40;
+  double efficiency_busy_utilization = 0.50;
+  base::Duration efficiency_window = minutes(10);
+
   // OK, or InvalidArgument naming the first threshold out of range and its allowed range.
   [[nodiscard]] base::Status Validate() const;
 };

@@ -55,6 +55,8 @@ constexpr GpuMetric kGpuMetrics[] = {
     {"gpu.memory.total", &GpuInput::memory_total, Aggregation::kAvg},
     {"gpu.ecc.uncorrected.volatile", &GpuInput::ecc_uncorrected, Aggregation::kLast},
     {"gpu.remapped_rows.failure", &GpuInput::remapping_failed, Aggregation::kMax},
+    {"gpu.sm.occupancy", &GpuInput::sm_occupancy, Aggregation::kAvg},
+    {"gpu.dram.active", &GpuInput::dram_active, Aggregation::kAvg},
 };
 
 }  // namespace

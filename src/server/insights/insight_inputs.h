@@ -34,6 +34,8 @@ struct GpuInput {
   Series memory_total;       // gpu.memory.total, bytes
   Series ecc_uncorrected;    // gpu.ecc.uncorrected.volatile, cumulative (the bucket's last)
   Series remapping_failed;   // gpu.remapped_rows.failure, 0 or 1
+  Series sm_occupancy;       // gpu.sm.occupancy, 0..1 (GPM: Hopper and later)
+  Series dram_active;        // gpu.dram.active, 0..1 (GPM)
 };
 
 // One process's use of one GPU.

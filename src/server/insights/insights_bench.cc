@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The insights engine's cost per evaluation for a fleet of 1,000 GPUs (125 hosts x 8), with 15
-// minutes of 10-second windows stored in a real SqliteStorage (8 GPU metrics and one GPU
+// minutes of 10-second windows stored in a real SqliteStorage (10 GPU metrics and one GPU
 // process per GPU; two GPUs per host idle and one cooling failure, so rules do find things):
 //   BM_Evaluate      one evaluation in steady state: the newest minute read from storage (the
 //                    rest kept from the evaluation before), every rule, the tracker
@@ -46,7 +46,8 @@ IngestBatch HostWindow(int host, int w) {
   b.end = b.start + seconds(10);
   for (const char* key : {"gpu.utilization", "gpu.power.usage", "gpu.power.limit",
                           "gpu.temperature", "gpu.memory.used", "gpu.memory.total",
-                          "gpu.ecc.uncorrected.volatile", "gpu.remapped_rows.failure"}) {
+                          "gpu.ecc.uncorrected.volatile", "gpu.remapped_rows.failure",
+                          "gpu.sm.occupancy", "gpu.dram.active"}) {
     b.metrics.push_back(MetricInfo{.key = key, .entity_kind = model::EntityKind::kGpu});
   }
   b.metrics.push_back(
@@ -75,6 +76,8 @@ IngestBatch HostWindow(int host, int w) {
     value("gpu.memory.total", uuid, 80e9);
     value("gpu.ecc.uncorrected.volatile", uuid, 0);
     value("gpu.remapped_rows.failure", uuid, 0);
+    value("gpu.sm.occupancy", uuid, idle ? 0.01 : 0.52);
+    value("gpu.dram.active", uuid, idle ? 0.0 : 0.55);
     value("gpu.process.memory.used", pid, 59e9, {{"gpu.uuid", uuid}});
   }
   return b;
@@ -103,7 +106,7 @@ Fleet& TheFleet() {
 
 size_t InputsBytes(const InsightInputs& in) {
   size_t bytes = 0;
-  for (const GpuInput& g : in.gpus) bytes += sizeof(g) + 8 * in.buckets * sizeof(double);
+  for (const GpuInput& g : in.gpus) bytes += sizeof(g) + 10 * in.buckets * sizeof(double);
   for (const ProcessGpuInput& p : in.processes) bytes += sizeof(p) + in.buckets * sizeof(double);
   return bytes;
 }

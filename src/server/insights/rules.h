@@ -11,6 +11,8 @@
 
 namespace warpscope::server::insights {
 
+std::unique_ptr<Rule> MakeMemoryBoundRule();     // rules_efficiency.cc
+std::unique_ptr<Rule> MakeUnderpoweredRule();    // rules_efficiency.cc
 std::unique_ptr<Rule> MakeCoolingFailureRule();  // rules_thermal.cc
 std::unique_ptr<Rule> MakeThermalOutlierRule();  // rules_thermal.cc
 std::unique_ptr<Rule> MakePowerDropRule();       // rules_power.cc

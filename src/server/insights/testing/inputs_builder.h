@@ -36,8 +36,9 @@ class InputsBuilder {
     g.uuid = uuid;
     g.attributes.Set("gpu.index", index);
     g.attributes.Set("gpu.model", model);
-    for (Series* s : {&g.utilization, &g.power, &g.power_limit, &g.temperature, &g.memory_used,
-                      &g.memory_total, &g.ecc_uncorrected, &g.remapping_failed}) {
+    for (Series* s :
+         {&g.utilization, &g.power, &g.power_limit, &g.temperature, &g.memory_used, &g.memory_total,
+          &g.ecc_uncorrected, &g.remapping_failed, &g.sm_occupancy, &g.dram_active}) {
       s->assign(in_.buckets, std::numeric_limits<double>::quiet_NaN());
     }
     if (healthy) {
@@ -49,6 +50,8 @@ class InputsBuilder {
       Fill(g.memory_total, 80 * kGiB);
       Fill(g.ecc_uncorrected, 0);
       Fill(g.remapping_failed, 0);
+      Fill(g.sm_occupancy, 0.52);
+      Fill(g.dram_active, 0.55);
     }
     return g;
   }
