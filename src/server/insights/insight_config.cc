@@ -53,6 +53,12 @@ base::Status InsightConfig::Validate() const {
       Check("leak_tail_growth_of_peak", leak_tail_growth_of_peak, 0, leak_growth_of_peak));
   WARPSCOPE_RETURN_IF_ERROR(Check("leak_max_fall_of_peak", leak_max_fall_of_peak, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(CheckWindow("leak_window", leak_window));
+  WARPSCOPE_RETURN_IF_ERROR(Check("input_gpu_utilization", input_gpu_utilization, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("input_gpu_power_fraction", input_gpu_power_fraction, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("input_min_utilization", input_min_utilization, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("input_process_cores", input_process_cores, 0.01, 10000));
+  WARPSCOPE_RETURN_IF_ERROR(Check("input_host_busy", input_host_busy, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("input_window", input_window));
   WARPSCOPE_RETURN_IF_ERROR(Check("memory_bound_occupancy", memory_bound_occupancy, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(Check("memory_bound_dram", memory_bound_dram, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(Check("underpowered_utilization", underpowered_utilization, 0, 1));

@@ -65,6 +65,18 @@ struct InsightConfig {
   base::Duration leak_window = minutes(10);
   base::Duration leak_warmup = minutes(3);
 
+  // input_bound: over `input_window`, a GPU at least `input_min_utilization` busy (a job runs)
+  // whose mean utilization is under `input_gpu_utilization` (0.1 more to clear) or whose mean
+  // power is under `input_gpu_power_fraction` of its full load, while the process holding
+  // memory on it uses at least `input_process_cores` CPU cores or the host's CPUs are at least
+  // `input_host_busy` busy.
+  double input_gpu_utilization = 0.60;
+  double input_gpu_power_fraction = 0.50;
+  double input_min_utilization = 0.05;
+  double input_process_cores = 0.90;
+  double input_host_busy = 0.90;
+  base::Duration input_window = minutes(5);
+
   // memory_bound: over `efficiency_window`, a busy GPU (mean utilization >=
   // `efficiency_busy_utilization`) with mean SM occupancy under `memory_bound_occupancy` and
   // mean DRAM activity above `memory_bound_dram`.

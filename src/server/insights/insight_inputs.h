@@ -45,7 +45,17 @@ struct ProcessGpuInput {
   std::string gpu;           // the GPU's uuid
   model::Labels attributes;  // the process entity's (process.pid, process.executable.name, …)
   base::TimePoint first_seen;
-  Series memory_used;  // gpu.process.memory.used, bytes
+  Series memory_used;      // gpu.process.memory.used, bytes
+  Series cpu_utilization;  // process.cpu.utilization: share of all the host's CPUs, 0..1
+};
+
+// One host's CPU.
+struct HostInput {
+  std::string host;
+  std::string cluster;
+  Series cpu_idle;      // host.cpu.utilization{mode="idle"}, 0..1
+  Series cpu_iowait;    // host.cpu.utilization{mode="iowait"}, 0..1
+  Series logical_cpus;  // host.cpu.logical_count
 };
 
 struct InsightInputs {
@@ -54,6 +64,7 @@ struct InsightInputs {
   size_t buckets = 0;
   std::vector<GpuInput> gpus;              // ordered by (host, uuid)
   std::vector<ProcessGpuInput> processes;  // ordered by (host, entity, gpu)
+  std::vector<HostInput> hosts;            // ordered by host
   std::vector<EventRecord> events;         // in [start, end()), oldest first
   bool host_all = true;                    // read for every host (InputsQuery::host empty)
 

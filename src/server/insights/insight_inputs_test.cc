@@ -89,6 +89,13 @@ std::string Dump(const InsightInputs& in) {
   for (const ProcessGpuInput& p : in.processes) {
     out += p.entity + " " + p.gpu + "\n";
     add(p.memory_used);
+    add(p.cpu_utilization);
+  }
+  for (const HostInput& h : in.hosts) {
+    out += h.host + "\n";
+    add(h.cpu_idle);
+    add(h.cpu_iowait);
+    add(h.logical_cpus);
   }
   return out;
 }
@@ -106,6 +113,10 @@ TEST_F(InsightInputsTest, AnIncrementalReadEqualsAFullOneLateWindowsAndNewGpusIn
     AddProcess(b, "pid/7/1", "python3");
     AddGauge(b, "gpu.process.memory.used", model::EntityKind::kProcess, "pid/7/1", w * 1e6,
              model::Labels{{"gpu.uuid", "GPU-0"}});
+    AddGauge(b, "process.cpu.utilization", model::EntityKind::kProcess, "pid/7/1", 0.01 * (w % 50));
+    AddGauge(b, "host.cpu.utilization", model::EntityKind::kHost, "node-1", 0.3,
+             model::Labels{{"mode", "idle"}});
+    AddGauge(b, "host.cpu.logical_count", model::EntityKind::kHost, "node-1", 16);
     Write(b);
   };
   for (int w = 0; w < 100; ++w) window(w, w < 20);  // GPU-1 leaves at window 20
@@ -129,6 +140,11 @@ TEST_F(InsightInputsTest, AnIncrementalReadEqualsAFullOneLateWindowsAndNewGpusIn
   EXPECT_EQ(Dump(*incremental), Dump(*full));
   ASSERT_EQ(incremental->gpus.size(), 2u);
   EXPECT_EQ(incremental->gpus[0].temperature.back(), 60 + 104);
+  ASSERT_EQ(incremental->hosts.size(), 1u);
+  EXPECT_EQ(incremental->hosts[0].logical_cpus.back(), 16);
+  EXPECT_NEAR(incremental->hosts[0].cpu_idle.back(), 0.3, 1e-9);
+  EXPECT_TRUE(std::isnan(incremental->hosts[0].cpu_iowait.back()));
+  EXPECT_NEAR(incremental->processes[0].cpu_utilization.back(), 0.01 * (104 % 50), 1e-9);
   // 15 minutes later GPU-1's early windows have left the lookback; its return keeps it.
   q.end = At(kT0 + 1050 + 900);
   base::Result<InsightInputs> later = ReadInsightInputs(*storage_, q, &*incremental);

@@ -44,10 +44,10 @@ IngestBatch HostWindow(int host, int w) {
   b.sequence = static_cast<uint64_t>(w + 1);
   b.start = kT0 + seconds(10 * w);
   b.end = b.start + seconds(10);
-  for (const char* key : {"gpu.utilization", "gpu.power.usage", "gpu.power.limit",
-                          "gpu.temperature", "gpu.memory.used", "gpu.memory.total",
-                          "gpu.ecc.uncorrected.volatile", "gpu.remapped_rows.failure",
-                          "gpu.sm.occupancy", "gpu.dram.active"}) {
+  for (const char* key :
+       {"gpu.utilization", "gpu.power.usage", "gpu.power.limit", "gpu.temperature",
+        "gpu.memory.used", "gpu.memory.total", "gpu.ecc.uncorrected.volatile",
+        "gpu.remapped_rows.failure", "gpu.sm.occupancy", "gpu.dram.active"}) {
     b.metrics.push_back(MetricInfo{.key = key, .entity_kind = model::EntityKind::kGpu});
   }
   b.metrics.push_back(

@@ -48,6 +48,7 @@ std::string GpuName(const GpuInput& gpu) {
 
 std::vector<std::unique_ptr<Rule>> DefaultRules() {
   std::vector<std::unique_ptr<Rule>> rules;
+  rules.push_back(MakeInputBoundRule());      // 1
   rules.push_back(MakeMemoryBoundRule());     // 2
   rules.push_back(MakeUnderpoweredRule());    // 4
   rules.push_back(MakeThermalOutlierRule());  // 5

@@ -66,7 +66,18 @@ class InputsBuilder {
     p.attributes.Set("process.executable.name", "python3");
     p.first_seen = in_.start - started_before_start;
     p.memory_used.assign(in_.buckets, std::numeric_limits<double>::quiet_NaN());
+    p.cpu_utilization.assign(in_.buckets, std::numeric_limits<double>::quiet_NaN());
     return p;
+  }
+
+  // A host with `cpus` logical CPUs, `busy` of them busy (no iowait).
+  HostInput& Host(const std::string& host, double cpus, double busy) {
+    HostInput& h = in_.hosts.emplace_back();
+    h.host = host;
+    h.cpu_idle.assign(in_.buckets, 1 - busy);
+    h.cpu_iowait.assign(in_.buckets, 0);
+    h.logical_cpus.assign(in_.buckets, cpus);
+    return h;
   }
 
   static void Fill(Series& s, double v, size_t from = 0, size_t to = SIZE_MAX) {
