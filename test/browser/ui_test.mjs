@@ -513,7 +513,8 @@ async function cpuProfiles(page, base, host, token, shot, ready) {
   await page.locator('[data-testid=flamegraph] canvas').waitFor();
   const mergedKinds = await legend();
   check(['Python', 'CUDA launch', 'CUDA kernel', 'SASS', 'stall reason'].every((k) => mergedKinds.includes(k)), `the merged view holds CPU and GPU frames (${mergedKinds.join(', ')})`);
-  check((await tableText()).includes('train_step'), 'the merged view weighted by CPU time lists the CPU frames');
+  const cpuWeighted = await tableText();
+  check(cpuWeighted.includes('train_step') && !cpuWeighted.includes('gemm'), 'the merged view weighted by CPU time lists the CPU frames, not the kernels without CPU time');
   await page.selectOption('[data-testid=profile-weight]', 'gpu');
   await page.waitForURL(/pw=gpu/);
   await page.locator('[data-testid=flamegraph] canvas').waitFor();
@@ -528,6 +529,15 @@ async function cpuProfiles(page, base, host, token, shot, ready) {
   await page.locator('[data-testid=flamegraph-gpu] canvas').waitFor();
   check((await page.locator('[data-testid=profile-weight]').inputValue()) === 'both', 'after a reload the merged view and its weight come back from the URL');
   await shot('05c-merged-cpu-gpu', false);
+  // The dark theme: the panel is drawn again with the dark kind colours.
+  const themeButton = page.locator('button[aria-label="Switch theme"]');
+  await themeButton.click();
+  await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
+  await page.locator('[data-testid=flamegraph-gpu] canvas').waitFor();
+  check((await legend()).includes('CUDA kernel'), 'the dark theme draws the merged view with its legend');
+  await shot('05d-merged-cpu-gpu-dark', false);
+  await page.locator('button[aria-label="Switch theme"]').click();
+  await page.waitForFunction(() => document.documentElement.dataset.theme !== 'dark');
   await ready();
 }
 

@@ -17,7 +17,10 @@ export function functionsTable(
   onPick: (name: string) => void,
 ): HTMLElement {
   const all = root.total[valueIndex] || 1;
-  const rows = topFunctions(root, valueIndex).slice(0, 25);
+  // Functions with none of this value (GPU frames in a table by CPU time) are left out.
+  const rows = topFunctions(root, valueIndex)
+    .filter((r) => r.total > 0)
+    .slice(0, 25);
   // CPU nanoseconds per function, for the share of all cores (whatever the table is sorted by).
   const cpu = coreShare ? new Map(topFunctions(root, coreShare.value).map((r) => [r.name, r])) : null;
   const capacity = coreShare?.capacityNs ?? null;
