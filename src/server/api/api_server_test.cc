@@ -1,24 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/api/api_server.h"
 
-#include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <snappy.h>
 #include <stdlib.h>
 
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "base/testing/temp_dir.h"
-#include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
 #include "profiling/pprof.h"
-#include "prometheus/remote.pb.h"
-#include "server/storage/sqlite_storage.h"
 #include "server/ui/ui_handler.h"
-#include "support/self_signed_cert.h"
-#include "warpscope/v1/batch.pb.h"
 #include "web/assets.h"
+#include "server/storage/sqlite_storage.h"
+#include "support/self_signed_cert.h"
+#include <google/protobuf/util/json_util.h>
+
+#include "warpscope/v1/batch.pb.h"
+#include "opentelemetry/proto/collector/metrics/v1/metrics_service.pb.h"
+#include "prometheus/remote.pb.h"
+#include <snappy.h>
 
 namespace warpscope::server {
 namespace {
@@ -144,7 +145,8 @@ TEST_F(ApiServerTest, StoresABatchOnceAndAnswersQueries) {
   ASSERT_EQ(top["entries"].size(), 1u);
   EXPECT_NEAR(top["entries"][0]["value"].get<double>(), 0.9, 1e-9);
 
-  json events = json::parse(client_->Get("/api/v1/events?start=1700000000&end=1700000060")->body);
+  json events =
+      json::parse(client_->Get("/api/v1/events?start=1700000000&end=1700000060")->body);
   ASSERT_EQ(events["events"].size(), 1u);
   EXPECT_EQ(events["events"][0]["code"], 79);
 
@@ -365,8 +367,8 @@ httplib::Headers IngestHeaders(httplib::Headers extra = {}) {
 }
 
 httplib::Headers RemoteWriteHeaders() {
-  return IngestHeaders(
-      {{"Content-Encoding", "snappy"}, {"X-Prometheus-Remote-Write-Version", "0.1.0"}});
+  return IngestHeaders({{"Content-Encoding", "snappy"},
+                        {"X-Prometheus-Remote-Write-Version", "0.1.0"}});
 }
 
 TEST_F(ApiServerTest, OtlpProtobufIsStoredOnceAndQueryable) {
@@ -465,15 +467,16 @@ TEST_F(ApiServerTest, RemoteWriteBadRequestsGetJsonErrors) {
   ASSERT_EQ(not_snappy->status, 400);
   EXPECT_NE(json::parse(not_snappy->body)["error"].get<std::string>().find("snappy"),
             std::string::npos);
-  auto no_name =
-      client_->Post("/api/v1/write", RemoteWriteHeaders(),
-                    SnappyWriteRequest("", 1, 1'700'000'010'000), "application/x-protobuf");
+  auto no_name = client_->Post("/api/v1/write", RemoteWriteHeaders(),
+                               SnappyWriteRequest("", 1, 1'700'000'010'000),
+                               "application/x-protobuf");
   ASSERT_EQ(no_name->status, 400);
   EXPECT_NE(no_name->body.find("__name__"), std::string::npos);
-  auto v2 = client_->Post("/api/v1/write",
-                          IngestHeaders({{"Content-Encoding", "snappy"},
-                                         {"X-Prometheus-Remote-Write-Version", "2.0.0"}}),
-                          SnappyWriteRequest("up", 1, 1'700'000'010'000), "application/x-protobuf");
+  auto v2 = client_->Post(
+      "/api/v1/write",
+      IngestHeaders(
+          {{"Content-Encoding", "snappy"}, {"X-Prometheus-Remote-Write-Version", "2.0.0"}}),
+      SnappyWriteRequest("up", 1, 1'700'000'010'000), "application/x-protobuf");
   EXPECT_EQ(v2->status, 400);
   auto v2_type = client_->Post("/api/v1/write", RemoteWriteHeaders(),
                                SnappyWriteRequest("up", 1, 1'700'000'010'000),
@@ -515,8 +518,9 @@ class MergedProfileTest : public ApiServerTest {
   void Upload(const std::string& pprof, const std::string& kind, int64_t start,
               const std::string& extra = "") {
     httplib::Headers h{{"Authorization", std::string("Bearer ") + kToken}};
-    auto res = client_->Post("/api/v1/ingest/profile?host=node1&kind=" + kind + extra + "&start=" +
-                                 std::to_string(start) + "&end=" + std::to_string(start + 60),
+    auto res = client_->Post("/api/v1/ingest/profile?host=node1&kind=" + kind + extra +
+                                 "&start=" + std::to_string(start) +
+                                 "&end=" + std::to_string(start + 60),
                              h, pprof, "application/octet-stream");
     ASSERT_TRUE(res);
     ASSERT_EQ(res->status, 200) << res->body;
@@ -576,12 +580,12 @@ TEST_F(MergedProfileTest, DifferentSampleTypesAndBadParametersAre400) {
   ASSERT_TRUE(mixed);
   EXPECT_EQ(mixed->status, 400);
   EXPECT_NE(mixed->body.find("launches/count"), std::string::npos) << mixed->body;
-  EXPECT_EQ(
-      client_->Get(std::string("/api/v1/profiles/merged?kind=gpu&format=svg&") + kWindow)->status,
-      400);
-  EXPECT_EQ(
-      client_->Get(std::string("/api/v1/profiles/merged?kind=gpu&value=alloc&") + kWindow)->status,
-      400);
+  EXPECT_EQ(client_->Get(std::string("/api/v1/profiles/merged?kind=gpu&format=svg&") + kWindow)
+                ->status,
+            400);
+  EXPECT_EQ(client_->Get(std::string("/api/v1/profiles/merged?kind=gpu&value=alloc&") + kWindow)
+                ->status,
+            400);
   EXPECT_EQ(client_->Get(std::string("/api/v1/profiles/merged?kind=gpu&value=gpu_time&") + kWindow)
                 ->status,
             200);
@@ -764,9 +768,8 @@ warpscope::v1::Batch MakeProcessBatch(uint64_t sequence, int64_t start_ns) {
     const char* gpu;
     double util;
   };
-  for (const Proc& p :
-       {Proc{"pid/1/0", "python3", "GPU-a", 0.25}, Proc{"pid/2/0", "python3", "GPU-a", 0.5},
-        Proc{"pid/3/0", "trainer", "GPU-a", 0.125}, Proc{"pid/4/0", "python3", "GPU-b", 1.0}}) {
+  for (const Proc& p : {Proc{"pid/1/0", "python3", "GPU-a", 0.25}, Proc{"pid/2/0", "python3", "GPU-a", 0.5},
+                        Proc{"pid/3/0", "trainer", "GPU-a", 0.125}, Proc{"pid/4/0", "python3", "GPU-b", 1.0}}) {
     auto* e = b.add_entities();
     e->set_kind(warpscope::v1::ENTITY_KIND_PROCESS);
     e->set_id(p.id);
@@ -808,15 +811,13 @@ TEST_F(ApiServerTest, BreakdownSumsPerExecutable) {
 
 TEST_F(ApiServerTest, BreakdownWithoutGpuFilterCoversEveryGpuAndGroupsByLabel) {
   ASSERT_EQ(Post(MakeProcessBatch(1, kT0).SerializeAsString())->status, 200);
-  json all = json::parse(client_
-                             ->Get("/api/v1/breakdown?metric=gpu.process.sm.utilization&"
-                                   "start=1700000000&end=1700000060&step=1m")
+  json all = json::parse(client_->Get("/api/v1/breakdown?metric=gpu.process.sm.utilization&"
+                                      "start=1700000000&end=1700000060&step=1m")
                              ->body);
   ASSERT_EQ(all["groups"].size(), 2u);
   EXPECT_NEAR(all["groups"][0]["points"][0][1].get<double>(), 1.75, 1e-9);
-  json by_gpu = json::parse(client_
-                                ->Get("/api/v1/breakdown?metric=gpu.process.sm.utilization&"
-                                      "by=gpu.uuid&start=1700000000&end=1700000060&step=1m")
+  json by_gpu = json::parse(client_->Get("/api/v1/breakdown?metric=gpu.process.sm.utilization&"
+                                         "by=gpu.uuid&start=1700000000&end=1700000060&step=1m")
                                 ->body);
   ASSERT_EQ(by_gpu["groups"].size(), 2u);
   EXPECT_EQ(by_gpu["groups"][0]["key"], "GPU-b");
@@ -825,9 +826,8 @@ TEST_F(ApiServerTest, BreakdownWithoutGpuFilterCoversEveryGpuAndGroupsByLabel) {
 
 TEST_F(ApiServerTest, BreakdownByEntitySumsTheSeriesOfEachEntity) {
   ASSERT_EQ(Post(MakeProcessBatch(1, kT0).SerializeAsString())->status, 200);
-  json b = json::parse(client_
-                           ->Get("/api/v1/breakdown?metric=gpu.process.sm.utilization&"
-                                 "by=entity&start=1700000000&end=1700000060&step=1m")
+  json b = json::parse(client_->Get("/api/v1/breakdown?metric=gpu.process.sm.utilization&"
+                                    "by=entity&start=1700000000&end=1700000060&step=1m")
                            ->body);
   ASSERT_EQ(b["groups"].size(), 4u);
   EXPECT_EQ(b["groups"][0]["key"], "pid/4/0");
@@ -979,7 +979,8 @@ TEST_F(ApiServerTest, QueryBatchAnswersEachQueryAsItsGetWould) {
   ASSERT_EQ(res->status, 200) << res->body;
   json r = json::parse(res->body);
   ASSERT_EQ(r["results"].size(), 2u);
-  EXPECT_EQ(r["results"][0], json::parse(client_->Get("/api/v1/query_range?" + range_query)->body));
+  EXPECT_EQ(r["results"][0],
+            json::parse(client_->Get("/api/v1/query_range?" + range_query)->body));
   EXPECT_EQ(r["results"][1],
             json::parse(client_->Get("/api/v1/breakdown?" + breakdown_query)->body));
   EXPECT_EQ(r["results"][1]["groups"][0]["key"], "python3");
@@ -987,17 +988,16 @@ TEST_F(ApiServerTest, QueryBatchAnswersEachQueryAsItsGetWould) {
 
 TEST_F(ApiServerTest, QueryBatchReportsBadQueriesOneByOne) {
   ASSERT_EQ(Post(MakeBatch(1, kT0, 0.9).SerializeAsString())->status, 200);
-  json good = {
-      {"path", "query_range"},
-      {"params", {{"metric", "gpu.utilization"}, {"start", "1700000000"}, {"end", "1700000060"}}}};
-  json body = {
-      {"queries",
-       {good,
-        {{"path", "query_range"}, {"params", {{"start", "1700000000"}}}},
-        {{"path", "top"}, {"params", {{"metric", "gpu.utilization"}}}},
-        {{"path", "breakdown"}, {"params", {{"metric", "gpu.utilization"}, {"step", "-1s"}}}},
-        {{"path", "query_range"}, {"params", "metric=gpu.utilization"}},
-        42}}};
+  json good = {{"path", "query_range"},
+               {"params", {{"metric", "gpu.utilization"}, {"start", "1700000000"},
+                           {"end", "1700000060"}}}};
+  json body = {{"queries",
+                {good,
+                 {{"path", "query_range"}, {"params", {{"start", "1700000000"}}}},
+                 {{"path", "top"}, {"params", {{"metric", "gpu.utilization"}}}},
+                 {{"path", "breakdown"}, {"params", {{"metric", "gpu.utilization"}, {"step", "-1s"}}}},
+                 {{"path", "query_range"}, {"params", "metric=gpu.utilization"}},
+                 42}}};
   auto res = PostBatch(*client_, body.dump());
   ASSERT_EQ(res->status, 200) << res->body;
   json r = json::parse(res->body)["results"];
@@ -1014,7 +1014,8 @@ TEST_F(ApiServerTest, QueryBatchReportsBadQueriesOneByOne) {
 }
 
 TEST_F(ApiServerTest, QueryBatchRejectsABadBodyWith400) {
-  for (const std::string body : {"not json", "[]", "{\"queries\": {}}", "{\"other\": []}"}) {
+  for (const std::string body :
+       {"not json", "[]", "{\"queries\": {}}", "{\"other\": []}"}) {
     auto res = PostBatch(*client_, body);
     ASSERT_TRUE(res);
     EXPECT_EQ(res->status, 400) << body;
