@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 
 #include "base/logging.h"
 
@@ -34,7 +35,7 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
-    StatusCode code = err == ENOENT ? StatusCode::kNotFound
+    StatusCode code = err == ENOENT   ? StatusCode::kNotFound
                       : err == EACCES ? StatusCode::kPermissionDenied
                                       : StatusCode::kUnavailable;
     return Error(ErrStatus(code, "open({}): {}", path, ErrnoString(err)));
@@ -53,8 +54,8 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
     out.append(buf, static_cast<size_t>(n));
     if (out.size() > max_bytes) {
       close(fd);
-      return Error(ErrStatus(StatusCode::kResourceExhausted, "{} is larger than {} bytes", path,
-                             max_bytes));
+      return Error(
+          ErrStatus(StatusCode::kResourceExhausted, "{} is larger than {} bytes", path, max_bytes));
     }
   }
   close(fd);
@@ -76,6 +77,42 @@ Status WriteFile(const std::string& path, std::string_view data) {
     off += static_cast<size_t>(n);
   }
   if (close(fd) != 0) return Unavailable("close({}): {}", path, ErrnoString(errno));
+  return OkStatus();
+}
+
+Status WriteFileAtomically(const std::string& path, std::string_view data) {
+  const std::string temp = path + ".tmp";
+  int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Unavailable("open({}) for writing: {}", temp, ErrnoString(errno));
+  size_t off = 0;
+  while (off < data.size()) {
+    ssize_t n = write(fd, data.data() + off, data.size() - off);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      unlink(temp.c_str());
+      return Unavailable("write({}): {}", temp, ErrnoString(err));
+    }
+    off += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    int err = errno;
+    unlink(temp.c_str());
+    return Unavailable("sync({}): {}", temp, ErrnoString(err));
+  }
+  if (rename(temp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    unlink(temp.c_str());
+    return Unavailable("rename({}, {}): {}", temp, path, ErrnoString(err));
+  }
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    fsync(dfd);  // best effort: the rename is already visible
+    close(dfd);
+  }
   return OkStatus();
 }
 

@@ -15,6 +15,9 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes = 64 << 2
 // Reads into `out` (reusing its capacity); returns false on any error. For hot paths.
 bool ReadFileInto(const char* path, std::string& out);
 Status WriteFile(const std::string& path, std::string_view data);
+// Replaces `path` with `data` so that a crash at any moment leaves either the old or the new
+// content: writes `path`.tmp, syncs it, renames it over `path` and syncs the directory.
+Status WriteFileAtomically(const std::string& path, std::string_view data);
 // Splits on any of `seps`, dropping empty pieces.
 std::vector<std::string_view> SplitString(std::string_view s, std::string_view seps);
 std::string_view TrimWhitespace(std::string_view s);

@@ -18,6 +18,19 @@ TEST(FileUtilTest, WriteThenRead) {
   EXPECT_EQ(out, "hello\n");
 }
 
+TEST(FileUtilTest, WriteAtomicallyReplacesTheFileAndLeavesNoTemporary) {
+  char tmpl[] = "/tmp/warpscope_file_test_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  std::string path = std::string(tmpl) + "/state.json";
+  ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+  ASSERT_TRUE(WriteFileAtomically(path, "new").ok());
+  EXPECT_EQ(*ReadFile(path), "new");
+  EXPECT_FALSE(ReadFile(path + ".tmp"));
+  base::Status bad = WriteFileAtomically(std::string(tmpl) + "/missing/dir/f", "x");
+  EXPECT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("missing/dir/f.tmp"), std::string::npos) << bad.message();
+}
+
 TEST(FileUtilTest, MissingFileIsNotFound) {
   auto r = ReadFile("/nonexistent/warpscope");
   ASSERT_FALSE(r);

@@ -30,6 +30,10 @@ class MetricsSnapshotStore;
 namespace warpscope::server {
 class ApiServer;
 class SqliteStorage;
+namespace insights {
+class FindingStore;
+class InsightEngine;
+}  // namespace insights
 }  // namespace warpscope::server
 
 namespace warpscope::cli {
@@ -54,6 +58,20 @@ struct UpOptions {
 };
 int RunUp(const UpOptions& options);
 std::string DefaultUpDataDir();
+
+// `warpscope profile -- CMD ARGS...`: runs CMD with the CUDA library injected and the CPU
+// profiler on its process tree, writes the offline report (profile_main.cc, docs/profile.md).
+struct ProfileOptions {
+  std::vector<std::string> command;  // CMD and its arguments
+  std::string output;                // "" = ./warpscope-profile-<time>
+  double duration_s = 0;             // > 0: stop profiling after this long (CMD keeps running)
+  int cpu_frequency = 99;            // Hz per CPU: one program, often a short run
+  bool cpu_profiler = true;
+  bool cuda_profiler = true;
+  std::string cupti_library;  // "" = <bin>/../lib/libwarpscope_cupti.so
+};
+// Returns CMD's exit status (128+N for a signal), 2 for bad input, 126/127 when CMD cannot run.
+int RunProfile(const ProfileOptions& options);
 
 // One catalog of metrics the agent can write, with its section of the reference.
 struct MetricCatalog {
@@ -103,13 +121,17 @@ class ServerProcess {
  private:
   ServerProcess(base::TaskRunner& runner, const base::Clock& clock);
   void ScheduleCompaction();
+  void ScheduleInsights();
 
   base::TaskRunner& runner_;
   const base::Clock& clock_;
   std::unique_ptr<server::SqliteStorage> storage_;
+  std::unique_ptr<server::insights::FindingStore> finding_store_;
+  std::unique_ptr<server::insights::InsightEngine> insights_;  // null when insights are off
   std::unique_ptr<server::ApiServer> api_;
   int port_ = 0;
   base::Duration compact_interval_{0};
+  base::Duration insights_interval_{0};
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

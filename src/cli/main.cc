@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "cli/agent_flags.h"
 #include "cli/commands.h"
+#include "cli/profile_flags.h"
 #include "cli/server_flags.h"
 
 namespace {
@@ -65,6 +66,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 65535))
       ->capture_default_str();
 
+  CLI::App* profile_cmd = app.add_subcommand(
+      "profile",
+      "Run a command with the CPU and CUDA profilers on it and write an offline report "
+      "(warpscope profile [options] -- CMD ARGS...)");
+  warpscope::cli::ProfileFlags profile_flags;
+  profile_flags.Register(*profile_cmd);
+
   CLI::App* metrics_cmd =
       app.add_subcommand("metrics", "Print the reference of every metric warpscope can produce");
   std::string metrics_format = "markdown";
@@ -85,6 +93,17 @@ int main(int argc, char** argv) {
   if (*metrics_cmd) {
     std::cout << warpscope::cli::MetricsReference(metrics_format);
     return 0;
+  }
+  if (*profile_cmd) {
+    warpscope::base::SetMinLogSeverity(SeverityFromName(profile_flags.log_level));
+    warpscope::cli::ProfileOptions options;
+    warpscope::base::Status st = profile_flags.Finish(
+        *profile_cmd, warpscope::cli::ProfileFlags::SeparatorBeforeCommand(argc, argv), options);
+    if (!st.ok()) {
+      std::fprintf(stderr, "warpscope profile: %s\n", st.message().c_str());
+      return 2;
+    }
+    return warpscope::cli::RunProfile(options);
   }
   if (*up_cmd) {
     return warpscope::cli::RunUp(up_options);

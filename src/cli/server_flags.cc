@@ -47,6 +47,14 @@ void ServerFlags::Register(CLI::App& sub) {
                  "How often rollups are built and retention applied")
       ->envname("WARPSCOPE_COMPACT_INTERVAL")
       ->capture_default_str();
+  sub.add_option("--insights-interval", insights_interval_,
+                 "How often the insights engine evaluates its rules; 0s turns insights off")
+      ->envname("WARPSCOPE_INSIGHTS_INTERVAL")
+      ->capture_default_str();
+  sub.add_option("--gpu-hour-price", gpu_hour_price_,
+                 "Price of one GPU-hour, for the cost of the GPU time each finding loses")
+      ->envname("WARPSCOPE_GPU_HOUR_PRICE")
+      ->capture_default_str();
 }
 
 base::Status ServerFlags::Finish(server::ServerConfig& config) const {
@@ -60,6 +68,7 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
   config.remote_write_default_host = remote_write_default_host_;
   config.max_body_bytes = max_body_bytes_;
   config.max_series_per_host = max_series_per_host_;
+  config.gpu_hour_price = gpu_hour_price_;
   struct {
     const std::string& text;
     const char* flag;
@@ -67,7 +76,8 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
   } durations[] = {{retention_raw_, "--retention-raw", &config.raw_retention},
                    {retention_1m_, "--retention-1m", &config.minute_retention},
                    {retention_1h_, "--retention-1h", &config.hour_retention},
-                   {compact_interval_, "--compact-interval", &config.compact_interval}};
+                   {compact_interval_, "--compact-interval", &config.compact_interval},
+                   {insights_interval_, "--insights-interval", &config.insights_interval}};
   for (auto& d : durations) {
     auto parsed = base::ParseDuration(d.text);
     if (!parsed) return parsed.error().WithContext(d.flag);

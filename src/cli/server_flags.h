@@ -31,6 +31,8 @@ class ServerFlags {
   std::string retention_1m_ = "30d";
   std::string retention_1h_ = "400d";
   std::string compact_interval_ = "1m";
+  std::string insights_interval_ = "10s";
+  double gpu_hour_price_ = defaults_.gpu_hour_price;
 };
 
 }  // namespace warpscope::cli

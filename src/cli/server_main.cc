@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Wiring of `warpscope server`: storage, HTTP API, periodic compaction on the main sequence.
+// Wiring of `warpscope server`: storage, the insights engine, HTTP API; periodic compaction and
+// insight evaluations on the main sequence.
 #include <signal.h>
 
 #include <cstdio>
@@ -10,6 +11,8 @@
 #include "base/token_file.h"
 #include "cli/commands.h"
 #include "server/api/api_server.h"
+#include "server/insights/finding_store.h"
+#include "server/insights/insight_engine.h"
 #include "server/storage/sqlite_storage.h"
 
 namespace warpscope::cli {
@@ -19,7 +22,8 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   std::unique_ptr<ServerProcess> p(new ServerProcess(runner, clock));
   std::string token;
   if (!config.auth_token_file.empty()) {
-    WARPSCOPE_ASSIGN_OR_RETURN(token, base::ReadTokenFile("--auth-token-file", config.auth_token_file));
+    WARPSCOPE_ASSIGN_OR_RETURN(token,
+                               base::ReadTokenFile("--auth-token-file", config.auth_token_file));
   }
   server::SqliteStorageOptions storage_options;
   storage_options.data_dir = config.data_dir;
@@ -29,6 +33,16 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   storage_options.storage.hour_retention = config.hour_retention;
   WARPSCOPE_ASSIGN_OR_RETURN(p->storage_, server::SqliteStorage::Open(storage_options));
 
+  if (config.insights_interval != base::Duration::zero()) {
+    p->finding_store_ =
+        std::make_unique<server::insights::FileFindingStore>(config.data_dir + "/insights.json");
+    server::insights::EngineOptions engine_options;
+    engine_options.config.gpu_hour_price = config.gpu_hour_price;
+    WARPSCOPE_ASSIGN_OR_RETURN(p->insights_,
+                               server::insights::InsightEngine::Create(*p->storage_, engine_options,
+                                                                       p->finding_store_.get()));
+  }
+
   server::ApiServer::Options api_options;
   api_options.listen_address = config.listen_address;
   api_options.auth_token = token;
@@ -37,6 +51,7 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   api_options.tls_key_file = config.tls_key_file;
   api_options.remote_write_default_host = config.remote_write_default_host;
   api_options.max_body_bytes = config.max_body_bytes;
+  api_options.insight_engine = p->insights_.get();
   p->api_ = std::make_unique<server::ApiServer>(api_options, *p->storage_, clock);
   WARPSCOPE_ASSIGN_OR_RETURN(p->port_, p->api_->Start());
   if (token.empty()) {
@@ -47,6 +62,8 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
                 p->port_, config.data_dir);
   p->compact_interval_ = config.compact_interval;
   p->ScheduleCompaction();
+  p->insights_interval_ = config.insights_interval;
+  if (p->insights_) p->ScheduleInsights();
   return p;
 }
 
@@ -68,6 +85,21 @@ void ServerProcess::ScheduleCompaction() {
         ScheduleCompaction();
       },
       compact_interval_);
+}
+
+void ServerProcess::ScheduleInsights() {
+  std::weak_ptr<bool> alive = alive_;
+  runner_.PostDelayedTask(
+      [this, alive] {
+        auto a = alive.lock();
+        if (!a || !*a) return;
+        base::Status st = insights_->Evaluate(clock_.Now());
+        if (!st.ok()) {
+          WARPSCOPE_LOG_EVERY_N(ERROR, 10, "insights evaluation failed: {}", st.message());
+        }
+        ScheduleInsights();
+      },
+      insights_interval_);
 }
 
 void ServerProcess::Stop() {

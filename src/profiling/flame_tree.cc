@@ -5,11 +5,14 @@
 #include <map>
 #include <queue>
 
+#include "profiling/frame_kind.h"
+
 namespace warpscope::profiling {
 namespace {
 
 struct ArenaNode {
   std::string name;
+  FrameKind kind = FrameKind::kUnknown;
   size_t parent = 0;
   std::vector<int64_t> self;
   std::vector<int64_t> total;
@@ -25,8 +28,12 @@ FlameNode FlameTree(const Profile& profile, const FlameTreeOptions& options) {
     return key < total.size() ? total[key] : 0;
   };
   std::vector<ArenaNode> arena;
-  arena.push_back(
-      ArenaNode{"root", 0, std::vector<int64_t>(nvalues), std::vector<int64_t>(nvalues), {}});
+  arena.push_back(ArenaNode{"root",
+                            FrameKind::kUnknown,
+                            0,
+                            std::vector<int64_t>(nvalues),
+                            std::vector<int64_t>(nvalues),
+                            {}});
   for (const Sample& s : profile.samples) {
     size_t cur = 0;
     auto add = [&](size_t n, bool self) {
@@ -37,16 +44,22 @@ FlameNode FlameTree(const Profile& profile, const FlameTreeOptions& options) {
     };
     add(0, s.stack.empty());
     for (size_t d = 0; d < s.stack.size(); ++d) {
-      const std::string& name = profile.frames[s.stack[d]].function;
+      const Frame& frame = profile.frames[s.stack[d]];
+      const std::string& name = frame.function;
       auto it = arena[cur].children.find(name);
       size_t next;
       if (it == arena[cur].children.end()) {
         next = arena.size();
         arena[cur].children.emplace(name, next);
-        arena.push_back(
-            ArenaNode{name, cur, std::vector<int64_t>(nvalues), std::vector<int64_t>(nvalues), {}});
+        arena.push_back(ArenaNode{name,
+                                  frame.kind,
+                                  cur,
+                                  std::vector<int64_t>(nvalues),
+                                  std::vector<int64_t>(nvalues),
+                                  {}});
       } else {
         next = it->second;
+        if (arena[next].kind == FrameKind::kUnknown) arena[next].kind = frame.kind;
       }
       cur = next;
       add(cur, d + 1 == s.stack.size());
@@ -83,7 +96,7 @@ FlameNode FlameTree(const Profile& profile, const FlameTreeOptions& options) {
   }
 
   auto build = [&](auto&& self_fn, size_t n) -> FlameNode {
-    FlameNode node{arena[n].name, arena[n].self, arena[n].total, {}};
+    FlameNode node{arena[n].name, arena[n].self, arena[n].total, {}, arena[n].kind};
     FlameNode other{"(other)", std::vector<int64_t>(nvalues), std::vector<int64_t>(nvalues), {}};
     bool folded = false;
     for (const auto& [name, c] : arena[n].children) {
@@ -91,6 +104,8 @@ FlameNode FlameTree(const Profile& profile, const FlameTreeOptions& options) {
         node.children.push_back(self_fn(self_fn, c));
         continue;
       }
+      // The kind of the folded subtrees' roots when they share one.
+      other.kind = !folded || other.kind == arena[c].kind ? arena[c].kind : FrameKind::kUnknown;
       folded = true;
       for (size_t v = 0; v < nvalues; ++v) {
         other.self[v] = WrappingAdd(other.self[v], arena[c].total[v]);
@@ -112,7 +127,11 @@ FlameNode FlameTree(const Profile& profile, const FlameTreeOptions& options) {
 nlohmann::json FlameNodeJson(const FlameNode& node) {
   nlohmann::json children = nlohmann::json::array();
   for (const FlameNode& c : node.children) children.push_back(FlameNodeJson(c));
-  return {{"name", node.name}, {"self", node.self}, {"total", node.total}, {"children", children}};
+  return {{"name", node.name},
+          {"kind", FrameKindName(node.kind)},
+          {"self", node.self},
+          {"total", node.total},
+          {"children", children}};
 }
 
 }  // namespace warpscope::profiling

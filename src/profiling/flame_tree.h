@@ -15,12 +15,16 @@
 namespace warpscope::profiling {
 
 // Every vector has one entry per sample type. total = self + the children's totals; children
-// are sorted by total[sort_value] descending (then by name).
+// are sorted by total[sort_value] descending (then by name). `kind` is the kind of the node's
+// frames: nodes are keyed by name, and when frames of several kinds share a name under one
+// parent, the first known kind in sample order wins. The root is kUnknown; an "(other)" node
+// has the kind of the subtrees it folds when they all have one kind, else kUnknown.
 struct FlameNode {
   std::string name;
   std::vector<int64_t> self;
   std::vector<int64_t> total;
   std::vector<FlameNode> children;
+  FrameKind kind = FrameKind::kUnknown;
 };
 
 struct FlameTreeOptions {
@@ -34,7 +38,7 @@ struct FlameTreeOptions {
 // The tree of `profile`; the root is named "root" and has the profile's totals.
 FlameNode FlameTree(const Profile& profile, const FlameTreeOptions& options = {});
 
-// {"name", "self": [...], "total": [...], "children": [...]}.
+// {"name", "kind", "self": [...], "total": [...], "children": [...]}; kind by FrameKindName.
 nlohmann::json FlameNodeJson(const FlameNode& node);
 
 }  // namespace warpscope::profiling

@@ -4,16 +4,50 @@
 #include <fmt/format.h>
 
 #include <map>
+#include <optional>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 
 #include "base/gzip.h"
 #include "perftools/profiles.pb.h"
+#include "profiling/frame_kind.h"
 
 namespace warpscope::profiling {
 namespace {
 
 namespace pb = perftools::profiles;
+
+// A frame whose kind its other fields do not imply (frame_kind.h) points to a mapping named
+// "[warpscope:<kind>]", followed by " <module>" when the frame has a module.
+constexpr std::string_view kKindTag = "[warpscope:";
+
+std::string TaggedMappingName(FrameKind kind, std::string_view module) {
+  std::string out = fmt::format("{}{}]", kKindTag, FrameKindName(kind));
+  if (!module.empty()) {
+    out += ' ';
+    out += module;
+  }
+  return out;
+}
+
+// The kind and module of a mapping named by TaggedMappingName; nullopt for any other name (and
+// for a tag naming "unknown" or no kind at all: such a name is a module like any other).
+std::optional<std::pair<FrameKind, std::string>> ParseTaggedMappingName(std::string_view name) {
+  if (!name.starts_with(kKindTag)) {
+    return std::nullopt;
+  }
+  const size_t close = name.find(']');
+  auto kind = ParseFrameKind(name.substr(kKindTag.size(), close - kKindTag.size()));
+  if (close == std::string_view::npos || !kind || *kind == FrameKind::kUnknown) {
+    return std::nullopt;
+  }
+  std::string_view rest = name.substr(close + 1);
+  if (!rest.empty() && rest.front() != ' ') {
+    return std::nullopt;
+  }
+  return std::make_pair(*kind, std::string(rest.empty() ? rest : rest.substr(1)));
+}
 
 base::Result<std::string> Inflate(std::string_view data, size_t max_bytes) {
   auto inflated = base::GzipDecompress(data, max_bytes);
@@ -86,15 +120,29 @@ class Decoder {
     return base::OkStatus();
   }
 
-  // The (module, build id) of a location's mapping; empty when it has none or its references do
-  // not resolve (a profile is not refused for what only labels its frames).
-  std::pair<std::string, std::string> ModuleOf(const pb::Location& loc) const {
+  struct MappingInfo {
+    std::string module;
+    std::string build_id;
+    std::optional<FrameKind> kind;  // from a "[warpscope:<kind>]" name
+  };
+
+  // The module, build id and kind tag of a location's mapping; empty when it has none or its
+  // references do not resolve (a profile is not refused for what only labels its frames).
+  MappingInfo ModuleOf(const pb::Location& loc) const {
     auto m = mappings_.find(loc.mapping_id());
     if (loc.mapping_id() == 0 || m == mappings_.end()) return {};
     auto file = Str(m->second->filename(), "mapping.filename");
     auto build_id = Str(m->second->build_id(), "mapping.build_id");
     if (!file || !build_id) return {};
-    return {std::move(*file), std::move(*build_id)};
+    if (auto tagged = ParseTaggedMappingName(*file)) {
+      return {std::move(tagged->second), std::move(*build_id), tagged->first};
+    }
+    return {std::move(*file), std::move(*build_id), std::nullopt};
+  }
+
+  // The tagged kind, else the one the frame's fields imply.
+  static void SetKind(Frame& f, const std::optional<FrameKind>& tag) {
+    f.kind = tag ? *tag : InferFrameKind(f);
   }
 
   uint32_t Intern(Frame frame) {
@@ -106,7 +154,7 @@ class Decoder {
   // Each location expands to its frames, outermost first.
   base::Status Locations() {
     for (const auto& loc : p_.location()) {
-      auto [module, build_id] = ModuleOf(loc);
+      auto [module, build_id, tag] = ModuleOf(loc);
       std::vector<uint32_t> frames;
       for (int i = loc.line_size() - 1; i >= 0; --i) {
         const pb::Line& line = loc.line(i);
@@ -124,12 +172,14 @@ class Decoder {
         f.line = line.line();
         f.module = module;
         f.build_id = build_id;
+        SetKind(f, tag);
         frames.push_back(Intern(std::move(f)));
       }
       if (frames.empty()) {
         Frame f{fmt::format("0x{:x}", loc.address()), "", 0};
         f.module = module;
         f.build_id = build_id;
+        SetKind(f, tag);
         frames.push_back(Intern(std::move(f)));
       }
       if (loc.id() == 0 || !locations_.emplace(loc.id(), std::move(frames)).second) {
@@ -238,7 +288,8 @@ base::Result<std::string> EncodePprof(const Profile& profile) {
   p.set_duration_nanos(profile.duration_nanos);
 
   std::map<std::tuple<std::string_view, std::string_view, std::string_view>, uint64_t> functions;
-  std::map<std::pair<std::string_view, std::string_view>, uint64_t> mappings;
+  // Keyed by (mapping name as written, build id).
+  std::map<std::pair<std::string, std::string_view>, uint64_t> mappings;
   for (size_t i = 0; i < profile.frames.size(); ++i) {
     const Frame& f = profile.frames[i];
     const std::string& system = f.system_name.empty() ? f.function : f.system_name;
@@ -255,14 +306,15 @@ base::Result<std::string> EncodePprof(const Profile& profile) {
     }
     pb::Location* loc = p.add_location();
     loc->set_id(i + 1);
-    if (!f.module.empty() || !f.build_id.empty()) {
-      auto [mit, new_map] =
-          mappings.emplace(std::make_pair(std::string_view(f.module), std::string_view(f.build_id)),
-                           mappings.size() + 1);
+    const bool tagged = f.kind != FrameKind::kUnknown && InferFrameKind(f) != f.kind;
+    if (!f.module.empty() || !f.build_id.empty() || tagged) {
+      std::string name = tagged ? TaggedMappingName(f.kind, f.module) : f.module;
+      auto [mit, new_map] = mappings.emplace(
+          std::make_pair(std::move(name), std::string_view(f.build_id)), mappings.size() + 1);
       if (new_map) {
         pb::Mapping* m = p.add_mapping();
         m->set_id(mit->second);
-        m->set_filename(strings.Id(f.module));
+        m->set_filename(strings.Id(mit->first.first));
         m->set_build_id(strings.Id(f.build_id));
         m->set_has_functions(true);
       }

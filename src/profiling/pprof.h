@@ -22,7 +22,9 @@ struct DecodeOptions {
 
 // Decodes a pprof blob: gzip of a serialized perftools.profiles.Profile, or the serialized
 // message itself. Inlined frames (several lines of one location) are expanded, outermost first;
-// a location's mapping gives its frames' module and build id. InvalidArgument (naming the broken
+// a location's mapping gives its frames' module and build id, and their kind when it is named
+// "[warpscope:<kind>]" (see EncodePprof); other frames get the kind InferFrameKind
+// (frame_kind.h) gives them. InvalidArgument (naming the broken
 // part) for bad gzip, bad protobuf, string, function or location references that do not resolve,
 // and samples whose value count differs from the number of sample types. Mapping and
 // default_sample_type references that do not resolve are ignored (they only annotate).
@@ -32,7 +34,12 @@ struct DecodeOptions {
 // The profile as a gzipped pprof: one location per frame (in frame order, ids from 1), one
 // function per (name, system name, file) and one mapping per (module, build id), each in
 // first-use order with ids from 1; label keys and values enter the string table on first use.
-// DecodePprof(EncodePprof(p)) == p but for FrameKind, which pprof cannot carry. InvalidArgument
+// A frame's kind travels on its mapping: a frame whose kind InferFrameKind does not give points
+// to a mapping named "[warpscope:<kind>]" (frame without module) or "[warpscope:<kind>]
+// <module>"; other frames' mappings are named by their module, as any pprof writer's (readers
+// such as go tool pprof and speedscope only show a mapping's name as a binary's).
+// DecodePprof(EncodePprof(p)) == p, except that a frame of kind kUnknown comes back with the
+// kind InferFrameKind gives it. InvalidArgument
 // for a sample whose value count differs from the sample types or that names no frame.
 [[nodiscard]] base::Result<std::string> EncodePprof(const Profile& profile);
 

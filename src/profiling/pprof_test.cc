@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <span>
 #include <string>
 
 #include "base/gzip.h"
@@ -283,8 +285,10 @@ TEST(PprofTest, RoundTripsSystemNamesModulesAndLabels) {
   ASSERT_TRUE(encoded) << encoded.error().message();
   auto back = DecodePprof(*encoded);
   ASSERT_TRUE(back) << back.error().message();
-  // FrameKind does not travel in pprof; everything else does.
-  for (Frame& f : p.frames) f.kind = FrameKind::kUnknown;
+  // Everything travels; the Python frame, written without a kind, comes back with the one its
+  // file implies.
+  ASSERT_EQ(p.frames[0].function, "Model.forward");
+  p.frames[0].kind = FrameKind::kPython;
   EXPECT_EQ(*back, p);
   EXPECT_EQ(back->frames[1].module, "/opt/app/bin/app");
   EXPECT_EQ(back->frames[1].build_id, "ab12");
@@ -350,6 +354,184 @@ TEST(PprofTest, GzipBombsAreRefused) {
   auto p = DecodePprof(*gz, {.max_uncompressed_bytes = 1u << 20});
   ASSERT_FALSE(p);
   EXPECT_NE(p.error().message().find("too large"), std::string::npos);
+}
+
+TEST(PprofTest, FlameTreeNodesCarryKindsAndOtherFoldsThem) {
+  ProfileAggregator agg(std::vector<ValueType>{{"samples", "count"}});
+  const uint32_t process = agg.InternFrame({"app", "", 0, "", "", "", FrameKind::kProcess});
+  const uint32_t launch =
+      agg.InternFrame({"cudaLaunchKernel", "", 0, "", "", "", FrameKind::kLaunch});
+  const uint32_t kernel = agg.InternFrame({"gemm", "", 0, "", "", "", FrameKind::kKernel});
+  const uint32_t unknown_main = agg.InternFrame({"main"});
+  const uint32_t native_main =
+      agg.InternFrame({"main", "", 0, "", "/bin/app", "", FrameKind::kNative});
+  std::vector<uint32_t> sass;
+  std::vector<uint32_t> mixed;
+  for (int i = 0; i < 5; ++i) {
+    sass.push_back(
+        agg.InternFrame({"[sass] 0x" + std::to_string(i), "", 0, "", "", "", FrameKind::kSass}));
+  }
+  mixed.push_back(agg.InternFrame({"[stall] a", "", 0, "", "", "", FrameKind::kStall}));
+  mixed.push_back(agg.InternFrame({"[sass] z", "", 0, "", "", "", FrameKind::kSass}));
+  const int64_t big[] = {100};
+  // "main" first without a kind, then native: the known kind wins.
+  agg.Add(std::vector<uint32_t>{process, unknown_main}, big);
+  agg.Add(std::vector<uint32_t>{process, native_main}, big);
+  for (size_t i = 0; i < sass.size(); ++i) {
+    const int64_t v[] = {static_cast<int64_t>(10 - i)};
+    agg.Add(std::vector<uint32_t>{process, launch, kernel, sass[i]}, v);
+  }
+  const int64_t small[] = {1};
+  for (uint32_t m : mixed) agg.Add(std::vector<uint32_t>{process, launch, m}, small);
+  agg.Add(std::vector<uint32_t>{process, launch}, big);
+  Profile p = std::move(agg).Take();
+
+  FlameNode all = FlameTree(p);
+  ASSERT_EQ(all.children.size(), 1u);
+  EXPECT_EQ(all.kind, FrameKind::kUnknown);
+  const FlameNode& app = all.children[0];
+  EXPECT_EQ(app.kind, FrameKind::kProcess);
+  ASSERT_EQ(app.children.size(), 2u);
+  EXPECT_EQ(app.children[0].name, "main");
+  EXPECT_EQ(app.children[0].kind, FrameKind::kNative);
+  EXPECT_EQ(app.children[1].kind, FrameKind::kLaunch);
+  nlohmann::json j = FlameNodeJson(all);
+  EXPECT_EQ(j["kind"], "unknown");
+  EXPECT_EQ(j["children"][0]["kind"], "process");
+  EXPECT_EQ(j["children"][0]["children"][1]["children"][0]["kind"], "kernel");
+
+  // Under the cap: the five SASS leaves fold into one "(other)" of kind sass; the stall and SASS
+  // leaves under the launch fold into an "(other)" of no single kind.
+  FlameNode capped = FlameTree(p, {.max_nodes = 7});
+  EXPECT_LE(CountNodes(capped), 7u);
+  const FlameNode& launch_node = capped.children[0].children[1];
+  ASSERT_EQ(launch_node.name, "cudaLaunchKernel");
+  const FlameNode* kernel_node = nullptr;
+  const FlameNode* launch_other = nullptr;
+  for (const FlameNode& c : launch_node.children) {
+    if (c.name == "gemm") kernel_node = &c;
+    if (c.name == "(other)") launch_other = &c;
+  }
+  ASSERT_NE(kernel_node, nullptr);
+  ASSERT_NE(launch_other, nullptr);
+  EXPECT_EQ(launch_other->kind, FrameKind::kUnknown);
+  EXPECT_EQ(launch_other->total[0], 2);
+  ASSERT_EQ(kernel_node->children.size(), 1u);
+  EXPECT_EQ(kernel_node->children[0].name, "(other)");
+  EXPECT_EQ(kernel_node->children[0].kind, FrameKind::kSass);
+  EXPECT_EQ(kernel_node->children[0].total[0], 40);
+  EXPECT_EQ(
+      FlameNodeJson(capped)["children"][0]["children"][1]["children"][0]["children"][0]["kind"],
+      "sass");
+}
+
+// One frame of every kind, as the profilers write them, each with and without a module.
+Profile EveryKindProfile() {
+  ProfileAggregator agg(std::vector<ValueType>{{"samples", "count"}});
+  std::vector<Frame> frames = {
+      {"python3", "/usr/bin/python3.12", 0, "", "", "", FrameKind::kProcess},
+      {"train", "train.py", 3, "", "", "", FrameKind::kPython},
+      {"at::native::add", "", 0, "_ZN2at6native3addEv", "/usr/lib/libtorch_cpu.so", "ab",
+       FrameKind::kNative},
+      {"cudaLaunchKernel", "", 0, "", "", "", FrameKind::kLaunch},
+      {"gemm<float>", "", 0, "_Z4gemmIfEv", "", "", FrameKind::kKernel},
+      {"[sass] 0x0040 FFMA R5, R2, R3, R4", "", 0, "", "", "", FrameKind::kSass},
+      {"[stall] long_scoreboard", "", 0, "", "", "", FrameKind::kStall},
+      {"[memcpy HtoD]", "", 0, "", "", "", FrameKind::kMemory},
+      {"[unsampled launch site]", "", 0, "", "", "", FrameKind::kMarker},
+      {"do_syscall_64", "", 0, "", "[kernel.kallsyms]", "", FrameKind::kOsKernel},
+      {"nv_ioctl", "", 0, "", "[nvidia]", "", FrameKind::kOsKernel},
+      {"jitted", "", 0, "", "[jit]", "", FrameKind::kNative},
+      {"mystery", "", 0, "", "", "", FrameKind::kUnknown},
+      // Kinds the fields would not imply: a Python frame in a module, a native frame in a file.
+      {"py_in_module", "lib.py", 1, "", "/opt/lib.so", "", FrameKind::kPython},
+      {"native_no_module", "x.c", 9, "", "", "", FrameKind::kNative},
+      {"launch_in_module", "", 0, "", "/usr/lib/libcudart.so", "cd", FrameKind::kLaunch},
+  };
+  std::vector<uint32_t> stack;
+  for (const Frame& f : frames) stack.push_back(agg.InternFrame(f));
+  const int64_t one[] = {1};
+  for (size_t i = 1; i <= stack.size(); ++i) {
+    agg.Add(std::span<const uint32_t>(stack.data(), i), one);
+  }
+  return std::move(agg).Take();
+}
+
+TEST(PprofTest, EveryFrameKindSurvivesTheRoundTrip) {
+  Profile p = EveryKindProfile();
+  auto encoded = EncodePprof(p);
+  ASSERT_TRUE(encoded) << encoded.error().message();
+  auto back = DecodePprof(*encoded);
+  ASSERT_TRUE(back) << back.error().message();
+  EXPECT_EQ(*back, p);
+  for (size_t i = 0; i < p.frames.size(); ++i) {
+    EXPECT_EQ(back->frames[i].kind, p.frames[i].kind) << p.frames[i].function;
+    EXPECT_EQ(back->frames[i].module, p.frames[i].module) << p.frames[i].function;
+  }
+}
+
+TEST(PprofTest, KindsTheFieldsDoNotImplyRideOnASyntheticMappingName) {
+  auto encoded = EncodePprof(EveryKindProfile());
+  ASSERT_TRUE(encoded);
+  pb::Profile raw;
+  ASSERT_TRUE(raw.ParseFromString(base::GzipDecompress(*encoded).value()));
+  std::vector<std::string> names;
+  for (const auto& m : raw.mapping()) {
+    names.push_back(raw.string_table(static_cast<int>(m.filename())));
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{
+                       "[warpscope:process]", "/usr/lib/libtorch_cpu.so", "[warpscope:launch]",
+                       "[warpscope:kernel]", "[kernel.kallsyms]", "[warpscope:os_kernel] [nvidia]",
+                       "[jit]", "[warpscope:python] /opt/lib.so", "[warpscope:native]",
+                       "[warpscope:launch] /usr/lib/libcudart.so"}));
+  // Frames whose kind the fields imply (Python by file, SASS, stall, memory and marker names,
+  // an unknown frame) have no mapping at all, as before.
+  EXPECT_EQ(raw.location(1).mapping_id(), 0u);
+  EXPECT_EQ(raw.location(5).mapping_id(), 0u);
+  EXPECT_EQ(raw.location(12).mapping_id(), 0u);
+}
+
+TEST(PprofTest, ProfilesWithoutKindsGetInferredOnes) {
+  PprofMessage b(Types{{"samples", "count"}});
+  auto mapping = [&](const std::string& file) {
+    auto* m = b.proto().add_mapping();
+    m->set_id(static_cast<uint64_t>(b.proto().mapping_size()));
+    m->set_filename(b.Str(file));
+    return m->id();
+  };
+  uint64_t kernel_map = mapping("[kernel.kallsyms]");
+  uint64_t lib_map = mapping("/lib/libc.so.6");
+  uint64_t bogus_map = mapping("[warpscope:toaster]");
+  uint64_t py = b.Location({{b.Function("main", "/srv/app.py"), 3}});
+  uint64_t native = b.Location({{b.Function("memcpy"), 0}});
+  b.proto().mutable_location(1)->set_mapping_id(lib_map);
+  uint64_t os = b.Location({{b.Function("schedule"), 0}});
+  b.proto().mutable_location(2)->set_mapping_id(kernel_map);
+  uint64_t sass = b.Location({{b.Function("[sass] 0x10 LDG"), 0}});
+  uint64_t stall = b.Location({{b.Function("[stall] wait"), 0}});
+  uint64_t marker = b.Location({{b.Function("[unwinding stopped]"), 0}});
+  uint64_t odd = b.Location({{b.Function("odd"), 0}});
+  b.proto().mutable_location(6)->set_mapping_id(bogus_map);
+  uint64_t plain = b.Location({{b.Function("plain", "plain.go"), 1}});
+  b.Sample({stall, sass, os, native, py}, {1});
+  b.Sample({plain, odd, marker, py}, {1});
+  auto p = DecodePprof(b.Gzipped());
+  ASSERT_TRUE(p) << p.error().message();
+  std::map<std::string, FrameKind> kinds;
+  for (const Frame& f : p->frames) kinds[f.function] = f.kind;
+  EXPECT_EQ(kinds["main"], FrameKind::kPython);
+  EXPECT_EQ(kinds["memcpy"], FrameKind::kNative);
+  EXPECT_EQ(kinds["schedule"], FrameKind::kOsKernel);
+  EXPECT_EQ(kinds["[sass] 0x10 LDG"], FrameKind::kSass);
+  EXPECT_EQ(kinds["[stall] wait"], FrameKind::kStall);
+  EXPECT_EQ(kinds["[unwinding stopped]"], FrameKind::kMarker);
+  EXPECT_EQ(kinds["odd"], FrameKind::kNative) << "an unknown tag is a module like any other";
+  EXPECT_EQ(kinds["plain"], FrameKind::kUnknown);
+  for (const Frame& f : p->frames) {
+    if (f.function == "odd") {
+      EXPECT_EQ(f.module, "[warpscope:toaster]");
+    }
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "profiling/profile.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstring>
 #include <functional>
@@ -79,6 +80,43 @@ size_t ProfileAggregator::Add(std::span<const uint32_t> stack, std::span<const i
   for (size_t i = 0; i < nvalues && i < values.size(); ++i)
     sums[i] = WrappingAdd(sums[i], values[i]);
   return it->second;
+}
+
+std::vector<ValueType> UnionSampleTypes(std::span<const Profile> profiles) {
+  std::vector<ValueType> out;
+  for (const Profile& p : profiles) {
+    for (const ValueType& t : p.sample_types) {
+      if (std::find(out.begin(), out.end(), t) == out.end()) {
+        out.push_back(t);
+      }
+    }
+  }
+  return out;
+}
+
+Profile WidenSampleTypes(Profile profile, const std::vector<ValueType>& types) {
+  if (profile.sample_types == types) {
+    return profile;
+  }
+  // Where each of the profile's types goes; -1: dropped.
+  std::vector<int64_t> to(profile.sample_types.size(), -1);
+  for (size_t i = 0; i < profile.sample_types.size(); ++i) {
+    auto it = std::find(types.begin(), types.end(), profile.sample_types[i]);
+    if (it != types.end()) {
+      to[i] = it - types.begin();
+    }
+  }
+  for (Sample& s : profile.samples) {
+    std::vector<int64_t> values(types.size(), 0);
+    for (size_t i = 0; i < s.values.size() && i < to.size(); ++i) {
+      if (to[i] >= 0) {
+        values[static_cast<size_t>(to[i])] = s.values[i];
+      }
+    }
+    s.values = std::move(values);
+  }
+  profile.sample_types = types;
+  return profile;
 }
 
 std::string SampleTypesString(const std::vector<ValueType>& types) {

@@ -129,6 +129,15 @@ class ProfileAggregator {
 // `profiles` is empty or when sample types differ (the message names both lists).
 [[nodiscard]] base::Result<Profile> Merge(std::span<const Profile> profiles);
 
+// The sample types of `profiles`, each once, in first-seen order: what profiles of different
+// kinds (a CPU and a GPU profile of one process) are merged under.
+std::vector<ValueType> UnionSampleTypes(std::span<const Profile> profiles);
+
+// `profile` with the sample types `types`: each sample's values move to their type's position,
+// types the profile lacks get 0 and types not in `types` are dropped. Then Merge can sum
+// profiles of different kinds into one (each stack carrying zeros for the types it lacks).
+Profile WidenSampleTypes(Profile profile, const std::vector<ValueType>& types);
+
 // "[samples/count, cpu/nanoseconds]": for messages.
 std::string SampleTypesString(const std::vector<ValueType>& types);
 

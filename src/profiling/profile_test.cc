@@ -71,5 +71,27 @@ TEST(MergeTest, ReinternsFramesAcrossProfilesAndKeepsLabelsApart) {
   EXPECT_EQ(merged->frames.size(), 2u);
 }
 
+TEST(WidenSampleTypesTest, ProfilesOfTwoKindsMergeUnderTheUnionOfTheirTypes) {
+  ProfileAggregator cpu(std::vector<ValueType>{{"samples", "count"}, {"cpu", "nanoseconds"}});
+  const int64_t c[] = {2, 20};
+  cpu.Add(std::vector<uint32_t>{cpu.InternFrame({"main"})}, c);
+  ProfileAggregator gpu(std::vector<ValueType>{{"gpu_time", "nanoseconds"}, {"samples", "count"}});
+  const int64_t g[] = {500, 7};
+  gpu.Add(std::vector<uint32_t>{gpu.InternFrame({"main"}), gpu.InternFrame({"kernel"})}, g);
+  std::vector<Profile> both{cpu.profile(), gpu.profile()};
+  std::vector<ValueType> types = UnionSampleTypes(both);
+  EXPECT_EQ(types, (std::vector<ValueType>{
+                       {"samples", "count"}, {"cpu", "nanoseconds"}, {"gpu_time", "nanoseconds"}}));
+  for (Profile& p : both) p = WidenSampleTypes(std::move(p), types);
+  auto merged = Merge(both);
+  ASSERT_TRUE(merged) << merged.error().message();
+  ASSERT_EQ(merged->samples.size(), 2u);
+  EXPECT_EQ(merged->samples[0].values, (std::vector<int64_t>{2, 20, 0}));
+  EXPECT_EQ(merged->samples[1].values, (std::vector<int64_t>{7, 0, 500}));
+  // A type not in the list is dropped.
+  Profile narrow = WidenSampleTypes(gpu.profile(), {{"gpu_time", "nanoseconds"}});
+  EXPECT_EQ(narrow.samples[0].values, (std::vector<int64_t>{500}));
+}
+
 }  // namespace
 }  // namespace warpscope::profiling

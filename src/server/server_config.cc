@@ -34,6 +34,17 @@ base::Status ServerConfig::Validate() const {
   if (compact_interval < std::chrono::seconds(1)) {
     return base::InvalidArgument("--compact-interval must be at least 1s");
   }
+  if (insights_interval != base::Duration::zero() &&
+      (insights_interval < std::chrono::seconds(1) ||
+       insights_interval > std::chrono::minutes(10))) {
+    return base::InvalidArgument(
+        "--insights-interval={}: use 1s to 10m, or 0s to turn insights off",
+        base::FormatDuration(insights_interval));
+  }
+  if (!(gpu_hour_price >= 0 && gpu_hour_price <= 1e6)) {
+    return base::InvalidArgument("--gpu-hour-price={}: give the price of one GPU-hour, 0 to 1e6",
+                                 gpu_hour_price);
+  }
   return base::OkStatus();
 }
 

@@ -32,6 +32,10 @@ struct ServerConfig {
   base::Duration hour_retention = std::chrono::hours(24 * 400);
   // How often rollups are built and retention applied.
   base::Duration compact_interval = std::chrono::minutes(1);
+  // How often the insights engine evaluates its rules (docs/insights.md); 0 turns insights off.
+  base::Duration insights_interval = std::chrono::seconds(10);
+  // Price of one GPU-hour, for the cost of each finding's lost GPU time; 0: not priced.
+  double gpu_hour_price = 0;
 
   [[nodiscard]] base::Status Validate() const;
 };

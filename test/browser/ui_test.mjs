@@ -9,7 +9,13 @@
 // token, refuses a wrong one with the server's message, and with the right one shows the fleet
 // and downloads a profile; sign out forgets the token. Screenshots of each view go to --out.
 //
+// CPU profiles: a CPU and a GPU profile of one process, built by the agent's own builders
+// (write_profile_fixtures), posted to the server: a click on the host CPU chart opens the CPU
+// flamegraph, frames coloured by kind with a legend, the thread filter narrows it, and the
+// process's merged CPU + GPU view is drawn by CPU time, GPU time and both side by side.
+//
 //   node ui_test.mjs --warpscope <build>/bin/warpscope --out <build>/test-output/browser \
+//        --profile-fixtures <build>/bin/write_profile_fixtures \
 //        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
 // Exit codes: 0 pass, 1 fail, 77 skipped (no Chromium or no playwright-core).
 import { spawn } from 'node:child_process';
@@ -29,12 +35,17 @@ const arg = (name, fallback) => {
   return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
 };
 const warpscope = arg('--warpscope');
+const fixtureWriter = arg('--profile-fixtures');
 const outDir = path.resolve(arg('--out', path.join(os.tmpdir(), 'warpscope-browser')));
 const chromiumPath = arg('--chromium', process.env.WARPSCOPE_CHROMIUM ?? '/usr/bin/chromium');
 const nodeModules = path.resolve(arg('--node-modules', path.join(here, '..', '..', 'web', 'node_modules')));
 
 if (!warpscope || !fs.existsSync(warpscope)) {
   console.error(`--warpscope must name the built warpscope binary (got ${warpscope})`);
+  process.exit(1);
+}
+if (!fixtureWriter || !fs.existsSync(fixtureWriter)) {
+  console.error(`--profile-fixtures must name the built write_profile_fixtures (got ${fixtureWriter})`);
   process.exit(1);
 }
 // A missing peer skips the test, except in CI (CI=true), where it fails: a CI run never passes
@@ -59,7 +70,7 @@ try {
 
 // The whole test is bounded: a hung browser or server fails it instead of blocking CI.
 const deadline = setTimeout(() => {
-  console.error('FAIL: the browser test took more than 110 s');
+  console.error('FAIL: the browser test took more than 140 s');
   cleanup();
   process.exit(1);
 }, 110_000);
@@ -384,6 +395,12 @@ async function main() {
   await page.locator('[data-testid=top-processes] tbody tr').first().waitFor();
   await shot('07-host-metrics');
 
+  // 8b. CPU profiles (see the header): click the host CPU chart, filter a thread, merge CPU + GPU.
+  await cpuProfiles(page, base, host, token, shot, ready);
+  await page.goto(`${base}/host/${encodeURIComponent(host)}?range=15m`);
+  await ready();
+  await page.locator('[data-testid=widget-cpu] canvas').first().waitFor();
+
   // 9. Keyboard: "g" switches to the GPU tab, "d" to the dark theme.
   await page.keyboard.press('g');
   await page.waitForURL(/tab=gpu/);
@@ -436,6 +453,92 @@ async function main() {
   check(errors.length === 0, `no console errors${errors.length ? ':\n  ' + errors.join('\n  ') : ''}`);
   await stopServer();
   await authScenario(authServer);
+}
+
+// Part 8b: the fixture profiles of write_profile_fixtures (a CPU window with threads "python3"
+// and "DataLoader", a GPU window of the same process) posted under the pid of `warpscope up`.
+async function cpuProfiles(page, base, host, token, shot, ready) {
+  const now = Date.now() / 1000;
+  const [start, end] = [Math.floor(now - 600), Math.ceil(now + 120)];
+  const dir = fs.mkdtempSync(path.join(dataDir, 'fixtures-'));
+  await new Promise((resolve, reject) => {
+    const child = spawn(fixtureWriter, [dir, String(start), String(end)], { stdio: ['ignore', 'ignore', 'inherit'] });
+    child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`write_profile_fixtures exited with ${code}`))));
+  });
+  const pid = server.pid;
+  for (const kind of ['cpu', 'gpu']) {
+    const r = await fetch(`${base}/api/v1/ingest/profile?host=${encodeURIComponent(host)}&kind=${kind}&pid=${pid}&executable=/usr/bin/python3&start=${start}&end=${end}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/octet-stream' },
+      body: fs.readFileSync(path.join(dir, `${kind}.pb.gz`)),
+    });
+    check(r.ok, `the agent builders' ${kind} profile is stored (${r.status})`);
+  }
+  const tableText = () => page.locator('[data-testid=top-functions]').textContent();
+  const legend = async () => (await page.locator('[data-testid=flame-legend] li').allTextContents()).map((t) => t.trim());
+
+  // A click on the host CPU chart: the CPU flamegraph of that bucket, frames coloured by kind.
+  const cpuOver = page.locator('[data-testid=widget-cpu] .u-over').first();
+  await cpuOver.scrollIntoViewIfNeeded();
+  const cb = await cpuOver.boundingBox();
+  await cpuOver.click({ position: { x: cb.width - 4, y: cb.height / 2 } });
+  await page.waitForURL(/[?&]p=\d+-\d+.*pk=cpu/);
+  await page.locator('[data-testid=flamegraph] canvas').waitFor();
+  const kinds = await legend();
+  check(['process', 'Python', 'native', 'OS kernel'].every((k) => kinds.includes(k)), `the CPU chart opens the CPU flamegraph, its legend names the frame kinds (${kinds.join(', ')})`);
+  const table = await tableText();
+  check(table.includes('train_step') && table.includes('next_batch') && /all cores/.test(table), 'the top functions of the CPU profile list the Python frames with their share of all cores');
+  // The tooltip names the kind and gives the share of all cores (or says why it is unknown).
+  const canvas = page.locator('[data-testid=flamegraph] canvas');
+  const fb = await canvas.boundingBox();
+  await page.mouse.move(fb.x + 3, fb.y + 30);
+  const tip = await page.locator('.flame-tip').textContent();
+  check(/kind: /.test(tip) && /(of all \d+ cores of the host|share of all cores unknown)/.test(tip), `the tooltip names the frame's kind and its share of all cores (${tip})`);
+
+  // The thread filter: only the DataLoader thread.
+  const threadValue = await page.locator('[data-testid=profile-thread] option', { hasText: 'DataLoader' }).getAttribute('value');
+  await page.selectOption('[data-testid=profile-thread]', threadValue);
+  await page.waitForURL(new RegExp(`pt=${threadValue}`));
+  await page.locator('[data-testid=flamegraph] canvas').waitFor();
+  await page.waitForFunction(() => /thread/.test(document.querySelector('[data-testid=profile-summary]')?.textContent ?? ''));
+  const threadTable = await tableText();
+  check(threadTable.includes('next_batch') && !threadTable.includes('train_step'), 'the thread filter keeps the DataLoader thread\'s frames only');
+  await shot('05b-cpu-thread', false);
+
+  // The process: it has CPU and GPU profiles, so the panel offers the merged view.
+  await page.selectOption('[data-testid=profile-process]', `pid:${pid}`);
+  await page.waitForURL(new RegExp(`pp=${pid}`));
+  await page.locator('[data-testid=profile-merged]').click();
+  await page.waitForURL(/pm=1/);
+  await page.locator('[data-testid=flamegraph] canvas').waitFor();
+  const mergedKinds = await legend();
+  check(['Python', 'CUDA launch', 'CUDA kernel', 'SASS', 'stall reason'].every((k) => mergedKinds.includes(k)), `the merged view holds CPU and GPU frames (${mergedKinds.join(', ')})`);
+  const cpuWeighted = await tableText();
+  check(cpuWeighted.includes('train_step') && !cpuWeighted.includes('gemm'), 'the merged view weighted by CPU time lists the CPU frames, not the kernels without CPU time');
+  await page.selectOption('[data-testid=profile-weight]', 'gpu');
+  await page.waitForURL(/pw=gpu/);
+  await page.locator('[data-testid=flamegraph] canvas').waitFor();
+  await page.waitForFunction(() => /gemm/.test(document.querySelector('[data-testid=top-functions]')?.textContent ?? ''));
+  check(/GPU time/.test(await page.locator('[data-testid=profile-summary]').textContent()), 'weighted by GPU time, the merged view lists the kernel');
+  await page.selectOption('[data-testid=profile-weight]', 'both');
+  await page.waitForURL(/pw=both/);
+  await page.locator('[data-testid=flamegraph-gpu] canvas').waitFor();
+  check((await page.locator('[data-testid=flamegraph] canvas').count()) === 1, 'both weights: two flamegraphs of the merged tree side by side');
+  // The URL holds the panel's state: a reload shows the same view.
+  await page.reload();
+  await page.locator('[data-testid=flamegraph-gpu] canvas').waitFor();
+  check((await page.locator('[data-testid=profile-weight]').inputValue()) === 'both', 'after a reload the merged view and its weight come back from the URL');
+  await shot('05c-merged-cpu-gpu', false);
+  // The dark theme: the panel is drawn again with the dark kind colours.
+  const themeButton = page.locator('button[aria-label="Switch theme"]');
+  await themeButton.click();
+  await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
+  await page.locator('[data-testid=flamegraph-gpu] canvas').waitFor();
+  check((await legend()).includes('CUDA kernel'), 'the dark theme draws the merged view with its legend');
+  await shot('05d-merged-cpu-gpu-dark', false);
+  await page.locator('button[aria-label="Switch theme"]').click();
+  await page.waitForFunction(() => document.documentElement.dataset.theme !== 'dark');
+  await ready();
 }
 
 const ENDING_HOST = 'ending-node';

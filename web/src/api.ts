@@ -115,11 +115,42 @@ export interface ProfileMeta {
   size_bytes: number;
 }
 
+// What a frame stands for (docs/api.md, the merged profile).
+export type FrameKind =
+  | 'python'
+  | 'native'
+  | 'kernel'
+  | 'os_kernel'
+  | 'launch'
+  | 'sass'
+  | 'stall'
+  | 'memory'
+  | 'marker'
+  | 'process'
+  | 'unknown';
+
 export interface FlameNode {
   name: string;
+  kind?: FrameKind;
   self: number[];
   total: number[];
   children?: FlameNode[];
+}
+
+export interface ThreadTotal {
+  tid: number;
+  name: string;
+  total: number[];
+}
+
+// What a frame's share of all the host's cores needs: total[value] / capacity_ns.
+export interface CpuCapacity {
+  value: number;
+  window_seconds: number;
+  cores: number | null;
+  capacity_ns: number | null;
+  cores_metric: string;
+  unknown_reason?: string;
 }
 
 export interface MergedTree {
@@ -127,6 +158,10 @@ export interface MergedTree {
   value: number;
   profiles: number;
   skipped_profiles: number;
+  kinds?: string[];
+  threads?: ThreadTotal[];
+  threads_omitted?: number;
+  cpu?: CpuCapacity | null;
   root: FlameNode;
 }
 

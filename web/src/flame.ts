@@ -1,12 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
 // A flamegraph on a canvas (top-down icicle: callers above callees). Click a frame to zoom into
 // it (click the root or press Escape to zoom out), type in the search box to highlight matching
-// frames, hover for self and total with their share of the window.
-import type { FlameNode } from './api';
+// frames, hover for the frame's kind, self and total with their share of the window and, for CPU
+// time, of all the host's cores. Frames are coloured by kind (flame_kinds.ts).
+import type { FlameNode, FrameKind } from './api';
+import { kindColor, kindLabel, kindOf } from './flame_kinds';
 import { formatPercent, formatSample } from './format';
+
+// Shares of all the host's cores: a frame's total[value] / capacityNs (null: unknown, and why).
+export interface CoreShare {
+  value: number;
+  capacityNs: number | null;
+  cores: number | null;
+  unknownReason?: string;
+}
+
+export interface FlameOptions {
+  coreShare?: CoreShare | null;
+  label?: string; // what the graph is weighted by, for its accessible name
+}
 
 interface Frame {
   name: string;
+  kind: FrameKind;
+  cpuNs: number; // total[coreShare.value], for the share of all cores
   depth: number;
   start: number; // in value units, from the root's left edge
   total: number;
@@ -39,6 +56,7 @@ export class FlameGraph {
     private readonly valueIndex: number,
     private readonly unit: string,
     private readonly onSearchStats?: (matched: number, total: number) => void,
+    private readonly options: FlameOptions = {},
   ) {
     this.flatten(root);
     this.el.classList.add('flame');
@@ -47,7 +65,7 @@ export class FlameGraph {
     this.canvas.setAttribute('role', 'img');
     this.canvas.setAttribute(
       'aria-label',
-      `Flamegraph of ${this.frames.length} frames; click a frame to zoom, Escape to zoom out`,
+      `Flamegraph${options.label ? ` by ${options.label}` : ''} of ${this.frames.length} frames; click a frame to zoom, Escape to zoom out`,
     );
     this.tip = document.createElement('div');
     this.tip.className = 'flame-tip';
@@ -117,7 +135,17 @@ export class FlameGraph {
     const v = this.valueIndex;
     const walk = (n: FlameNode, depth: number, start: number, parent: number) => {
       const idx = this.frames.length;
-      this.frames.push({ name: n.name, depth, start, total: n.total[v] ?? 0, self: n.self[v] ?? 0, parent });
+      const cpu = this.options.coreShare?.value;
+      this.frames.push({
+        name: n.name,
+        kind: kindOf(n),
+        cpuNs: cpu === undefined ? 0 : (n.total[cpu] ?? 0),
+        depth,
+        start,
+        total: n.total[v] ?? 0,
+        self: n.self[v] ?? 0,
+        parent,
+      });
       this.maxDepth = Math.max(this.maxDepth, depth);
       let x = start;
       for (const c of n.children ?? []) {
@@ -184,8 +212,10 @@ export class FlameGraph {
         fill = dark ? 'hsl(0 0% 30%)' : 'hsl(0 0% 82%)';
       } else if (i === 0) {
         fill = dark ? 'hsl(210 15% 40%)' : 'hsl(210 15% 78%)';
-      } else {
+      } else if (f.kind === 'unknown') {
         fill = `hsl(${10 + (h % 45)} ${70 + (h % 20)}% ${dark ? 45 + (h % 10) : 62 + (h % 12)}%)`;
+      } else {
+        fill = kindColor(f.kind, dark, (h % 100) / 100);
       }
       ctx.fillStyle = fill;
       ctx.fillRect(x0, y, Math.max(w - 0.5, 0.5), ROW - 1);
@@ -243,11 +273,23 @@ export class FlameGraph {
     this.tip.textContent = '';
     const name = document.createElement('strong');
     name.textContent = f.name;
+    const kind = document.createElement('div');
+    kind.className = 'muted';
+    kind.textContent = i === 0 ? 'all frames' : `kind: ${kindLabel(f.kind)}`;
     const total = document.createElement('div');
-    total.textContent = `total ${formatSample(f.total, this.unit)} (${formatPercent(f.total / all)} of the window)`;
+    total.textContent = `total ${formatSample(f.total, this.unit)} (${formatPercent(f.total / all)} of the profile)`;
     const self = document.createElement('div');
     self.textContent = `self ${formatSample(f.self, this.unit)} (${formatPercent(f.self / all)})`;
-    this.tip.append(name, total, self);
+    this.tip.append(name, kind, total, self);
+    const share = this.options.coreShare;
+    if (share) {
+      const cores = document.createElement('div');
+      cores.textContent =
+        share.capacityNs && share.cores
+          ? `${formatPercent(f.cpuNs / share.capacityNs)} of all ${share.cores} cores of the host`
+          : `share of all cores unknown${share.unknownReason ? `: ${share.unknownReason}` : ''}`;
+      this.tip.append(cores);
+    }
     const rect = this.el.getBoundingClientRect();
     const x = Math.min(e.clientX - rect.left + 12, rect.width - 320);
     this.tip.style.left = `${Math.max(0, x)}px`;
@@ -260,12 +302,12 @@ export class FlameGraph {
 export function topFunctions(
   root: FlameNode,
   valueIndex: number,
-): { name: string; self: number; total: number }[] {
-  const byName = new Map<string, { self: number; total: number }>();
+): { name: string; kind: FrameKind; self: number; total: number }[] {
+  const byName = new Map<string, { kind: FrameKind; self: number; total: number }>();
   const onStack = new Map<string, number>();
   const walk = (n: FlameNode, isRoot: boolean) => {
     if (!isRoot) {
-      const e = byName.get(n.name) ?? { self: 0, total: 0 };
+      const e = byName.get(n.name) ?? { kind: kindOf(n), self: 0, total: 0 };
       e.self += n.self[valueIndex] ?? 0;
       if (!onStack.get(n.name)) e.total += n.total[valueIndex] ?? 0;
       byName.set(n.name, e);

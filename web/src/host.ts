@@ -2,14 +2,16 @@
 // The host page: "Host Metrics" (CPU, memory, load, disk, network, top processes) and
 // "GPU Metrics" (one widget per metric, one line per GPU, grouped Performance / Memory /
 // Hardware / Data transfer; expanding a widget shows its per-process breakdown stacked by
-// executable). Clicking a point opens the profile panel for that window.
+// executable). Clicking a point opens the profile panel for that window: the CPU charts open the
+// CPU profile, of the host or of the process whose line was clicked.
 import { getJson, knownMetrics, QueryBatcher } from './api';
-import type { BreakdownResponse, EntityRecord, EventRecord, MetricInfo, Point, RangeResponse, Series, TopEntry } from './api';
-import { TimeChart } from './chart';
-import type { ChartLine, ChartSpec, Marker } from './chart';
-import { h, sparkline } from './dom';
-import { formatTime, formatValue } from './format';
+import type { BreakdownResponse, EntityRecord, EventRecord, MetricInfo, Point, RangeResponse, Series } from './api';
+import type { ChartLine, Marker } from './chart';
+import { h } from './dom';
+import { formatTime } from './format';
+import { buildHostTab } from './host_tab';
 import type { View, ViewContext } from './view';
+import { pickHandler, Widget } from './widget';
 
 interface GpuWidgetDef {
   id: string;
@@ -64,45 +66,6 @@ function sumPoints(lists: Point[][]): Point[] {
   const m = new Map<number, number>();
   for (const l of lists) for (const [t, v] of l) if (v !== null) m.set(t, (m.get(t) ?? 0) + v);
   return [...m.entries()].sort((a, b) => a[0] - b[0]);
-}
-
-// A card with a title, a chart and notes; `load` fills it for a window.
-class Widget {
-  readonly el: HTMLElement;
-  readonly body: HTMLElement;
-  readonly notes: HTMLElement;
-  chart: TimeChart | null = null;
-
-  constructor(title: string, subtitle: string | undefined, testid: string, actions: HTMLElement[] = []) {
-    this.body = h('div.widget-body');
-    this.notes = h('div.widget-notes');
-    this.el = h(
-      'section.widget',
-      { 'data-testid': `widget-${testid}`, 'aria-label': title },
-      h('header.widget-head', {}, h('h3', {}, title, subtitle ? h('span.muted', {}, ` · ${subtitle}`) : null), h('div.widget-actions', {}, ...actions)),
-      this.body,
-      this.notes,
-    );
-  }
-
-  show(spec: ChartSpec): void {
-    if (this.chart) {
-      this.chart.update(spec);
-      return;
-    }
-    this.body.textContent = '';
-    this.chart = new TimeChart(this.body, spec);
-  }
-
-  unavailable(message: string): void {
-    this.chart?.destroy();
-    this.chart = null;
-    this.body.replaceChildren(h('p.unavailable', { 'data-testid': 'unavailable' }, message));
-  }
-
-  destroy(): void {
-    this.chart?.destroy();
-  }
 }
 
 export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<View> {
@@ -214,14 +177,6 @@ async function loadMarkers(c: ViewContext, host: string, gpus: Map<string, Gpu>,
     );
   }
   return markers;
-}
-
-function pickHandler(c: ViewContext, step: number): (t: number, label: string | null) => void {
-  return (t: number) => {
-    const width = Math.max(step, 60);
-    const start = t - (width - step) / 2;
-    c.openProfile({ start, end: start + width });
-  };
 }
 
 function buildGpuTab(
@@ -383,138 +338,5 @@ async function loadBreakdown(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
     ariaLabel: `${def.title} by executable on ${host}`,
     onZoom: (a, b) => c.navigate({ from: a, to: b, range: '', live: false }),
     onPick: pickHandler(c, r.step),
-  });
-}
-
-interface HostChartDef {
-  id: string;
-  title: string;
-  metrics: { metric: string; agg?: string; label?: (s: Series) => string; filter?: (s: Series) => boolean }[];
-  stacked?: boolean;
-  yMax?: number;
-  maxLines?: number;
-}
-
-const HOST_CHARTS: HostChartDef[] = [
-  { id: 'cpu', title: 'CPU', stacked: true, yMax: 1, metrics: [{ metric: 'host.cpu.utilization', label: (s) => s.labels['mode'] ?? 'cpu', filter: (s) => s.labels['mode'] !== 'idle' }] },
-  {
-    id: 'memory',
-    title: 'Memory',
-    metrics: [
-      { metric: 'host.memory.used', label: () => 'used' },
-      { metric: 'host.memory.cached', label: () => 'cached' },
-      { metric: 'host.memory.total', label: () => 'total' },
-    ],
-  },
-  {
-    id: 'load',
-    title: 'Load average',
-    metrics: [
-      { metric: 'host.load.1m', label: () => '1 min' },
-      { metric: 'host.load.5m', label: () => '5 min' },
-      { metric: 'host.load.15m', label: () => '15 min' },
-    ],
-  },
-  { id: 'disk', title: 'Disk I/O', maxLines: 8, metrics: [{ metric: 'host.disk.io', agg: 'rate', label: (s) => `${s.labels['device'] ?? ''} ${s.labels['direction'] ?? ''}` }] },
-  { id: 'network', title: 'Network I/O', maxLines: 8, metrics: [{ metric: 'host.network.io', agg: 'rate', label: (s) => `${s.labels['interface'] ?? ''} ${s.labels['direction'] ?? ''}`, filter: (s) => s.labels['interface'] !== 'lo' }] },
-];
-
-function buildHostTab(
-  panel: HTMLElement,
-  ctx: ViewContext,
-  host: string,
-  widgets: Widget[],
-  loaders: ((c: ViewContext, markers: Marker[], q: QueryBatcher) => Promise<void>)[],
-): void {
-  const grid = h('div.widget-grid');
-  panel.append(grid);
-  for (const def of HOST_CHARTS) {
-    const w = new Widget(def.title, undefined, def.id);
-    grid.append(w.el);
-    widgets.push(w);
-    loaders.push((c, markers, q) => loadHostChart(w, def, c, host, markers, q));
-  }
-  const procBox = h('div', { 'data-testid': 'top-processes' });
-  panel.append(h('section.card', {}, h('h2', {}, 'Top processes by CPU'), procBox));
-  loaders.push(async (c) => {
-    const known = await knownMetrics();
-    if (!known.has('process.cpu.utilization')) {
-      procBox.replaceChildren(h('p.unavailable', {}, 'No per-process host metrics received (agent --enable-host-metrics).'));
-      return;
-    }
-    const [cpu, rss] = await Promise.all([
-      getJson<{ entries: TopEntry[] }>('/api/v1/top', { metric: 'process.cpu.utilization', host, kind: 'process', start: c.start, end: c.end, limit: 10, sparkline: 30 }),
-      known.has('process.memory.rss')
-        ? getJson<{ entries: TopEntry[] }>('/api/v1/top', { metric: 'process.memory.rss', host, kind: 'process', start: c.start, end: c.end, limit: 10000 })
-        : Promise.resolve({ entries: [] as TopEntry[] }),
-    ]);
-    const rssBy = new Map(rss.entries.map((e) => [e.entity, e.latest]));
-    procBox.replaceChildren(
-      h(
-        'table.data',
-        {},
-        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Process'), h('th.num', { scope: 'col' }, 'PID'), h('th.num', { scope: 'col' }, 'CPU (avg)'), h('th.num', { scope: 'col' }, 'RSS'), h('th', { scope: 'col' }, 'CPU over the window'))),
-        h(
-          'tbody',
-          {},
-          ...cpu.entries.map((e) =>
-            h(
-              'tr',
-              {},
-              h('td', { title: e.attributes['process.command_line'] ?? '' }, e.attributes['process.executable.name'] ?? e.entity),
-              h('td.num', {}, e.attributes['process.pid'] ?? ''),
-              h('td.num', {}, formatValue(e.value, '1')),
-              h('td.num', {}, formatValue(rssBy.get(e.entity) ?? null, 'By')),
-              h('td', {}, sparkline(e.sparkline ?? [], 140, 26)),
-            ),
-          ),
-        ),
-      ),
-    );
-  });
-}
-
-async function loadHostChart(w: Widget, def: HostChartDef, c: ViewContext, host: string, markers: Marker[], q: QueryBatcher): Promise<void> {
-  const known = await knownMetrics();
-  const present = def.metrics.filter((m) => known.has(m.metric));
-  if (present.length === 0) {
-    w.unavailable(`Unavailable: no ${def.title.toLowerCase()} data has been received from this host.`);
-    return;
-  }
-  const results = await Promise.all(
-    present.map((m) => q.get<RangeResponse>('/api/v1/query_range', { metric: m.metric, host, kind: 'host', start: c.start, end: c.end, agg: m.agg })),
-  );
-  let lines: ChartLine[] = [];
-  let unit = '';
-  let step = 60;
-  results.forEach((r, i) => {
-    const m = present[i];
-    unit = r.metric.unit === 'By' && m.agg === 'rate' ? 'By/s' : r.metric.unit;
-    step = r.step;
-    for (const s of r.series) {
-      if (m.filter && !m.filter(s)) continue;
-      lines.push({ label: m.label ? m.label(s) : s.entity, points: s.points });
-    }
-  });
-  if (def.maxLines && lines.length > def.maxLines) {
-    const total = (l: ChartLine) => l.points.reduce((a, p) => a + (p[1] ?? 0), 0);
-    lines = lines.sort((a, b) => total(b) - total(a)).slice(0, def.maxLines);
-  }
-  if (lines.length === 0) {
-    w.unavailable(`No ${def.title.toLowerCase()} data in this window.`);
-    return;
-  }
-  w.show({
-    unit,
-    lines,
-    stacked: def.stacked,
-    start: c.start,
-    end: c.end,
-    step,
-    yMax: def.yMax,
-    markers,
-    ariaLabel: `${def.title} of ${host}`,
-    onZoom: (a, b) => c.navigate({ from: a, to: b, range: '', live: false }),
-    onPick: pickHandler(c, step),
   });
 }

@@ -1,23 +1,64 @@
 // SPDX-License-Identifier: Apache-2.0
 // The profile panel: the profiles of one host and window, merged, as a flamegraph with search
-// and zoom, a top-functions table and a pprof download; or, when there is none, what to enable.
+// and zoom, frames coloured by kind, a thread filter, a top-functions table and a pprof
+// download; for a process with both CPU and GPU profiles, the merged CPU + GPU view weighted by
+// CPU time, GPU time or both side by side; or, when there is none, what to enable.
 import { ApiError, download, getJson } from './api';
-import type { MergedTree, ProfileMeta } from './api';
+import type { MergedTree, Params, ProfileMeta } from './api';
 import { h } from './dom';
-import { FlameGraph, topFunctions } from './flame';
+import { FlameGraph } from './flame';
+import type { CoreShare } from './flame';
+import { kindLegend } from './flame_kinds';
 import { formatDuration, formatPercent, formatSample, formatTime } from './format';
-import type { ProfileRef } from './state';
+import { functionsTable } from './profile_table';
+import type { ProfileRef, ProfileWeight } from './state';
 
 export interface ProfilePanelOptions {
   host: string;
   ref: ProfileRef;
-  onChange: (ref: ProfileRef) => void; // kind, process, sample type or search changed
+  onChange: (ref: ProfileRef) => void; // kind, process, thread, view, sample type or search changed
   onClose: () => void;
 }
 
+// One process of the window: its profiles' entity, else its pid, and the kinds it has.
+interface Proc {
+  key: string;
+  entity?: string;
+  pid?: number;
+  label: string;
+  kinds: Set<string>;
+}
+
+function processesOf(list: ProfileMeta[]): Map<string, Proc> {
+  const out = new Map<string, Proc>();
+  for (const p of list) {
+    if (!p.entity && !p.pid) continue;
+    const key = p.entity || `pid:${p.pid}`;
+    const proc = out.get(key) ?? {
+      key,
+      entity: p.entity || undefined,
+      pid: p.pid || undefined,
+      label: `${p.executable || p.entity || 'pid'}${p.pid ? ` (pid ${p.pid})` : ''}`,
+      kinds: new Set<string>(),
+    };
+    proc.kinds.add(p.kind);
+    out.set(key, proc);
+  }
+  return out;
+}
+
+// The process the ref names: by entity, else by pid (a host chart's process line gives both).
+function pickProcess(procs: Map<string, Proc>, ref: ProfileRef): Proc | undefined {
+  if (ref.entity && procs.has(ref.entity)) return procs.get(ref.entity);
+  if (ref.pid !== undefined) return [...procs.values()].find((p) => p.pid === ref.pid);
+  return undefined;
+}
+
+const WEIGHT_LABELS: Record<ProfileWeight, string> = { cpu: 'CPU time', gpu: 'GPU time', both: 'CPU and GPU time side by side' };
+
 export class ProfilePanel {
   readonly el: HTMLElement;
-  private flame: FlameGraph | null = null;
+  private flames: FlameGraph[] = [];
   private aborter = new AbortController();
 
   constructor(private readonly opts: ProfilePanelOptions) {
@@ -39,7 +80,7 @@ export class ProfilePanel {
 
   destroy(): void {
     this.aborter.abort();
-    this.flame?.destroy();
+    for (const f of this.flames) f.destroy();
     this.el.remove();
   }
 
@@ -47,20 +88,19 @@ export class ProfilePanel {
     return this.el.querySelector('.panel-body') as HTMLElement;
   }
 
+  private fail(message: string): void {
+    this.body().replaceChildren(h('p.error', { role: 'alert' }, message));
+  }
+
   private async load(): Promise<void> {
     const { host, ref } = this.opts;
     const body = this.body();
     let list: ProfileMeta[];
     try {
-      const r = await getJson<{ profiles: ProfileMeta[] }>(
-        '/api/v1/profiles',
-        { host, start: ref.start, end: ref.end, limit: 1000 },
-        this.aborter.signal,
-      );
+      const r = await getJson<{ profiles: ProfileMeta[] }>('/api/v1/profiles', { host, start: ref.start, end: ref.end, limit: 1000 }, this.aborter.signal);
       list = r.profiles;
     } catch (e) {
-      if (this.aborter.signal.aborted) return;
-      body.replaceChildren(h('p.error', { role: 'alert' }, `Cannot list profiles: ${(e as Error).message}`));
+      if (!this.aborter.signal.aborted) this.fail(`Cannot list profiles: ${(e as Error).message}`);
       return;
     }
     if (list.length === 0) {
@@ -70,56 +110,73 @@ export class ProfilePanel {
     const kinds = [...new Set(list.map((p) => p.kind))].sort();
     const kind = ref.kind && kinds.includes(ref.kind) ? ref.kind : kinds.includes('cpu') ? 'cpu' : kinds[0];
     const ofKind = list.filter((p) => p.kind === kind);
-    const processes = new Map<string, string>();
-    for (const p of ofKind) {
-      if (p.entity) processes.set(p.entity, `${p.executable || p.entity}${p.pid ? ` (pid ${p.pid})` : ''}`);
-    }
-    const entity = ref.entity && processes.has(ref.entity) ? ref.entity : undefined;
-    const params = { host, kind, entity, start: ref.start, end: ref.end };
+    const procs = processesOf(ofKind);
+    const proc = pickProcess(procs, ref);
+    // A GPU process: CPU and other (GPU) profiles of one process in the window.
+    const procKinds = proc ? (processesOf(list).get(proc.key)?.kinds ?? proc.kinds) : new Set<string>();
+    const gpuKinds = [...procKinds].filter((k) => k !== 'cpu').sort();
+    const mergeable = procKinds.has('cpu') && gpuKinds.length > 0;
+    const merged = mergeable && !!ref.merged;
+    const weight: ProfileWeight = ref.weight ?? 'cpu';
+    // The process by its entity when its profiles have one (else by pid).
+    const scope: Params = { host, start: ref.start, end: ref.end, entity: proc?.entity, pid: proc?.entity ? undefined : proc?.pid };
+    const params: Params = { ...scope, kind: merged ? ['cpu', ...gpuKinds].join('+') : kind, thread: ref.thread };
+    const value = merged ? (weight === 'gpu' ? 'gpu_time' : 'cpu') : ref.value;
 
     let tree: MergedTree;
     try {
-      tree = await getJson<MergedTree>(
-        '/api/v1/profiles/merged',
-        { ...params, format: 'tree', value: ref.value },
-        this.aborter.signal,
-      );
+      tree = await getJson<MergedTree>('/api/v1/profiles/merged', { ...params, format: 'tree', value }, this.aborter.signal);
     } catch (e) {
       if (this.aborter.signal.aborted) return;
-      if (e instanceof ApiError && e.status === 404) {
-        body.replaceChildren(noProfileMessage(host));
-      } else {
-        body.replaceChildren(h('p.error', { role: 'alert' }, `Cannot load the profile: ${(e as Error).message}`));
-      }
+      if (e instanceof ApiError && e.status === 404) body.replaceChildren(noProfileMessage(host));
+      else this.fail(`Cannot load the profile: ${(e as Error).message}`);
       return;
     }
+    const base: ProfileRef = { start: ref.start, end: ref.end, kind, entity: proc?.entity, pid: proc?.pid, thread: ref.thread, search: ref.search, merged: merged || undefined, weight: merged ? ref.weight : undefined };
+    const change = (patch: Partial<ProfileRef>) => this.opts.onChange({ ...base, value: merged ? undefined : tree.value, ...patch });
 
-    const valueIndex = tree.value;
-    const sampleType = tree.sample_types[valueIndex] ?? { type: 'samples', unit: 'count' };
     const kindSelect = h(
       'select',
-      { 'aria-label': 'Profile kind', onchange: (e: Event) => this.opts.onChange({ ...ref, kind: (e.target as HTMLSelectElement).value, entity: undefined, value: undefined }) },
+      { 'aria-label': 'Profile kind', disabled: merged, onchange: (e: Event) => this.opts.onChange({ start: ref.start, end: ref.end, kind: (e.target as HTMLSelectElement).value }) },
       ...kinds.map((k) => h('option', { value: k, selected: k === kind }, k)),
     );
     const procSelect = h(
       'select',
-      { 'aria-label': 'Process', onchange: (e: Event) => this.opts.onChange({ ...ref, kind, entity: (e.target as HTMLSelectElement).value || undefined }) },
+      {
+        'aria-label': 'Process',
+        'data-testid': 'profile-process',
+        onchange: (e: Event) => {
+          const p = procs.get((e.target as HTMLSelectElement).value);
+          this.opts.onChange({ start: ref.start, end: ref.end, kind, entity: p?.entity, pid: p?.pid, search: ref.search });
+        },
+      },
       h('option', { value: '' }, `all processes (${ofKind.length} profiles)`),
-      ...[...processes.entries()].map(([id, label]) => h('option', { value: id, selected: id === entity }, label)),
+      ...[...procs.values()].map((p) => h('option', { value: p.key, selected: p.key === proc?.key }, p.label)),
     );
-    const valueSelect = h(
+    const threads = tree.threads ?? [];
+    const threadSelect = threads.length === 0 ? null : h(
       'select',
-      { 'aria-label': 'Sample type', onchange: (e: Event) => this.opts.onChange({ ...ref, kind, entity, value: Number((e.target as HTMLSelectElement).value) }) },
-      ...tree.sample_types.map((t, i) => h('option', { value: i, selected: i === valueIndex }, `${t.type} (${t.unit})`)),
+      { 'aria-label': 'Thread', 'data-testid': 'profile-thread', onchange: (e: Event) => change({ thread: (e.target as HTMLSelectElement).value || undefined }) },
+      h('option', { value: '' }, `all threads (${threads.length}${tree.threads_omitted ? ` of ${threads.length + tree.threads_omitted}` : ''})`),
+      ...threads.map((t) => h('option', { value: String(t.tid), selected: ref.thread === String(t.tid) || ref.thread === t.name }, `${t.name || 'thread'} (tid ${t.tid})`)),
+    );
+    const mergedBtn = !mergeable ? null : h(
+      'button.btn',
+      { type: 'button', 'aria-pressed': String(merged), 'data-testid': 'profile-merged', title: 'One flamegraph of this process\'s CPU samples and GPU kernels', onclick: () => change({ merged: merged ? undefined : true, weight: undefined, value: undefined }) },
+      'CPU + GPU',
+    );
+    const weightSelect = !merged ? null : h(
+      'select',
+      { 'aria-label': 'Weight', 'data-testid': 'profile-weight', onchange: (e: Event) => change({ weight: (e.target as HTMLSelectElement).value as ProfileWeight }) },
+      ...(['cpu', 'gpu', 'both'] as ProfileWeight[]).map((w) => h('option', { value: w, selected: w === weight }, WEIGHT_LABELS[w])),
+    );
+    const valueSelect = merged ? null : h(
+      'select',
+      { 'aria-label': 'Sample type', onchange: (e: Event) => change({ value: Number((e.target as HTMLSelectElement).value) }) },
+      ...tree.sample_types.map((t, i) => h('option', { value: i, selected: i === tree.value }, `${t.type} (${t.unit})`)),
     );
     const searchStats = h('span.muted', { 'aria-live': 'polite' });
-    const search = h('input', {
-      type: 'search',
-      placeholder: 'Search functions (regex)',
-      'aria-label': 'Search functions',
-      value: ref.search ?? '',
-      'data-testid': 'flame-search',
-    });
+    const search = h('input', { type: 'search', placeholder: 'Search functions (regex)', 'aria-label': 'Search functions', value: ref.search ?? '', 'data-testid': 'flame-search' });
     const downloadStatus = h('span.dl-status', { role: 'status' });
     const downloadBtn = h(
       'button.btn',
@@ -136,66 +193,74 @@ export class ProfilePanel {
       },
       '⬇ pprof',
     );
-    const reset = h('button.btn', { type: 'button', onclick: () => this.flame?.zoom(0) }, 'Reset zoom');
-    const total = tree.root.total[valueIndex] ?? 0;
+    const reset = h('button.btn', { type: 'button', onclick: () => this.flames.forEach((f) => f.zoom(0)) }, 'Reset zoom');
+
+    // The graphs: one per weight (two side by side for "both"), each by one sample type.
+    const typeIndex = (type: string) => tree.sample_types.findIndex((t) => t.type === type);
+    const graphs: { index: number; label: string; testid: string }[] = !merged
+      ? [{ index: tree.value, label: tree.sample_types[tree.value]?.type ?? 'samples', testid: 'flamegraph' }]
+      : weight === 'both'
+        ? [
+            { index: typeIndex('cpu'), label: 'CPU time', testid: 'flamegraph' },
+            { index: typeIndex('gpu_time'), label: 'GPU time', testid: 'flamegraph-gpu' },
+          ]
+        : [{ index: typeIndex(weight === 'gpu' ? 'gpu_time' : 'cpu'), label: WEIGHT_LABELS[weight], testid: 'flamegraph' }];
+    if (graphs.some((g) => g.index < 0)) {
+      this.fail(`The merged profile has no ${graphs.find((g) => g.index < 0)!.label} (sample types: ${tree.sample_types.map((t) => t.type).join(', ')}).`);
+      return;
+    }
+    const cpu = tree.cpu ?? null;
+    const coreShare = (index: number): CoreShare | null => {
+      const type = tree.sample_types[index];
+      const isCpu = !!cpu && !!type && (type.type === 'cpu' || (type.type === 'samples' && !merged) || index === cpu.value);
+      return isCpu && cpu ? { value: cpu.value, capacityNs: cpu.capacity_ns, cores: cpu.cores, unknownReason: cpu.unknown_reason } : null;
+    };
+    const primary = graphs[0];
+    const unitOf = (i: number) => tree.sample_types[i]?.unit ?? 'count';
+    const total = tree.root.total[primary.index] ?? 0;
+    const cores = cpu && cpu.capacity_ns && cpu.cores ? ` · ${formatPercent((tree.root.total[cpu.value] ?? 0) / cpu.capacity_ns)} of all ${cpu.cores} cores over ${formatDuration(cpu.window_seconds)}` : '';
     const summary = h(
       'p.muted',
-      {},
-      `${tree.profiles} profile${tree.profiles === 1 ? '' : 's'} merged · ${sampleType.type}: ${formatSample(total, sampleType.unit)}` +
+      { 'data-testid': 'profile-summary' },
+      `${tree.profiles} profile${tree.profiles === 1 ? '' : 's'} merged${merged ? ` (${(tree.kinds ?? []).join(' + ')})` : ''} · ${primary.label}: ${formatSample(total, unitOf(primary.index))}${cores}` +
+        (ref.thread ? ` · thread ${ref.thread}` : '') +
         (tree.skipped_profiles ? ` · ${tree.skipped_profiles} could not be decoded` : ''),
     );
-    const flameBox = h('div.flame-box', { 'data-testid': 'flamegraph' });
-    const table = this.functionsTable(tree, valueIndex, sampleType.unit, (name) => {
+    const boxes = graphs.map((g) => h('div.flame-box', { 'data-testid': g.testid, 'data-weight': g.label }));
+    const flameArea =
+      graphs.length === 1
+        ? boxes[0]
+        : h('div.flame-pair', {}, ...graphs.map((g, i) => h('div.flame-col', {}, h('h3', {}, g.label), boxes[i])));
+    const table = functionsTable(tree.root, primary.index, unitOf(primary.index), coreShare(primary.index), (name) => {
       search.value = `^${name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
       search.dispatchEvent(new Event('input'));
     });
     body.replaceChildren(
-      h('div.toolbar', {}, kindSelect, procSelect, valueSelect, search, searchStats, reset, downloadBtn, downloadStatus),
+      h('div.toolbar', {}, kindSelect, procSelect, mergedBtn, weightSelect, valueSelect, threadSelect, search, searchStats, reset, downloadBtn, downloadStatus),
       summary,
-      flameBox,
-      h('h3', {}, 'Top functions'),
+      kindLegend(tree.root),
+      flameArea,
+      h('h3', {}, `Top functions${graphs.length > 1 ? ` by ${primary.label}` : ''}`),
       table,
     );
-    this.flame = new FlameGraph(flameBox, tree.root, valueIndex, sampleType.unit, (matched, all) => {
-      searchStats.textContent = search.value ? `${formatPercent(all ? matched / all : 0)} of the window matches` : '';
-    });
+    this.flames = graphs.map(
+      (g, i) =>
+        new FlameGraph(
+          boxes[i],
+          tree.root,
+          g.index,
+          unitOf(g.index),
+          i === 0 ? (matched, all) => (searchStats.textContent = search.value ? `${formatPercent(all ? matched / all : 0)} of the window matches` : '') : undefined,
+          { coreShare: coreShare(g.index), label: g.label },
+        ),
+    );
     let timer = 0;
     search.addEventListener('input', () => {
-      this.flame?.setSearch(search.value);
+      for (const f of this.flames) f.setSearch(search.value);
       window.clearTimeout(timer);
-      timer = window.setTimeout(() => this.opts.onChange({ ...ref, kind, entity, value: valueIndex, search: search.value || undefined }), 400);
+      timer = window.setTimeout(() => change({ search: search.value || undefined }), 400);
     });
-    if (ref.search) this.flame.setSearch(ref.search);
-  }
-
-  private functionsTable(
-    tree: MergedTree,
-    valueIndex: number,
-    unit: string,
-    onPick: (name: string) => void,
-  ): HTMLElement {
-    const all = tree.root.total[valueIndex] || 1;
-    const rows = topFunctions(tree.root, valueIndex).slice(0, 25);
-    return h(
-      'table.data',
-      { 'data-testid': 'top-functions' },
-      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Function'), h('th.num', { scope: 'col' }, 'Self'), h('th.num', { scope: 'col' }, 'Self %'), h('th.num', { scope: 'col' }, 'Total'), h('th.num', { scope: 'col' }, 'Total %'))),
-      h(
-        'tbody',
-        {},
-        ...rows.map((r) =>
-          h(
-            'tr',
-            {},
-            h('td', {}, h('button.linklike', { type: 'button', title: 'Highlight in the flamegraph', onclick: () => onPick(r.name) }, r.name)),
-            h('td.num', {}, formatSample(r.self, unit)),
-            h('td.num', {}, formatPercent(r.self / all)),
-            h('td.num', {}, formatSample(r.total, unit)),
-            h('td.num', {}, formatPercent(r.total / all)),
-          ),
-        ),
-      ),
-    );
+    if (ref.search) for (const f of this.flames) f.setSearch(ref.search);
   }
 }
 
@@ -211,7 +276,9 @@ function noProfileMessage(host: string): HTMLElement {
       h('code', {}, '--cuda-profiler'),
       ' (on by default in warpscope up, which prints the exact command) and start the application with ',
       h('code', {}, 'CUDA_INJECTION64_PATH=<prefix>/lib/libwarpscope_cupti.so'),
-      ', or enable the CPU profiler on the agent; then pick a window in which it ran. Any pprof file can also be posted to ',
+      ', or enable the CPU profiler on the agent (',
+      h('code', {}, '--enable-cpu-profiler'),
+      ', on in warpscope up); then pick a window in which it ran. Any pprof file can also be posted to ',
       h('code', {}, 'POST /api/v1/ingest/profile'),
       ' (see docs/api.md).',
     ),

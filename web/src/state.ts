@@ -7,20 +7,30 @@
 // plus, on every view:
 //   range=15m|1h|6h|24h|7d      a window ending now (default 1h), or from=<unix s>&to=<unix s>
 //   live=1                    refresh every 10 s (relative ranges only)
-//   p=<start>-<end>           the profile panel for that window, with pk=<kind> (cpu, cuda, ...),
-//                             pe=<entity> (one process), pv=<sample type index>, pq=<search>
+//   p=<start>-<end>           the profile panel for that window, with pk=<kind> (cpu, gpu, ...),
+//                             pe=<entity> or pp=<pid> (one process), pv=<sample type index>,
+//                             pq=<search>, pt=<tid> (one thread), pm=1 (the merged CPU + GPU
+//                             view of the process) and pw=cpu|gpu|both (its weight)
 
 export type ViewName = 'fleet' | 'top' | 'host';
 export type TopKind = 'host' | 'gpu' | 'executable' | 'process' | 'container' | 'pod';
+
+export type ProfileWeight = 'cpu' | 'gpu' | 'both';
 
 export interface ProfileRef {
   start: number;
   end: number;
   kind?: string;
   entity?: string;
+  pid?: number;
   value?: number;
   search?: string;
+  thread?: string;
+  merged?: boolean;
+  weight?: ProfileWeight;
 }
+
+const WEIGHTS: ProfileWeight[] = ['cpu', 'gpu', 'both'];
 
 export interface ViewState {
   view: ViewName;
@@ -93,8 +103,12 @@ export function parseUrl(loc: { pathname: string; search: string }): ViewState {
         end: Number(m[2]),
         kind: q.get('pk') ?? undefined,
         entity: q.get('pe') ?? undefined,
+        pid: num(q.get('pp')),
         value: num(q.get('pv')),
         search: q.get('pq') ?? undefined,
+        thread: q.get('pt') ?? undefined,
+        merged: q.get('pm') === '1' || undefined,
+        weight: WEIGHTS.find((w) => w === q.get('pw')),
       };
     }
   }
@@ -128,7 +142,11 @@ export function buildUrl(s: ViewState): string {
     if (s.profile.kind) q.set('pk', s.profile.kind);
     if (s.profile.entity) q.set('pe', s.profile.entity);
     if (s.profile.value !== undefined) q.set('pv', String(s.profile.value));
+    if (s.profile.pid !== undefined) q.set('pp', String(s.profile.pid));
     if (s.profile.search) q.set('pq', s.profile.search);
+    if (s.profile.thread) q.set('pt', s.profile.thread);
+    if (s.profile.merged) q.set('pm', '1');
+    if (s.profile.weight) q.set('pw', s.profile.weight);
   }
   const qs = q.toString();
   return qs ? `${path}?${qs}` : path;

@@ -114,6 +114,8 @@ void ApiServer::InstallRoutes() {
   http_->Get("/api/v1/profiles", bind(&ApiServer::Profiles));
   http_->Get("/api/v1/profiles/merged", bind(&ApiServer::MergedProfile));
   http_->Get(R"(/api/v1/profiles/(\d+))", bind(&ApiServer::ProfileData));
+  http_->Get("/api/v1/insights", bind(&ApiServer::Insights));
+  http_->Get(R"(/api/v1/insights/([A-Za-z0-9]+))", bind(&ApiServer::InsightById));
   http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     SendJson(res, 200, json{{"status", "ok"}});
   });

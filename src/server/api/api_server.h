@@ -22,11 +22,15 @@ struct Response;
 }  // namespace httplib
 
 namespace warpscope::server {
+namespace insights {
+class InsightEngine;
+}  // namespace insights
 
 // The server's HTTP front: ingest endpoints, the JSON query API (docs/api.md), health and
 // self-metrics. Request threads call the Storage (through server/query for the query API; both
 // are thread-safe); nothing else is shared. Errors are JSON bodies {"error": "..."} with a 4xx
-// status for bad requests. The handlers live in ingest_handlers.cc and query_handlers.cc.
+// status for bad requests. The handlers live in ingest_handlers.cc, query_handlers.cc and
+// insights_handlers.cc.
 class ApiServer {
  public:
   struct Options {
@@ -48,6 +52,9 @@ class ApiServer {
     std::string remote_write_default_host = "prometheus";
     // Serve the embedded web UI (web/assets.h) on every GET path outside /api/.
     bool serve_ui = true;
+    // The server's insights engine, answering /api/v1/insights; null when insights are off.
+    // Must outlive the ApiServer.
+    const insights::InsightEngine* insight_engine = nullptr;
   };
   struct Stats {
     uint64_t batches = 0;  // stored
@@ -117,6 +124,11 @@ class ApiServer {
   void ProfileData(const httplib::Request& req, httplib::Response& res);
   // GET /api/v1/profiles/merged: the profiles of a window merged, as a tree (JSON) or pprof.
   void MergedProfile(const httplib::Request& req, httplib::Response& res);
+
+  // Insights endpoints (insights_handlers.cc): GET /api/v1/insights (the findings, filtered)
+  // and GET /api/v1/insights/{id} (one, with its full evidence).
+  void Insights(const httplib::Request& req, httplib::Response& res);
+  void InsightById(const httplib::Request& req, httplib::Response& res);
 
   // GET on any other path: the web UI (server/ui/ui_handler.h).
   void Ui(const httplib::Request& req, httplib::Response& res);

@@ -515,9 +515,10 @@ std::string CpuPprof(int64_t work, int64_t idle) {
 
 class MergedProfileTest : public ApiServerTest {
  protected:
-  void Upload(const std::string& pprof, const std::string& kind, int64_t start) {
+  void Upload(const std::string& pprof, const std::string& kind, int64_t start,
+              const std::string& extra = "") {
     httplib::Headers h{{"Authorization", std::string("Bearer ") + kToken}};
-    auto res = client_->Post("/api/v1/ingest/profile?host=node1&kind=" + kind +
+    auto res = client_->Post("/api/v1/ingest/profile?host=node1&kind=" + kind + extra +
                                  "&start=" + std::to_string(start) +
                                  "&end=" + std::to_string(start + 60),
                              h, pprof, "application/octet-stream");
@@ -588,6 +589,140 @@ TEST_F(MergedProfileTest, DifferentSampleTypesAndBadParametersAre400) {
   EXPECT_EQ(client_->Get(std::string("/api/v1/profiles/merged?kind=gpu&value=gpu_time&") + kWindow)
                 ->status,
             200);
+}
+
+// A CPU profile as the CPU profiler writes it (kinds, tid and thread_name labels): python3 ->
+// step (train.py) on thread 7 "python3", python3 -> next (loader.py) on thread 8 "DataLoader".
+std::string ThreadedCpuPprof(int64_t main_ms, int64_t loader_ms) {
+  using profiling::FrameKind;
+  profiling::ProfileAggregator p(
+      std::vector<profiling::ValueType>{{"samples", "count"}, {"cpu", "nanoseconds"}});
+  const uint32_t process =
+      p.InternFrame({"python3", "/usr/bin/python3", 0, "", "", "", FrameKind::kProcess});
+  const uint32_t step = p.InternFrame({"step", "train.py", 3, "", "", "", FrameKind::kPython});
+  const uint32_t next = p.InternFrame({"next", "loader.py", 9, "", "", "", FrameKind::kPython});
+  const int64_t m[] = {main_ms, main_ms * 1'000'000};
+  const int64_t l[] = {loader_ms, loader_ms * 1'000'000};
+  p.Add(std::vector<uint32_t>{process, step}, m,
+        std::vector<profiling::Label>{{"tid", "", 7}, {"thread_name", "python3", 0}});
+  p.Add(std::vector<uint32_t>{process, next}, l,
+        std::vector<profiling::Label>{{"tid", "", 8}, {"thread_name", "DataLoader", 0}});
+  return profiling::EncodePprof(p.profile()).value();
+}
+
+// A GPU profile of the same process: python3 -> step -> cudaLaunchKernel -> gemm.
+std::string GpuPprof(int64_t gpu_ns) {
+  using profiling::FrameKind;
+  profiling::ProfileAggregator p(
+      std::vector<profiling::ValueType>{{"gpu_time", "nanoseconds"}, {"launches", "count"}});
+  std::vector<uint32_t> stack = {
+      p.InternFrame({"python3", "/usr/bin/python3", 0, "", "", "", FrameKind::kProcess}),
+      p.InternFrame({"step", "train.py", 3, "", "", "", FrameKind::kPython}),
+      p.InternFrame({"cudaLaunchKernel", "", 0, "", "", "", FrameKind::kLaunch}),
+      p.InternFrame({"gemm", "", 0, "", "", "", FrameKind::kKernel})};
+  const int64_t v[] = {gpu_ns, 2};
+  p.Add(stack, v);
+  return profiling::EncodePprof(p.profile()).value();
+}
+
+TEST_F(MergedProfileTest, NodesCarryKindsAndTheThreadFilterNarrowsTheTree) {
+  Upload(ThreadedCpuPprof(30, 10), "cpu", 1700000000, "&pid=42");
+  auto res = client_->Get(std::string("/api/v1/profiles/merged?kind=cpu&value=cpu&") + kWindow);
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  json body = json::parse(res->body);
+  EXPECT_EQ(body["root"]["kind"], "unknown");
+  EXPECT_EQ(body["root"]["children"][0]["kind"], "process");
+  EXPECT_EQ(body["root"]["children"][0]["children"][0]["kind"], "python");
+  ASSERT_EQ(body["threads"].size(), 2u);
+  EXPECT_EQ(body["threads"][0],
+            json({{"tid", 7}, {"name", "python3"}, {"total", {30, 30'000'000}}}));
+  EXPECT_EQ(body["cpu"]["value"], 1);
+  EXPECT_TRUE(body["cpu"]["cores"].is_null()) << "no host.cpu.logical_count received";
+
+  for (std::string thread : {"8", "DataLoader"}) {
+    auto one = client_->Get("/api/v1/profiles/merged?kind=cpu&thread=" + thread + "&" + kWindow);
+    ASSERT_TRUE(one);
+    ASSERT_EQ(one->status, 200) << one->body;
+    json t = json::parse(one->body);
+    EXPECT_EQ(t["root"]["total"][0], 10) << thread;
+    EXPECT_EQ(t["threads"].size(), 2u);
+  }
+  auto empty = client_->Get(std::string("/api/v1/profiles/merged?kind=cpu&thread=&") + kWindow);
+  ASSERT_TRUE(empty);
+  EXPECT_EQ(empty->status, 400);
+  EXPECT_NE(json::parse(empty->body)["error"].get<std::string>().find("thread=4242"),
+            std::string::npos);
+  auto by_pid = client_->Get(std::string("/api/v1/profiles?pid=42&") + kWindow);
+  ASSERT_TRUE(by_pid);
+  EXPECT_EQ(json::parse(by_pid->body)["profiles"].size(), 1u);
+  auto other_pid = client_->Get(std::string("/api/v1/profiles?pid=43&") + kWindow);
+  ASSERT_TRUE(other_pid);
+  EXPECT_EQ(json::parse(other_pid->body)["profiles"].size(), 0u);
+}
+
+TEST_F(MergedProfileTest, CpuPlusGpuMergesOneProcessUnderTheUnionOfSampleTypes) {
+  Upload(ThreadedCpuPprof(30, 10), "cpu", 1700000000, "&pid=42");
+  Upload(GpuPprof(9'000'000), "gpu", 1700000000, "&pid=42");
+  Upload(ThreadedCpuPprof(500, 500), "cpu", 1700000000, "&pid=43");
+  // '+' is a space once URL-decoded; %2B and ',' are accepted too.
+  for (std::string kinds : {"cpu+gpu", "cpu%2Bgpu", "cpu,gpu"}) {
+    auto res = client_->Get("/api/v1/profiles/merged?kind=" + kinds + "&pid=42&" + kWindow);
+    ASSERT_TRUE(res);
+    ASSERT_EQ(res->status, 200) << kinds << ": " << res->body;
+    json body = json::parse(res->body);
+    EXPECT_EQ(body["kinds"], json({"cpu", "gpu"}));
+    EXPECT_EQ(body["sample_types"].size(), 4u);
+    EXPECT_EQ(body["sample_types"][2]["type"], "gpu_time");
+    EXPECT_EQ(body["root"]["total"], json({40, 40'000'000, 9'000'000, 2}));
+    const json& step = body["root"]["children"][0]["children"][0];
+    EXPECT_EQ(step["name"], "step");
+    EXPECT_EQ(step["total"], json({30, 30'000'000, 9'000'000, 2}));
+    EXPECT_EQ(step["children"][0]["kind"], "launch");
+    EXPECT_EQ(step["children"][0]["children"][0]["kind"], "kernel");
+  }
+  auto sorted = client_->Get(
+      std::string("/api/v1/profiles/merged?kind=cpu%2Bgpu&pid=42&value=gpu_time&") + kWindow);
+  ASSERT_TRUE(sorted);
+  ASSERT_EQ(sorted->status, 200) << sorted->body;
+  EXPECT_EQ(json::parse(sorted->body)["value"], 2);
+  auto pprof = client_->Get(
+      std::string("/api/v1/profiles/merged?kind=cpu%2Bgpu&pid=42&format=pprof&") + kWindow);
+  ASSERT_TRUE(pprof);
+  ASSERT_EQ(pprof->status, 200);
+  auto decoded = profiling::DecodePprof(pprof->body);
+  ASSERT_TRUE(decoded) << decoded.error().message();
+  EXPECT_EQ(decoded->sample_types.size(), 4u);
+  bool launch_kind = false;
+  for (const profiling::Frame& f : decoded->frames) {
+    launch_kind = launch_kind ||
+                  (f.function == "cudaLaunchKernel" && f.kind == profiling::FrameKind::kLaunch);
+  }
+  EXPECT_TRUE(launch_kind) << "the download keeps the frames' kinds";
+
+  // Without asking for both kinds, mixing them stays refused.
+  auto mixed = client_->Get(std::string("/api/v1/profiles/merged?pid=42&") + kWindow);
+  ASSERT_TRUE(mixed);
+  EXPECT_EQ(mixed->status, 400);
+}
+
+TEST_F(MergedProfileTest, BadMergeParametersAre400NamingTheFix) {
+  Upload(ThreadedCpuPprof(30, 10), "cpu", 1700000000, "&pid=42");
+  auto error_of = [&](const std::string& query) {
+    auto res = client_->Get("/api/v1/profiles/merged?" + query + "&" + kWindow);
+    EXPECT_TRUE(res);
+    if (!res) return std::string();
+    EXPECT_EQ(res->status, 400) << query;
+    return json::parse(res->body)["error"].get<std::string>();
+  };
+  EXPECT_NE(error_of("kind=cpu%2Bgpu").find("pid=N"), std::string::npos);
+  EXPECT_NE(error_of("kind=cpu%2B%2Bgpu&pid=42").find("kind=cpu+gpu"), std::string::npos);
+  EXPECT_NE(error_of("kind=cpu%2Bcpu&pid=42").find("repeated"), std::string::npos);
+  EXPECT_NE(error_of("kind=cpu&pid=abc").find("positive number"), std::string::npos);
+  EXPECT_NE(error_of("kind=cpu&pid=-3").find("pid=-3"), std::string::npos);
+  auto list = client_->Get(std::string("/api/v1/profiles?pid=x&") + kWindow);
+  ASSERT_TRUE(list);
+  EXPECT_EQ(list->status, 400);
 }
 
 }  // namespace

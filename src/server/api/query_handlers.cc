@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
+#include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <exception>
 #include <nlohmann/json.hpp>
@@ -347,16 +349,78 @@ void ApiServer::QueryBatch(const httplib::Request& req, httplib::Response& res) 
   SendJson(res, 200, json{{"results", std::move(results)}});
 }
 
+namespace {
+
+// pid= of the profile endpoints: a positive process id, 0 when absent.
+base::Result<int64_t> ParsePid(const Params& params) {
+  auto p = Param(params, "pid");
+  if (!p) {
+    return int64_t{0};
+  }
+  int64_t pid = 0;
+  const char* end = p->data() + p->size();
+  auto [ptr, ec] = std::from_chars(p->data(), end, pid);
+  if (ec != std::errc() || ptr != end || pid <= 0) {
+    return base::Error(base::InvalidArgument(
+        "pid={}: not a process id; give a positive number (as in GET /api/v1/profiles)", *p));
+  }
+  return pid;
+}
+
+// kind= of the merged profile: one kind, or several joined by '+' (a space once URL-decoded)
+// or ',', e.g. kind=cpu+gpu, which merge one process's profiles (entity= or pid= required).
+base::Status ParseMergeKinds(const Params& params, query::MergeRequest& request) {
+  auto kind = Param(params, "kind");
+  if (!kind) {
+    return base::OkStatus();
+  }
+  std::vector<std::string> kinds;
+  size_t begin = 0;
+  const std::string_view text = *kind;
+  while (begin <= text.size()) {
+    size_t sep = text.find_first_of("+ ,", begin);
+    if (sep == std::string_view::npos) {
+      sep = text.size();
+    }
+    std::string part(text.substr(begin, sep - begin));
+    if (part.empty() || std::find(kinds.begin(), kinds.end(), part) != kinds.end()) {
+      return base::InvalidArgument(
+          "kind={}: an empty or repeated kind; give one kind (kind=cpu) or several joined by "
+          "'+' (kind=cpu+gpu)",
+          text);
+    }
+    kinds.push_back(std::move(part));
+    begin = sep + 1;
+  }
+  if (kinds.size() > 1 && request.query.entity.empty() && request.query.pid == 0) {
+    return base::InvalidArgument(
+        "kind={}: merging several kinds is for one process; add entity=ID or pid=N (GET "
+        "/api/v1/profiles lists the window's processes)",
+        text);
+  }
+  request.query.kind = kinds.size() == 1 ? kinds[0] : "";
+  request.kinds = std::move(kinds);
+  return base::OkStatus();
+}
+
+}  // namespace
+
 void ApiServer::Profiles(const httplib::Request& req, httplib::Response& res) {
   if (!StartQuery(req, res)) {
     return;
   }
   ProfileQuery q;
+  Params params = ParamsOf(req);
   if (base::Status st =
-          FillScopedQuery(ParamsOf(req), clock_.Now(), std::chrono::hours(24), 100, 10000, q);
+          FillScopedQuery(params, clock_.Now(), std::chrono::hours(24), 100, 10000, q);
       !st.ok()) {
     return SendError(res, 400, st.message());
   }
+  auto pid = ParsePid(params);
+  if (!pid) {
+    return SendError(res, 400, pid.error().message());
+  }
+  q.pid = *pid;
   SendList(res, storage_.ListProfiles(q), "profiles", query::ProfileMetaJson);
 }
 
@@ -392,12 +456,29 @@ void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& re
   if (format != "tree" && format != "pprof") {
     return SendError(res, 400, "format= must be tree or pprof");
   }
-  ProfileQuery q;
-  if (base::Status st = FillScopedQuery(params, clock_.Now(), std::chrono::hours(1), 100, 1000, q);
+  query::MergeRequest request;
+  if (base::Status st =
+          FillScopedQuery(params, clock_.Now(), std::chrono::hours(1), 100, 1000, request.query);
       !st.ok()) {
     return SendError(res, 400, st.message());
   }
-  auto merged = query::MergeStoredProfiles(storage_, q);
+  auto pid = ParsePid(params);
+  if (!pid) {
+    return SendError(res, 400, pid.error().message());
+  }
+  request.query.pid = *pid;
+  if (base::Status st = ParseMergeKinds(params, request); !st.ok()) {
+    return SendError(res, 400, st.message());
+  }
+  if (auto t = Param(params, "thread")) {
+    if (t->empty()) {
+      return SendError(res, 400,
+                       "thread= is empty: give a tid (thread=4242) or a thread name "
+                       "(thread=DataLoader), as listed in the answer's threads");
+    }
+    request.thread = std::string(*t);
+  }
+  auto merged = query::MergeStoredProfiles(storage_, request);
   if (!merged) {
     return SendStatus(res, merged.error());
   }
@@ -415,13 +496,13 @@ void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& re
     res.set_content(*bytes, "application/octet-stream");
     return;
   }
-  profiling::FlameTreeOptions tree_options;
+  query::TreeJsonOptions tree_options;
   if (auto v = Param(params, "value")) {
     auto index = profiling::FindSampleType(merged->profile.sample_types, *v);
     if (!index) {
       return SendError(res, 400, index.error().message());
     }
-    tree_options.sort_value = *index;
+    tree_options.tree.sort_value = *index;
   }
   SendJson(res, 200, query::MergedProfileTreeJson(*merged, tree_options));
 }

@@ -6,8 +6,11 @@
 #define WARPSCOPE_SERVER_QUERY_PROFILES_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "profiling/flame_tree.h"
@@ -16,22 +19,67 @@
 
 namespace warpscope::server::query {
 
-struct MergedProfiles {
-  profiling::Profile profile;  // the merged profile (stacks only: labels are not kept)
-  size_t profiles = 0;         // stored profiles decoded and merged
-  size_t skipped = 0;          // stored profiles left out because they do not decode
-  std::string first_error;     // why the first of those was left out
+// The host metric the CPU share of all cores divides by: the agent's count of online logical
+// CPUs (procfs source, /proc/stat "cpuN" lines).
+inline constexpr std::string_view kHostCpuCountMetric = "host.cpu.logical_count";
+
+struct MergeRequest {
+  ProfileQuery query;  // query.kind is ignored when `kinds` has more than one kind
+  // Several kinds ("cpu", "gpu") merge under the union of their sample types, in this order,
+  // each stack carrying zeros for the types its profile lacks. Empty or one: query.kind only.
+  std::vector<std::string> kinds;
+  // Only the samples of this thread: a tid ("4242") or a thread name ("DataLoader"), matched
+  // against the samples' tid and thread_name labels (the CPU profiler's). Empty: every sample.
+  std::string thread;
 };
 
-// Every profile `query` selects, decoded without labels (so samples are summed by stack) and
-// merged. A stored profile that does not decode is left out and counted rather than failing
-// the window: when none decodes, `profiles` is 0 and `first_error` says why. NotFound (saying
-// how to get profiles) when the query selects none; InvalidArgument when their sample types
-// differ (merge profiles of one kind). Other errors are the storage's.
+// One thread of the window: its samples' labels and totals (one per sample type).
+struct ThreadTotal {
+  int64_t tid = 0;
+  std::string name;  // "" when the samples carry no thread_name
+  std::vector<int64_t> total;
+};
+
+// What a frame's share of all the host's cores over the window needs: the frame's CPU
+// nanoseconds (sample type `value`) / (window_ns * cores).
+struct CpuCapacity {
+  size_t value = 0;             // index of cpu/nanoseconds in the merged sample types
+  int64_t window_ns = 0;        // from the earliest start to the latest end of the CPU profiles
+  std::optional<double> cores;  // the host's logical CPUs; nullopt when unknown
+  std::string unknown_reason;   // why `cores` is unknown
+};
+
+struct MergedProfiles {
+  profiling::Profile profile;      // the merged profile (stacks only: labels are not kept)
+  size_t profiles = 0;             // stored profiles decoded and merged
+  size_t skipped = 0;              // stored profiles left out because they do not decode
+  std::string first_error;         // why the first of those was left out
+  std::vector<std::string> kinds;  // the kinds of the profiles merged, in request order
+  // The threads of every decoded profile (before the thread filter), largest total first by
+  // sample type 0; samples without a tid label belong to none.
+  std::vector<ThreadTotal> threads;
+  std::optional<CpuCapacity> cpu;  // when the merged profile has cpu/nanoseconds
+};
+
+// Every profile the request selects, decoded (labels only read for the thread filter and list,
+// so samples are summed by stack) and merged. A stored profile that does not decode is left out
+// and counted rather than failing the window: when none decodes, `profiles` is 0 and
+// `first_error` says why. NotFound (saying how to get profiles) when the query selects none;
+// InvalidArgument when their sample types differ and one kind was asked for (merge profiles of
+// one kind, or ask for several). Other errors are the storage's.
+[[nodiscard]] base::Result<MergedProfiles> MergeStoredProfiles(Storage& storage,
+                                                               const MergeRequest& request);
 [[nodiscard]] base::Result<MergedProfiles> MergeStoredProfiles(Storage& storage,
                                                                const ProfileQuery& query);
 
-// {"sample_types", "value", "profiles", "skipped_profiles", "root"}: the flame tree answer.
+struct TreeJsonOptions {
+  profiling::FlameTreeOptions tree;
+  size_t max_threads = 200;  // threads listed; the rest are counted in "threads_omitted"
+};
+
+// {"sample_types", "value", "profiles", "skipped_profiles", "kinds", "threads",
+// "threads_omitted", "cpu", "root"}: the flame tree answer (docs/api.md).
+nlohmann::json MergedProfileTreeJson(const MergedProfiles& merged, const TreeJsonOptions& options);
 nlohmann::json MergedProfileTreeJson(const MergedProfiles& merged,
                                      const profiling::FlameTreeOptions& options);
 

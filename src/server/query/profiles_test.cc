@@ -22,11 +22,65 @@ std::string CpuPprof(int64_t work, int64_t idle, int64_t device) {
   return profiling::EncodePprof(p.profile()).value();
 }
 
+using profiling::Frame;
+using profiling::FrameKind;
+
+// What the CPU profiler writes for one process: python3 -> train.py:step -> at::add ->
+// do_syscall_64, `main_ms` ms on thread 100 "python3" and `loader_ms` ms of python3 ->
+// loader.py:next on thread 101 "DataLoader".
+std::string ThreadedCpuPprof(int64_t main_ms, int64_t loader_ms) {
+  profiling::ProfileAggregator p(
+      std::vector<profiling::ValueType>{{"samples", "count"}, {"cpu", "nanoseconds"}});
+  const uint32_t process =
+      p.InternFrame({"python3", "/usr/bin/python3", 0, "", "", "", FrameKind::kProcess});
+  const uint32_t step = p.InternFrame({"step", "train.py", 3, "", "", "", FrameKind::kPython});
+  const uint32_t add =
+      p.InternFrame({"at::add", "", 0, "", "/usr/lib/libtorch_cpu.so", "", FrameKind::kNative});
+  const uint32_t sys =
+      p.InternFrame({"do_syscall_64", "", 0, "", "[kernel.kallsyms]", "", FrameKind::kOsKernel});
+  const uint32_t next = p.InternFrame({"next", "loader.py", 9, "", "", "", FrameKind::kPython});
+  const int64_t m[] = {main_ms, main_ms * 1'000'000};
+  const int64_t l[] = {loader_ms, loader_ms * 1'000'000};
+  p.Add(std::vector<uint32_t>{process, step, add, sys}, m,
+        std::vector<profiling::Label>{{"tid", "", 100}, {"thread_name", "python3", 0}});
+  p.Add(std::vector<uint32_t>{process, next}, l,
+        std::vector<profiling::Label>{{"tid", "", 101}, {"thread_name", "DataLoader", 0}});
+  return profiling::EncodePprof(p.profile()).value();
+}
+
+// What the CUDA profiler writes for the same process: python3 -> train.py:step ->
+// cudaLaunchKernel -> gemm -> [sass] -> [stall], `gpu_ms` ms of GPU time, 3 launches.
+std::string GpuPprof(int64_t gpu_ms) {
+  profiling::ProfileAggregator p(std::vector<profiling::ValueType>{
+      {"gpu_time", "nanoseconds"}, {"launches", "count"}, {"pc_samples", "count"}});
+  std::vector<uint32_t> stack = {
+      p.InternFrame({"python3", "/usr/bin/python3", 0, "", "", "", FrameKind::kProcess}),
+      p.InternFrame({"step", "train.py", 3, "", "", "", FrameKind::kPython}),
+      p.InternFrame({"cudaLaunchKernel", "", 0, "", "", "", FrameKind::kLaunch}),
+      p.InternFrame({"gemm", "", 0, "", "", "", FrameKind::kKernel})};
+  const int64_t k[] = {gpu_ms * 1'000'000, 3, 0};
+  p.Add(stack, k, std::vector<profiling::Label>{{"device", "", 0}});
+  stack.push_back(p.InternFrame({"[sass] 0x10 FFMA", "", 0, "", "", "", FrameKind::kSass}));
+  stack.push_back(p.InternFrame({"[stall] long_scoreboard", "", 0, "", "", "", FrameKind::kStall}));
+  const int64_t pc[] = {0, 0, 5};
+  p.Add(stack, pc, std::vector<profiling::Label>{{"pid", "", 42}});
+  return profiling::EncodePprof(p.profile()).value();
+}
+
+const nlohmann::json* Child(const nlohmann::json& node, const std::string& name) {
+  for (const nlohmann::json& c : node["children"]) {
+    if (c["name"] == name) return &c;
+  }
+  return nullptr;
+}
+
 class MergedProfilesTest : public QueryFixture {
  protected:
-  void Store(const std::string& data, const std::string& kind, int64_t offset_s) {
+  void Store(const std::string& data, const std::string& kind, int64_t offset_s,
+             const std::string& host = "node1", int64_t pid = 0) {
     ProfileMeta m;
-    m.host = "node1";
+    m.host = host;
+    m.pid = pid;
     m.kind = kind;
     m.start = At(kT0 + offset_s);
     m.end = At(kT0 + offset_s + 10);
@@ -92,6 +146,162 @@ TEST_F(MergedProfilesTest, AnEmptyWindowIsNotFoundAndMixedKindsAreRefused) {
   auto mixed = MergeStoredProfiles(*storage_, Window());
   ASSERT_FALSE(mixed);
   EXPECT_EQ(mixed.error().code(), base::StatusCode::kInvalidArgument);
+}
+
+TEST_F(MergedProfilesTest, ListsTheWindowsThreadsAndFiltersByTidOrName) {
+  Store(ThreadedCpuPprof(30, 10), "cpu", 0);
+  Store(ThreadedCpuPprof(20, 50), "cpu", 10);
+  MergeRequest all{Window(), {}, {}};
+  auto merged = MergeStoredProfiles(*storage_, all);
+  ASSERT_TRUE(merged) << merged.error().message();
+  ASSERT_EQ(merged->threads.size(), 2u);
+  nlohmann::json tree = MergedProfileTreeJson(*merged, {.sort_value = 1});
+  ASSERT_EQ(tree["threads"].size(), 2u);
+  EXPECT_EQ(tree["threads"][0]["tid"], 101) << "largest first";
+  EXPECT_EQ(tree["threads"][0]["name"], "DataLoader");
+  EXPECT_EQ(tree["threads"][0]["total"][0], 60);
+  EXPECT_EQ(tree["threads"][1]["total"][1], 50'000'000);
+  EXPECT_EQ(tree["threads_omitted"], 0);
+  EXPECT_EQ(tree["root"]["total"][0], 110);
+
+  for (std::string thread : {"101", "DataLoader"}) {
+    auto loader = MergeStoredProfiles(*storage_, MergeRequest{Window(), {}, thread});
+    ASSERT_TRUE(loader) << loader.error().message();
+    nlohmann::json t = MergedProfileTreeJson(*loader, profiling::FlameTreeOptions{});
+    EXPECT_EQ(t["root"]["total"][0], 60) << thread;
+    EXPECT_EQ(t["threads"].size(), 2u) << "the list is of the whole window";
+    const nlohmann::json* python = Child(t["root"], "python3");
+    ASSERT_NE(python, nullptr);
+    EXPECT_EQ(Child(*python, "step"), nullptr) << "the main thread's frames are filtered out";
+  }
+  auto none = MergeStoredProfiles(*storage_, MergeRequest{Window(), {}, "4242"});
+  ASSERT_TRUE(none);
+  EXPECT_EQ(MergedProfileTreeJson(*none, profiling::FlameTreeOptions{})["root"]["total"][0], 0);
+
+  nlohmann::json capped = MergedProfileTreeJson(*merged, TreeJsonOptions{{}, 1});
+  EXPECT_EQ(capped["threads"].size(), 1u);
+  EXPECT_EQ(capped["threads_omitted"], 1);
+}
+
+TEST_F(MergedProfilesTest, NodesCarryTheirKindsAlsoWhenFoldedUnderTheNodeLimit) {
+  Store(ThreadedCpuPprof(30, 10), "cpu", 0);
+  auto merged = MergeStoredProfiles(*storage_, Window());
+  ASSERT_TRUE(merged);
+  nlohmann::json tree = MergedProfileTreeJson(*merged, profiling::FlameTreeOptions{});
+  const nlohmann::json* python = Child(tree["root"], "python3");
+  ASSERT_NE(python, nullptr);
+  EXPECT_EQ((*python)["kind"], "process");
+  const nlohmann::json* step = Child(*python, "step");
+  ASSERT_NE(step, nullptr);
+  EXPECT_EQ((*step)["kind"], "python");
+  EXPECT_EQ((*step)["children"][0]["kind"], "native");
+  EXPECT_EQ((*step)["children"][0]["children"][0]["kind"], "os_kernel");
+  // Five nodes: root, python3, step and two "(other)": the loader's subtree (next, 10 ms) under
+  // python3, of kind python, and the native subtree under step, of kind native.
+  nlohmann::json capped = MergedProfileTreeJson(*merged, {.max_nodes = 5});
+  const nlohmann::json* capped_python = Child(capped["root"], "python3");
+  ASSERT_NE(capped_python, nullptr);
+  const nlohmann::json* other = Child(*capped_python, "(other)");
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ((*other)["kind"], "python");
+  EXPECT_EQ((*other)["total"][0], 10);
+  const nlohmann::json* capped_step = Child(*capped_python, "step");
+  ASSERT_NE(capped_step, nullptr);
+  ASSERT_EQ((*capped_step)["children"].size(), 1u);
+  EXPECT_EQ((*capped_step)["children"][0]["name"], "(other)");
+  EXPECT_EQ((*capped_step)["children"][0]["kind"], "native");
+}
+
+TEST_F(MergedProfilesTest, CpuShareOfAllCoresUsesTheHostsLogicalCpuCount) {
+  Store(ThreadedCpuPprof(30, 10), "cpu", 0);
+  Store(ThreadedCpuPprof(30, 10), "cpu", 10);
+  auto before = MergeStoredProfiles(*storage_, Window());
+  ASSERT_TRUE(before);
+  ASSERT_TRUE(before->cpu);
+  EXPECT_EQ(before->cpu->value, 1u);
+  EXPECT_EQ(before->cpu->window_ns, 20'000'000'000);
+  EXPECT_FALSE(before->cpu->cores) << "never guessed";
+  nlohmann::json unknown = MergedProfileTreeJson(*before, profiling::FlameTreeOptions{});
+  EXPECT_TRUE(unknown["cpu"]["cores"].is_null());
+  EXPECT_TRUE(unknown["cpu"]["capacity_ns"].is_null());
+  EXPECT_NE(unknown["cpu"]["unknown_reason"].get<std::string>().find("host.cpu.logical_count"),
+            std::string::npos);
+
+  IngestBatch b = QueryFixture::Window("node1", 0);
+  b.entities.push_back(model::Entity{model::EntityKind::kHost, "node1", "node1", {}});
+  AddGauge(b, std::string(kHostCpuCountMetric), model::EntityKind::kHost, "node1", 8);
+  Write(b);
+  auto merged = MergeStoredProfiles(*storage_, Window());
+  ASSERT_TRUE(merged);
+  ASSERT_TRUE(merged->cpu && merged->cpu->cores);
+  EXPECT_EQ(*merged->cpu->cores, 8);
+  nlohmann::json tree = MergedProfileTreeJson(*merged, profiling::FlameTreeOptions{});
+  EXPECT_EQ(tree["cpu"]["value"], 1);
+  EXPECT_EQ(tree["cpu"]["cores"], 8);
+  EXPECT_EQ(tree["cpu"]["window_seconds"], 20);
+  EXPECT_EQ(tree["cpu"]["capacity_ns"], 160e9);
+  EXPECT_FALSE(tree["cpu"].contains("unknown_reason"));
+
+  // Profiles of two hosts: whose cores? Unknown, and the reason says to filter by host.
+  Store(ThreadedCpuPprof(1, 1), "cpu", 20, "node2");
+  ProfileQuery both = Window();
+  both.host.clear();
+  auto two = MergeStoredProfiles(*storage_, both);
+  ASSERT_TRUE(two);
+  ASSERT_TRUE(two->cpu);
+  EXPECT_FALSE(two->cpu->cores);
+  EXPECT_NE(two->cpu->unknown_reason.find("host="), std::string::npos);
+
+  // A GPU profile has no CPU time: no "cpu" object.
+  Store(GpuPprof(5), "gpu", 30);
+  ProfileQuery gpu = Window();
+  gpu.kind = "gpu";
+  auto g = MergeStoredProfiles(*storage_, gpu);
+  ASSERT_TRUE(g);
+  EXPECT_TRUE(MergedProfileTreeJson(*g, profiling::FlameTreeOptions{})["cpu"].is_null());
+}
+
+TEST_F(MergedProfilesTest, CpuAndGpuProfilesOfOneProcessMergeUnderTheUnionOfTheirTypes) {
+  Store(ThreadedCpuPprof(30, 10), "cpu", 0, "node1", 42);
+  Store(GpuPprof(7), "gpu", 0, "node1", 42);
+  Store(ThreadedCpuPprof(1000, 1000), "cpu", 0, "node1", 43);  // another process
+  ProfileQuery q = Window();
+  q.pid = 42;
+  auto merged = MergeStoredProfiles(*storage_, MergeRequest{q, {"cpu", "gpu"}, {}});
+  ASSERT_TRUE(merged) << merged.error().message();
+  EXPECT_EQ(merged->profiles, 2u);
+  EXPECT_EQ(merged->kinds, (std::vector<std::string>{"cpu", "gpu"}));
+  nlohmann::json tree = MergedProfileTreeJson(*merged, profiling::FlameTreeOptions{});
+  std::vector<std::string> types;
+  for (const auto& t : tree["sample_types"]) types.push_back(t["type"]);
+  EXPECT_EQ(types,
+            (std::vector<std::string>{"samples", "cpu", "gpu_time", "launches", "pc_samples"}));
+  EXPECT_EQ(tree["root"]["total"], nlohmann::json({40, 40'000'000, 7'000'000, 3, 5}));
+  EXPECT_EQ(tree["kinds"], nlohmann::json({"cpu", "gpu"}));
+  // One root for the process; its Python frame holds both the CPU time and the launch.
+  ASSERT_EQ(tree["root"]["children"].size(), 1u);
+  const nlohmann::json& python = tree["root"]["children"][0];
+  const nlohmann::json* step = Child(python, "step");
+  ASSERT_NE(step, nullptr);
+  EXPECT_EQ((*step)["total"], nlohmann::json({30, 30'000'000, 7'000'000, 3, 5}));
+  const nlohmann::json* launch = Child(*step, "cudaLaunchKernel");
+  ASSERT_NE(launch, nullptr);
+  EXPECT_EQ((*launch)["kind"], "launch");
+  EXPECT_EQ((*launch)["total"], nlohmann::json({0, 0, 7'000'000, 3, 5}));
+  const nlohmann::json& kernel = (*launch)["children"][0];
+  EXPECT_EQ(kernel["kind"], "kernel");
+  EXPECT_EQ(kernel["children"][0]["kind"], "sass");
+  EXPECT_EQ(kernel["children"][0]["children"][0]["kind"], "stall");
+  const nlohmann::json* add = Child(*step, "at::add");
+  ASSERT_NE(add, nullptr);
+  EXPECT_EQ((*add)["total"], nlohmann::json({30, 30'000'000, 0, 0, 0}));
+  ASSERT_FALSE(tree["cpu"].is_null());
+  EXPECT_EQ(tree["cpu"]["value"], 1);
+
+  // Without asking for both kinds, the two stay unmergeable.
+  auto refused = MergeStoredProfiles(*storage_, q);
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().code(), base::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -106,6 +106,57 @@ TEST(CpuProfilerSourceTest, SelectedPidsOnly) {
   EXPECT_EQ(window[0].pid, 8);
 }
 
+// A fork record of a selected process: pid `child` forked by `parent`.
+std::vector<uint8_t> ForkBytes(uint32_t child, uint32_t parent) {
+  testing::RecordWriter w(PERF_RECORD_FORK);
+  w.Put(child).Put(parent).Put(child).Put(parent).Put(uint64_t{0});
+  return w.Done();
+}
+
+TEST(CpuProfilerSourceTest, FollowsTheChildrenOfSelectedProcesses) {
+  CpuProfilerSource::Options options;
+  options.sampler.pids = std::set<uint32_t>{7};
+  options.sampler.follow_children = true;
+  Harness h(options);
+  ASSERT_TRUE(h.source->Start().ok());
+  model::CollectingSink sink;
+  h.source->Poll(h.clock.Now(), sink);
+  h.api->Push(-1, 0, ForkBytes(9, 7));
+  h.api->Push(-1, 0, ForkBytes(11, 8));  // forked by a process not selected
+  h.api->Push(-1, 1, SampleBytes(9, 9, 1, 1, {kIp}));
+  h.api->Push(-1, 1, SampleBytes(11, 11, 1, 1, {kIp}));
+  h.clock.Advance(10s);
+  h.source->Poll(h.clock.Now(), sink);
+  std::vector<profiling::WindowProfile> window = h.exporter->windows()[0].get();
+  ASSERT_EQ(window.size(), 1u);
+  EXPECT_EQ(window[0].pid, 9);
+  EXPECT_EQ(h.source->sampler()->stats().filtered, 1u);
+
+  // The child stays selected in later windows, and its own children join.
+  h.api->Push(-1, 0, ForkBytes(12, 9));
+  h.api->Push(-1, 0, SampleBytes(12, 12, 2, 0, {kIp}));
+  h.clock.Advance(10s);
+  h.source->Poll(h.clock.Now(), sink);
+  window = h.exporter->windows()[1].get();
+  ASSERT_EQ(window.size(), 1u);
+  EXPECT_EQ(window[0].pid, 12);
+}
+
+TEST(CpuProfilerSourceTest, ChildrenAreNotFollowedUnlessAsked) {
+  CpuProfilerSource::Options options;
+  options.sampler.pids = std::set<uint32_t>{7};
+  Harness h(options);
+  ASSERT_TRUE(h.source->Start().ok());
+  model::CollectingSink sink;
+  h.source->Poll(h.clock.Now(), sink);
+  h.api->Push(-1, 0, ForkBytes(9, 7));
+  h.api->Push(-1, 1, SampleBytes(9, 9, 1, 1, {kIp}));
+  h.clock.Advance(10s);
+  h.source->Poll(h.clock.Now(), sink);
+  EXPECT_TRUE(h.exporter->windows()[0].get().empty());
+  EXPECT_EQ(h.source->sampler()->stats().filtered, 1u);
+}
+
 TEST(CpuProfilerSourceTest, RefusedSystemWideSamplingFallsBackToPermittedProcesses) {
   CpuProfilerSource::Options options;
   const uint32_t self = static_cast<uint32_t>(getpid());

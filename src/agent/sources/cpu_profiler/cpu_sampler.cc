@@ -345,6 +345,13 @@ void CpuSampler::Loop() {
         s.python.ForgetProcess(comm->pid);  // another image: its interpreter, if any, is new
       }
     } else if (auto* task = std::get_if<TaskRecord>(&*record)) {
+      if (!task->exit && s.options.follow_children && filter && task->pid != task->ppid &&
+          filter->count(task->ppid) > 0 && filter->insert(task->pid).second) {
+        std::lock_guard lock(s.mu);
+        if (s.filter) {
+          s.filter->insert(task->pid);  // kept at the next wakeup's copy, and by the fallback
+        }
+      }
       if (task->exit) {
         // After the samples read with it: a process first sampled in the wakeup that saw it
         // exit is then known to the table, and marked exited.

@@ -49,6 +49,9 @@ class CpuSampler {
     profiling::ProfileFormats formats;
     // Only these processes (from the start); nullopt: every process. SetPidFilter changes it.
     std::optional<std::set<uint32_t>> pids;
+    // With `pids`: a process forked by a selected one is selected too, from its fork record on
+    // (`warpscope profile` follows its command's process tree this way).
+    bool follow_children = false;
     size_t max_processes = 4096;        // tracked (mappings, names)
     size_t max_unwind_processes = 256;  // with a Dwfl kept
     size_t max_fallback_events = 1024;  // per-thread events in the fallback

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/insights/insight_config.h"
+
+#include <cmath>
+#include <string_view>
+
+namespace warpscope::server::insights {
+namespace {
+
+base::Status Check(std::string_view name, double v, double lo, double hi) {
+  if (!std::isfinite(v) || v < lo || v > hi) {
+    return base::InvalidArgument("insights: {} = {} is out of range; use a value in [{}, {}]", name,
+                                 v, lo, hi);
+  }
+  return base::OkStatus();
+}
+
+base::Status CheckWindow(std::string_view name, base::Duration d) {
+  if (d < seconds(10) || d > minutes(60)) {
+    return base::InvalidArgument("insights: {} = {} is out of range; use 10s to 60m", name,
+                                 base::FormatDuration(d));
+  }
+  return base::OkStatus();
+}
+
+}  // namespace
+
+base::Status InsightConfig::Validate() const {
+  WARPSCOPE_RETURN_IF_ERROR(Check("gpu_hour_price", gpu_hour_price, 0, 1e6));
+  WARPSCOPE_RETURN_IF_ERROR(Check("cooling_rate_c_per_min", cooling_rate_c_per_min, 0.1, 1000));
+  WARPSCOPE_RETURN_IF_ERROR(Check("cooling_min_rise_c", cooling_min_rise_c, 0, 100));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("cooling_window", cooling_window));
+  WARPSCOPE_RETURN_IF_ERROR(Check("thermal_outlier_c", thermal_outlier_c, 0.5, 100));
+  WARPSCOPE_RETURN_IF_ERROR(Check("thermal_clear_c", thermal_clear_c, 0, thermal_outlier_c));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("thermal_peer_power_fraction", thermal_peer_power_fraction, 0.01, 1));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("thermal_min_peers", static_cast<double>(thermal_min_peers), 1, 10000));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("thermal_window", thermal_window));
+  WARPSCOPE_RETURN_IF_ERROR(Check("power_drop_watts", power_drop_watts, 10, 10000));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("power_drop_busy_utilization", power_drop_busy_utilization, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("power_drop_window", power_drop_window));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("hardware_hold", hardware_hold));
+  WARPSCOPE_RETURN_IF_ERROR(Check("idle_utilization", idle_utilization, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("idle_clear_utilization", idle_clear_utilization, idle_utilization, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("idle_min_memory_bytes", idle_min_memory_bytes, 0, 1e15));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("idle_window", idle_window));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("idle_clear_window", idle_clear_window));
+  WARPSCOPE_RETURN_IF_ERROR(Check("leak_growth_of_peak", leak_growth_of_peak, 0.0001, 1));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("leak_tail_growth_of_peak", leak_tail_growth_of_peak, 0, leak_growth_of_peak));
+  WARPSCOPE_RETURN_IF_ERROR(Check("leak_max_fall_of_peak", leak_max_fall_of_peak, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("leak_window", leak_window));
+  WARPSCOPE_RETURN_IF_ERROR(Check("input_gpu_utilization", input_gpu_utilization, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("input_gpu_power_fraction", input_gpu_power_fraction, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("input_min_utilization", input_min_utilization, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("input_process_cores", input_process_cores, 0.01, 10000));
+  WARPSCOPE_RETURN_IF_ERROR(Check("input_host_busy", input_host_busy, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("input_window", input_window));
+  WARPSCOPE_RETURN_IF_ERROR(Check("memory_bound_occupancy", memory_bound_occupancy, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("memory_bound_dram", memory_bound_dram, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("underpowered_utilization", underpowered_utilization, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("underpowered_watts", underpowered_watts, 10, 10000));
+  WARPSCOPE_RETURN_IF_ERROR(Check("underpowered_occupancy", underpowered_occupancy, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("efficiency_busy_utilization", efficiency_busy_utilization, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("efficiency_window", efficiency_window));
+  if (leak_warmup < base::Duration::zero() || leak_warmup > minutes(60)) {
+    return base::InvalidArgument("insights: leak_warmup = {} is out of range; use 0s to 60m",
+                                 base::FormatDuration(leak_warmup));
+  }
+  return base::OkStatus();
+}
+
+}  // namespace warpscope::server::insights

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: Apache-2.0
+// The insight rules' thresholds and the price of a GPU-hour. Defaults follow docs/insights.md;
+// watt thresholds are given for a 700 W card and scale with each GPU's expected full-load power
+// (gpu_models.h).
+#ifndef WARPSCOPE_SERVER_INSIGHTS_INSIGHT_CONFIG_H_
+#define WARPSCOPE_SERVER_INSIGHTS_INSIGHT_CONFIG_H_
+
+#include <chrono>
+#include <cstddef>
+
+#include "base/status.h"
+#include "base/time.h"
+
+namespace warpscope::server::insights {
+
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+struct InsightConfig {
+  double gpu_hour_price = 0;  // currency units per GPU-hour; 0: costs are not priced
+
+  // cooling_failure: the temperature's least-squares slope over `cooling_window` above this
+  // rate, with at least `cooling_min_rise_c` between the window's coolest and latest value.
+  double cooling_rate_c_per_min = 10;
+  double cooling_min_rise_c = 5;
+  base::Duration cooling_window = minutes(1);
+
+  // thermal_outlier: a GPU's mean temperature over `thermal_window` more than `thermal_outlier_c`
+  // above the median of its peers (same cluster and model, mean power within
+  // `thermal_peer_power_fraction` of its own); it clears below `thermal_clear_c`.
+  double thermal_outlier_c = 5;
+  double thermal_clear_c = 3;
+  double thermal_peer_power_fraction = 0.15;
+  size_t thermal_min_peers = 3;
+  base::Duration thermal_window = minutes(5);
+
+  // power_drop: power falls by more than `power_drop_watts` (at 700 W full load) from the
+  // highest of the `power_drop_window` before to one bucket, while the GPU was busy (mean
+  // utilization before >= `power_drop_busy_utilization`); it holds while power stays below
+  // the level before by half the threshold.
+  double power_drop_watts = 300;
+  double power_drop_busy_utilization = 0.5;
+  base::Duration power_drop_window = seconds(30);
+
+  // hardware_errors: an XID, an uncorrectable ECC error or a failed row remapping within
+  // `hardware_hold`.
+  base::Duration hardware_hold = minutes(10);
+
+  // idle_allocated: memory used above `idle_min_memory_bytes` with mean utilization below
+  // `idle_utilization` over `idle_window`; it clears when the last `idle_clear_window` averages
+  // above `idle_clear_utilization`.
+  double idle_utilization = 0.02;
+  double idle_clear_utilization = 0.10;
+  double idle_min_memory_bytes = 1024.0 * 1024 * 1024;
+  base::Duration idle_window = minutes(10);
+  base::Duration idle_clear_window = minutes(2);
+
+  // memory_leak: a process's GPU memory grew by more than `leak_growth_of_peak` of its peak
+  // over `leak_window`, still grows in the window's last third (by `leak_tail_growth_of_peak`),
+  // never fell by more than `leak_max_fall_of_peak`, and the process has run `leak_warmup`
+  // before the window.
+  double leak_growth_of_peak = 0.02;
+  double leak_tail_growth_of_peak = 0.004;
+  double leak_max_fall_of_peak = 0.01;
+  base::Duration leak_window = minutes(10);
+  base::Duration leak_warmup = minutes(3);
+
+  // input_bound: over `input_window`, a GPU at least `input_min_utilization` busy (a job runs)
+  // whose mean utilization is under `input_gpu_utilization` (0.1 more to clear) or whose mean
+  // power is under `input_gpu_power_fraction` of its full load, while the process holding
+  // memory on it uses at least `input_process_cores` CPU cores or the host's CPUs are at least
+  // `input_host_busy` busy.
+  double input_gpu_utilization = 0.60;
+  double input_gpu_power_fraction = 0.50;
+  double input_min_utilization = 0.05;
+  double input_process_cores = 0.90;
+  double input_host_busy = 0.90;
+  base::Duration input_window = minutes(5);
+
+  // memory_bound: over `efficiency_window`, a busy GPU (mean utilization >=
+  // `efficiency_busy_utilization`) with mean SM occupancy under `memory_bound_occupancy` and
+  // mean DRAM activity above `memory_bound_dram`.
+  double memory_bound_occupancy = 0.60;
+  double memory_bound_dram = 0.80;
+  // underpowered: over `efficiency_window`, a GPU busy at >= `underpowered_utilization` whose
+  // mean power stays under `underpowered_watts` (at 700 W full load) and, where the GPU reports
+  // it, whose SM occupancy is under `underpowered_occupancy`.
+  double underpowered_utilization = 0.80;
+  double underpowered_watts = 500;
+  double underpowered_occupancy = 0.40;
+  double efficiency_busy_utilization = 0.50;
+  base::Duration efficiency_window = minutes(10);
+
+  // OK, or InvalidArgument naming the first threshold out of range and its allowed range.
+  [[nodiscard]] base::Status Validate() const;
+};
+
+}  // namespace warpscope::server::insights
+
+#endif  // WARPSCOPE_SERVER_INSIGHTS_INSIGHT_CONFIG_H_

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/insights/insight_engine.h"
+
+#include <utility>
+
+#include "base/logging.h"
+
+namespace warpscope::server::insights {
+
+base::Result<std::unique_ptr<InsightEngine>> InsightEngine::Create(
+    Storage& storage, EngineOptions options, FindingStore* store,
+    std::vector<std::unique_ptr<Rule>> rules) {
+  WARPSCOPE_RETURN_IF_ERROR(options.config.Validate());
+  if (options.step < std::chrono::seconds(1) || options.lookback < options.step * 6 ||
+      options.lookback > std::chrono::hours(6)) {
+    return base::Error(base::InvalidArgument(
+        "insights: step {} and lookback {} are out of range; use a step of at least 1s and a "
+        "lookback of 6 steps to 6h",
+        base::FormatDuration(options.step), base::FormatDuration(options.lookback)));
+  }
+  std::unique_ptr<InsightEngine> engine(
+      new InsightEngine(storage, std::move(options), store, std::move(rules)));
+  if (store) {
+    base::Result<std::vector<Finding>> kept = store->Load();
+    if (kept) {
+      engine->saved_some_ = !kept->empty();
+      engine->tracker_.Restore(std::move(*kept));
+    } else {
+      WARPSCOPE_LOG(WARNING, "insights: {}", kept.error().message());
+    }
+  }
+  return engine;
+}
+
+base::Status InsightEngine::Evaluate(base::TimePoint now) {
+  InputsQuery query;
+  query.end = now;
+  query.lookback = options_.lookback;
+  query.step = options_.step;
+  const bool full =
+      !previous_ || now - last_full_read_ >= options_.full_read_every || now < last_full_read_;
+  WARPSCOPE_ASSIGN_OR_RETURN(InsightInputs inputs,
+                             ReadInsightInputs(storage_, query, full ? nullptr : &*previous_));
+  if (full) last_full_read_ = now;
+  std::vector<Finding> findings;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const std::unique_ptr<Rule>& rule : rules_) {
+      const RuleInfo& info = rule->info();
+      RuleContext context{inputs, options_.config,
+                          [&](std::string_view host, std::string_view entity) {
+                            return tracker_.Open(info.name, host, entity);
+                          }};
+      std::vector<Observation> observations = rule->Evaluate(context);
+      tracker_.Apply(info, observations, now, options_.config.gpu_hour_price);
+    }
+    previous_ = std::move(inputs);
+    if (!store_ || (!saved_some_ && tracker_.empty())) return base::OkStatus();
+    findings = tracker_.Findings();
+  }
+  // Evaluations run on one sequence, so saves never race each other; readers are not held up.
+  WARPSCOPE_RETURN_IF_ERROR(store_->Save(findings));
+  saved_some_ = !findings.empty();
+  return base::OkStatus();
+}
+
+std::vector<Finding> InsightEngine::Findings() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return tracker_.Findings();
+}
+
+std::vector<Finding> InsightEngine::Findings(const FindingQuery& query) const {
+  std::vector<Finding> out;
+  for (Finding& f : Findings()) {
+    if (out.size() >= query.limit) break;
+    if (Matches(f, query)) out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::optional<Finding> InsightEngine::FindingById(std::string_view id) const {
+  for (Finding& f : Findings()) {
+    if (f.id == id) return std::move(f);
+  }
+  return std::nullopt;
+}
+
+std::vector<RuleInfo> InsightEngine::Rules() const {
+  std::vector<RuleInfo> out;
+  for (const std::unique_ptr<Rule>& rule : rules_) out.push_back(rule->info());
+  return out;
+}
+
+}  // namespace warpscope::server::insights

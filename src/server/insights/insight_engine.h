@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+// The insights engine: every evaluation reads the recent past from storage once
+// (insight_inputs.h), runs every rule over it (rule.h) and carries the findings' lifecycle
+// forward (finding_tracker.h). The server calls Evaluate on its own sequence, once per export
+// interval; readers (the API) call Findings from any thread.
+#ifndef WARPSCOPE_SERVER_INSIGHTS_INSIGHT_ENGINE_H_
+#define WARPSCOPE_SERVER_INSIGHTS_INSIGHT_ENGINE_H_
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "base/time.h"
+#include "server/insights/finding.h"
+#include "server/insights/finding_store.h"
+#include "server/insights/finding_tracker.h"
+#include "server/insights/insight_config.h"
+#include "server/insights/insight_inputs.h"
+#include "server/insights/rule.h"
+#include "server/storage/storage.h"
+
+namespace warpscope::server::insights {
+
+struct EngineOptions {
+  InsightConfig config;
+  base::Duration lookback = std::chrono::minutes(15);  // covers every rule's window
+  base::Duration step = std::chrono::seconds(10);
+  // Evaluations read only the newest minute and keep the rest from the one before; every this
+  // often they read the whole lookback again (windows delivered after an outage).
+  base::Duration full_read_every = std::chrono::minutes(5);
+};
+
+class InsightEngine {
+ public:
+  // InvalidArgument when the options are out of range (the message names the setting).
+  // With a `store` (may be null), the findings it holds are continued and every evaluation
+  // saves them; a store that cannot be read is logged and the engine starts with none.
+  [[nodiscard]] static base::Result<std::unique_ptr<InsightEngine>> Create(
+      Storage& storage, EngineOptions options, FindingStore* store = nullptr,
+      std::vector<std::unique_ptr<Rule>> rules = DefaultRules());
+
+  // One evaluation at `now` over [now - lookback, now), then a save to the store. Called from
+  // one sequence (not concurrently with itself). A storage
+  // error leaves the findings as they were and is returned; so is a failed save (the findings
+  // are updated, the next save retries).
+  [[nodiscard]] base::Status Evaluate(base::TimePoint now);
+
+  // Every finding: open ones first, then resolved ones, newest first.
+  std::vector<Finding> Findings() const;
+  // Those `query` selects, at most query.limit.
+  std::vector<Finding> Findings(const FindingQuery& query) const;
+  std::optional<Finding> FindingById(std::string_view id) const;
+  // The rules it runs, in order.
+  std::vector<RuleInfo> Rules() const;
+
+ private:
+  InsightEngine(Storage& storage, EngineOptions options, FindingStore* store,
+                std::vector<std::unique_ptr<Rule>> rules)
+      : storage_(storage), options_(std::move(options)), store_(store), rules_(std::move(rules)) {}
+
+  Storage& storage_;
+  const EngineOptions options_;
+  FindingStore* const store_;
+  bool saved_some_ = false;  // the store holds findings (so an empty set must be saved too)
+  // The last snapshot and when the lookback was last read whole; Evaluate's sequence only.
+  std::optional<InsightInputs> previous_;
+  base::TimePoint last_full_read_;
+  const std::vector<std::unique_ptr<Rule>> rules_;
+  mutable std::mutex mu_;
+  FindingTracker tracker_;  // guarded by mu_
+};
+
+}  // namespace warpscope::server::insights
+
+#endif  // WARPSCOPE_SERVER_INSIGHTS_INSIGHT_ENGINE_H_

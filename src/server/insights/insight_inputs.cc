@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/insights/insight_inputs.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <tuple>
+#include <utility>
+
+namespace warpscope::server::insights {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+// Bounds on what one evaluation reads, so a fleet larger than expected makes the evaluation
+// slower, never unbounded.
+constexpr size_t kMaxSeries = 100000;
+constexpr size_t kMaxEntities = 200000;
+constexpr size_t kMaxEvents = 10000;
+
+// The series of `metric` for every entity of `kind`, by (host, entity); NotFound (a metric never
+// received) reads as no series.
+base::Result<RangeResult> ReadMetric(Storage& storage, const InsightInputs& in,
+                                     base::TimePoint from, const InputsQuery& query,
+                                     std::string_view metric, model::EntityKind kind,
+                                     Aggregation aggregation, std::string_view mode = "") {
+  RangeQuery q;
+  q.metric = std::string(metric);
+  q.match.host = query.host;
+  q.match.entity_kind = kind;
+  if (!mode.empty()) q.match.labels.Set("mode", mode);
+  q.start = from;
+  q.end = in.end();
+  q.step = in.step;
+  q.aggregation = aggregation;
+  q.max_series = kMaxSeries;
+  q.max_points = in.buckets + 1;
+  base::Result<RangeResult> r = storage.QueryRange(q);
+  if (!r && r.error().code() == base::StatusCode::kNotFound) return RangeResult{};
+  return r;
+}
+
+// The GPU metrics every GpuInput carries, with the member each fills and how windows combine.
+struct GpuMetric {
+  std::string_view key;
+  Series GpuInput::*member;
+  Aggregation aggregation;
+};
+constexpr GpuMetric kGpuMetrics[] = {
+    {"gpu.utilization", &GpuInput::utilization, Aggregation::kAvg},
+    {"gpu.power.usage", &GpuInput::power, Aggregation::kAvg},
+    {"gpu.power.limit", &GpuInput::power_limit, Aggregation::kAvg},
+    {"gpu.temperature", &GpuInput::temperature, Aggregation::kAvg},
+    {"gpu.memory.used", &GpuInput::memory_used, Aggregation::kAvg},
+    {"gpu.memory.total", &GpuInput::memory_total, Aggregation::kAvg},
+    {"gpu.ecc.uncorrected.volatile", &GpuInput::ecc_uncorrected, Aggregation::kLast},
+    {"gpu.remapped_rows.failure", &GpuInput::remapping_failed, Aggregation::kMax},
+    {"gpu.sm.occupancy", &GpuInput::sm_occupancy, Aggregation::kAvg},
+    {"gpu.dram.active", &GpuInput::dram_active, Aggregation::kAvg},
+};
+
+}  // namespace
+
+size_t InsightInputs::BucketAt(base::TimePoint t) const {
+  if (t <= start) return 0;
+  size_t i = static_cast<size_t>((t - start + step - base::Duration(1)) / step);
+  return std::min(i, buckets);
+}
+
+namespace {
+
+// `old`'s values moved to the buckets of `in` (which starts `shift` buckets later); buckets from
+// `fresh` on are left NaN for the new read to fill.
+Series Shifted(const Series& old, size_t shift, size_t buckets, size_t fresh) {
+  Series s(buckets, kNaN);
+  for (size_t i = 0; i < std::min(buckets, fresh); ++i) {
+    if (i + shift < old.size()) s[i] = old[i + shift];
+  }
+  return s;
+}
+
+// Writes `points` into `s` (buckets of `in`), at buckets >= `fresh` only.
+void Fill(Series& s, const InsightInputs& in, const std::vector<Point>& points, size_t fresh) {
+  for (const Point& p : points) {
+    if (p.time < in.start) continue;
+    size_t i = static_cast<size_t>((p.time - in.start) / in.step);
+    if (i >= fresh && i < s.size()) s[i] = p.value;
+  }
+}
+
+bool AllNaN(const GpuInput& g) {
+  for (const GpuMetric& m : kGpuMetrics) {
+    for (double v : g.*m.member) {
+      if (!std::isnan(v)) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
+// What a read keeps of the previous snapshot: its buckets before `fresh`, moved `shift`
+// buckets earlier; everything from `read_from` on is read from storage.
+struct ReadPlan {
+  const InsightInputs* previous = nullptr;  // null: a full read
+  size_t shift = 0;
+  size_t fresh = 0;
+  base::TimePoint read_from;
+};
+
+bool NoData(const Series& s) {
+  return std::all_of(s.begin(), s.end(), [](double v) { return std::isnan(v); });
+}
+
+base::Status ReadGpus(Storage& storage, const InputsQuery& query, const ReadPlan& plan,
+                      const std::map<std::string, std::string, std::less<>>& cluster_of,
+                      InsightInputs& in) {
+  std::map<std::pair<std::string, std::string>, GpuInput> gpus;
+  if (plan.previous) {
+    for (const GpuInput& old : plan.previous->gpus) {
+      GpuInput& g = gpus[{old.host, old.uuid}];
+      g.host = old.host;
+      g.uuid = old.uuid;
+      g.attributes = old.attributes;
+      for (const GpuMetric& m : kGpuMetrics) {
+        g.*m.member = Shifted(old.*m.member, plan.shift, in.buckets, plan.fresh);
+      }
+    }
+  }
+  for (const GpuMetric& m : kGpuMetrics) {
+    WARPSCOPE_ASSIGN_OR_RETURN(RangeResult r, ReadMetric(storage, in, plan.read_from, query, m.key,
+                                                         model::EntityKind::kGpu, m.aggregation));
+    // A GPU metric has one series per GPU; should one ever carry labels (per link, per
+    // instance), the unlabelled one is the device's. Series come ordered by labels, so an
+    // unlabelled series is seen before labelled ones of its GPU.
+    std::set<std::pair<std::string, std::string>> filled;
+    for (const RangeSeries& rs : r.series) {
+      std::pair<std::string, std::string> key{rs.series.host, rs.series.entity};
+      if (!filled.insert(key).second) continue;
+      GpuInput& g = gpus[key];
+      if (g.uuid.empty()) {
+        g.host = rs.series.host;
+        g.uuid = rs.series.entity;
+        for (const GpuMetric& each : kGpuMetrics) (g.*each.member).assign(in.buckets, kNaN);
+      }
+      g.attributes = rs.series.entity_attributes;
+      Fill(g.*m.member, in, rs.points, plan.fresh);
+    }
+  }
+  for (auto& [key, g] : gpus) {
+    if (AllNaN(g)) continue;  // gone for the whole lookback
+    auto it = cluster_of.find(g.host);
+    g.cluster = it != cluster_of.end() ? it->second : "";
+    in.gpus.push_back(std::move(g));
+  }
+  return base::OkStatus();
+}
+
+// Every process with GPU memory in the lookback, per GPU, with its CPU use.
+base::Status ReadProcesses(Storage& storage, const InputsQuery& query, const ReadPlan& plan,
+                           InsightInputs& in) {
+  EntityQuery procs;
+  procs.kind = model::EntityKind::kProcess;
+  procs.host = query.host;
+  procs.seen_since = in.start;
+  procs.limit = kMaxEntities;
+  WARPSCOPE_ASSIGN_OR_RETURN(std::vector<EntityRecord> records, storage.ListEntities(procs));
+  std::map<std::pair<std::string, std::string>, base::TimePoint> first_seen;
+  for (const EntityRecord& p : records) first_seen[{p.host, p.entity.id}] = p.first_seen;
+
+  std::map<std::tuple<std::string, std::string, std::string>, ProcessGpuInput> processes;
+  if (plan.previous) {
+    for (const ProcessGpuInput& old : plan.previous->processes) {
+      ProcessGpuInput& p = processes[{old.host, old.entity, old.gpu}];
+      p = old;
+      p.memory_used = Shifted(old.memory_used, plan.shift, in.buckets, plan.fresh);
+      p.cpu_utilization = Shifted(old.cpu_utilization, plan.shift, in.buckets, plan.fresh);
+    }
+  }
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      RangeResult memory, ReadMetric(storage, in, plan.read_from, query, "gpu.process.memory.used",
+                                     model::EntityKind::kProcess, Aggregation::kAvg));
+  for (const RangeSeries& rs : memory.series) {
+    std::string gpu(rs.series.labels.Get("gpu.uuid"));
+    ProcessGpuInput& p = processes[{rs.series.host, rs.series.entity, gpu}];
+    if (p.entity.empty()) {
+      p.host = rs.series.host;
+      p.entity = rs.series.entity;
+      p.gpu = gpu;
+      p.memory_used.assign(in.buckets, kNaN);
+      p.cpu_utilization.assign(in.buckets, kNaN);
+    }
+    p.attributes = rs.series.entity_attributes;
+    Fill(p.memory_used, in, rs.points, plan.fresh);
+  }
+  // CPU use of those processes (the agent reports every GPU process besides its top ones).
+  std::map<std::pair<std::string, std::string>, std::vector<ProcessGpuInput*>> by_entity;
+  for (auto& [key, p] : processes) by_entity[{p.host, p.entity}].push_back(&p);
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      RangeResult cpu, ReadMetric(storage, in, plan.read_from, query, "process.cpu.utilization",
+                                  model::EntityKind::kProcess, Aggregation::kAvg));
+  for (const RangeSeries& rs : cpu.series) {
+    auto it = by_entity.find({rs.series.host, rs.series.entity});
+    if (it == by_entity.end()) continue;
+    for (ProcessGpuInput* p : it->second) Fill(p->cpu_utilization, in, rs.points, plan.fresh);
+  }
+  for (auto& [key, p] : processes) {
+    if (NoData(p.memory_used)) continue;
+    auto it = first_seen.find({p.host, p.entity});
+    p.first_seen = it != first_seen.end() ? it->second : in.start;
+    in.processes.push_back(std::move(p));
+  }
+  return base::OkStatus();
+}
+
+// Each host's CPU: idle and iowait shares and its logical CPU count.
+base::Status ReadHosts(Storage& storage, const InputsQuery& query, const ReadPlan& plan,
+                       const std::map<std::string, std::string, std::less<>>& cluster_of,
+                       InsightInputs& in) {
+  std::map<std::string, HostInput> hosts;
+  if (plan.previous) {
+    for (const HostInput& old : plan.previous->hosts) {
+      HostInput& h = hosts[old.host];
+      h.host = old.host;
+      h.cpu_idle = Shifted(old.cpu_idle, plan.shift, in.buckets, plan.fresh);
+      h.cpu_iowait = Shifted(old.cpu_iowait, plan.shift, in.buckets, plan.fresh);
+      h.logical_cpus = Shifted(old.logical_cpus, plan.shift, in.buckets, plan.fresh);
+    }
+  }
+  struct HostMetric {
+    std::string_view key;
+    std::string_view mode;  // the `mode` label; "" for none
+    Series HostInput::*member;
+  };
+  constexpr HostMetric kHostMetrics[] = {
+      {"host.cpu.utilization", "idle", &HostInput::cpu_idle},
+      {"host.cpu.utilization", "iowait", &HostInput::cpu_iowait},
+      {"host.cpu.logical_count", "", &HostInput::logical_cpus},
+  };
+  for (const HostMetric& m : kHostMetrics) {
+    InputsQuery q = query;
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        RangeResult r, ReadMetric(storage, in, plan.read_from, q, m.key, model::EntityKind::kHost,
+                                  Aggregation::kAvg, m.mode));
+    for (const RangeSeries& rs : r.series) {
+      HostInput& h = hosts[rs.series.host];
+      if (h.host.empty()) {
+        h.host = rs.series.host;
+        for (Series* s : {&h.cpu_idle, &h.cpu_iowait, &h.logical_cpus}) {
+          s->assign(in.buckets, kNaN);
+        }
+      }
+      Fill(h.*m.member, in, rs.points, plan.fresh);
+    }
+  }
+  for (auto& [name, h] : hosts) {
+    if (NoData(h.cpu_idle) && NoData(h.logical_cpus)) continue;
+    auto it = cluster_of.find(h.host);
+    h.cluster = it != cluster_of.end() ? it->second : "";
+    in.hosts.push_back(std::move(h));
+  }
+  return base::OkStatus();
+}
+
+}  // namespace
+
+base::Result<InsightInputs> ReadInsightInputs(Storage& storage, const InputsQuery& query,
+                                              const InsightInputs* previous) {
+  if (query.step <= base::Duration::zero() || query.lookback < query.step) {
+    return base::Error(base::InvalidArgument(
+        "insights: the step must be positive and the lookback at least one step"));
+  }
+  InsightInputs in;
+  in.step = query.step;
+  const int64_t step_ns = query.step.count();
+  const int64_t from = base::ToUnixNanos(query.end - query.lookback);
+  in.start = base::FromUnixNanos(from - ((from % step_ns) + step_ns) % step_ns);
+  in.buckets =
+      static_cast<size_t>((query.end - in.start + query.step - base::Duration(1)) / query.step);
+  in.host_all = query.host.empty();
+
+  // What can be kept of the previous snapshot: its buckets before the re-read margin before
+  // its end, shifted to this one's start.
+  ReadPlan plan;
+  if (previous && previous->step == in.step && previous->start <= in.start &&
+      in.start < previous->end() && previous->host_all == in.host_all) {
+    plan.shift = static_cast<size_t>((in.start - previous->start) / in.step);
+    const base::TimePoint reread = std::max(in.start, previous->end() - query.reread);
+    plan.fresh = static_cast<size_t>((reread - in.start) / in.step);
+    if (plan.fresh > 0) plan.previous = previous;
+  }
+  plan.read_from = in.BucketStart(plan.fresh);
+
+  // Host tags: the cluster a GPU belongs to, for per-cluster baselines.
+  EntityQuery hosts;
+  hosts.kind = model::EntityKind::kHost;
+  hosts.host = query.host;
+  hosts.limit = kMaxEntities;
+  WARPSCOPE_ASSIGN_OR_RETURN(std::vector<EntityRecord> host_records, storage.ListEntities(hosts));
+  std::map<std::string, std::string, std::less<>> cluster_of;
+  for (const EntityRecord& h : host_records) {
+    cluster_of[h.host] = std::string(h.entity.attributes.Get("cluster"));
+  }
+  WARPSCOPE_RETURN_IF_ERROR(ReadGpus(storage, query, plan, cluster_of, in));
+  WARPSCOPE_RETURN_IF_ERROR(ReadProcesses(storage, query, plan, in));
+  WARPSCOPE_RETURN_IF_ERROR(ReadHosts(storage, query, plan, cluster_of, in));
+
+  EventQuery events;
+  events.host = query.host;
+  events.start = in.start;
+  events.end = in.end();
+  events.limit = kMaxEvents;
+  WARPSCOPE_ASSIGN_OR_RETURN(in.events, storage.QueryEvents(events));
+  std::stable_sort(in.events.begin(), in.events.end(),
+                   [](const auto& a, const auto& b) { return a.event.time < b.event.time; });
+  return in;
+}
+
+}  // namespace warpscope::server::insights

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the insight rules look at: the recent past of every GPU and GPU process as aligned
+// per-bucket series, and the events of the same range, read from the server's storage in one
+// pass per evaluation. Rules are pure functions of this snapshot, so each is tested with hand-
+// made inputs, and storage is read once however many rules there are.
+#ifndef WARPSCOPE_SERVER_INSIGHTS_INSIGHT_INPUTS_H_
+#define WARPSCOPE_SERVER_INSIGHTS_INSIGHT_INPUTS_H_
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/time.h"
+#include "model/labels.h"
+#include "server/storage/storage.h"
+
+namespace warpscope::server::insights {
+
+// One value per step bucket, oldest first; NaN where the bucket has no data (never 0).
+using Series = std::vector<double>;
+
+struct GpuInput {
+  std::string host;
+  std::string uuid;          // the GPU's entity id
+  model::Labels attributes;  // the GPU entity's (gpu.index, gpu.model, …)
+  std::string cluster;       // the host's `cluster` tag; "" when it has none
+  Series utilization;        // gpu.utilization, 0..1
+  Series power;              // gpu.power.usage, W
+  Series power_limit;        // gpu.power.limit, W
+  Series temperature;        // gpu.temperature, °C
+  Series memory_used;        // gpu.memory.used, bytes
+  Series memory_total;       // gpu.memory.total, bytes
+  Series ecc_uncorrected;    // gpu.ecc.uncorrected.volatile, cumulative (the bucket's last)
+  Series remapping_failed;   // gpu.remapped_rows.failure, 0 or 1
+  Series sm_occupancy;       // gpu.sm.occupancy, 0..1 (GPM: Hopper and later)
+  Series dram_active;        // gpu.dram.active, 0..1 (GPM)
+};
+
+// One process's use of one GPU.
+struct ProcessGpuInput {
+  std::string host;
+  std::string entity;        // the process's entity id ("pid/<pid>/<start>")
+  std::string gpu;           // the GPU's uuid
+  model::Labels attributes;  // the process entity's (process.pid, process.executable.name, …)
+  base::TimePoint first_seen;
+  Series memory_used;      // gpu.process.memory.used, bytes
+  Series cpu_utilization;  // process.cpu.utilization: share of all the host's CPUs, 0..1
+};
+
+// One host's CPU.
+struct HostInput {
+  std::string host;
+  std::string cluster;
+  Series cpu_idle;      // host.cpu.utilization{mode="idle"}, 0..1
+  Series cpu_iowait;    // host.cpu.utilization{mode="iowait"}, 0..1
+  Series logical_cpus;  // host.cpu.logical_count
+};
+
+struct InsightInputs {
+  base::TimePoint start;  // bucket 0 starts here; aligned to `step`
+  base::Duration step = std::chrono::seconds(10);
+  size_t buckets = 0;
+  std::vector<GpuInput> gpus;              // ordered by (host, uuid)
+  std::vector<ProcessGpuInput> processes;  // ordered by (host, entity, gpu)
+  std::vector<HostInput> hosts;            // ordered by host
+  std::vector<EventRecord> events;         // in [start, end()), oldest first
+  bool host_all = true;                    // read for every host (InputsQuery::host empty)
+
+  base::TimePoint BucketStart(size_t i) const { return start + step * static_cast<int64_t>(i); }
+  base::TimePoint end() const { return BucketStart(buckets); }
+  // The first bucket that starts at or after `t` (buckets when none does).
+  size_t BucketAt(base::TimePoint t) const;
+};
+
+struct InputsQuery {
+  base::TimePoint end;  // usually now; the last bucket is the one that holds end - step
+  base::Duration lookback = std::chrono::minutes(15);
+  base::Duration step = std::chrono::seconds(10);
+  std::string host;  // "" for every host
+  // With a previous snapshot: the part of it that is re-read (windows that arrive late, up to
+  // this long after their time, are still seen).
+  base::Duration reread = std::chrono::minutes(1);
+};
+
+// Reads the snapshot from `storage`. A metric the server never received leaves its series all
+// NaN; other storage errors are returned. With `previous` (the snapshot of an earlier call with
+// the same step and host), only the buckets from `reread` before its end on are read and the
+// rest is taken from it: an evaluation reads about a minute of data instead of fifteen. GPUs
+// and processes with no data left in the lookback are dropped.
+[[nodiscard]] base::Result<InsightInputs> ReadInsightInputs(
+    Storage& storage, const InputsQuery& query, const InsightInputs* previous = nullptr);
+
+}  // namespace warpscope::server::insights
+
+#endif  // WARPSCOPE_SERVER_INSIGHTS_INSIGHT_INPUTS_H_

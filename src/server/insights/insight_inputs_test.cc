@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/insights/insight_inputs.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "server/query/testing/query_fixture.h"
+
+namespace warpscope::server::insights {
+namespace {
+
+using query::At;
+using query::kT0;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+class InsightInputsTest : public query::QueryFixture {};
+
+TEST_F(InsightInputsTest, ReadsAlignedSeriesPerGpuAndProcessWithTheHostsClusterAndEvents) {
+  // Ten minutes of 10-second windows; GPU-1 appears after five.
+  for (int w = 0; w < 60; ++w) {
+    IngestBatch b = Window("node-1", w * 10);
+    b.tags.Set("cluster", "east");
+    AddGpu(b, "GPU-0", "0");
+    AddGauge(b, "gpu.temperature", model::EntityKind::kGpu, "GPU-0", 60 + w * 0.1);
+    AddGauge(b, "gpu.power.usage", model::EntityKind::kGpu, "GPU-0", 650);
+    if (w >= 30) {
+      AddGpu(b, "GPU-1", "1");
+      AddGauge(b, "gpu.temperature", model::EntityKind::kGpu, "GPU-1", 70);
+    }
+    AddProcess(b, "pid/7/1", "python3");
+    AddGauge(b, "gpu.process.memory.used", model::EntityKind::kProcess, "pid/7/1", 1e9 + w,
+             model::Labels{{"gpu.uuid", "GPU-0"}});
+    if (w == 42) AddEvent(b, "GPU-1", "xid", 79);
+    Write(b);
+  }
+  InputsQuery q;
+  q.end = At(kT0 + 600);
+  q.lookback = minutes(15);
+  base::Result<InsightInputs> in = ReadInsightInputs(*storage_, q);
+  ASSERT_TRUE(in) << in.error().message();
+  EXPECT_EQ(in->buckets, 90u);
+  EXPECT_EQ(in->end(), At(kT0 + 600));
+  ASSERT_EQ(in->gpus.size(), 2u);
+  const GpuInput& g0 = in->gpus[0];
+  EXPECT_EQ(g0.uuid, "GPU-0");
+  EXPECT_EQ(g0.host, "node-1");
+  EXPECT_EQ(g0.cluster, "east");
+  EXPECT_EQ(g0.attributes.Get("gpu.index"), "0");
+  ASSERT_EQ(g0.temperature.size(), 90u);
+  // The data starts 5 minutes (30 buckets) into the 15.
+  EXPECT_TRUE(std::isnan(g0.temperature[29]));
+  EXPECT_NEAR(g0.temperature[30], 60, 1e-9);
+  EXPECT_NEAR(g0.temperature[89], 65.9, 1e-9);
+  EXPECT_EQ(g0.power[50], 650);
+  // Metrics never received read as no data, not an error.
+  EXPECT_EQ(g0.utilization.size(), 90u);
+  EXPECT_TRUE(std::isnan(g0.utilization[50]));
+  EXPECT_TRUE(std::isnan(in->gpus[1].temperature[59]));
+  EXPECT_EQ(in->gpus[1].temperature[60], 70);
+
+  ASSERT_EQ(in->processes.size(), 1u);
+  EXPECT_EQ(in->processes[0].gpu, "GPU-0");
+  EXPECT_EQ(in->processes[0].first_seen, At(kT0));
+  EXPECT_EQ(in->processes[0].attributes.Get("process.executable.name"), "python3");
+  EXPECT_EQ(in->processes[0].memory_used[89], 1e9 + 59);
+
+  ASSERT_EQ(in->events.size(), 1u);
+  EXPECT_EQ(in->events[0].event.code, 79);
+  EXPECT_EQ(in->events[0].event.entity, "GPU-1");
+}
+
+// Series of every GPU and process of `in`, for comparing two snapshots (NaN compared as equal).
+std::string Dump(const InsightInputs& in) {
+  std::string out;
+  auto add = [&out](const Series& s) {
+    for (double v : s) out += std::isnan(v) ? "- " : std::to_string(v) + " ";
+    out += "\n";
+  };
+  for (const GpuInput& g : in.gpus) {
+    out += g.host + "/" + g.uuid + " " + g.cluster + "\n";
+    for (const Series* s :
+         {&g.utilization, &g.power, &g.power_limit, &g.temperature, &g.memory_used, &g.memory_total,
+          &g.ecc_uncorrected, &g.remapping_failed}) {
+      add(*s);
+    }
+  }
+  for (const ProcessGpuInput& p : in.processes) {
+    out += p.entity + " " + p.gpu + "\n";
+    add(p.memory_used);
+    add(p.cpu_utilization);
+  }
+  for (const HostInput& h : in.hosts) {
+    out += h.host + "\n";
+    add(h.cpu_idle);
+    add(h.cpu_iowait);
+    add(h.logical_cpus);
+  }
+  return out;
+}
+
+TEST_F(InsightInputsTest, AnIncrementalReadEqualsAFullOneLateWindowsAndNewGpusIncluded) {
+  auto window = [&](int w, bool gpu1) {
+    IngestBatch b = Window("node-1", w * 10);
+    AddGpu(b, "GPU-0", "0");
+    AddGauge(b, "gpu.temperature", model::EntityKind::kGpu, "GPU-0", 60 + w);
+    AddGauge(b, "gpu.utilization", model::EntityKind::kGpu, "GPU-0", 0.5);
+    if (gpu1) {
+      AddGpu(b, "GPU-1", "1");
+      AddGauge(b, "gpu.power.usage", model::EntityKind::kGpu, "GPU-1", 100 + w);
+    }
+    AddProcess(b, "pid/7/1", "python3");
+    AddGauge(b, "gpu.process.memory.used", model::EntityKind::kProcess, "pid/7/1", w * 1e6,
+             model::Labels{{"gpu.uuid", "GPU-0"}});
+    AddGauge(b, "process.cpu.utilization", model::EntityKind::kProcess, "pid/7/1", 0.01 * (w % 50));
+    AddGauge(b, "host.cpu.utilization", model::EntityKind::kHost, "node-1", 0.3,
+             model::Labels{{"mode", "idle"}});
+    AddGauge(b, "host.cpu.logical_count", model::EntityKind::kHost, "node-1", 16);
+    Write(b);
+  };
+  for (int w = 0; w < 100; ++w) window(w, w < 20);  // GPU-1 leaves at window 20
+  InputsQuery q;
+  q.end = At(kT0 + 1000);
+  base::Result<InsightInputs> first = ReadInsightInputs(*storage_, q);
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->gpus.size(), 2u);
+  // Three windows later, one of them (102) arriving after 103 and 104; GPU-1 back at 104.
+  window(100, false);
+  window(101, false);
+  window(103, false);
+  window(104, true);
+  window(102, false);
+  q.end = At(kT0 + 1050);
+  base::Result<InsightInputs> incremental = ReadInsightInputs(*storage_, q, &*first);
+  base::Result<InsightInputs> full = ReadInsightInputs(*storage_, q);
+  ASSERT_TRUE(incremental && full);
+  EXPECT_EQ(incremental->start, full->start);
+  EXPECT_EQ(incremental->buckets, full->buckets);
+  EXPECT_EQ(Dump(*incremental), Dump(*full));
+  ASSERT_EQ(incremental->gpus.size(), 2u);
+  EXPECT_EQ(incremental->gpus[0].temperature.back(), 60 + 104);
+  ASSERT_EQ(incremental->hosts.size(), 1u);
+  EXPECT_EQ(incremental->hosts[0].logical_cpus.back(), 16);
+  EXPECT_NEAR(incremental->hosts[0].cpu_idle.back(), 0.3, 1e-9);
+  EXPECT_TRUE(std::isnan(incremental->hosts[0].cpu_iowait.back()));
+  EXPECT_NEAR(incremental->processes[0].cpu_utilization.back(), 0.01 * (104 % 50), 1e-9);
+  // 15 minutes later GPU-1's early windows have left the lookback; its return keeps it.
+  q.end = At(kT0 + 1050 + 900);
+  base::Result<InsightInputs> later = ReadInsightInputs(*storage_, q, &*incremental);
+  ASSERT_TRUE(later);
+  EXPECT_EQ(Dump(*later), Dump(*ReadInsightInputs(*storage_, q)));
+}
+
+TEST_F(InsightInputsTest, AnEmptyServerGivesEmptyInputsAndBadRangesAreRefused) {
+  InputsQuery q;
+  q.end = At(kT0);
+  base::Result<InsightInputs> in = ReadInsightInputs(*storage_, q);
+  ASSERT_TRUE(in) << in.error().message();
+  EXPECT_TRUE(in->gpus.empty());
+  EXPECT_EQ(in->BucketAt(in->start), 0u);
+  EXPECT_EQ(in->BucketAt(in->start + seconds(1)), 1u);
+  EXPECT_EQ(in->BucketAt(in->end() + minutes(1)), in->buckets);
+  q.step = seconds(0);
+  EXPECT_FALSE(ReadInsightInputs(*storage_, q));
+}
+
+}  // namespace
+}  // namespace warpscope::server::insights

@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: Apache-2.0
+// The insights engine's cost per evaluation for a fleet of 1,000 GPUs (125 hosts x 8), with 15
+// minutes of 10-second windows stored in a real SqliteStorage (10 GPU metrics and one GPU
+// process per GPU; two GPUs per host idle and one cooling failure, so rules do find things):
+//   BM_Evaluate      one evaluation in steady state: the newest minute read from storage (the
+//                    rest kept from the evaluation before), every rule, the tracker
+//   BM_EvaluateFull  the same reading the whole 15 minutes (the first evaluation, and one every
+//                    5 minutes)
+//   BM_ReadInputs    the storage reads of a full evaluation alone
+//   BM_Rules       every rule and the tracker over inputs already read
+// Counters: gpus, and inputs_bytes, the memory the snapshot holds during an evaluation.
+// Run a release build: build/release/bin/insights_bench
+#include <benchmark/benchmark.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "server/insights/finding_tracker.h"
+#include "server/insights/insight_engine.h"
+#include "server/storage/sqlite_storage.h"
+
+namespace warpscope::server::insights {
+namespace {
+
+using std::chrono::seconds;
+
+constexpr int kHosts = 125;
+constexpr int kGpusPerHost = 8;
+constexpr int kWindows = 90;  // 15 minutes
+const base::TimePoint kT0 = base::FromUnixNanos(1'700'000'000'000'000'000);
+
+struct Fleet {
+  std::string dir;
+  std::unique_ptr<SqliteStorage> storage;
+  base::TimePoint now;
+};
+
+IngestBatch HostWindow(int host, int w) {
+  IngestBatch b;
+  b.host = "node-" + std::to_string(host);
+  b.agent_id = "agent-" + b.host;
+  b.sequence = static_cast<uint64_t>(w + 1);
+  b.start = kT0 + seconds(10 * w);
+  b.end = b.start + seconds(10);
+  for (const char* key :
+       {"gpu.utilization", "gpu.power.usage", "gpu.power.limit", "gpu.temperature",
+        "gpu.memory.used", "gpu.memory.total", "gpu.ecc.uncorrected.volatile",
+        "gpu.remapped_rows.failure", "gpu.sm.occupancy", "gpu.dram.active"}) {
+    b.metrics.push_back(MetricInfo{.key = key, .entity_kind = model::EntityKind::kGpu});
+  }
+  b.metrics.push_back(
+      MetricInfo{.key = "gpu.process.memory.used", .entity_kind = model::EntityKind::kProcess});
+  auto value = [&](const std::string& key, const std::string& entity, double v,
+                   model::Labels labels = {}) {
+    b.series.push_back(IngestSeries{key, entity, std::move(labels), v, v, v, v, 10});
+  };
+  for (int g = 0; g < kGpusPerHost; ++g) {
+    const std::string uuid = "GPU-" + std::to_string(host) + "-" + std::to_string(g);
+    const std::string pid = "pid/" + std::to_string(1000 + g) + "/1";
+    b.entities.push_back(
+        model::Entity{model::EntityKind::kGpu,
+                      uuid,
+                      "",
+                      {{"gpu.index", std::to_string(g)}, {"gpu.model", "NVIDIA H100 80GB HBM3"}}});
+    b.entities.push_back(model::Entity{
+        model::EntityKind::kProcess, pid, "", {{"process.pid", std::to_string(1000 + g)}}});
+    const bool idle = g >= 6;
+    const bool hot = g == 2 && host % 10 == 0 && w >= 80;
+    value("gpu.utilization", uuid, idle ? 0.0 : 0.95 + 0.01 * (w % 3));
+    value("gpu.power.usage", uuid, idle ? 70 : 640 + (w % 7));
+    value("gpu.power.limit", uuid, 700);
+    value("gpu.temperature", uuid, hot ? 63 + 2.0 * (w - 79) : 62 + 0.1 * g);
+    value("gpu.memory.used", uuid, 60e9);
+    value("gpu.memory.total", uuid, 80e9);
+    value("gpu.ecc.uncorrected.volatile", uuid, 0);
+    value("gpu.remapped_rows.failure", uuid, 0);
+    value("gpu.sm.occupancy", uuid, idle ? 0.01 : 0.52);
+    value("gpu.dram.active", uuid, idle ? 0.0 : 0.55);
+    value("gpu.process.memory.used", pid, 59e9, {{"gpu.uuid", uuid}});
+  }
+  return b;
+}
+
+Fleet& TheFleet() {
+  static Fleet* fleet = [] {
+    auto* f = new Fleet;
+    f->dir = (std::filesystem::temp_directory_path() / "warpscope-insights-XXXXXX").string();
+    if (mkdtemp(f->dir.data()) == nullptr) abort();
+    SqliteStorageOptions o;
+    o.data_dir = f->dir;
+    auto s = SqliteStorage::Open(o);
+    if (!s) abort();
+    f->storage = std::move(*s);
+    for (int w = 0; w < kWindows; ++w) {
+      for (int h = 0; h < kHosts; ++h) {
+        if (!f->storage->WriteBatch(HostWindow(h, w))) abort();
+      }
+    }
+    f->now = kT0 + seconds(10 * kWindows);
+    return f;
+  }();
+  return *fleet;
+}
+
+size_t InputsBytes(const InsightInputs& in) {
+  size_t bytes = 0;
+  for (const GpuInput& g : in.gpus) bytes += sizeof(g) + 10 * in.buckets * sizeof(double);
+  for (const ProcessGpuInput& p : in.processes) bytes += sizeof(p) + in.buckets * sizeof(double);
+  return bytes;
+}
+
+void BM_Evaluate(benchmark::State& state) {
+  Fleet& fleet = TheFleet();
+  EngineOptions options;
+  if (state.range(0) == 1) options.full_read_every = base::Duration::zero();
+  auto engine = InsightEngine::Create(*fleet.storage, options);
+  if (!engine) abort();
+  if (!(*engine)->Evaluate(fleet.now).ok()) abort();  // the first, full read
+  for (auto _ : state) {
+    if (!(*engine)->Evaluate(fleet.now).ok()) abort();
+  }
+  state.counters["gpus"] = kHosts * kGpusPerHost;
+  state.counters["findings"] = static_cast<double>((*engine)->Findings().size());
+}
+BENCHMARK(BM_Evaluate)->Arg(0)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Evaluate)->Name("BM_EvaluateFull")->Arg(1)->Unit(benchmark::kMillisecond);
+
+void BM_ReadInputs(benchmark::State& state) {
+  Fleet& fleet = TheFleet();
+  InputsQuery q;
+  q.end = fleet.now;
+  size_t bytes = 0;
+  for (auto _ : state) {
+    auto in = ReadInsightInputs(*fleet.storage, q);
+    if (!in) abort();
+    bytes = InputsBytes(*in);
+    benchmark::DoNotOptimize(in->gpus.data());
+  }
+  state.counters["inputs_bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_ReadInputs)->Unit(benchmark::kMillisecond);
+
+void BM_Rules(benchmark::State& state) {
+  Fleet& fleet = TheFleet();
+  InputsQuery q;
+  q.end = fleet.now;
+  auto in = ReadInsightInputs(*fleet.storage, q);
+  if (!in) abort();
+  InsightConfig config;
+  std::vector<std::unique_ptr<Rule>> rules = DefaultRules();
+  FindingTracker tracker;
+  for (auto _ : state) {
+    for (const std::unique_ptr<Rule>& rule : rules) {
+      const RuleInfo& info = rule->info();
+      RuleContext ctx{*in, config, [&](std::string_view host, std::string_view entity) {
+                        return tracker.Open(info.name, host, entity);
+                      }};
+      tracker.Apply(info, rule->Evaluate(ctx), fleet.now, 0);
+    }
+  }
+  state.counters["findings"] = static_cast<double>(tracker.Findings().size());
+}
+BENCHMARK(BM_Rules)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace warpscope::server::insights
+
+BENCHMARK_MAIN();

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "server/insights/rule.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fmt/format.h"
+#include "server/insights/rules.h"
+
+namespace warpscope::server::insights {
+
+nlohmann::json SeriesEvidence(const InsightInputs& inputs, std::string_view metric,
+                              std::string_view unit, const Series& series, size_t from, size_t to) {
+  to = std::min(to, series.size());
+  from = std::min(from, to);
+  nlohmann::json values = nlohmann::json::array();
+  for (size_t i = from; i < to; ++i) {
+    if (std::isfinite(series[i])) {
+      values.push_back(std::round(series[i] * 1000) / 1000);
+    } else {
+      values.push_back(nullptr);
+    }
+  }
+  return {{"metric", metric},
+          {"unit", unit},
+          {"start", base::ToUnixMillis(inputs.BucketStart(from))},
+          {"step_ms", std::chrono::duration_cast<std::chrono::milliseconds>(inputs.step).count()},
+          {"values", std::move(values)}};
+}
+
+size_t BucketsIn(const InsightInputs& inputs, base::Duration d) {
+  return std::max<size_t>(1, static_cast<size_t>(d / inputs.step));
+}
+
+model::Labels GpuAttributes(const GpuInput& gpu) {
+  model::Labels attributes = gpu.attributes;
+  attributes.Set(model::attr::kGpuUuid, gpu.uuid);
+  return attributes;
+}
+
+std::string GpuName(const GpuInput& gpu) {
+  std::string_view index = gpu.attributes.Get(model::attr::kGpuIndex);
+  std::string_view model_name = gpu.attributes.Get(model::attr::kGpuModel);
+  std::string name = index.empty() ? gpu.uuid : fmt::format("GPU {}", index);
+  if (!model_name.empty()) name += fmt::format(" ({})", model_name);
+  return name + fmt::format(" of {}", gpu.host);
+}
+
+std::vector<std::unique_ptr<Rule>> DefaultRules() {
+  std::vector<std::unique_ptr<Rule>> rules;
+  rules.push_back(MakeInputBoundRule());      // 1
+  rules.push_back(MakeMemoryBoundRule());     // 2
+  rules.push_back(MakeUnderpoweredRule());    // 4
+  rules.push_back(MakeThermalOutlierRule());  // 5
+  rules.push_back(MakeCoolingFailureRule());  // 6
+  rules.push_back(MakePowerDropRule());       // 7
+  rules.push_back(MakeHardwareErrorsRule());  // 8
+  rules.push_back(MakeMemoryLeakRule());      // 12
+  rules.push_back(MakeIdleAllocatedRule());   // 14
+  return rules;
+}
+
+}  // namespace warpscope::server::insights

@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: Apache-2.0
+// The rules the engine ships, one factory each (DefaultRules in rule.h lists them all). Their
+// logic and thresholds are documented in docs/insights.md.
+#ifndef WARPSCOPE_SERVER_INSIGHTS_RULES_H_
+#define WARPSCOPE_SERVER_INSIGHTS_RULES_H_
+
+#include <memory>
+#include <string>
+
+#include "server/insights/rule.h"
+
+namespace warpscope::server::insights {
+
+std::unique_ptr<Rule> MakeInputBoundRule();      // rules_input.cc
+std::unique_ptr<Rule> MakeMemoryBoundRule();     // rules_efficiency.cc
+std::unique_ptr<Rule> MakeUnderpoweredRule();    // rules_efficiency.cc
+std::unique_ptr<Rule> MakeCoolingFailureRule();  // rules_thermal.cc
+std::unique_ptr<Rule> MakeThermalOutlierRule();  // rules_thermal.cc
+std::unique_ptr<Rule> MakePowerDropRule();       // rules_power.cc
+std::unique_ptr<Rule> MakeHardwareErrorsRule();  // rules_hardware.cc
+std::unique_ptr<Rule> MakeIdleAllocatedRule();   // rules_memory.cc
+std::unique_ptr<Rule> MakeMemoryLeakRule();      // rules_memory.cc
+
+// What the rules share.
+// The number of buckets `d` spans at the inputs' step (at least 1).
+size_t BucketsIn(const InsightInputs& inputs, base::Duration d);
+// The GPU's attributes with its uuid, for a finding.
+model::Labels GpuAttributes(const GpuInput& gpu);
+// "GPU 2 (NVIDIA H100 80GB HBM3) of node-1" for summaries.
+std::string GpuName(const GpuInput& gpu);
+
+}  // namespace warpscope::server::insights
+
+#endif  // WARPSCOPE_SERVER_INSIGHTS_RULES_H_

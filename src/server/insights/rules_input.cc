@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// Rule 1: a GPU that works well under its capacity while the process feeding it is busy on the
+// CPU — a data loader or CPU-side bottleneck. The finding links that process's CPU profile.
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "fmt/format.h"
+#include "server/insights/gpu_models.h"
+#include "server/insights/rules.h"
+#include "server/insights/series_math.h"
+
+namespace warpscope::server::insights {
+namespace {
+
+constexpr RuleInfo kInputBound{
+    .name = "input_bound",
+    .title = "GPU starved by the CPU",
+    .severity = Severity::kTicket,
+    .hold_for = std::chrono::minutes(2),
+    .clear_after = std::chrono::minutes(3),
+    .suggestion =
+        "The GPU waits for its process's CPU work (data loading, augmentation, "
+        "Python overhead): open the process's CPU flamegraph; more DataLoader "
+        "workers, pin_memory and prefetching, moving augmentation to the GPU, or "
+        "CUDA graphs for Python-bound loops are the usual fixes.",
+};
+
+class InputBound final : public Rule {
+ public:
+  const RuleInfo& info() const override { return kInputBound; }
+
+  std::vector<Observation> Evaluate(const RuleContext& ctx) const override {
+    const InsightInputs& in = ctx.inputs;
+    const InsightConfig& cfg = ctx.config;
+    const size_t n = in.buckets;
+    const size_t w = BucketsIn(in, cfg.input_window);
+    const size_t from = n > w ? n - w : 0;
+    std::map<std::string_view, const HostInput*> hosts;
+    for (const HostInput& h : in.hosts) hosts[h.host] = &h;
+    std::map<std::pair<std::string_view, std::string_view>, const GpuInput*> gpus;
+    for (const GpuInput& g : in.gpus) gpus[{g.host, g.uuid}] = &g;
+    std::vector<Observation> out;
+    for (const ProcessGpuInput& p : in.processes) {
+      auto gpu = gpus.find({p.host, p.gpu});
+      auto host = hosts.find(p.host);
+      if (gpu == gpus.end() || host == hosts.end()) continue;
+      const GpuInput& g = *gpu->second;
+      const HostInput& h = *host->second;
+      std::span<const double> util_window = Slice(g.utilization, from, n);
+      if (CountValues(util_window) * 5 < w * 4) continue;  // not seen long enough
+      std::optional<double> util = Mean(util_window);
+      std::optional<double> power = Mean(Slice(g.power, from, n));
+      std::optional<double> share = Mean(Slice(p.cpu_utilization, from, n));
+      std::optional<double> cpus = Mean(Slice(h.logical_cpus, from, n));
+      std::optional<double> idle = Mean(Slice(h.cpu_idle, from, n));
+      std::optional<double> iowait = Mean(Slice(h.cpu_iowait, from, n));
+      if (!util || !share || !cpus || *util < cfg.input_min_utilization) continue;
+      std::optional<std::pair<size_t, double>> limit = Last(g.power_limit);
+      const double full_load =
+          ExpectedFullLoadWatts(g.attributes.Get(model::attr::kGpuModel),
+                                limit ? std::optional<double>(limit->second) : std::nullopt);
+      const bool open = ctx.open(g.host, g.uuid);
+      // The GPU works under its capacity: low utilization, or (at any utilization) low power.
+      const double util_limit = cfg.input_gpu_utilization + (open ? 0.1 : 0.0);
+      const bool starved =
+          *util < util_limit || (power && *power < cfg.input_gpu_power_fraction * full_load);
+      const double cores = *share * *cpus;
+      const double host_busy = idle ? 1 - *idle - iowait.value_or(0) : 0;
+      const bool cpu_bound =
+          cores >= cfg.input_process_cores || (idle && host_busy >= cfg.input_host_busy);
+      if (!starved || !cpu_bound) continue;
+      Observation o;
+      o.host = g.host;
+      o.entity = g.uuid;
+      o.attributes = GpuAttributes(g);
+      for (const auto& [k, v] : p.attributes) o.attributes.Set(k, v);
+      o.lost_fraction = std::clamp(1 - *util, 0.0, 1.0);
+      std::string_view exe = p.attributes.Get(model::attr::kExecutable);
+      std::string_view pid = p.attributes.Get(model::attr::kPid);
+      o.summary = fmt::format(
+          "{} is {:.0f} % busy{} while its process {} (pid {}) uses {:.1f} CPU cores and the "
+          "host's CPUs are {:.0f} % busy, over the last {}: the GPU waits for the CPU.",
+          GpuName(g), *util * 100,
+          power ? fmt::format(" at {:.0f} W of {:.0f}", *power, full_load) : "",
+          exe.empty() ? std::string_view("?") : exe, pid.empty() ? p.entity : pid, cores,
+          host_busy * 100, base::FormatDuration(cfg.input_window));
+      o.evidence = {
+          {"gpu_utilization", std::round(*util * 1000) / 1000},
+          {"power_w", power ? nlohmann::json(std::round(*power)) : nlohmann::json(nullptr)},
+          {"process", p.entity},
+          {"process_cpu_cores", std::round(cores * 100) / 100},
+          {"host_cpu_busy", std::round(host_busy * 1000) / 1000},
+          {"host_cpus", *cpus},
+          // The profile that explains it: the process's CPU samples over the window.
+          {"profile",
+           {{"kind", "cpu"},
+            {"host", p.host},
+            {"entity", p.entity},
+            {"start", base::ToUnixMillis(in.BucketStart(from))},
+            {"end", base::ToUnixMillis(in.end())}}},
+          {"series",
+           {SeriesEvidence(in, "gpu.utilization", "1", g.utilization, from, n),
+            SeriesEvidence(in, "process.cpu.utilization", "1", p.cpu_utilization, from, n)}},
+      };
+      out.push_back(std::move(o));
+    }
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Rule> MakeInputBoundRule() { return std::make_unique<InputBound>(); }
+
+}  // namespace warpscope::server::insights
