@@ -62,19 +62,30 @@ Result<std::string> ReadFile(const std::string& path, size_t max_bytes) {
   return out;
 }
 
-Status WriteFile(const std::string& path, std::string_view data) {
-  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Unavailable("open({}) for writing: {}", path, ErrnoString(errno));
+namespace {
+
+// Writes all of `data` to `fd` (retrying short writes and EINTR); the errno of a failure.
+int WriteAll(int fd, std::string_view data) {
   size_t off = 0;
   while (off < data.size()) {
     ssize_t n = write(fd, data.data() + off, data.size() - off);
     if (n < 0) {
       if (errno == EINTR) continue;
-      int err = errno;
-      close(fd);
-      return Unavailable("write({}): {}", path, ErrnoString(err));
+      return errno;
     }
     off += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Status WriteFile(const std::string& path, std::string_view data) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Unavailable("open({}) for writing: {}", path, ErrnoString(errno));
+  if (int err = WriteAll(fd, data); err != 0) {
+    close(fd);
+    return Unavailable("write({}): {}", path, ErrnoString(err));
   }
   if (close(fd) != 0) return Unavailable("close({}): {}", path, ErrnoString(errno));
   return OkStatus();
@@ -84,25 +95,19 @@ Status WriteFileAtomically(const std::string& path, std::string_view data) {
   const std::string temp = path + ".tmp";
   int fd = open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Unavailable("open({}) for writing: {}", temp, ErrnoString(errno));
-  size_t off = 0;
-  while (off < data.size()) {
-    ssize_t n = write(fd, data.data() + off, data.size() - off);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      close(fd);
-      unlink(temp.c_str());
-      return Unavailable("write({}): {}", temp, ErrnoString(err));
-    }
-    off += static_cast<size_t>(n);
+  if (int err = WriteAll(fd, data); err != 0) {
+    close(fd);
+    unlink(temp.c_str());
+    return Unavailable("write({}): {}", temp, ErrnoString(err));
   }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    int err = errno;
+  int err = fsync(fd) == 0 ? 0 : errno;
+  if (close(fd) != 0 && err == 0) err = errno;
+  if (err != 0) {
     unlink(temp.c_str());
     return Unavailable("sync({}): {}", temp, ErrnoString(err));
   }
   if (rename(temp.c_str(), path.c_str()) != 0) {
-    int err = errno;
+    err = errno;
     unlink(temp.c_str());
     return Unavailable("rename({}, {}): {}", temp, path, ErrnoString(err));
   }

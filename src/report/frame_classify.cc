@@ -4,39 +4,19 @@
 #include <string>
 #include <vector>
 
+#include "profiling/frame_kind.h"
+
 namespace warpscope::report {
-namespace {
 
 using profiling::Frame;
 using profiling::FrameKind;
 
-bool StartsWith(std::string_view s, std::string_view prefix) {
-  return s.substr(0, prefix.size()) == prefix;
-}
-
-bool Bracketed(std::string_view s) { return s.size() >= 2 && s.front() == '[' && s.back() == ']'; }
-
-// The kind a frame has wherever it sits, or kUnknown when that depends on its place.
-FrameKind IntrinsicKind(const Frame& f) {
-  if (f.module.empty()) {
-    if (StartsWith(f.function, "[sass] ")) return FrameKind::kSass;
-    if (StartsWith(f.function, "[stall] ")) return FrameKind::kStall;
-    if (StartsWith(f.function, "[memcpy") || f.function == "[memset]") return FrameKind::kMemory;
-    if (Bracketed(f.function)) return FrameKind::kMarker;
-    if (!f.file.empty()) return FrameKind::kPython;
-    return FrameKind::kUnknown;
-  }
-  if (Bracketed(f.module) && f.module != "[jit]") return FrameKind::kOsKernel;
-  return FrameKind::kNative;
-}
-
-}  // namespace
-
 void ClassifyFrames(profiling::Profile& profile, bool gpu) {
   std::vector<FrameKind> kinds(profile.frames.size(), FrameKind::kUnknown);
   for (size_t i = 0; i < profile.frames.size(); ++i) {
-    kinds[i] = profile.frames[i].kind != FrameKind::kUnknown ? profile.frames[i].kind
-                                                             : IntrinsicKind(profile.frames[i]);
+    kinds[i] = profile.frames[i].kind != FrameKind::kUnknown
+                   ? profile.frames[i].kind
+                   : profiling::InferFrameKind(profile.frames[i]);
   }
   std::vector<FrameKind> placed(profile.frames.size(), FrameKind::kUnknown);
   for (const profiling::Sample& s : profile.samples) {
@@ -68,34 +48,6 @@ void ClassifyFrames(profiling::Profile& profile, bool gpu) {
       f.kind = FrameKind::kNative;  // a native frame whose module is unknown
     }
   }
-}
-
-std::string_view FrameKindName(profiling::FrameKind kind) {
-  switch (kind) {
-    case FrameKind::kProcess:
-      return "process";
-    case FrameKind::kPython:
-      return "python";
-    case FrameKind::kNative:
-      return "native";
-    case FrameKind::kLaunch:
-      return "launch";
-    case FrameKind::kKernel:
-      return "kernel";
-    case FrameKind::kSass:
-      return "sass";
-    case FrameKind::kStall:
-      return "stall";
-    case FrameKind::kMemory:
-      return "memory";
-    case FrameKind::kMarker:
-      return "marker";
-    case FrameKind::kOsKernel:
-      return "os_kernel";
-    case FrameKind::kUnknown:
-      break;
-  }
-  return "unknown";
 }
 
 }  // namespace warpscope::report

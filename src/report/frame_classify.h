@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// What each frame of a decoded profile stands for. pprof carries no frame kind (profile.h), so
-// the offline report recovers it from where a frame sits and what it holds, following how the
-// agent's profilers build their stacks (docs/design/profile-command.md, "Frame kinds"):
+// What each frame of a decoded profile stands for. The agent's profilers write frame kinds into
+// their pprof (profiling/frame_kind.h); for any frame decoded without one, the offline report
+// recovers it from what it holds (profiling::InferFrameKind) and where it sits, following how
+// the agent's profilers build their stacks (docs/design/profile-command.md, "Frame kinds"):
 //   - the root of every stack is the process;
 //   - a name in brackets without a module ("[unsampled launch site]") is a marker, except the
 //     CUDA profiler's "[sass] ..." (SASS), "[stall] ..." (stall reason), "[memcpy ...]" and
@@ -25,10 +26,6 @@ namespace warpscope::report {
 // Sets the kind of every kUnknown frame of `profile`; `gpu` for a CUDA kernel profile (kind
 // "gpu"), false for a CPU profile.
 void ClassifyFrames(profiling::Profile& profile, bool gpu);
-
-// "python", "native", "os_kernel", "launch", "kernel", "sass", "stall", "memory", "marker",
-// "process", "unknown": the names the report's legend and JSON use.
-std::string_view FrameKindName(profiling::FrameKind kind);
 
 }  // namespace warpscope::report
 

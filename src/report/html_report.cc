@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "profiling/frame_kind.h"
 #include "report/frame_classify.h"
 #include "report/html_assets.h"
 
@@ -145,8 +146,9 @@ void Functions(std::string& out, const ProfileReport& r) {
     out += fmt::format(
         "<tr><td><code>{}</code></td><td>{}</td><td><code>{}</code></td><td class=\"n\">{}</td>"
         "<td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>\n",
-        HtmlEscape(f.name), FrameKindName(f.kind), HtmlEscape(f.where), FormatNs(f.self_ns),
-        Pct(f.self_ns, r.cpu_ns), FormatNs(f.total_ns), Pct(f.total_ns, r.cpu_ns));
+        HtmlEscape(f.name), profiling::FrameKindName(f.kind), HtmlEscape(f.where),
+        FormatNs(f.self_ns), Pct(f.self_ns, r.cpu_ns), FormatNs(f.total_ns),
+        Pct(f.total_ns, r.cpu_ns));
   }
   out += "</table>\n";
 }
@@ -221,7 +223,7 @@ std::string FormatNs(int64_t ns) {
 
 std::string FlameJson(const FlameNode& root) {
   nlohmann::json kinds = nlohmann::json::array();
-  for (FrameKind k : kKinds) kinds.push_back(FrameKindName(k));
+  for (FrameKind k : kKinds) kinds.push_back(profiling::FrameKindName(k));
   nlohmann::json doc = {{"kinds", kinds}, {"tree", NodeJson(root)}};
   // ASCII only, and no '<', '>' or '&' outside escapes: the text cannot end its <script>.
   std::string text =

@@ -15,28 +15,35 @@ namespace {
 using profiling::Frame;
 using profiling::FrameKind;
 
-Frame F(std::string function, std::string module = "", std::string file = "", int64_t line = 0) {
+// A frame; its kind only where `kinds` (as the agent's builders set them), else unknown (as a
+// foreign profile's frames are).
+Frame F(bool kinds, FrameKind kind, std::string function, std::string module = "",
+        std::string file = "", int64_t line = 0) {
   Frame f;
   f.function = std::move(function);
   f.module = std::move(module);
   f.file = std::move(file);
   f.line = line;
+  if (kinds) f.kind = kind;
   return f;
 }
 
-// A GPU window as the CUDA profiler builds it: app → Python → native → launch API → kernel,
+// A GPU profile as the CUDA profiler builds it: app → Python → native → launch API → kernel,
 // and a PC-sampled row under the kernel.
-profiling::WindowProfile GpuWindow(int32_t pid, const std::string& kernel, int64_t ns) {
+profiling::Profile GpuProfile(const std::string& kernel, int64_t ns, int32_t pid, bool kinds) {
   profiling::ProfileAggregator a(
       {{"gpu_time", "nanoseconds"}, {"launches", "count"}, {"pc_samples", "count"}});
-  const uint32_t app = a.InternFrame(F("app", "", "/usr/bin/app"));
-  const uint32_t py = a.InternFrame(F("train_step", "", "/src/train.py", 12));
-  const uint32_t native = a.InternFrame(F("at::native::gemm<float>", "/lib/libtorch.so"));
-  const uint32_t api = a.InternFrame(F("cudaLaunchKernel", "/lib/libcudart.so"));
-  const uint32_t k = a.InternFrame(F(kernel));
-  const uint32_t sass = a.InternFrame(F("[sass] 0x0010 FFMA"));
-  const uint32_t stall = a.InternFrame(F("[stall] memory_dependency"));
-  const uint32_t copy = a.InternFrame(F("[memcpy HtoD]"));
+  const uint32_t app = a.InternFrame(F(kinds, FrameKind::kProcess, "app", "", "/usr/bin/app"));
+  const uint32_t py =
+      a.InternFrame(F(kinds, FrameKind::kPython, "train_step", "", "/src/train.py", 12));
+  const uint32_t native =
+      a.InternFrame(F(kinds, FrameKind::kNative, "at::native::gemm<float>", "/lib/libtorch.so"));
+  const uint32_t api =
+      a.InternFrame(F(kinds, FrameKind::kLaunch, "cudaLaunchKernel", "/lib/libcudart.so"));
+  const uint32_t k = a.InternFrame(F(kinds, FrameKind::kKernel, kernel));
+  const uint32_t sass = a.InternFrame(F(kinds, FrameKind::kSass, "[sass] 0x0010 FFMA"));
+  const uint32_t stall = a.InternFrame(F(kinds, FrameKind::kStall, "[stall] memory_dependency"));
+  const uint32_t copy = a.InternFrame(F(kinds, FrameKind::kMemory, "[memcpy HtoD]"));
   const int64_t v1[] = {ns, 2, 0};
   const int64_t v2[] = {0, 0, 7};
   const int64_t v3[] = {100, 0, 0};
@@ -44,42 +51,52 @@ profiling::WindowProfile GpuWindow(int32_t pid, const std::string& kernel, int64
   a.Add(std::vector<uint32_t>{app, py, native, api, k}, v1, dev);
   a.Add(std::vector<uint32_t>{app, py, native, api, k, sass, stall}, v2, dev);
   a.Add(std::vector<uint32_t>{app, copy}, v3, dev);
+  return a.profile();
+}
+
+profiling::WindowProfile GpuWindow(int32_t pid, const std::string& kernel, int64_t ns) {
   profiling::WindowProfile w;
   w.kind = "gpu";
   w.pid = pid;
   w.executable = "/usr/bin/app";
   w.start_ns = 1'000'000'000;
   w.end_ns = 2'000'000'000;
-  w.pprof_gz = *profiling::EncodePprof(a.profile());
+  w.pprof_gz = *profiling::EncodePprof(GpuProfile(kernel, ns, pid, /*kinds=*/true));
   w.trace_json =
       R"({"traceEvents":[{"ph":"M","name":"process_name","pid":7,"tid":0,"args":{"name":"app"}},)"
       R"({"ph":"X","name":"k","pid":1000001,"tid":7,"ts":1,"dur":2}]})";
   return w;
 }
 
-profiling::WindowProfile CpuWindow(int32_t pid, int64_t start_ns) {
+profiling::Profile CpuProfile(bool kinds) {
   profiling::ProfileAggregator a({{"samples", "count"}, {"cpu", "nanoseconds"}});
-  const uint32_t app = a.InternFrame(F("app", "", "/usr/bin/app"));
-  const uint32_t py = a.InternFrame(F("train_step", "", "/src/train.py", 12));
-  const uint32_t loader = a.InternFrame(F("load<&>", "/usr/bin/app"));
-  const uint32_t sys = a.InternFrame(F("do_syscall_64", "[kernel.kallsyms]"));
+  const uint32_t app = a.InternFrame(F(kinds, FrameKind::kProcess, "app", "", "/usr/bin/app"));
+  const uint32_t py =
+      a.InternFrame(F(kinds, FrameKind::kPython, "train_step", "", "/src/train.py", 12));
+  const uint32_t loader = a.InternFrame(F(kinds, FrameKind::kNative, "load<&>", "/usr/bin/app"));
+  const uint32_t sys =
+      a.InternFrame(F(kinds, FrameKind::kOsKernel, "do_syscall_64", "[kernel.kallsyms]"));
   const int64_t v1[] = {3, 300};
   const int64_t v2[] = {1, 100};
   a.Add(std::vector<uint32_t>{app, py, loader}, v1);
   a.Add(std::vector<uint32_t>{app, py, loader, sys}, v2);
+  return a.profile();
+}
+
+profiling::WindowProfile CpuWindow(int32_t pid, int64_t start_ns) {
   profiling::WindowProfile w;
   w.kind = "cpu";
   w.pid = pid;
   w.executable = "/usr/bin/app";
   w.start_ns = start_ns;
   w.end_ns = start_ns + 1'000'000'000;
-  w.pprof_gz = *profiling::EncodePprof(a.profile());
+  w.pprof_gz = *profiling::EncodePprof(CpuProfile(/*kinds=*/true));
   return w;
 }
 
+// Frames without kinds (a foreign profile, in memory: decoding would infer some already).
 TEST(ClassifyFramesTest, RecoversEveryKindFromPlaceAndContent) {
-  auto p = profiling::DecodePprof(GpuWindow(7, "gemm", 500).pprof_gz);
-  ASSERT_TRUE(p.has_value());
+  std::optional<profiling::Profile> p = GpuProfile("gemm", 500, 7, /*kinds=*/false);
   ClassifyFrames(*p, /*gpu=*/true);
   std::map<std::string, FrameKind> kinds;
   for (const Frame& f : p->frames) kinds[f.function] = f.kind;
@@ -92,8 +109,7 @@ TEST(ClassifyFramesTest, RecoversEveryKindFromPlaceAndContent) {
   EXPECT_EQ(kinds["[stall] memory_dependency"], FrameKind::kStall);
   EXPECT_EQ(kinds["[memcpy HtoD]"], FrameKind::kMemory);
 
-  auto c = profiling::DecodePprof(CpuWindow(7, 0).pprof_gz);
-  ASSERT_TRUE(c.has_value());
+  std::optional<profiling::Profile> c = CpuProfile(/*kinds=*/false);
   ClassifyFrames(*c, /*gpu=*/false);
   for (const Frame& f : c->frames) kinds[f.function] = f.kind;
   EXPECT_EQ(kinds["do_syscall_64"], FrameKind::kOsKernel);

@@ -7,6 +7,7 @@
 #include "base/file_util.h"
 #include "exporters/profiles/profile_sink.h"
 #include "profiling/folded.h"
+#include "profiling/frame_kind.h"
 #include "profiling/pprof.h"
 #include "report/frame_classify.h"
 #include "report/html_report.h"
@@ -52,7 +53,7 @@ std::string SummaryJson(const ProfileReport& r) {
   for (const FunctionRow& f : r.functions) {
     functions.push_back({{"name", f.name},
                          {"where", f.where},
-                         {"kind", FrameKindName(f.kind)},
+                         {"kind", profiling::FrameKindName(f.kind)},
                          {"self_ns", f.self_ns},
                          {"total_ns", f.total_ns}});
   }

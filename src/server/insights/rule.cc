@@ -5,7 +5,9 @@
 #include <cmath>
 
 #include "fmt/format.h"
+#include "server/insights/gpu_models.h"
 #include "server/insights/rules.h"
+#include "server/insights/series_math.h"
 
 namespace warpscope::server::insights {
 
@@ -30,6 +32,23 @@ nlohmann::json SeriesEvidence(const InsightInputs& inputs, std::string_view metr
 
 size_t BucketsIn(const InsightInputs& inputs, base::Duration d) {
   return std::max<size_t>(1, static_cast<size_t>(d / inputs.step));
+}
+
+Trailing::Trailing(const InsightInputs& inputs, base::Duration d)
+    : n(inputs.buckets), w(BucketsIn(inputs, d)), from(n > w ? n - w : 0) {}
+
+Observation OnGpu(const GpuInput& gpu) {
+  Observation o;
+  o.host = gpu.host;
+  o.entity = gpu.uuid;
+  o.attributes = GpuAttributes(gpu);
+  return o;
+}
+
+double FullLoadWatts(const GpuInput& gpu) {
+  std::optional<std::pair<size_t, double>> limit = Last(gpu.power_limit);
+  return ExpectedFullLoadWatts(gpu.attributes.Get(model::attr::kGpuModel),
+                               limit ? std::optional<double>(limit->second) : std::nullopt);
 }
 
 model::Labels GpuAttributes(const GpuInput& gpu) {

@@ -24,8 +24,19 @@ std::unique_ptr<Rule> MakeMemoryLeakRule();      // rules_memory.cc
 // What the rules share.
 // The number of buckets `d` spans at the inputs' step (at least 1).
 size_t BucketsIn(const InsightInputs& inputs, base::Duration d);
+// The last `d` of the inputs: `w` buckets wanted, [from, n) present.
+struct Trailing {
+  size_t n = 0;
+  size_t w = 0;
+  size_t from = 0;
+  Trailing(const InsightInputs& inputs, base::Duration d);
+};
 // The GPU's attributes with its uuid, for a finding.
 model::Labels GpuAttributes(const GpuInput& gpu);
+// An observation on `gpu`: its host, uuid and attributes set.
+Observation OnGpu(const GpuInput& gpu);
+// The GPU's full-load power (gpu_models.h), from its model and its latest power limit.
+double FullLoadWatts(const GpuInput& gpu);
 // "GPU 2 (NVIDIA H100 80GB HBM3) of node-1" for summaries.
 std::string GpuName(const GpuInput& gpu);
 

@@ -19,9 +19,7 @@ struct WindowMeans {
 };
 
 WindowMeans MeansOver(const InsightInputs& in, const GpuInput& g, base::Duration window) {
-  const size_t n = in.buckets;
-  const size_t w = BucketsIn(in, window);
-  const size_t from = n > w ? n - w : 0;
+  const auto [n, w, from] = Trailing(in, window);
   WindowMeans m;
   std::span<const double> util = Slice(g.utilization, from, n);
   m.judged = CountValues(util) * 5 >= w * 4;  // seen for most of the window
@@ -53,9 +51,7 @@ class MemoryBound final : public Rule {
   std::vector<Observation> Evaluate(const RuleContext& ctx) const override {
     const InsightInputs& in = ctx.inputs;
     const InsightConfig& cfg = ctx.config;
-    const size_t n = in.buckets;
-    const size_t w = BucketsIn(in, cfg.efficiency_window);
-    const size_t from = n > w ? n - w : 0;
+    const auto [n, w, from] = Trailing(in, cfg.efficiency_window);
     std::vector<Observation> out;
     for (const GpuInput& g : in.gpus) {
       WindowMeans m = MeansOver(in, g, cfg.efficiency_window);
@@ -64,10 +60,7 @@ class MemoryBound final : public Rule {
           *m.occupancy >= cfg.memory_bound_occupancy || *m.dram <= cfg.memory_bound_dram) {
         continue;
       }
-      Observation o;
-      o.host = g.host;
-      o.entity = g.uuid;
-      o.attributes = GpuAttributes(g);
+      Observation o = OnGpu(g);
       o.summary = fmt::format(
           "{}: DRAM {:.0f} % busy while SM occupancy is {:.0f} % over the last {} — its kernels "
           "are limited by memory bandwidth.",
@@ -107,9 +100,7 @@ class Underpowered final : public Rule {
   std::vector<Observation> Evaluate(const RuleContext& ctx) const override {
     const InsightInputs& in = ctx.inputs;
     const InsightConfig& cfg = ctx.config;
-    const size_t n = in.buckets;
-    const size_t w = BucketsIn(in, cfg.efficiency_window);
-    const size_t from = n > w ? n - w : 0;
+    const auto [n, w, from] = Trailing(in, cfg.efficiency_window);
     std::vector<Observation> out;
     for (const GpuInput& g : in.gpus) {
       WindowMeans m = MeansOver(in, g, cfg.efficiency_window);
@@ -117,20 +108,14 @@ class Underpowered final : public Rule {
           *m.utilization < cfg.underpowered_utilization) {
         continue;
       }
-      std::optional<std::pair<size_t, double>> limit = Last(g.power_limit);
-      const double full_load =
-          ExpectedFullLoadWatts(g.attributes.Get(model::attr::kGpuModel),
-                                limit ? std::optional<double>(limit->second) : std::nullopt);
+      const double full_load = FullLoadWatts(g);
       const double threshold = ScaleWatts(cfg.underpowered_watts, full_load);
       // Occupancy is a condition where the GPU reports it (GPM); older GPUs are judged on
       // power alone, and the evidence says so.
       if (*m.power >= threshold || (m.occupancy && *m.occupancy >= cfg.underpowered_occupancy)) {
         continue;
       }
-      Observation o;
-      o.host = g.host;
-      o.entity = g.uuid;
-      o.attributes = GpuAttributes(g);
+      Observation o = OnGpu(g);
       o.lost_fraction = std::clamp(1 - *m.power / full_load, 0.0, 1.0);
       o.summary = fmt::format(
           "{} is {:.0f} % busy but draws {:.0f} W on average over the last {}, under {:.0f} W "

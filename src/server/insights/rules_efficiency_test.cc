@@ -7,16 +7,11 @@
 namespace warpscope::server::insights {
 namespace {
 
-using testing::ContextFor;
 using testing::InputsBuilder;
 
 constexpr size_t kBuckets = 90;
 
-std::vector<Observation> Observe(const Rule& rule, const InsightInputs& in) {
-  InsightConfig config;
-  ContextFor ctx(in, config);
-  return rule.Evaluate(*ctx);
-}
+using testing::Observe;
 
 TEST(MemoryBoundTest, BusyDramWithLowOccupancyIsMemoryBound) {
   InputsBuilder b(kBuckets);

@@ -103,10 +103,7 @@ class HardwareErrors final : public Rule {
         hardware = true;
       }
       if (problems.empty()) continue;
-      Observation o;
-      o.host = g.host;
-      o.entity = g.uuid;
-      o.attributes = GpuAttributes(g);
+      Observation o = OnGpu(g);
       o.severity = hardware ? Severity::kPage : Severity::kTicket;
       std::string list;
       for (const std::string& p : problems) list += (list.empty() ? "" : "; ") + p;

@@ -33,9 +33,7 @@ class InputBound final : public Rule {
   std::vector<Observation> Evaluate(const RuleContext& ctx) const override {
     const InsightInputs& in = ctx.inputs;
     const InsightConfig& cfg = ctx.config;
-    const size_t n = in.buckets;
-    const size_t w = BucketsIn(in, cfg.input_window);
-    const size_t from = n > w ? n - w : 0;
+    const auto [n, w, from] = Trailing(in, cfg.input_window);
     std::map<std::string_view, const HostInput*> hosts;
     for (const HostInput& h : in.hosts) hosts[h.host] = &h;
     std::map<std::pair<std::string_view, std::string_view>, const GpuInput*> gpus;
@@ -56,10 +54,7 @@ class InputBound final : public Rule {
       std::optional<double> idle = Mean(Slice(h.cpu_idle, from, n));
       std::optional<double> iowait = Mean(Slice(h.cpu_iowait, from, n));
       if (!util || !share || !cpus || *util < cfg.input_min_utilization) continue;
-      std::optional<std::pair<size_t, double>> limit = Last(g.power_limit);
-      const double full_load =
-          ExpectedFullLoadWatts(g.attributes.Get(model::attr::kGpuModel),
-                                limit ? std::optional<double>(limit->second) : std::nullopt);
+      const double full_load = FullLoadWatts(g);
       const bool open = ctx.open(g.host, g.uuid);
       // The GPU works under its capacity: low utilization, or (at any utilization) low power.
       const double util_limit = cfg.input_gpu_utilization + (open ? 0.1 : 0.0);
@@ -70,10 +65,7 @@ class InputBound final : public Rule {
       const bool cpu_bound =
           cores >= cfg.input_process_cores || (idle && host_busy >= cfg.input_host_busy);
       if (!starved || !cpu_bound) continue;
-      Observation o;
-      o.host = g.host;
-      o.entity = g.uuid;
-      o.attributes = GpuAttributes(g);
+      Observation o = OnGpu(g);
       for (const auto& [k, v] : p.attributes) o.attributes.Set(k, v);
       o.lost_fraction = std::clamp(1 - *util, 0.0, 1.0);
       std::string_view exe = p.attributes.Get(model::attr::kExecutable);

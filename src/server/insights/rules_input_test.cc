@@ -8,16 +8,13 @@ namespace warpscope::server::insights {
 namespace {
 
 using std::chrono::minutes;
-using testing::ContextFor;
 using testing::InputsBuilder;
 
 constexpr size_t kBuckets = 90;
 
 std::vector<Observation> Observe(const InsightInputs& in,
                                  std::set<std::pair<std::string, std::string>> open = {}) {
-  InsightConfig config;
-  ContextFor ctx(in, config, std::move(open));
-  return MakeInputBoundRule()->Evaluate(*ctx);
+  return testing::Observe(*MakeInputBoundRule(), in, std::move(open));
 }
 
 // node-1: 32 CPUs, `host_busy` of them busy; GPU-0 at `gpu_util` and `watts`, fed by a python3

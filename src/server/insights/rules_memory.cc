@@ -33,9 +33,7 @@ class IdleAllocated final : public Rule {
   std::vector<Observation> Evaluate(const RuleContext& ctx) const override {
     const InsightInputs& in = ctx.inputs;
     const InsightConfig& cfg = ctx.config;
-    const size_t n = in.buckets;
-    const size_t w = BucketsIn(in, cfg.idle_window);
-    const size_t from = n > w ? n - w : 0;
+    const auto [n, w, from] = Trailing(in, cfg.idle_window);
     const size_t clear = BucketsIn(in, cfg.idle_clear_window);
     std::vector<Observation> out;
     for (const GpuInput& g : in.gpus) {
@@ -51,10 +49,7 @@ class IdleAllocated final : public Rule {
       } else if (*mean_util >= cfg.idle_utilization) {
         continue;
       }
-      Observation o;
-      o.host = g.host;
-      o.entity = g.uuid;
-      o.attributes = GpuAttributes(g);
+      Observation o = OnGpu(g);
       o.lost_fraction = std::clamp(1 - *mean_util, 0.0, 1.0);
       nlohmann::json holders = nlohmann::json::array();
       for (const ProcessGpuInput& p : in.processes) {
@@ -108,9 +103,7 @@ class MemoryLeak final : public Rule {
   std::vector<Observation> Evaluate(const RuleContext& ctx) const override {
     const InsightInputs& in = ctx.inputs;
     const InsightConfig& cfg = ctx.config;
-    const size_t n = in.buckets;
-    const size_t w = BucketsIn(in, cfg.leak_window);
-    const size_t from = n > w ? n - w : 0;
+    const auto [n, w, from] = Trailing(in, cfg.leak_window);
     const double buckets_per_minute = 60.0 / base::ToSeconds(in.step);
     std::map<std::pair<std::string_view, std::string_view>, const GpuInput*> gpus;
     for (const GpuInput& g : in.gpus) gpus[{g.host, g.uuid}] = &g;

@@ -10,18 +10,12 @@ namespace warpscope::server::insights {
 namespace {
 
 using std::chrono::minutes;
-using testing::ContextFor;
 using testing::InputsBuilder;
 using testing::kGiB;
 
 constexpr size_t kBuckets = 90;
 
-std::vector<Observation> Observe(const Rule& rule, const InsightInputs& in,
-                                 std::set<std::pair<std::string, std::string>> open = {}) {
-  InsightConfig config;
-  ContextFor ctx(in, config, std::move(open));
-  return rule.Evaluate(*ctx);
-}
+using testing::Observe;
 
 GpuInput& IdleGpu(InputsBuilder& b, const std::string& uuid) {
   GpuInput& g = b.Gpu("node-1", uuid, uuid.substr(4));

@@ -35,10 +35,7 @@ class PowerDrop final : public Rule {
     const size_t n = in.buckets;
     std::vector<Observation> out;
     for (const GpuInput& g : in.gpus) {
-      std::optional<std::pair<size_t, double>> limit = Last(g.power_limit);
-      const double full_load =
-          ExpectedFullLoadWatts(g.attributes.Get(model::attr::kGpuModel),
-                                limit ? std::optional<double>(limit->second) : std::nullopt);
+      const double full_load = FullLoadWatts(g);
       const double threshold = ScaleWatts(cfg.power_drop_watts, full_load);
       // The first bucket of the latest run of buckets whose power is more than `threshold`
       // under the highest of the window before, while the GPU was busy in that window.
@@ -68,10 +65,7 @@ class PowerDrop final : public Rule {
           *busy_after < cfg.power_drop_busy_utilization) {
         continue;
       }
-      Observation o;
-      o.host = g.host;
-      o.entity = g.uuid;
-      o.attributes = GpuAttributes(g);
+      Observation o = OnGpu(g);
       o.lost_fraction = std::clamp(1 - now->second / before, 0.0, 1.0);
       o.summary = fmt::format(
           "{} dropped from {:.0f} W to {:.0f} W {} ago while {:.0f} % busy, and stays down "

@@ -8,15 +8,12 @@
 namespace warpscope::server::insights {
 namespace {
 
-using testing::ContextFor;
 using testing::InputsBuilder;
 
 constexpr size_t kBuckets = 90;
 
 std::vector<Observation> Observe(const InsightInputs& in) {
-  InsightConfig config;
-  ContextFor ctx(in, config);
-  return MakePowerDropRule()->Evaluate(*ctx);
+  return testing::Observe(*MakePowerDropRule(), in);
 }
 
 TEST(PowerDropTest, ABusyGpuThatLosesMoreThan300WAndStaysDownIsAThrottle) {

@@ -30,9 +30,7 @@ class CoolingFailure final : public Rule {
   std::vector<Observation> Evaluate(const RuleContext& ctx) const override {
     const InsightInputs& in = ctx.inputs;
     const InsightConfig& cfg = ctx.config;
-    const size_t w = BucketsIn(in, cfg.cooling_window);
-    const size_t n = in.buckets;
-    const size_t from = n > w ? n - w : 0;
+    const auto [n, w, from] = Trailing(in, cfg.cooling_window);
     const double buckets_per_minute = 60.0 / base::ToSeconds(in.step);
     std::vector<Observation> out;
     for (const GpuInput& g : in.gpus) {
@@ -48,10 +46,7 @@ class CoolingFailure final : public Rule {
       const double needed =
           ctx.open(g.host, g.uuid) ? cfg.cooling_rate_c_per_min / 2 : cfg.cooling_rate_c_per_min;
       if (rate <= needed || rise < cfg.cooling_min_rise_c) continue;
-      Observation o;
-      o.host = g.host;
-      o.entity = g.uuid;
-      o.attributes = GpuAttributes(g);
+      Observation o = OnGpu(g);
       o.summary = fmt::format(
           "{} heats up at {:.1f} °C/min ({:.1f} °C → {:.1f} °C within {}), faster than the "
           "{:.0f} °C/min cooling keeps up with.",
@@ -92,9 +87,7 @@ class ThermalOutlier final : public Rule {
   std::vector<Observation> Evaluate(const RuleContext& ctx) const override {
     const InsightInputs& in = ctx.inputs;
     const InsightConfig& cfg = ctx.config;
-    const size_t w = BucketsIn(in, cfg.thermal_window);
-    const size_t n = in.buckets;
-    const size_t from = n > w ? n - w : 0;
+    const auto [n, w, from] = Trailing(in, cfg.thermal_window);
     struct Means {
       const GpuInput* gpu;
       double temperature;
@@ -128,10 +121,7 @@ class ThermalOutlier final : public Rule {
             ctx.open(m.gpu->host, m.gpu->uuid) ? cfg.thermal_clear_c : cfg.thermal_outlier_c;
         if (excess <= needed) continue;
         const GpuInput& g = *m.gpu;
-        Observation o;
-        o.host = g.host;
-        o.entity = g.uuid;
-        o.attributes = GpuAttributes(g);
+        Observation o = OnGpu(g);
         o.summary = fmt::format(
             "{} runs at {:.1f} °C, {:.1f} °C above the median of {} peers ({:.1f} °C) at "
             "{:.0f} W or more, over the last {}.",

@@ -10,18 +10,12 @@
 namespace warpscope::server::insights {
 namespace {
 
-using testing::ContextFor;
 using testing::InputsBuilder;
 
 // 15 minutes of 10 s buckets.
 constexpr size_t kBuckets = 90;
 
-std::vector<Observation> Observe(const Rule& rule, const InsightInputs& in,
-                                 std::set<std::pair<std::string, std::string>> open = {}) {
-  InsightConfig config;
-  ContextFor ctx(in, config, std::move(open));
-  return rule.Evaluate(*ctx);
-}
+using testing::Observe;
 
 // Temperature that climbs `per_minute` from bucket `from` on.
 void Climb(Series& s, size_t from, double per_minute) {

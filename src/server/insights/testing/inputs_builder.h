@@ -11,6 +11,7 @@
 #include <set>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "server/insights/insight_inputs.h"
 #include "server/insights/rule.h"
@@ -121,6 +122,14 @@ class ContextFor {
   std::set<std::pair<std::string, std::string>> open_;
   RuleContext context_;
 };
+
+// What `rule` observes in `in` with the default config and the findings of `open` open.
+inline std::vector<Observation> Observe(const Rule& rule, const InsightInputs& in,
+                                        std::set<std::pair<std::string, std::string>> open = {}) {
+  InsightConfig config;
+  ContextFor ctx(in, config, std::move(open));
+  return rule.Evaluate(*ctx);
+}
 
 }  // namespace warpscope::server::insights::testing
 
