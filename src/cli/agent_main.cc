@@ -14,6 +14,7 @@
 #include "agent/agent.h"
 #include "agent/sources/cpu_profiler/cpu_profiler_source.h"
 #include "agent/sources/cpu_profiler/cpython_stacks.h"
+#include "agent/sources/cpu_profiler/gpu_process_selection.h"
 #include "agent/sources/cuda_profiler/cuda_profiler_source.h"
 #include "agent/sources/nvml/nvml_source.h"
 #include "agent/sources/procfs/procfs_process_resolver.h"
@@ -143,6 +144,8 @@ base::Result<std::unique_ptr<agent::cpu_profiler::CpuProfilerSource>> MakeCpuPro
   }
   options.window = config.cpu_profile_interval;
   options.host_id = host;
+  // The sampler's thread names containers and namespace pids through a resolver of its own.
+  options.sampler.identities = std::make_shared<agent::ProcfsProcessResolver>(config.host_root);
   WARPSCOPE_ASSIGN_OR_RETURN(
       cpu::CpuProfilerSource::Exporters exporters,
       MakeProfileExporters(config, host, config.cpu_profile_dir, "--cpu-profile-dir", "CPU"));
@@ -196,6 +199,26 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
                          [&nvml_errors](std::string_view reason) { nvml_errors.Count(reason); }),
                      nullptr});
   }
+  if (config.enable_cpu_profiler) {
+    // Right after the NVML source: the before_poll hook of --cpu-profile-gpu-processes must see
+    // NVML's process entities only, not the host source's top processes (gpu_process_selection.h).
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        auto profiler,
+        MakeCpuProfiler(config, host, clock, agent.self_stats().ErrorsFor("cpu_profiler")));
+    std::function<void(const agent::Aggregator&)> before_poll;
+    if (config.cpu_profile_gpu_processes) {
+      agent::cpu_profiler::CpuProfilerSource* source = profiler.get();
+      auto selection = std::make_shared<agent::cpu_profiler::GpuProcessSelection>(
+          std::set<uint32_t>(config.cpu_profile_pids.begin(), config.cpu_profile_pids.end()),
+          [source](std::optional<std::set<uint32_t>> pids) {
+            source->SetPidFilter(std::move(pids));
+          });
+      before_poll = [selection](const agent::Aggregator& agg) {
+        selection->Update(agg.cycle_entities());
+      };
+    }
+    agent.AddSource({std::move(profiler), std::move(before_poll)});
+  }
   if (config.enable_host_metrics) {
     agent::ProcfsSourceOptions procfs_options;
     procfs_options.root = config.host_root;
@@ -220,24 +243,6 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
         auto profiler,
         MakeCudaProfiler(config, host, clock, agent.self_stats().ErrorsFor("cuda_profiler")));
     agent.AddSource({std::move(profiler), nullptr});
-  }
-  if (config.enable_cpu_profiler) {
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        auto profiler,
-        MakeCpuProfiler(config, host, clock, agent.self_stats().ErrorsFor("cpu_profiler")));
-    std::function<void(const agent::Aggregator&)> before_poll;
-    if (config.cpu_profile_gpu_processes) {
-      // Registered after the NVML source, so the cycle already holds its GPU processes.
-      before_poll = [source = profiler.get(),
-                     listed = config.cpu_profile_pids](const agent::Aggregator& agg) {
-        std::set<uint32_t> pids(listed.begin(), listed.end());
-        for (const model::ProcessIdentity& p : ProcessesOfInterest(agg)) {
-          pids.insert(static_cast<uint32_t>(p.pid));
-        }
-        source->SetPidFilter(std::move(pids));
-      };
-    }
-    agent.AddSource({std::move(profiler), std::move(before_poll)});
   }
 
   p->store_ = std::make_shared<exporters::MetricsSnapshotStore>();

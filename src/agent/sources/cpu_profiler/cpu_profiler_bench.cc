@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "agent/sources/cpu_profiler/cpu_window.h"
+#include "agent/sources/cpu_profiler/perf_maps.h"
 #include "agent/sources/cpu_profiler/perf_records.h"
 #include "agent/sources/cpu_profiler/process_table.h"
 #include "agent/sources/cpu_profiler/testing/record_writer.h"
@@ -74,6 +75,22 @@ void BM_Unwind(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_Unwind)->Arg(4)->Arg(16)->Arg(64)->Arg(128);
+
+// Unwinding as the sampler configures it: JIT code looked up in the process's perf map (this
+// process has none), for the CPython trampoline step.
+void BM_UnwindWithPerfMaps(benchmark::State& state) {
+  Captured c = Capture(static_cast<int>(state.range(0)));
+  ProcessTable table;
+  const ProcessInfo& p = table.Get(static_cast<uint32_t>(getpid()));
+  PerfMaps perf_maps(PerfMaps::Options{});
+  Unwinder::Options options;
+  options.jit = [&](uint32_t pid, uint64_t address) { return perf_maps.Find(pid, address); };
+  Unwinder unwinder(options);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(unwinder.Unwind(p, c.tid, c.regs, c.stack));
+  }
+}
+BENCHMARK(BM_UnwindWithPerfMaps)->Arg(4)->Arg(16)->Arg(64)->Arg(128);
 
 // A window's build per distinct stack: symbolization (warm ELF caches), file:line, pprof.
 void BM_WindowBuildPerStack(benchmark::State& state) {

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <filesystem>
@@ -68,7 +69,8 @@ struct CpuSampler::State {
   PerfMaps perf_maps;
   KernelSymbols kernel;
   CpuWindow window;
-  std::vector<SampleRecord> pending;
+  std::vector<SampleRecord> pending;  // samples of the current wakeup, after its records
+  std::vector<TaskRecord> exits;      // exits of the current wakeup, after its samples
   Stats local;
 
   struct Request {
@@ -86,13 +88,48 @@ struct CpuSampler::State {
       : options(std::move(o)),
         api(a),
         python(p),
-        table(options.host_root, options.max_processes),
-        unwinder({options.host_root, options.max_unwind_processes, 256}),
+        table(options.host_root, options.max_processes, options.identities.get()),
+        unwinder({options.host_root, options.max_unwind_processes, 256,
+                  [this](uint32_t pid, uint64_t address) { return perf_maps.Find(pid, address); }}),
         // Perf maps are read by `perf_maps`, bounded and once per window.
         symbolizer(profiling::Symbolizer::Options{options.host_root, "", 512, 1024, false}),
         perf_maps(PerfMaps::Options{options.host_root}),
         window(options.formats),
         filter(options.pids) {}
+  // Late symbolization: the symbolizer parses the binaries a process's samples run in while the
+  // process runs (through /proc/<pid>/root, which is gone once it exited), and keeps them until
+  // the process is dropped after the window holding its samples was built. Only the mappings
+  // the sample's pcs fall in, each once per mapping generation: the same files the window's
+  // build would parse (cached by file and build id, shared across processes), parsed earlier.
+  void ParseBinaries(ProcessInfo& process, const std::vector<uint64_t>& pcs) {
+    if (process.maps.empty() || pcs.empty()) {
+      return;
+    }
+    if (process.symbols_generation != process.maps_generation) {
+      process.symbols_generation = process.maps_generation;
+      process.symbols_parsed.assign(process.maps.size(), false);
+      symbolizer.SetProcessMaps(static_cast<pid_t>(process.pid), process.maps);
+    }
+    std::vector<uint64_t> fresh;
+    for (uint64_t pc : pcs) {
+      auto it =
+          std::upper_bound(process.maps.begin(), process.maps.end(), pc,
+                           [](uint64_t a, const profiling::MapEntry& m) { return a < m.start; });
+      if (it == process.maps.begin() || pc >= (it - 1)->end) {
+        continue;
+      }
+      const size_t i = static_cast<size_t>(it - 1 - process.maps.begin());
+      const std::string& path = process.maps[i].path;
+      if (!process.symbols_parsed[i] && !path.empty() && path[0] == '/') {
+        process.symbols_parsed[i] = true;
+        fresh.push_back(pc);
+      }
+    }
+    if (!fresh.empty()) {
+      symbolizer.Symbolize(static_cast<pid_t>(process.pid), fresh);
+    }
+  }
+
   ~State() {
     if (wake_fd >= 0) {
       close(wake_fd);
@@ -315,14 +352,12 @@ void CpuSampler::Loop() {
           s.filter->insert(task->pid);  // kept at the next wakeup's copy, and by the fallback
         }
       }
-      if (selected(task->pid)) {
-        s.table.Apply(*task);
-      }
       if (task->exit) {
-        s.fallback_tids.erase(task->tid);
-        if (task->tid == task->pid) {
-          s.python.ForgetProcess(task->pid);  // its samples hold their Python frames already
-        }
+        // After the samples read with it: a process first sampled in the wakeup that saw it
+        // exit is then known to the table, and marked exited.
+        s.exits.push_back(*task);
+      } else if (selected(task->pid)) {
+        s.table.Apply(*task);
       }
     } else if (auto* lost = std::get_if<LostRecord>(&*record)) {
       s.local.lost += lost->lost;
@@ -341,7 +376,7 @@ void CpuSampler::Loop() {
     u.tid = r.tid;
     u.period_ns = r.period;
     u.kernel_ips = std::move(r.kernel_ips);
-    const ProcessInfo& process = s.table.Get(r.pid);
+    ProcessInfo& process = s.table.Get(r.pid);
     if (r.has_user_regs) {
       const auto t0 = std::chrono::steady_clock::now();
       UnwindResult unwound = s.unwinder.Unwind(process, r.tid, r.regs, r.stack);
@@ -349,6 +384,7 @@ void CpuSampler::Loop() {
           static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                     std::chrono::steady_clock::now() - t0)
                                     .count());
+      s.ParseBinaries(process, unwound.pcs);
       u.user_pcs = std::move(unwound.pcs);
       u.truncated = !unwound.complete;
       if (u.truncated) {
@@ -397,6 +433,16 @@ void CpuSampler::Loop() {
       handle_sample(r);
     }
     s.pending.clear();
+    for (const TaskRecord& exit : s.exits) {
+      if (selected(exit.pid)) {
+        s.table.Apply(exit);
+      }
+      s.fallback_tids.erase(exit.tid);
+      if (exit.tid == exit.pid) {
+        s.python.ForgetProcess(exit.pid);  // its samples hold their Python frames already
+      }
+    }
+    s.exits.clear();
     auto publish = [&] {
       s.local.events = s.events.size();
       s.local.python = s.python.stats();
@@ -411,6 +457,9 @@ void CpuSampler::Loop() {
       ++s.local.windows;
       publish();  // what the window holds is counted once its future is ready
       request.promise.set_value(std::move(profiles));
+      if (s.options.identities != nullptr) {
+        s.options.identities->BeginCycle();  // forgets the processes that are gone
+      }
       // Exited processes were symbolized with the window: now they can go.
       for (uint32_t pid : s.table.Collect({})) {
         s.unwinder.Forget(pid);

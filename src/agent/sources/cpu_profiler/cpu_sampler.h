@@ -35,6 +35,7 @@
 #include "agent/sources/cpu_profiler/perf_api.h"
 #include "agent/sources/cpu_profiler/python_stack_source.h"
 #include "base/status.h"
+#include "model/process.h"
 #include "profiling/window_profile.h"
 
 namespace warpscope::agent::cpu_profiler {
@@ -54,6 +55,11 @@ class CpuSampler {
     size_t max_processes = 4096;        // tracked (mappings, names)
     size_t max_unwind_processes = 256;  // with a Dwfl kept
     size_t max_fallback_events = 1024;  // per-thread events in the fallback
+    // Who a sampled process is inside its container (model::ProcessInfo::container_pid,
+    // container_id, pod_uid), asked once, at its first sample, on the sampler's thread: an
+    // instance of its own (the agent passes a ProcfsProcessResolver). Null: the namespace pid
+    // from /proc/<pid>/status only, no container.
+    std::shared_ptr<model::ProcessResolver> identities;
   };
   struct Stats {
     bool system_wide = false;

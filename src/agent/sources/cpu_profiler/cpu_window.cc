@@ -166,6 +166,20 @@ profiling::WindowProfile CpuWindow::BuildProcess(
   process.file = out.executable;
   const uint32_t process_id = profile.InternFrame(process);
 
+  // The process's identity inside its container, on every sample (pprof has no per-profile
+  // labels): its namespace pid when it differs from the host's, its container and pod.
+  std::vector<profiling::Label> process_labels;
+  if (info != nullptr) {
+    if (info->ns_pid != 0 && info->ns_pid != pid) {
+      process_labels.push_back({"ns_pid", "", static_cast<int64_t>(info->ns_pid)});
+    }
+    if (!info->container_id.empty()) {
+      process_labels.push_back({"container_id", info->container_id, 0});
+    }
+    if (!info->pod_uid.empty()) {
+      process_labels.push_back({"pod_uid", info->pod_uid, 0});
+    }
+  }
   std::vector<Frame> frames;
   std::vector<uint32_t> stack;
   for (const auto& [key, agg] : stacks) {
@@ -204,6 +218,7 @@ profiling::WindowProfile CpuWindow::BuildProcess(
       if (thread != info->thread_names.end() && !thread->second.empty()) {
         labels.push_back({"thread_name", thread->second, 0});
       }
+      labels.insert(labels.end(), process_labels.begin(), process_labels.end());
     }
     const int64_t values[] = {agg.count, agg.cpu_ns};
     profile.Add(stack, values, labels);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 
 #include "base/file_util.h"
@@ -16,6 +17,24 @@ std::string Trimmed(std::string s) {
     s.pop_back();
   }
   return s;
+}
+
+// The last value of "NSpid:" (the pid in the innermost pid namespace); 0 without the line.
+uint32_t InnermostNsPid(std::string_view status) {
+  const size_t at = status.find("\nNSpid:");
+  if (at == std::string_view::npos) {
+    return 0;
+  }
+  std::string_view line = status.substr(at + 7);
+  line = line.substr(0, line.find('\n'));
+  uint32_t last = 0;
+  for (std::string_view field : base::SplitString(line, " \t")) {
+    uint32_t value = 0;
+    if (std::from_chars(field.data(), field.data() + field.size(), value).ec == std::errc()) {
+      last = value;
+    }
+  }
+  return last;
 }
 
 }  // namespace
@@ -47,8 +66,11 @@ void InsertMapping(std::vector<profiling::MapEntry>& maps, const profiling::MapE
   maps = std::move(out);
 }
 
-ProcessTable::ProcessTable(std::string host_root, size_t max_processes)
-    : host_root_(std::move(host_root)), max_processes_(std::max<size_t>(1, max_processes)) {}
+ProcessTable::ProcessTable(std::string host_root, size_t max_processes,
+                           model::ProcessResolver* identities)
+    : host_root_(std::move(host_root)),
+      max_processes_(std::max<size_t>(1, max_processes)),
+      identities_(identities) {}
 
 ProcessInfo& ProcessTable::Track(uint32_t pid) {
   auto [it, inserted] = processes_.try_emplace(pid);
@@ -90,6 +112,16 @@ void ProcessTable::Seed(ProcessInfo& process) {
   ++process.maps_generation;
   if (auto comm = base::ReadFile(dir + "/comm")) {
     process.comm = Trimmed(*comm);
+  }
+  const model::ProcessInfo* identity =
+      identities_ != nullptr ? identities_->Resolve(static_cast<int>(process.pid)) : nullptr;
+  if (identity != nullptr) {
+    process.ns_pid =
+        identity->container_pid > 0 ? static_cast<uint32_t>(identity->container_pid) : 0;
+    process.container_id = identity->container_id;
+    process.pod_uid = identity->pod_uid;
+  } else if (auto status = base::ReadFile(dir + "/status")) {
+    process.ns_pid = InnermostNsPid(*status);
   }
   std::error_code ec;
   std::filesystem::path exe = std::filesystem::read_symlink(dir + "/exe", ec);

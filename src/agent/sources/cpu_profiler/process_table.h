@@ -2,7 +2,9 @@
 // What the CPU profiler knows of every process it samples: its executable mappings, its name
 // and its threads' names, so that addresses can be unwound and symbolized even after the
 // process exited. A process's start state comes from <host_root>/proc/<pid>/{maps,comm,exe}
-// when it is first seen; mmap/mmap2, comm and fork/exit records keep it current.
+// when it is first seen, with its namespace pid and container (through a
+// model::ProcessResolver, else the namespace pid from its status); mmap/mmap2, comm and
+// fork/exit records keep it current.
 //
 // Exited processes are kept (marked exited) until the window holding their samples was built:
 // the sampler calls Collect() with the pids the finished window still needs, and at most
@@ -14,12 +16,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "agent/sources/cpu_profiler/perf_records.h"
+#include "model/process.h"
 #include "profiling/symbolizer.h"
 
 namespace warpscope::agent::cpu_profiler {
@@ -31,6 +35,15 @@ struct ProcessInfo {
   std::string comm;                       // the process's name (main thread's comm)
   std::string executable;                 // /proc/<pid>/exe's target, or the exec mapping
   std::map<uint32_t, std::string> thread_names;
+  // Its pid in its own (innermost) pid namespace, the last value of NSpid in
+  // /proc/<pid>/status; 0 when unknown (the pid is the host's, as perf reports it).
+  uint32_t ns_pid = 0;
+  std::string container_id;  // from its cgroup path; "" outside containers (or no resolver)
+  std::string pod_uid;       // likewise, for a Kubernetes pod
+  // Late symbolization (an exited process's files may be unreachable when its window is
+  // built): the maps_generation the symbolizer holds, and which of `maps` it has parsed.
+  std::optional<uint64_t> symbols_generation;
+  std::vector<bool> symbols_parsed;
   bool exited = false;
   bool seeded = false;      // /proc was read (or found gone) for it
   uint64_t last_touch = 0;  // for eviction
@@ -44,7 +57,10 @@ class ProcessTable {
     uint64_t evicted = 0;
   };
 
-  explicit ProcessTable(std::string host_root = "/", size_t max_processes = 4096);
+  // `identities` (may be null, must outlive the table) names a process's namespace pid and
+  // container at its first sight; without it the namespace pid comes from /proc/<pid>/status.
+  explicit ProcessTable(std::string host_root = "/", size_t max_processes = 4096,
+                        model::ProcessResolver* identities = nullptr);
 
   // The process, read from /proc the first time it is asked for (an unreadable /proc still
   // gives an entry, filled by records). Records alone never read /proc: most processes of a
@@ -71,6 +87,7 @@ class ProcessTable {
 
   std::string host_root_;
   size_t max_processes_;
+  model::ProcessResolver* identities_;
   uint64_t clock_ = 0;
   Stats stats_;
   std::unordered_map<uint32_t, ProcessInfo> processes_;

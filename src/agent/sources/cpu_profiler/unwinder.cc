@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <optional>
 #include <set>
+#include <utility>
 
 #include "base/logging.h"
 
@@ -21,7 +23,9 @@ struct Unwinder::ProcessDwfl {
   std::list<uint32_t>::iterator lru;
   // The current sample.
   uint32_t tid = 0;
-  const DwarfRegs* regs = nullptr;
+  const DwarfRegs* regs = nullptr;  // the initial registers of this walk
+  uint32_t known = 0;               // which of them are known (bit = DWARF number)
+  uint64_t stack_sp = 0;            // the sampled sp: where the stack copy starts
   std::span<const uint8_t> stack;
   // Set when a read failed: libdwfl then ends the stack as if it were complete (a callback
   // cannot set dwfl_errno), so this is what tells a truncated stack from a whole one.
@@ -37,6 +41,10 @@ struct Unwinder::ProcessDwfl {
 namespace {
 
 char* kDebuginfoPath = nullptr;  // libdwfl's default search path
+
+constexpr uint32_t kAllRegs = (1u << kUserRegCount) - 1;
+// The registers a call preserves (System V x86-64, DWARF numbers): rbx, rbp, r12..r15.
+constexpr int kCalleeSaved[] = {3, 6, 12, 13, 14, 15};
 
 const Dwfl_Callbacks kCallbacks = {
     .find_elf = dwfl_build_id_find_elf,
@@ -92,7 +100,7 @@ bool ReadFromElf(Dwfl* dwfl, Dwarf_Addr addr, Dwarf_Word* result) {
 
 bool MemoryRead(Dwfl* dwfl, Dwarf_Addr addr, Dwarf_Word* result, void* arg) {
   auto* p = static_cast<Unwinder::ProcessDwfl*>(arg);
-  const uint64_t sp = (*p->regs)[7];
+  const uint64_t sp = p->stack_sp;
   if (addr >= sp && addr - sp + sizeof(Dwarf_Word) <= p->stack.size()) {
     std::memcpy(result, p->stack.data() + (addr - sp), sizeof(Dwarf_Word));
     return true;
@@ -111,7 +119,16 @@ bool SetInitialRegisters(Dwfl_Thread* thread, void* arg) {
     regs[i] = (*p->regs)[static_cast<size_t>(i)];
   }
   dwfl_thread_state_register_pc(thread, regs[16]);
-  return dwfl_thread_state_registers(thread, 0, kUserRegCount, regs);
+  if (p->known == kAllRegs) {
+    return dwfl_thread_state_registers(thread, 0, kUserRegCount, regs);
+  }
+  // Resuming past a trampoline: only the registers it leaves known; the others stay unknown.
+  for (int i = 0; i < kUserRegCount - 1; ++i) {
+    if ((p->known & (1u << i)) != 0 && !dwfl_thread_state_registers(thread, i, 1, &regs[i])) {
+      return false;
+    }
+  }
+  return true;
 }
 
 const Dwfl_Thread_Callbacks kThreadCallbacks = {
@@ -229,9 +246,22 @@ Unwinder::ProcessDwfl* Unwinder::DwflFor(const ProcessInfo& process) {
 
 namespace {
 
+// What a frame's registers were, for a step past a trampoline that ends libdwfl's walk there.
+struct FrameState {
+  size_t index = 0;         // in the walk's pcs
+  uint64_t pc = 0;          // as libdwfl gave it
+  bool activation = false;  // pc is the interrupted instruction (else a return address)
+  uint32_t known = 0;       // bits of `regs` known (DWARF numbers)
+  DwarfRegs regs{};         // sp and the callee-saved registers only
+};
+
 struct FrameCollector {
   std::vector<uint64_t>* pcs;
+  // The frames outside every reported module (JIT code); null: not kept.
+  std::vector<FrameState>* states;
+  Dwfl* dwfl;
   size_t max_frames;
+  bool resumed = false;  // this walk starts at a return address (past a trampoline)
 };
 
 int OnFrame(Dwfl_Frame* frame, void* arg) {
@@ -241,8 +271,61 @@ int OnFrame(Dwfl_Frame* frame, void* arg) {
   if (!dwfl_frame_pc(frame, &pc, &activation)) {
     return DWARF_CB_ABORT;
   }
+  if (c->resumed) {
+    activation = false;  // the initial frame of a resumed walk is the trampoline's caller
+    c->resumed = false;
+  }
   c->pcs->push_back(activation || pc == 0 ? pc : pc - 1);
+  if (c->states == nullptr || dwfl_addrmodule(c->dwfl, pc) != nullptr) {
+    return c->pcs->size() >= c->max_frames ? DWARF_CB_ABORT : DWARF_CB_OK;
+  }
+  FrameState state;
+  state.index = c->pcs->size() - 1;
+  state.pc = pc;
+  state.activation = activation;
+  Dwarf_Word value = 0;
+  if (dwfl_frame_reg(frame, 7, &value) == 0) {
+    state.regs[7] = value;
+    state.known |= 1u << 7;
+  }
+  for (int r : kCalleeSaved) {
+    if (dwfl_frame_reg(frame, static_cast<unsigned>(r), &value) == 0) {
+      state.regs[static_cast<size_t>(r)] = value;
+      state.known |= 1u << r;
+    }
+  }
+  c->states->push_back(state);
   return c->pcs->size() >= c->max_frames ? DWARF_CB_ABORT : DWARF_CB_OK;
+}
+
+// Offsets in CPython's x86-64 perf trampoline (Python/asm_trampoline.S, 3.12 and 3.13):
+// 0 sub $8,%rsp; 4 call *%rcx; 6 add $8,%rsp; 10 ret. 11 bytes.
+constexpr uint64_t kCpythonTrampolineSize = 11;
+
+// The registers of the caller of a CPython trampoline frame `f` whose code starts at `start`;
+// nullopt when `f` is not inside it or a read leaves the stack copy.
+std::optional<std::pair<DwarfRegs, uint32_t>> StepOverCpythonTrampoline(
+    const FrameState& f, uint64_t start, uint64_t stack_sp, std::span<const uint8_t> stack) {
+  if ((f.known & (1u << 7)) == 0 || f.pc < start || f.pc >= start + kCpythonTrampolineSize) {
+    return std::nullopt;
+  }
+  const uint64_t offset = f.pc - start;
+  // Inside the call (a return address at offset 6, or interrupted at 4 or 6) the return address
+  // into the caller sits above the 8 bytes of padding; before the sub or at the ret, at sp.
+  const uint64_t sp = f.regs[7];
+  const uint64_t ra_at = offset >= 4 && offset <= 6 ? sp + 8 : sp;
+  if (!f.activation && offset != 6) {
+    return std::nullopt;  // a return address can only follow the call
+  }
+  if (ra_at < stack_sp || ra_at - stack_sp + 8 > stack.size()) {
+    return std::nullopt;
+  }
+  DwarfRegs regs = f.regs;
+  uint32_t known = f.known;
+  std::memcpy(&regs[16], stack.data() + (ra_at - stack_sp), 8);
+  regs[7] = ra_at + 8;
+  known |= 1u << 16;
+  return std::make_pair(regs, known);
 }
 
 std::string MappingAt(const ProcessInfo& process, uint64_t address) {
@@ -269,17 +352,54 @@ UnwindResult Unwinder::Unwind(const ProcessInfo& process, uint32_t tid, const Dw
   }
   p->tid = tid;
   p->regs = &regs;
+  p->known = kAllRegs;
+  p->stack_sp = regs[7];
   p->stack = stack;
   p->read_failed = false;
-  FrameCollector collector{&result.pcs, options_.max_frames};
-  const int rc = dwfl_getthread_frames(p->dwfl, static_cast<pid_t>(tid), OnFrame, &collector);
+  std::vector<FrameState> states;
+  FrameCollector collector{&result.pcs, options_.jit ? &states : nullptr, p->dwfl,
+                           options_.max_frames};
+  int rc = dwfl_getthread_frames(p->dwfl, static_cast<pid_t>(tid), OnFrame, &collector);
+  // rc 0: the outermost frame was reached (its return address is undefined in the CFI).
+  result.complete = rc == 0 && !p->read_failed && result.pcs.size() < options_.max_frames;
+  // Past CPython's perf trampolines: the first one of the walk ends it (libdwfl's frame-pointer
+  // step beyond it is a guess from an rbp the trampoline never set), the walk resumes at its
+  // caller.
+  size_t from = 0;  // in `states`: the JIT frames not looked at yet
+  for (int step = 0;
+       !states.empty() && step < kMaxTrampolineSteps && result.pcs.size() < options_.max_frames;
+       ++step) {
+    std::optional<std::pair<DwarfRegs, uint32_t>> caller;
+    size_t at = from;
+    for (; at < states.size() && !caller; ++at) {
+      const profiling::PerfMapSymbol* jit = options_.jit(process.pid, states[at].pc);
+      if (jit != nullptr && jit->name.starts_with("py::") && jit->size == kCpythonTrampolineSize) {
+        caller = StepOverCpythonTrampoline(states[at], jit->start, p->stack_sp, stack);
+        if (!caller) {
+          break;
+        }
+      }
+    }
+    if (!caller) {
+      break;
+    }
+    // `at` is one past the trampoline's state: drop the frames after the trampoline's.
+    result.pcs.resize(states[at - 1].index + 1);
+    states.resize(at);
+    from = at;
+    ++stats_.trampoline_steps;
+    p->regs = &caller->first;
+    p->known = caller->second;
+    p->read_failed = false;
+    collector.resumed = true;
+    rc = dwfl_getthread_frames(p->dwfl, static_cast<pid_t>(tid), OnFrame, &collector);
+    result.complete = rc == 0 && !p->read_failed && result.pcs.size() < options_.max_frames;
+  }
   p->regs = nullptr;
   p->stack = {};
   if (result.pcs.empty()) {
     result.pcs.push_back(regs[16]);
   }
-  // rc 0: the outermost frame was reached (its return address is undefined in the CFI).
-  result.complete = rc == 0 && !p->read_failed && result.pcs.size() < options_.max_frames;
   if (!result.complete) {
     ++stats_.truncated;
     result.stopped_in = MappingAt(process, result.pcs.back());

@@ -11,11 +11,21 @@
 // inside the stack copy come from it; other addresses from the file contents of the mapped ELF
 // (PT_LOAD data), never from the live process.
 //
+// Code without CFI: libdwfl's x86-64 backend steps over a frame it has no CFI for through its
+// frame pointer (rbp → saved rbp, return address), its reads bounded by the stack copy like
+// every other; that walks JIT trampolines that keep one. CPython's `-X perf` trampoline keeps
+// none (`sub $8,%rsp; call *%rcx; add $8,%rsp; ret`): a frame whose pc the JIT lookup names as
+// one (a "py::" perf-map entry of that size) is stepped over by that known layout (return
+// address at the frame's sp + 8 once inside the call, the caller's sp 16 bytes up, the other
+// registers untouched), and libdwfl resumes at its caller. At most kMaxTrampolineSteps per
+// sample, each checked to stay inside the stack copy.
+//
 // Thread contract: not thread-safe; owned by the sampler's thread.
 #ifndef WARPSCOPE_AGENT_SOURCES_CPU_PROFILER_UNWINDER_H_
 #define WARPSCOPE_AGENT_SOURCES_CPU_PROFILER_UNWINDER_H_
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <optional>
@@ -26,6 +36,7 @@
 
 #include "agent/sources/cpu_profiler/perf_records.h"
 #include "agent/sources/cpu_profiler/process_table.h"
+#include "profiling/symbolizer.h"
 
 namespace warpscope::agent::cpu_profiler {
 
@@ -47,12 +58,16 @@ class Unwinder {
     std::string host_root = "/";
     size_t max_processes = 256;  // Dwfls kept
     size_t max_frames = 256;
+    // Names JIT code of a process (the sampler's perf maps); null: no trampoline steps.
+    std::function<const profiling::PerfMapSymbol*(uint32_t pid, uint64_t address)> jit;
   };
+  static constexpr int kMaxTrampolineSteps = 32;
   struct Stats {
     uint64_t unwinds = 0;
     uint64_t truncated = 0;
     uint64_t reports = 0;  // (re-)reports of a process's modules
     uint64_t attach_failures = 0;
+    uint64_t trampoline_steps = 0;  // CPython perf trampolines stepped over
   };
 
   explicit Unwinder(Options options);

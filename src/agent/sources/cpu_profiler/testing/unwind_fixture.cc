@@ -98,3 +98,57 @@ __attribute__((noinline)) int UnwindFixtureRecurse(int depth,
 }
 
 }  // extern "C"
+
+#include <sys/mman.h>
+
+namespace {
+
+// CPython 3.12/3.13's x86-64 perf trampoline (Python/asm_trampoline.S), byte for byte: no frame
+// pointer and no unwind info, the evaluator called through rcx with rdi, rsi, rdx untouched.
+constexpr unsigned char kCpythonTrampoline[] = {
+    0x48, 0x83, 0xec, 0x08,  // sub $8, %rsp
+    0xff, 0xd1,              // call *%rcx
+    0x48, 0x83, 0xc4, 0x08,  // add $8, %rsp
+    0xc3,                    // ret
+};
+
+using TrampolineFn = int (*)(warpscope::agent::cpu_profiler::DwarfRegs*, std::vector<uint8_t>*,
+                             uint64_t,
+                             int (*)(warpscope::agent::cpu_profiler::DwarfRegs*,
+                                     std::vector<uint8_t>*, uint64_t));
+
+}  // namespace
+
+extern "C" {
+
+uint64_t UnwindFixtureTrampoline(size_t* size) {
+  static void* code = [] {
+    void* p = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      return static_cast<void*>(nullptr);
+    }
+    std::memcpy(p, kCpythonTrampoline, sizeof(kCpythonTrampoline));
+    if (mprotect(p, 4096, PROT_READ | PROT_EXEC) != 0) {
+      return static_cast<void*>(nullptr);
+    }
+    return p;
+  }();
+  *size = sizeof(kCpythonTrampoline);
+  return reinterpret_cast<uint64_t>(code);
+}
+
+__attribute__((noinline)) int UnwindFixtureThroughTrampoline(
+    warpscope::agent::cpu_profiler::DwarfRegs* regs, std::vector<uint8_t>* stack,
+    uint64_t max_bytes) {
+  size_t size = 0;
+  const uint64_t code = UnwindFixtureTrampoline(&size);
+  if (code == 0) {
+    return -1;
+  }
+  TrampolineFn trampoline;
+  std::memcpy(&trampoline, &code, sizeof(trampoline));
+  volatile int pad[2] = {3, 4};
+  return trampoline(regs, stack, max_bytes, UnwindFixtureOuter) * 3 + pad[0];
+}
+
+}  // extern "C"

@@ -5,6 +5,7 @@
 #ifndef WARPSCOPE_AGENT_SOURCES_CPU_PROFILER_TESTING_UNWIND_FIXTURE_H_
 #define WARPSCOPE_AGENT_SOURCES_CPU_PROFILER_TESTING_UNWIND_FIXTURE_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -18,6 +19,13 @@ int UnwindFixtureOuter(warpscope::agent::cpu_profiler::DwarfRegs* regs, std::vec
 // `depth` more frames (UnwindFixtureRecurse) above UnwindFixtureOuter.
 int UnwindFixtureRecurse(int depth, warpscope::agent::cpu_profiler::DwarfRegs* regs,
                          std::vector<uint8_t>* stack, uint64_t max_bytes);
+// A copy of CPython's x86-64 perf trampoline (no frame pointer, no CFI) in executable memory
+// mapped at the first call: its address, and its size in `size`. 0 when it cannot be mapped.
+uint64_t UnwindFixtureTrampoline(size_t* size);
+// Calls UnwindFixtureOuter through that trampoline, as CPython's eval loop is entered with
+// `-X perf`: Inner → Middle → Outer → trampoline → UnwindFixtureThroughTrampoline.
+int UnwindFixtureThroughTrampoline(warpscope::agent::cpu_profiler::DwarfRegs* regs,
+                                   std::vector<uint8_t>* stack, uint64_t max_bytes);
 }
 
 #endif  // WARPSCOPE_AGENT_SOURCES_CPU_PROFILER_TESTING_UNWIND_FIXTURE_H_
