@@ -209,5 +209,36 @@ TEST_F(HostTreeTest, NvmlSimFollowsTheRealClock) {
   fs::remove(scenario);
 }
 
+// A host-only process is in the tree and in the host's totals, and NVML does not know it.
+TEST(HostTreeOnlyTest, HostOnlyProcessesAreInTheTreeOnly) {
+  const std::string root = testing::TempDir() + "/host_tree_only_" + std::to_string(getpid());
+  fs::remove_all(root);
+  auto scenario = ParseScenario(R"yaml(
+name: daemons
+host: {cpus: 4, processes: [{pid: 1200, name: sshd, cpu: 0.5, rss: 12MiB}]}
+devices: [{processes: [{pid: 4000, name: trainer}]}]
+)yaml",
+                                "daemons.yaml");
+  ASSERT_TRUE(scenario) << scenario.error().ToString();
+  Simulation sim(std::move(*scenario));
+  HostTree tree(root);
+  ASSERT_TRUE(tree.Update(sim, 10).ok());
+  EXPECT_EQ(StatFields(Read(root + "/proc/1200/stat"))[2], "sshd");
+  EXPECT_EQ(fs::read_symlink(root + "/proc/1200/exe"), "/usr/bin/sshd");
+  EXPECT_THAT(Read(root + "/proc/stat"), HasSubstr("cpu  500 0 0 "));  // 0.5 core for 10 s
+  EXPECT_FALSE(fs::exists(root + "/proc/4000"));
+  const std::string path = root + ".yaml";
+  std::ofstream(path) << "name: daemons\nhost: {processes: [{pid: 1200, name: sshd}]}\n"
+                         "devices: [{}]\n";
+  setenv(kScenarioEnvVar, path.c_str(), 1);
+  NvmlSim nvml;
+  ASSERT_EQ(nvml.Init("nvmlInit_v2"), abi::kSuccess);
+  char name[64] = {};
+  EXPECT_EQ(nvml.SystemGetProcessName(1200, name, sizeof(name)), abi::kErrorNotFound);
+  EXPECT_EQ(nvml.Shutdown(), abi::kSuccess);
+  fs::remove(path);
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace warpscope::sim

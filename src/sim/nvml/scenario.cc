@@ -91,6 +91,7 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
     WARPSCOPE_RETURN_IF_ERROR(ParseDeviceEntry(devices[i], i, s));
   }
   WARPSCOPE_RETURN_IF_ERROR(CheckUnique(s, devices));
+  WARPSCOPE_RETURN_IF_ERROR(CheckHostPids(root, s));
   WARPSCOPE_RETURN_IF_ERROR(AssignUids(root, s));
   return s;
 }

@@ -74,13 +74,6 @@ struct HostProcessSpec {
   Signal cpu;  // cores in use (1 = one logical CPU busy), clamped to the host's cpus
 };
 
-// The simulated host: the totals of the synthetic /proc tree.
-struct HostSpec {
-  unsigned cpus = 64;                           // logical CPUs (cpu0..cpuN-1 in /proc/stat)
-  double memory_total = 1024.0 * (1ULL << 30);  // bytes (MemTotal)
-  double memory_base = 8.0 * (1ULL << 30);      // bytes used besides the processes' RSS
-};
-
 struct ProcessSpec {
   unsigned pid = 0;
   std::string name = "python3";
@@ -93,6 +86,16 @@ struct ProcessSpec {
   std::optional<unsigned> gpu_instance_id;  // MIG only
   unsigned compute_instance_id = 0;         // MIG only
   std::optional<HostProcessSpec> host;      // its host side, when the scenario gives one
+};
+
+// The simulated host: the totals of the synthetic /proc tree, and its processes that use no GPU.
+struct HostSpec {
+  unsigned cpus = 64;                           // logical CPUs (cpu0..cpuN-1 in /proc/stat)
+  double memory_total = 1024.0 * (1ULL << 30);  // bytes (MemTotal)
+  double memory_base = 8.0 * (1ULL << 30);      // bytes used besides the processes' RSS
+  // Host-only processes (daemons, launchers): pid, name, start, stop and `host` are used; NVML
+  // does not know them. Their pids differ from every GPU process's.
+  std::vector<ProcessSpec> processes;
 };
 
 struct MigInstanceSpec {

@@ -56,7 +56,8 @@ Status Parser::ParseHost(const YAML::Node& n, std::string_view path, HostSpec& h
   if (!n.IsMap()) {
     return Err(n, path, "expected a map, e.g. {cpus: 96, memory_total: 2TiB}");
   }
-  WARPSCOPE_RETURN_IF_ERROR(CheckKeys(n, path, {"cpus", "memory_total", "memory_base"}));
+  WARPSCOPE_RETURN_IF_ERROR(
+      CheckKeys(n, path, {"cpus", "memory_total", "memory_base", "processes"}));
   WARPSCOPE_RETURN_IF_ERROR(OptionalUInt(n, path, "cpus", 1, 4096, host.cpus));
   WARPSCOPE_RETURN_IF_ERROR(
       OptionalQuantity(n, path, "memory_total", Unit::kBytes, host.memory_total));
@@ -69,19 +70,92 @@ Status Parser::ParseHost(const YAML::Node& n, std::string_view path, HostSpec& h
     return Err(n["memory_base"], Join(path, "memory_base"),
                "must not exceed memory_total (it is the memory used besides the processes)");
   }
+  const YAML::Node procs = n["processes"];
+  if (Present(procs)) {
+    const std::string ppath = Join(path, "processes");
+    if (!procs.IsSequence()) {
+      return Err(procs, ppath, "expected a list such as [{pid: 1200, name: sshd, cpu: 0.1}]");
+    }
+    for (size_t i = 0; i < procs.size(); ++i) {
+      ProcessSpec proc;
+      WARPSCOPE_RETURN_IF_ERROR(ParseHostProcess(procs[i], Index(ppath, i), proc));
+      host.processes.push_back(std::move(proc));
+    }
+  }
+  return base::OkStatus();
+}
+
+// A host-only process: pid, name, start and stop as a GPU process has them, and the keys of a
+// process's `host` map on the same level.
+Status Parser::ParseHostProcess(const YAML::Node& n, const std::string& path,
+                                ProcessSpec& proc) const {
+  if (!n.IsMap()) {
+    return Err(n, path, "expected a map such as {pid: 1200, name: sshd, cpu: 0.1, rss: 12MiB}");
+  }
+  WARPSCOPE_RETURN_IF_ERROR(CheckKeys(n, path,
+                                      {"pid", "name", "start", "stop", "exe", "cmdline", "user",
+                                       "uid", "container_id", "pod_uid", "threads", "rss", "cpu"}));
+  WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node pid, Required(n, path, "pid", "pid: 1200"));
+  WARPSCOPE_ASSIGN_OR_RETURN(proc.pid, UInt(pid, Join(path, "pid"), 1, 4194304));
+  WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node name, Required(n, path, "name", "name: sshd"));
+  WARPSCOPE_ASSIGN_OR_RETURN(proc.name, Str(name, Join(path, "name")));
+  if (proc.name.empty() || proc.name.size() > 255) {
+    return Err(name, Join(path, "name"), "must be 1..255 characters");
+  }
+  WARPSCOPE_RETURN_IF_ERROR(OptionalQuantity(n, path, "start", Unit::kSeconds, proc.start_s));
+  if (Present(n["stop"])) {
+    WARPSCOPE_ASSIGN_OR_RETURN(proc.stop_s,
+                               Quantity(n["stop"], Join(path, "stop"), Unit::kSeconds));
+    if (proc.stop_s <= proc.start_s) {
+      return Err(n["stop"], Join(path, "stop"), "must be later than start");
+    }
+  }
+  HostProcessSpec host;
+  WARPSCOPE_RETURN_IF_ERROR(ParseProcessHost(n, path, proc, host, /*check_keys=*/false));
+  proc.host = std::move(host);
+  return base::OkStatus();
+}
+
+// A host-only process's pid is its own: no other host-only process or GPU process has it.
+Status Parser::CheckHostPids(const YAML::Node& root, const Scenario& s) const {
+  if (s.host.processes.empty()) return base::OkStatus();
+  const YAML::Node procs = root["host"]["processes"];  // present: it gave the processes
+  for (size_t i = 0; i < s.host.processes.size(); ++i) {
+    const unsigned pid = s.host.processes[i].pid;
+    const std::string path = Join(Index("host.processes", i), "pid");
+    for (size_t j = 0; j < i; ++j) {
+      if (s.host.processes[j].pid == pid) {
+        return Err(procs[i]["pid"], path,
+                   fmt::format("pid {} is also host.processes[{}]; pids are unique", pid, j));
+      }
+    }
+    for (const DeviceSpec& d : s.devices) {
+      for (const ProcessSpec& p : d.processes) {
+        if (p.pid == pid) {
+          return Err(procs[i]["pid"], path,
+                     fmt::format("pid {} is a GPU process of device {}; give it its host side "
+                                 "there (devices[].processes[].host)",
+                                 pid, d.index));
+        }
+      }
+    }
+  }
   return base::OkStatus();
 }
 
 Status Parser::ParseProcessHost(const YAML::Node& n, const std::string& path,
-                                const ProcessSpec& proc, HostProcessSpec& host) const {
+                                const ProcessSpec& proc, HostProcessSpec& host,
+                                bool check_keys) const {
   if (!n.IsMap()) {
     return Err(n, path,
                "expected a map such as {exe: /usr/bin/python3, cmdline: [python3, train.py], "
                "cpu: 6}");
   }
-  WARPSCOPE_RETURN_IF_ERROR(CheckKeys(
-      n, path,
-      {"exe", "cmdline", "user", "uid", "container_id", "pod_uid", "threads", "rss", "cpu"}));
+  if (check_keys) {
+    WARPSCOPE_RETURN_IF_ERROR(CheckKeys(
+        n, path,
+        {"exe", "cmdline", "user", "uid", "container_id", "pod_uid", "threads", "rss", "cpu"}));
+  }
   host.exe = "/usr/bin/" + proc.name;
   if (Present(n["exe"])) {
     WARPSCOPE_ASSIGN_OR_RETURN(host.exe, Str(n["exe"], Join(path, "exe")));
@@ -195,9 +269,11 @@ Status Parser::AssignUids(const YAML::Node& root, Scenario& s) const {
                                ? fmt::format("'{}' is uid {} elsewhere", h.user, by_user[h.user])
                                : fmt::format("uid {} is '{}' elsewhere", h.uid, by_uid[h.uid])));
   };
+  std::vector<std::vector<ProcessSpec>*> lists = {&s.host.processes};
+  for (DeviceSpec& d : s.devices) lists.push_back(&d.processes);
   for (bool explicit_pass : {true, false}) {
-    for (DeviceSpec& d : s.devices) {
-      for (ProcessSpec& p : d.processes) {
+    for (std::vector<ProcessSpec>* list : lists) {
+      for (ProcessSpec& p : *list) {
         if (!p.host || p.host->uid_given != explicit_pass) continue;
         HostProcessSpec& h = *p.host;
         auto it = by_user.find(h.user);

@@ -172,8 +172,13 @@ class Parser {
   // The host side (scenario_host.cc): the top-level `host` map, a process's `host` map, and the
   // users' uids once every device is parsed.
   base::Status ParseHost(const YAML::Node& n, std::string_view path, HostSpec& host) const;
+  base::Status ParseHostProcess(const YAML::Node& n, const std::string& path,
+                                ProcessSpec& proc) const;
+  // `check_keys` false: the caller checked the map's keys (a host-only process has its own).
   base::Status ParseProcessHost(const YAML::Node& n, const std::string& path,
-                                const ProcessSpec& proc, HostProcessSpec& host) const;
+                                const ProcessSpec& proc, HostProcessSpec& host,
+                                bool check_keys = true) const;
+  base::Status CheckHostPids(const YAML::Node& root, const Scenario& s) const;
   base::Status ParseCmdline(const YAML::Node& n, const std::string& path,
                             HostProcessSpec& host) const;
   base::Status ParseProcessIds(const YAML::Node& n, const std::string& path,

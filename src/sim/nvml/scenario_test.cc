@@ -437,6 +437,20 @@ INSTANTIATE_TEST_SUITE_P(
                 "devices[0].processes[0].host.cpu.sin", "Did you mean 'sine'?"},
         BadCase{"bad rss unit", "name: x\ndevices: [{processes: [{pid: 1, host: {rss: 3Gb}}]}]\n",
                 "devices[0].processes[0].host.rss", "GiB"},
+        BadCase{"host process without name",
+                "name: x\nhost: {processes: [{pid: 7}]}\ndevices: []\n", "host.processes[0].name",
+                "missing"},
+        BadCase{"host process with GPU key",
+                "name: x\nhost: {processes: [{pid: 7, name: a, memory: 1GiB}]}\ndevices: []\n",
+                "host.processes[0].memory", "Allowed here"},
+        BadCase{"host process pid of a GPU process",
+                "name: x\nhost: {processes: [{pid: 7, name: a}]}\n"
+                "devices: [{processes: [{pid: 7}]}]\n",
+                "host.processes[0].pid", "is a GPU process of device 0"},
+        BadCase{"host process pid twice",
+                "name: x\nhost:\n  processes:\n    - {pid: 7, name: a}\n    - {pid: 7, name: b}\n"
+                "devices: []\n",
+                "scenarios/bad.yaml:5", "pid 7 is also host.processes[0]"},
         BadCase{"host line number",
                 "name: x\ndevices:\n  - processes:\n      - pid: 1\n        host:\n"
                 "          exe: python3\n",
@@ -543,6 +557,29 @@ devices:
   ASSERT_TRUE(defaults);
   EXPECT_EQ(defaults->host.cpus, 64u);
   EXPECT_EQ(defaults->host.memory_total, 1024 * kGiB);
+}
+
+TEST(ScenarioTest, HostOnlyProcessesParse) {
+  auto s = ParseScenario(R"yaml(
+name: daemons
+host:
+  processes:
+    - {pid: 1200, name: sshd, cpu: 0.05, rss: 12MiB}
+    - {pid: 1300, name: kubelet, exe: /usr/bin/kubelet, user: kube, threads: 40, start: 1m}
+devices: [{processes: [{pid: 4000, host: {user: kube}}]}]
+)yaml",
+                         "daemons.yaml");
+  ASSERT_TRUE(s) << s.error().ToString();
+  ASSERT_EQ(s->host.processes.size(), 2u);
+  const ProcessSpec& sshd = s->host.processes[0];
+  ASSERT_TRUE(sshd.host);
+  EXPECT_EQ(sshd.host->exe, "/usr/bin/sshd");
+  EXPECT_EQ(sshd.host->rss.value, 12 * 1024 * 1024);
+  const ProcessSpec& kubelet = s->host.processes[1];
+  EXPECT_EQ(kubelet.start_s, 60);
+  EXPECT_EQ(kubelet.host->threads, 40u);
+  EXPECT_EQ(kubelet.host->uid, 1000u);
+  EXPECT_EQ(s->devices[0].processes[0].host->uid, 1000u) << "the same user on the GPU side";
 }
 
 }  // namespace

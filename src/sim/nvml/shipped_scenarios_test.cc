@@ -352,5 +352,24 @@ TEST(ShippedScenariosTest, HostSidesFitTheirHosts) {
   }
 }
 
+// Rule 2's GPM evidence: busy, but bound by DRAM bandwidth with the SMs and tensor pipes waiting;
+// rule 3's: busy FP32 pipes with the tensor pipes idle. Each must not look like the other.
+TEST(ShippedScenariosTest, MemoryBoundAndTensorIdleShowTheirPipes) {
+  auto bound = Load("memory-bound");
+  auto idle = Load("tensor-idle");
+  ASSERT_TRUE(bound && idle);
+  for (size_t d = 0; d < 8; ++d) {
+    EXPECT_GT(Mean(*bound, d, SignalId::kGpuUtil, 0, 10 * kMinute), 95);
+    EXPECT_GT(Mean(*bound, d, SignalId::kDramActive, 0, 10 * kMinute), 85);
+    EXPECT_LT(Mean(*bound, d, SignalId::kSmActive, 0, 10 * kMinute), 50);
+    EXPECT_LT(Mean(*bound, d, SignalId::kTensorActive, 0, 10 * kMinute), 10);
+    EXPECT_GT(Mean(*idle, d, SignalId::kGpuUtil, 0, 10 * kMinute), 95);
+    EXPECT_GT(Mean(*idle, d, SignalId::kFp32Active, 0, 10 * kMinute), 75);
+    EXPECT_LT(Mean(*idle, d, SignalId::kTensorActive, 0, 10 * kMinute), 5);
+    EXPECT_LT(Mean(*idle, d, SignalId::kDramActive, 0, 10 * kMinute), 50);
+    EXPECT_TRUE(bound->device(d).SupportsGpm() && idle->device(d).SupportsGpm());
+  }
+}
+
 }  // namespace
 }  // namespace warpscope::sim

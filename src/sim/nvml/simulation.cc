@@ -57,12 +57,19 @@ Simulation::Simulation(Scenario scenario) : scenario_(std::move(scenario)) {
       if (procs[p].host) by_pid.try_emplace(procs[p].pid, HostProcess{procs[p].pid, d, p});
     }
   }
+  for (size_t p = 0; p < scenario_.host.processes.size(); ++p) {
+    by_pid.try_emplace(scenario_.host.processes[p].pid,
+                       HostProcess{scenario_.host.processes[p].pid, kHostOnly, p});
+  }
   for (const auto& [pid, hp] : by_pid) {
     host_processes_.push_back(hp);
-    const unsigned index = scenario_.devices[hp.device].index;
-    host_keys_.push_back(
-        {NoiseKey(scenario_.seed, index, fmt::format("processes[{}].host.cpu", hp.process)),
-         NoiseKey(scenario_.seed, index, fmt::format("processes[{}].host.rss", hp.process))});
+    // Host-only processes draw their noise as a device index past the last GPU.
+    const bool host_only = hp.device == kHostOnly;
+    const unsigned index = host_only ? kMaxDevices : scenario_.devices[hp.device].index;
+    const std::string name = host_only ? fmt::format("host.processes[{}]", hp.process)
+                                       : fmt::format("processes[{}].host", hp.process);
+    host_keys_.push_back({NoiseKey(scenario_.seed, index, name + ".cpu"),
+                          NoiseKey(scenario_.seed, index, name + ".rss")});
   }
   host_cpu_integrals_.resize(host_processes_.size());
 }

@@ -47,15 +47,18 @@ class Simulation {
   double ProcessValue(size_t d, size_t p, ProcessSignal which, double t);
 
   // The processes with a host side, one per pid (the first device listing the pid with a `host`
-  // map wins), sorted by pid.
+  // map wins) plus the host-only ones (host.processes), sorted by pid.
+  static constexpr size_t kHostOnly = static_cast<size_t>(-1);  // HostProcess::device
   struct HostProcess {
     unsigned pid = 0;
-    size_t device = 0;
+    size_t device = 0;  // kHostOnly: process indexes host.processes
     size_t process = 0;
   };
   const std::vector<HostProcess>& host_processes() const { return host_processes_; }
   const ProcessSpec& host_process(size_t i) const {
-    return scenario_.devices[host_processes_[i].device].processes[host_processes_[i].process];
+    const HostProcess& hp = host_processes_[i];
+    return hp.device == kHostOnly ? scenario_.host.processes[hp.process]
+                                  : scenario_.devices[hp.device].processes[hp.process];
   }
   // Cores process `i` uses at t: its cpu signal clamped to [0, host.cpus]; 0 while not running.
   double HostCpu(size_t i, double t);
