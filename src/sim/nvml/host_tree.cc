@@ -93,8 +93,11 @@ HostTree::HostTree(std::string root) : root_(std::move(root)) {
 }
 
 base::Status HostTree::Update(Simulation& sim, double t) {
-  WARPSCOPE_RETURN_IF_ERROR(MakeDirs(root_ + "/proc/net"));
-  WARPSCOPE_RETURN_IF_ERROR(MakeDirs(root_ + "/etc"));
+  if (!dirs_made_) {
+    WARPSCOPE_RETURN_IF_ERROR(MakeDirs(root_ + "/proc/net"));
+    WARPSCOPE_RETURN_IF_ERROR(MakeDirs(root_ + "/etc"));
+    dirs_made_ = true;
+  }
   WARPSCOPE_RETURN_IF_ERROR(WriteHost(sim, t));
   std::set<unsigned> running;
   for (size_t i = 0; i < sim.host_processes().size(); ++i) {
@@ -102,8 +105,8 @@ base::Status HostTree::Update(Simulation& sim, double t) {
     if (t < proc.start_s || t >= proc.stop_s) continue;
     running.insert(proc.pid);
     if (present_.contains(proc.pid)) {
-      WARPSCOPE_RETURN_IF_ERROR(
-          WriteProcessState(sim, i, t, fmt::format("{}/proc/{}", root_, proc.pid)));
+      const std::string dir = fmt::format("{}/proc/{}", root_, proc.pid);
+      WARPSCOPE_RETURN_IF_ERROR(WriteProcessState(sim, i, t, dir, dir));
     } else {
       WARPSCOPE_RETURN_IF_ERROR(AddProcess(sim, i, t));
     }
@@ -117,6 +120,7 @@ base::Status HostTree::Update(Simulation& sim, double t) {
     fs::remove_all(gone, ec);
     if (::rename(dir.c_str(), gone.c_str()) != 0) return WriteFailed(dir, errno);
     fs::remove_all(gone, ec);
+    Forget(dir);
   }
   present_ = std::move(running);
   return base::OkStatus();
@@ -154,23 +158,23 @@ base::Status HostTree::WriteHost(Simulation& sim, double t) {
   }
   stat += fmt::format("intr 0\nctxt 0\nbtime {}\nprocesses {}\nprocs_running {}\nprocs_blocked 0\n",
                       kHostBootTimeSeconds, n, runnable);
-  WARPSCOPE_RETURN_IF_ERROR(WriteAtomically(root_ + "/proc/stat", stat));
+  WARPSCOPE_RETURN_IF_ERROR(WriteIfChanged(root_ + "/proc/stat", std::move(stat)));
 
   const double used = std::min(host.memory_base + rss, host.memory_total);
   const uint64_t total_kib = KiB(host.memory_total);
   const uint64_t free_kib = total_kib - std::min(total_kib, KiB(used));
-  WARPSCOPE_RETURN_IF_ERROR(WriteAtomically(
+  WARPSCOPE_RETURN_IF_ERROR(WriteIfChanged(
       root_ + "/proc/meminfo",
       fmt::format("MemTotal:       {} kB\nMemFree:        {} kB\nMemAvailable:   {} kB\n"
                   "Buffers:        0 kB\nCached:         0 kB\nSwapCached:     0 kB\n"
                   "SwapTotal:      0 kB\nSwapFree:       0 kB\n",
                   total_kib, free_kib, free_kib)));
   // The load is the cores in use now (no kernel averaging), the same in all three columns.
-  WARPSCOPE_RETURN_IF_ERROR(WriteAtomically(
+  WARPSCOPE_RETURN_IF_ERROR(WriteIfChanged(
       root_ + "/proc/loadavg", fmt::format("{:.2f} {:.2f} {:.2f} {}/{} {}\n", cores_now, cores_now,
                                            cores_now, runnable, running, last_pid)));
-  WARPSCOPE_RETURN_IF_ERROR(WriteAtomically(root_ + "/proc/diskstats", ""));
-  WARPSCOPE_RETURN_IF_ERROR(WriteAtomically(
+  WARPSCOPE_RETURN_IF_ERROR(WriteIfChanged(root_ + "/proc/diskstats", ""));
+  WARPSCOPE_RETURN_IF_ERROR(WriteIfChanged(
       root_ + "/proc/net/dev",
       "Inter-|   Receive                                                |  Transmit\n"
       " face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs "
@@ -212,8 +216,9 @@ base::Status HostTree::AddProcess(Simulation& sim, size_t i, double t) {
   if (::symlink(host.exe.c_str(), (staging + "/exe").c_str()) != 0) {
     return WriteFailed(staging + "/exe", errno);
   }
-  WARPSCOPE_RETURN_IF_ERROR(WriteProcessState(sim, i, t, staging));
   const std::string dir = fmt::format("{}/proc/{}", root_, proc.pid);
+  Forget(dir);
+  WARPSCOPE_RETURN_IF_ERROR(WriteProcessState(sim, i, t, staging, dir));
   fs::remove_all(dir, ec);  // left over from an earlier run in the same directory
   if (::rename(staging.c_str(), dir.c_str()) != 0) return WriteFailed(dir, errno);
   return base::OkStatus();
@@ -221,7 +226,7 @@ base::Status HostTree::AddProcess(Simulation& sim, size_t i, double t) {
 
 // stat and status: the parts that change over time.
 base::Status HostTree::WriteProcessState(Simulation& sim, size_t i, double t,
-                                         const std::string& dir) {
+                                         const std::string& dir, const std::string& live_dir) {
   const ProcessSpec& proc = sim.host_process(i);
   const HostProcessSpec& host = *proc.host;
   const uint64_t cpu_ticks = Ticks(sim.HostCpuSeconds(i, t));
@@ -234,20 +239,39 @@ base::Status HostTree::WriteProcessState(Simulation& sim, size_t i, double t,
   const bool running = sim.HostCpu(i, t) >= 0.5;
   const std::string comm = Comm(proc);
   // Fields 1-44 of proc(5); those the kernel zeroes or the agent ignores are 0.
-  WARPSCOPE_RETURN_IF_ERROR(WriteAtomically(
-      dir + "/stat",
+  WARPSCOPE_RETURN_IF_ERROR(WriteIfChanged(
+      live_dir + "/stat",
       fmt::format("{} ({}) {} 1 {} {} 0 -1 4194560 0 0 0 0 {} {} 0 0 20 0 {} 0 {} {} {} "
                   "18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0\n",
                   proc.pid, comm, running ? 'R' : 'S', proc.pid, proc.pid, utime, stime,
-                  host.threads, start, vsize, rss_pages)));
-  return WriteAtomically(
-      dir + "/status",
+                  host.threads, start, vsize, rss_pages),
+      dir + "/stat"));
+  return WriteIfChanged(
+      live_dir + "/status",
       fmt::format("Name:\t{}\nUmask:\t0022\nState:\t{}\nTgid:\t{}\nNgid:\t0\nPid:\t{}\n"
                   "PPid:\t1\nUid:\t{}\t{}\t{}\t{}\nGid:\t{}\t{}\t{}\t{}\nNSpid:\t{}\n"
                   "VmRSS:\t{} kB\nThreads:\t{}\n",
                   comm, running ? "R (running)" : "S (sleeping)", proc.pid, proc.pid, host.uid,
                   host.uid, host.uid, host.uid, host.uid, host.uid, host.uid, host.uid, proc.pid,
-                  KiB(rss), host.threads));
+                  KiB(rss), host.threads),
+      dir + "/status");
+}
+
+base::Status HostTree::WriteIfChanged(const std::string& key, std::string data,
+                                      const std::string& path) {
+  auto it = written_.find(key);
+  if (it != written_.end() && it->second == data) return base::OkStatus();
+  WARPSCOPE_RETURN_IF_ERROR(WriteAtomically(path.empty() ? key : path, data));
+  written_[key] = std::move(data);
+  return base::OkStatus();
+}
+
+void HostTree::Forget(const std::string& dir) {
+  const std::string prefix = dir + "/";
+  for (auto it = written_.lower_bound(prefix);
+       it != written_.end() && it->first.starts_with(prefix);) {
+    it = written_.erase(it);
+  }
 }
 
 }  // namespace warpscope::sim

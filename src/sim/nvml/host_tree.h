@@ -16,6 +16,7 @@
 #ifndef WARPSCOPE_SIM_NVML_HOST_TREE_H_
 #define WARPSCOPE_SIM_NVML_HOST_TREE_H_
 
+#include <map>
 #include <set>
 #include <string>
 
@@ -46,11 +47,21 @@ class HostTree {
  private:
   base::Status WriteHost(Simulation& sim, double t);
   base::Status AddProcess(Simulation& sim, size_t i, double t);
-  base::Status WriteProcessState(Simulation& sim, size_t i, double t, const std::string& dir);
+  // stat and status, written in `dir` and remembered as those of `live_dir` (its final place).
+  base::Status WriteProcessState(Simulation& sim, size_t i, double t, const std::string& dir,
+                                 const std::string& live_dir);
+  // Writes `data` to `path` (default: `key`) unless `key` was last written with the same data:
+  // most files do not change between two refreshes, and every write costs a rename.
+  base::Status WriteIfChanged(const std::string& key, std::string data,
+                              const std::string& path = "");
+  // Drops what was remembered of the files under `dir` (a process directory that goes or comes).
+  void Forget(const std::string& dir);
 
   std::string root_;
-  std::set<unsigned> present_;  // pids whose directory exists
+  std::set<unsigned> present_;                               // pids whose directory exists
+  std::map<std::string, std::string, std::less<>> written_;  // path -> content last written
   bool passwd_written_ = false;
+  bool dirs_made_ = false;
   long page_size_ = 4096;
 };
 
