@@ -54,15 +54,6 @@ std::vector<model::ProcessIdentity> ProcessesOfInterest(const agent::Aggregator&
   return processes;
 }
 
-// Who the GPU processes NVML reports are. NVML reports host pids; with --simulate they are the
-// scenario's, which name no process of this machine: resolving them through /proc would give a
-// simulated process the identity (and the CPU and memory) of whatever local process or thread
-// holds that pid at the moment.
-std::unique_ptr<model::ProcessResolver> GpuProcessResolver(const agent::AgentConfig& config) {
-  if (!config.simulate.empty()) return std::make_unique<model::NoProcessResolver>();
-  return std::make_unique<agent::ProcfsProcessResolver>(config.host_root);
-}
-
 // A profiler's exporters: a directory (`dir`, named by `dir_flag` in errors) and the server.
 base::Result<std::vector<std::unique_ptr<profiling::ProfileExporter>>> MakeProfileExporters(
     const agent::AgentConfig& config, const std::string& host, const std::string& dir,
@@ -171,12 +162,19 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
                                                                 bool force_prometheus_exporter) {
   std::unique_ptr<AgentProcess> p(new AgentProcess());
   agent::AgentConfig config = config_in;
+  // Where host metrics and the GPU processes' identities come from. With --simulate it is the
+  // simulated host's synthetic /proc tree: NVML reports the scenario's pids, which name no
+  // process of this machine, so they are resolved there and the host's own processes and totals
+  // never mix with the simulated ones.
+  std::string process_root = config.host_root;
   if (!config.simulate.empty()) {
     auto sim = PrepareSimulation(config.simulate);
     if (!sim) return base::Error(sim.error().WithContext("--simulate"));
     config.nvml_path = sim->library_path;
-    WARPSCOPE_LOG(INFO, "simulating NVML with scenario {} ({})", config.simulate,
-                  sim->scenario_path);
+    process_root = sim->host_root;
+    WARPSCOPE_LOG(INFO, "simulating NVML with scenario {} ({}), its host in {}", config.simulate,
+                  sim->scenario_path, sim->host_root);
+    p->simulation_ = std::move(*sim);
   }
 
   const std::string host = HostName(config);
@@ -187,7 +185,7 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
                             std::string(kVersion)},
       runner, clock);
   agent::Agent& agent = *p->agent_;
-  p->resolver_ = GpuProcessResolver(config);
+  p->resolver_ = std::make_unique<agent::ProcfsProcessResolver>(process_root);
   model::ProcessResolver& resolver = *p->resolver_;
 
   if (config.enable_gpu_metrics) {
@@ -221,12 +219,12 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
   }
   if (config.enable_host_metrics) {
     agent::ProcfsSourceOptions procfs_options;
-    procfs_options.root = config.host_root;
+    procfs_options.root = process_root;
     procfs_options.host_id = host;
     procfs_options.top_processes = static_cast<size_t>(config.top_processes);
     agent::ErrorCounter& procfs_errors = agent.self_stats().ErrorsFor("procfs");
     // The host source resolves on its own worker: a resolver of its own, never shared.
-    p->host_resolver_ = std::make_unique<agent::ProcfsProcessResolver>(config.host_root);
+    p->host_resolver_ = std::make_unique<agent::ProcfsProcessResolver>(process_root);
     agent::ProcfsProcessResolver& host_resolver = *p->host_resolver_;
     auto procfs = std::make_unique<agent::ProcfsSource>(
         procfs_options, clock, host_resolver,

@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,6 +14,7 @@
 
 #include "agent/agent_config.h"
 #include "base/task_runner.h"
+#include "cli/simulation.h"
 #include "model/metric.h"
 #include "server/server_config.h"
 
@@ -102,6 +104,7 @@ class AgentProcess {
 
  private:
   AgentProcess();
+  std::optional<Simulation> simulation_;  // --simulate: owns the simulated host's directory
   std::unique_ptr<model::ProcessResolver> resolver_;             // main sequence (NVML's Finish)
   std::unique_ptr<agent::ProcfsProcessResolver> host_resolver_;  // the host source's worker
   std::unique_ptr<agent::Agent> agent_;

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/simulation.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -44,7 +46,20 @@ base::Result<Simulation> PrepareSimulation(std::string_view scenario,
         lib.string()));
   }
   sim.library_path = fs::canonical(lib, ec).string();
+  const char* tmpdir = getenv("TMPDIR");
+  std::string templ = (tmpdir != nullptr && *tmpdir != '\0' ? std::string(tmpdir) : "/tmp") +
+                      "/warpscope-sim-host-XXXXXX";
+  if (mkdtemp(templ.data()) == nullptr) {
+    return base::Error(base::Unavailable("cannot create the simulated host's directory {}: {}",
+                                         templ, strerror(errno)));
+  }
+  sim.host_root = templ;
+  sim.host_root_owner = std::shared_ptr<const void>(nullptr, [dir = templ](const void*) {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  });
   setenv("WARPSCOPE_SIM_SCENARIO", sim.scenario_path.c_str(), 1);
+  setenv("WARPSCOPE_SIM_HOST_ROOT", sim.host_root.c_str(), 1);
   return sim;
 }
 

@@ -2,6 +2,7 @@
 #ifndef WARPSCOPE_CLI_SIMULATION_H_
 #define WARPSCOPE_CLI_SIMULATION_H_
 
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -12,12 +13,18 @@ namespace warpscope::cli {
 struct Simulation {
   std::string scenario_path;  // the YAML file
   std::string library_path;   // the simulator's libnvidia-ml.so.1
+  // A fresh directory in which the simulator keeps the scenario's host as a synthetic /proc
+  // tree: the root the agent reads host metrics and resolves GPU processes from, instead of
+  // --host-root. Removed when the last copy of this Simulation goes.
+  std::string host_root;
+  std::shared_ptr<const void> host_root_owner;
 };
 
 // Resolves `--simulate SCENARIO` (a path, or the name of a shipped scenario looked up in
-// <exe dir>/../share/warpscope/scenarios) and the simulator library (<exe dir>/../lib/sim), then
-// points the simulator at the scenario (WARPSCOPE_SIM_SCENARIO). `search_root` overrides the exe
-// dir for tests.
+// <exe dir>/../share/warpscope/scenarios) and the simulator library (<exe dir>/../lib/sim),
+// creates the host root (warpscope-sim-host-* under $TMPDIR, else /tmp), then points the
+// simulator at both (WARPSCOPE_SIM_SCENARIO, WARPSCOPE_SIM_HOST_ROOT). `search_root` overrides
+// the exe dir for tests.
 base::Result<Simulation> PrepareSimulation(std::string_view scenario,
                                            const std::string& search_root = "");
 

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -249,6 +250,120 @@ devices:
             std::nullopt);
   EXPECT_EQ(body.find("warpscope_host_process_cpu_seconds_total{"), std::string::npos);
   EXPECT_TRUE(PromSample(body, "warpscope_host_memory_total_bytes").has_value());
+}
+
+// The simulated host side: a scenario process's CPU, RSS, threads, executable, command line,
+// user and container come out of the agent's normal host path with the scenario's values, the
+// host totals are the simulated host's, and no process of this machine appears, not even the one
+// (a sleeping child) that holds the simulated pid here.
+TEST_F(AgentE2ETest, SimulatedHostSideComesOutWithTheScenarioValues) {
+  auto child = ChildProcess::Start({"/bin/sleep", "600"}, tmp_.path());
+  ASSERT_TRUE(child) << child.error().message();
+  const std::string sim_pid = std::to_string((*child)->pid());
+  const std::string scenario = tmp_.path() + "/host-side.yaml";
+  ASSERT_TRUE(base::WriteFile(scenario, R"(
+name: host-side
+driver: {version: "550.127.08", nvml_version: "12.550.127.08", cuda_version: 12040}
+host: {cpus: 16, memory_total: 256GiB, memory_base: 16GiB}
+devices:
+  - name: "NVIDIA H100 80GB HBM3"
+    architecture: hopper
+    memory_total: 80GiB
+    signals: {gpu_util: 25}
+    processes:
+      - pid: )" + sim_pid + R"(
+        name: python3
+        memory: 4GiB
+        sm_util: 20
+        host:
+          exe: /opt/conda/bin/python3.10
+          cmdline: [python3, train.py, --epochs=3]
+          user: alice
+          container_id: 4f3c0d6c8e5b2a1f9d7e6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f
+          pod_uid: 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+          threads: 17
+          rss: 3GiB
+          cpu: 6
+      - {pid: 4243, name: gpuonly, memory: 1GiB}
+)")
+                  .ok());
+  const int port = PickFreePort();
+  auto agent = ChildProcess::Start(
+      {binary_, "agent", "--simulate", scenario, "--collect-metrics-interval=1s",
+       "--export-metrics-interval=1s", "--listen-address=127.0.0.1:" + std::to_string(port),
+       "--hostname=sim-host", "--top-processes=10",
+       "--otlp-endpoint=http://127.0.0.1:" + std::to_string(otlp_port_)},
+      tmp_.path());
+  ASSERT_TRUE(agent) << agent.error().message();
+  std::string body = WaitForMetrics(port, [](const std::string& b) {
+    return b.find("warpscope_host_process_cpu_utilization_ratio{") != std::string::npos;
+  });
+  ASSERT_NE(body.find("warpscope_host_process_cpu_utilization_ratio{"), std::string::npos)
+      << "agent stderr:\n"
+      << (*agent)->Stderr();
+
+  const std::string pid = "pid=\"" + sim_pid + "\"";
+  const std::string exe = "executable=\"python3.10\"";
+  // 6 of 16 CPUs; the tree follows the clock every 50 ms, on a 1 s interval.
+  EXPECT_NEAR(*PromSample(body, "warpscope_host_process_cpu_utilization_ratio", {pid, exe}),
+              6.0 / 16, 0.1)
+      << body;
+  EXPECT_GT(*PromSample(body, "warpscope_host_process_cpu_seconds_total", {pid, exe}), 3);
+  EXPECT_EQ(PromSample(body, "warpscope_host_process_resident_memory_bytes", {pid}),
+            3.0 * (1 << 30));
+  EXPECT_EQ(PromSample(body, "warpscope_host_process_threads", {pid}), 17);
+  EXPECT_EQ(PromSample(body, "warpscope_gpu_process_memory_used_bytes", {pid, exe}),
+            4.0 * (1 << 30));
+  // A process without a host side keeps NVML's name and has no host series.
+  EXPECT_EQ(PromSample(body, "warpscope_gpu_process_memory_used_bytes",
+                       {"pid=\"4243\"", "executable=\"gpuonly\""}),
+            1.0 * (1 << 30));
+  EXPECT_EQ(PromSample(body, "warpscope_host_process_threads", {"pid=\"4243\""}), std::nullopt);
+  // The simulated host's totals, not this machine's.
+  EXPECT_EQ(PromSample(body, "warpscope_host_cpus"), 16);
+  EXPECT_EQ(PromSample(body, "warpscope_host_memory_total_bytes"), 256.0 * (1 << 30));
+  EXPECT_EQ(PromSample(body, "warpscope_host_memory_used_bytes"), 19.0 * (1 << 30));
+  EXPECT_EQ(PromSample(body, "warpscope_host_processes"), 1);
+  // No real process leaks in: the only per-process series are the scenario's.
+  size_t process_lines = 0;
+  for (size_t pos = body.find("\nwarpscope_host_process_"); pos != std::string::npos;
+       pos = body.find("\nwarpscope_host_process_", pos + 1)) {
+    const std::string line = body.substr(pos + 1, body.find('\n', pos + 1) - pos - 1);
+    if (line.find('{') == std::string::npos) continue;
+    ++process_lines;
+    EXPECT_NE(line.find(pid), std::string::npos) << line;
+  }
+  EXPECT_GE(process_lines, 5u);
+  EXPECT_EQ(body.find("executable=\"warpscope\""), std::string::npos);
+  EXPECT_EQ(body.find("executable=\"sleep\""), std::string::npos);
+
+  int status = (*agent)->Signal(SIGTERM, seconds(10));
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << (*agent)->Stderr();
+  // The pushed frame carries the process's identity from the simulated host.
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, std::string> attrs;
+  for (const std::string& body_text : otlp_bodies_) {
+    nlohmann::json req = nlohmann::json::parse(body_text);
+    for (const auto& sm : req["resourceMetrics"][0]["scopeMetrics"]) {
+      for (const auto& m : sm["metrics"]) {
+        if (m["name"] != "process.cpu.utilization" || !m.contains("gauge")) continue;
+        for (const auto& dp : m["gauge"]["dataPoints"]) {
+          for (const auto& a : dp["attributes"]) {
+            if (a["value"].contains("stringValue")) {
+              attrs[a["key"].get<std::string>()] = a["value"]["stringValue"].get<std::string>();
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(attrs["process.executable.name"], "python3.10");
+  EXPECT_EQ(attrs["process.executable.path"], "/opt/conda/bin/python3.10");
+  EXPECT_EQ(attrs["process.command_line"], "python3 train.py --epochs=3");
+  EXPECT_EQ(attrs["process.owner"], "alice");
+  EXPECT_EQ(attrs["container.id"],
+            "4f3c0d6c8e5b2a1f9d7e6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f");
+  EXPECT_EQ(attrs["k8s.pod.uid"], "1b4e28ba-2fa1-11d2-883f-0016d3cca427");
 }
 
 TEST_F(AgentE2ETest, BadFlagExitsWithAClearMessage) {

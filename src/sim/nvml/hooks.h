@@ -14,6 +14,10 @@ namespace warpscope::sim {
 // Path of the scenario YAML; read by nvmlInit_v2/nvmlInit when the init count goes 0 -> 1.
 inline constexpr char kScenarioEnvVar[] = "WARPSCOPE_SIM_SCENARIO";
 
+// Directory in which the simulator keeps the synthetic /proc tree of the scenario's host side
+// (proc/, etc/passwd; see host_tree.h). Read at the same init; unset or empty: no tree.
+inline constexpr char kHostRootEnvVar[] = "WARPSCOPE_SIM_HOST_ROOT";
+
 // void warpscope_sim_set_time_ns(long long t_ns): switches to the manual clock and sets the
 // simulated time (nanoseconds since start). Callable before init; wakes nvmlEventSetWait_v2.
 inline constexpr char kSetTimeNsSymbol[] = "warpscope_sim_set_time_ns";

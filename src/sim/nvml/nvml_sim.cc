@@ -18,7 +18,7 @@ namespace warpscope::sim {
 using abi::nvmlReturn_t;
 
 NvmlSim::NvmlSim() = default;
-NvmlSim::~NvmlSim() { ReleaseSimulation(); }
+NvmlSim::~NvmlSim() { ReleaseAll(); }
 
 NvmlSim& NvmlSim::Global() {
   // Placement-new into static storage: no destructor runs at exit (threads may still call in),
@@ -29,14 +29,21 @@ NvmlSim& NvmlSim::Global() {
 }
 
 void NvmlSim::ReleaseAll() {
+  std::thread writer;
   {
     std::lock_guard lock(mu_);
     ReleaseSimulation();
     refcount_ = 0;
     ++generation_;
     std::string().swap(last_printed_error_);
+    host_writer_stop_ = true;
+    writer = std::move(host_writer_);
   }
   cv_.notify_all();
+  host_cv_.notify_all();
+  if (writer.joinable()) writer.join();
+  std::lock_guard lock(mu_);
+  host_writer_stop_ = false;
 }
 
 void NvmlSim::SetTimeNs(long long t_ns) {
@@ -44,8 +51,23 @@ void NvmlSim::SetTimeNs(long long t_ns) {
     std::lock_guard lock(mu_);
     manual_clock_ = true;
     manual_ns_ = std::max(t_ns, 0LL);
+    UpdateHostTree();
   }
   cv_.notify_all();
+}
+
+void NvmlSim::UpdateHostTree() {
+  if (!host_tree_ || !sim_) return;
+  base::Status st = host_tree_->Update(*sim_, NowSeconds());
+  if (!st.ok()) SetError(st.message());
+}
+
+void NvmlSim::HostWriterLoop() {
+  std::unique_lock lock(mu_);
+  while (!host_writer_stop_) {
+    host_cv_.wait_for(lock, kHostTreeRefresh);
+    if (!host_writer_stop_ && !manual_clock_) UpdateHostTree();
+  }
 }
 
 const char* NvmlSim::LastError() { return last_error_.data(); }
@@ -84,6 +106,7 @@ void NvmlSim::ReleaseSimulation() {
   }
   gpm_samples_.clear();
   sim_.reset();
+  host_tree_.reset();
 }
 
 abi::nvmlDevice_t NvmlSim::HandleFor(size_t dev, std::optional<size_t> instance) {
@@ -160,12 +183,24 @@ nvmlReturn_t NvmlSim::Init(std::string_view fn) {
     return abi::kErrorFunctionNotFound;
   }
   sim_ = std::make_unique<Simulation>(std::move(*scenario));
-  refcount_ = 1;
-  ++generation_;
   if (!origin_set_) {
     origin_ = std::chrono::steady_clock::now();
     origin_set_ = true;
   }
+  const char* host_root = std::getenv(kHostRootEnvVar);
+  if (host_root != nullptr && *host_root != '\0') {
+    auto tree = std::make_unique<HostTree>(host_root);
+    base::Status st = tree->Update(*sim_, NowSeconds());
+    if (!st.ok()) {
+      sim_.reset();
+      SetError(fmt::format("{}: {}", kHostRootEnvVar, st.message()));
+      return abi::kErrorUnknown;
+    }
+    host_tree_ = std::move(tree);
+    if (!host_writer_.joinable()) host_writer_ = std::thread([this] { HostWriterLoop(); });
+  }
+  refcount_ = 1;
+  ++generation_;
   last_error_[0] = '\0';
   return abi::kSuccess;
 }

@@ -10,6 +10,10 @@
 //
 // Time: simulated time t is the monotonic time since the first successful init, until
 // SetTimeNs() is called once; from then on t is only what SetTimeNs() sets (manual clock).
+//
+// Host side: when $WARPSCOPE_SIM_HOST_ROOT names a directory at init, the scenario's host is
+// kept there as a synthetic /proc tree (host_tree.h): written at init, then every
+// kHostTreeRefresh by a writer thread on the real clock, or by SetTimeNs() on the manual clock.
 #ifndef WARPSCOPE_SIM_NVML_NVML_SIM_H_
 #define WARPSCOPE_SIM_NVML_NVML_SIM_H_
 
@@ -23,9 +27,11 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "nvml/abi.h"
 #include "sim/nvml/hooks.h"
+#include "sim/nvml/host_tree.h"
 #include "sim/nvml/simulation.h"
 
 namespace warpscope::sim {
@@ -37,6 +43,8 @@ namespace abi = ::warpscope::nvml::abi;
 inline constexpr long long kEpochBaseUs = 1'700'000'000'000'000LL;
 // Per-process utilisation: one sample per process per simulated second, the last 10 kept.
 inline constexpr int kProcessSampleRing = 10;
+// How often (real time) the synthetic /proc tree follows the real clock.
+inline constexpr std::chrono::milliseconds kHostTreeRefresh{50};
 // Minimum time between two GPM samples passed to nvmlGpmMetricsGet.
 inline constexpr double kGpmMinIntervalSeconds = 0.1;
 
@@ -183,6 +191,9 @@ class NvmlSim {
   bool Unsupported(const Target& target, std::string_view what, double t) const;
   void SetError(std::string message);
   void ReleaseSimulation();
+  // Brings the host tree to the current time (requires mu_); a failure is reported once.
+  void UpdateHostTree();
+  void HostWriterLoop();
   unsigned long long SupportedEventTypes(size_t dev) const;
 
   mutable std::mutex mu_;
@@ -192,6 +203,10 @@ class NvmlSim {
   std::unique_ptr<Simulation> sim_;
   std::set<EventSet*> event_sets_;
   std::set<GpmSample*> gpm_samples_;
+  std::unique_ptr<HostTree> host_tree_;  // null without $WARPSCOPE_SIM_HOST_ROOT
+  std::thread host_writer_;              // started by the first init with a tree
+  bool host_writer_stop_ = false;
+  std::condition_variable host_cv_;
 
   bool manual_clock_ = false;
   long long manual_ns_ = 0;

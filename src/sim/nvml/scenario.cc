@@ -62,7 +62,7 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
                      "'devices'; see docs/simulator.md"));
   }
   WARPSCOPE_RETURN_IF_ERROR(
-      CheckKeys(root, "", {"name", "description", "seed", "driver", "devices"}));
+      CheckKeys(root, "", {"name", "description", "seed", "driver", "host", "devices"}));
   if (!Present(root["name"])) {
     return Error(Err(root, "name", "missing; every scenario needs a name, e.g. name: my-node"));
   }
@@ -77,6 +77,9 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
   if (Present(root["driver"])) {
     WARPSCOPE_RETURN_IF_ERROR(ParseDriver(root["driver"], "driver", s.driver));
   }
+  if (Present(root["host"])) {
+    WARPSCOPE_RETURN_IF_ERROR(ParseHost(root["host"], "host", s.host));
+  }
   const YAML::Node devices = root["devices"];
   if (!Present(devices)) {
     return Error(Err(root, "devices", "missing; list the GPUs, e.g. devices: [{repeat: 8}]"));
@@ -88,6 +91,8 @@ Result<Scenario> Parser::Parse(const YAML::Node& root) {
     WARPSCOPE_RETURN_IF_ERROR(ParseDeviceEntry(devices[i], i, s));
   }
   WARPSCOPE_RETURN_IF_ERROR(CheckUnique(s, devices));
+  WARPSCOPE_RETURN_IF_ERROR(CheckHostPids(root, s));
+  WARPSCOPE_RETURN_IF_ERROR(AssignUids(root, s));
   return s;
 }
 

@@ -59,6 +59,21 @@ inline constexpr double kMaxSlowLatencySeconds = 3600;
 // Optional per-signal specs, indexed by SignalId; absent = documented default.
 using SignalTable = std::array<std::optional<Signal>, kSignalCount>;
 
+// The host side of a scenario process: what the synthetic /proc tree (host_tree.h) shows for its
+// pid. Processes without one exist only in NVML.
+struct HostProcessSpec {
+  std::string exe;                   // absolute path; default /usr/bin/<name>
+  std::vector<std::string> cmdline;  // argv; default {exe}
+  std::string user = "root";
+  unsigned uid = 0;  // 0 for root, else given or assigned from 1000 in order of appearance
+  bool uid_given = false;
+  std::string container_id;  // 64 lowercase hex, or ""
+  std::string pod_uid;       // Kubernetes pod UID (needs container_id), or ""
+  unsigned threads = 1;
+  Signal rss;  // bytes of resident memory
+  Signal cpu;  // cores in use (1 = one logical CPU busy), clamped to the host's cpus
+};
+
 struct ProcessSpec {
   unsigned pid = 0;
   std::string name = "python3";
@@ -70,6 +85,17 @@ struct ProcessSpec {
   Signal mem_util;                          // %
   std::optional<unsigned> gpu_instance_id;  // MIG only
   unsigned compute_instance_id = 0;         // MIG only
+  std::optional<HostProcessSpec> host;      // its host side, when the scenario gives one
+};
+
+// The simulated host: the totals of the synthetic /proc tree, and its processes that use no GPU.
+struct HostSpec {
+  unsigned cpus = 64;                           // logical CPUs (cpu0..cpuN-1 in /proc/stat)
+  double memory_total = 1024.0 * (1ULL << 30);  // bytes (MemTotal)
+  double memory_base = 8.0 * (1ULL << 30);      // bytes used besides the processes' RSS
+  // Host-only processes (daemons, launchers): pid, name, start, stop and `host` are used; NVML
+  // does not know them. Their pids differ from every GPU process's.
+  std::vector<ProcessSpec> processes;
 };
 
 struct MigInstanceSpec {
@@ -143,6 +169,7 @@ struct Scenario {
   std::string description;
   uint64_t seed = 1;
   DriverSpec driver;
+  HostSpec host;
   std::vector<DeviceSpec> devices;  // expanded: one per NVML index, `repeat` already applied
   std::string source;               // file name used in messages
 };

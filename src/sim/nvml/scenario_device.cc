@@ -453,9 +453,10 @@ Status Parser::ParseProcess(const YAML::Node& p, const std::string& ppath, const
   if (!p.IsMap()) {
     return Err(p, ppath, "expected a map such as {pid: 4100, name: python3, memory: 60GiB}");
   }
-  WARPSCOPE_RETURN_IF_ERROR(CheckKeys(p, ppath,
-                                      {"pid", "name", "type", "start", "stop", "memory", "sm_util",
-                                       "mem_util", "gpu_instance_id", "compute_instance_id"}));
+  WARPSCOPE_RETURN_IF_ERROR(
+      CheckKeys(p, ppath,
+                {"pid", "name", "type", "start", "stop", "memory", "sm_util", "mem_util",
+                 "gpu_instance_id", "compute_instance_id", "host"}));
   WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node pid, Required(p, ppath, "pid", "pid: 41000"));
   WARPSCOPE_ASSIGN_OR_RETURN(proc.pid, UInt(pid, Join(ppath, "pid"), 1, 4194304));
   if (Present(p["name"])) {
@@ -492,6 +493,11 @@ Status Parser::ParseProcess(const YAML::Node& p, const std::string& ppath, const
   }
   WARPSCOPE_RETURN_IF_ERROR(
       OptionalUInt(p, ppath, "compute_instance_id", 0, 31, proc.compute_instance_id));
+  if (Present(p["host"])) {
+    HostProcessSpec host;
+    WARPSCOPE_RETURN_IF_ERROR(ParseProcessHost(p["host"], Join(ppath, "host"), proc, host));
+    proc.host = std::move(host);
+  }
   return ParseProcessMig(p, ppath, d, proc);
 }
 

@@ -15,6 +15,9 @@
 //   - Simulation values are finite and inside their signal's range; memory_used stays within
 //     memory_total - memory_reserved (per MIG instance: its memory_total); counter integrals are
 //     finite, non-negative and non-decreasing in t.
+//   - The host side: exe absolute, argv non-empty, one uid per user (0 only for root), container
+//     and pod ids in their formats, host-only pids unique; a process's CPU within [0, cpus], its
+//     CPU time finite and non-decreasing, its RSS within the host.
 //   - NVML answers are consistent: used <= total, free + reserved + used == total.
 #include <sys/mman.h>
 #include <unistd.h>
@@ -23,6 +26,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -269,6 +273,62 @@ void Simulate(const sim::Scenario& scenario) {
     double avg = simulation.Average(d, std::nullopt, sim::SignalId::kSmActive, 0.5, 1.25);
     CheckValue(sim::SignalId::kSmActive, avg, "average");
   }
+  // The host side: CPU within [0, cpus], CPU time finite and non-decreasing, RSS within the host.
+  const sim::HostSpec& host = scenario.host;
+  for (size_t i = 0; i < simulation.host_processes().size(); ++i) {
+    double previous = 0;
+    for (double t : {0.0, 0.35, 2.0}) {
+      const double cores = simulation.HostCpu(i, t);
+      const double seconds = simulation.HostCpuSeconds(i, t);
+      const double rss = simulation.HostRss(i, t);
+      WARPSCOPE_FUZZ_CHECK(Finite(cores) && cores >= 0 && cores <= host.cpus,
+                           "host process {}: {} cores at {}", i, cores, t);
+      WARPSCOPE_FUZZ_CHECK(Finite(seconds) && seconds >= previous,
+                           "host process {}: CPU time {} at {}", i, seconds, t);
+      WARPSCOPE_FUZZ_CHECK(Finite(rss) && rss >= 0 && rss <= host.memory_total,
+                           "host process {}: RSS {}", i, rss);
+      previous = seconds;
+    }
+  }
+}
+
+// The host side's limits: paths, argv, users with one uid each, ids in their formats.
+void CheckHostSide(const sim::Scenario& s) {
+  WARPSCOPE_FUZZ_CHECK(s.host.cpus >= 1 && s.host.cpus <= 4096, "host.cpus {}", s.host.cpus);
+  WARPSCOPE_FUZZ_CHECK(Finite(s.host.memory_total) && s.host.memory_total > 0 &&
+                           s.host.memory_base <= s.host.memory_total,
+                       "host memory {} / {}", s.host.memory_base, s.host.memory_total);
+  std::map<std::string, unsigned> uids;
+  std::set<unsigned> host_only;
+  auto check = [&](const sim::ProcessSpec& p, std::string_view where) {
+    if (!p.host) return;
+    const sim::HostProcessSpec& h = *p.host;
+    WARPSCOPE_FUZZ_CHECK(h.exe.size() >= 2 && h.exe[0] == '/', "{}: exe {}", where, Quote(h.exe));
+    WARPSCOPE_FUZZ_CHECK(!h.cmdline.empty() && !h.cmdline[0].empty(), "{}: empty argv", where);
+    WARPSCOPE_FUZZ_CHECK(!h.user.empty() && (h.uid == 0) == (h.user == "root"),
+                         "{}: user {} uid {}", where, Quote(h.user), h.uid);
+    auto [it, fresh] = uids.emplace(h.user, h.uid);
+    WARPSCOPE_FUZZ_CHECK(fresh || it->second == h.uid, "{}: user {} has two uids", where,
+                         Quote(h.user));
+    WARPSCOPE_FUZZ_CHECK(h.container_id.empty() || h.container_id.size() == 64,
+                         "{}: container id {}", where, Quote(h.container_id));
+    WARPSCOPE_FUZZ_CHECK(h.pod_uid.empty() || !h.container_id.empty(), "{}: pod without container",
+                         where);
+    WARPSCOPE_FUZZ_CHECK(h.threads >= 1, "{}: {} threads", where, h.threads);
+    CheckSignal(h.cpu, std::string(where) + ".host.cpu");
+    CheckSignal(h.rss, std::string(where) + ".host.rss");
+  };
+  for (const sim::ProcessSpec& p : s.host.processes) {
+    WARPSCOPE_FUZZ_CHECK(p.host.has_value(), "host process {} without a host side", p.pid);
+    WARPSCOPE_FUZZ_CHECK(host_only.insert(p.pid).second, "host process pid {} twice", p.pid);
+    check(p, "host.processes");
+  }
+  for (const sim::DeviceSpec& d : s.devices) {
+    for (const sim::ProcessSpec& p : d.processes) {
+      WARPSCOPE_FUZZ_CHECK(!host_only.contains(p.pid), "pid {} on the GPU and host-only", p.pid);
+      check(p, "devices[].processes");
+    }
+  }
 }
 
 // The scenario text as a file for NvmlSim::Init, which reads the path in kScenarioEnvVar.
@@ -402,6 +462,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   WARPSCOPE_FUZZ_CHECK(scenario->source == kSource, "source {}", scenario->source);
   CheckStructure(*scenario);
+  CheckHostSide(*scenario);
   Simulate(*scenario);
   QueryNvml(text, scenario->devices.size());
   return 0;

@@ -8,6 +8,7 @@
 //   scenario_device.cc   one device: identity, PCI, memory, power, clocks, MIG, processes;
 //                        ArchitectureName
 //   scenario_faults.cc   faults, including the slow fault
+//   scenario_host.cc     the host side: the simulated host and each process's host side
 // The Parser is used by one thread for one document; every error it returns is InvalidArgument
 // and reads "file:line: key.path: what is wrong; how to fix it".
 #ifndef WARPSCOPE_SIM_NVML_SCENARIO_PARSER_H_
@@ -167,6 +168,22 @@ class Parser {
                             ProcessSpec& proc) const;
   base::Status ParseProcessMig(const YAML::Node& p, const std::string& ppath, const DeviceSpec& d,
                                ProcessSpec& proc) const;
+
+  // The host side (scenario_host.cc): the top-level `host` map, a process's `host` map, and the
+  // users' uids once every device is parsed.
+  base::Status ParseHost(const YAML::Node& n, std::string_view path, HostSpec& host) const;
+  base::Status ParseHostProcess(const YAML::Node& n, const std::string& path,
+                                ProcessSpec& proc) const;
+  // `check_keys` false: the caller checked the map's keys (a host-only process has its own).
+  base::Status ParseProcessHost(const YAML::Node& n, const std::string& path,
+                                const ProcessSpec& proc, HostProcessSpec& host,
+                                bool check_keys = true) const;
+  base::Status CheckHostPids(const YAML::Node& root, const Scenario& s) const;
+  base::Status ParseCmdline(const YAML::Node& n, const std::string& path,
+                            HostProcessSpec& host) const;
+  base::Status ParseProcessIds(const YAML::Node& n, const std::string& path,
+                               HostProcessSpec& host) const;
+  base::Status AssignUids(const YAML::Node& root, Scenario& s) const;
 
   // Faults (scenario_faults.cc).
   base::Status ParseFaults(const YAML::Node& n, const std::string& path, DeviceSpec& d) const;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace warpscope::sim {
 namespace {
@@ -388,7 +389,72 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"bad bool", "name: x\ndevices: [{ecc: maybe}]\n", "devices[0].ecc",
                 "use true or false"},
         BadCase{"line number", "name: x\ndevices:\n  - name: a\n    ecc: maybe\n",
-                "scenarios/bad.yaml:4", "devices[0].ecc"}),
+                "scenarios/bad.yaml:4", "devices[0].ecc"},
+        // The host side.
+        BadCase{"unknown host key", "name: x\nhost: {cpu: 4}\ndevices: []\n", "host.cpu",
+                "Did you mean 'cpus'?"},
+        BadCase{"no cpus", "name: x\nhost: {cpus: 0}\ndevices: []\n", "host.cpus", "out of range"},
+        BadCase{"base over total",
+                "name: x\nhost: {memory_total: 8GiB, memory_base: 9GiB}\ndevices: []\n",
+                "host.memory_base", "must not exceed memory_total"},
+        BadCase{"unknown process host key",
+                "name: x\ndevices: [{processes: [{pid: 1, host: {cmdlne: a}}]}]\n",
+                "devices[0].processes[0].host.cmdlne", "Did you mean 'cmdline'?"},
+        BadCase{"host not a map", "name: x\ndevices: [{processes: [{pid: 1, host: yes}]}]\n",
+                "devices[0].processes[0].host", "expected a map"},
+        BadCase{"relative exe",
+                "name: x\ndevices: [{processes: [{pid: 1, host: {exe: bin/python}}]}]\n",
+                "devices[0].processes[0].host.exe", "absolute path"},
+        BadCase{"empty cmdline",
+                "name: x\ndevices: [{processes: [{pid: 1, host: {cmdline: []}}]}]\n",
+                "devices[0].processes[0].host.cmdline", "at least the program"},
+        BadCase{"cmdline map",
+                "name: x\ndevices: [{processes: [{pid: 1, host: {cmdline: [{a: 1}]}}]}]\n",
+                "devices[0].processes[0].host.cmdline[0]", "a single value"},
+        BadCase{"bad user", "name: x\ndevices: [{processes: [{pid: 1, host: {user: Alice}}]}]\n",
+                "devices[0].processes[0].host.user", "not a user name"},
+        BadCase{"uid 0 not root",
+                "name: x\ndevices: [{processes: [{pid: 1, host: {user: bob, uid: 0}}]}]\n",
+                "devices[0].processes[0].host.uid", "uid 0 is root"},
+        BadCase{"two uids for one user",
+                "name: x\ndevices: [{processes: [{pid: 1, host: {user: bob, uid: 1001}}, "
+                "{pid: 2, host: {user: bob, uid: 1002}}]}]\n",
+                "devices", "one user name has one uid"},
+        BadCase{"short container id",
+                "name: x\ndevices: [{processes: [{pid: 1, host: {container_id: abc}}]}]\n",
+                "devices[0].processes[0].host.container_id", "64 lowercase hex"},
+        BadCase{"pod without container",
+                "name: x\ndevices: [{processes: [{pid: 1, host: {pod_uid: "
+                "1b4e28ba-2fa1-11d2-883f-0016d3cca427}}]}]\n",
+                "devices[0].processes[0].host.pod_uid", "needs container_id"},
+        BadCase{"bad pod uid",
+                "name: x\ndevices: [{processes: [{pid: 1, host: {pod_uid: pod-1}}]}]\n",
+                "devices[0].processes[0].host.pod_uid", "UUID"},
+        BadCase{"no threads", "name: x\ndevices: [{processes: [{pid: 1, host: {threads: 0}}]}]\n",
+                "devices[0].processes[0].host.threads", "out of range"},
+        BadCase{"bad cpu signal",
+                "name: x\ndevices: [{processes: [{pid: 1, host: {cpu: {sin: {mean: 1}}}}]}]\n",
+                "devices[0].processes[0].host.cpu.sin", "Did you mean 'sine'?"},
+        BadCase{"bad rss unit", "name: x\ndevices: [{processes: [{pid: 1, host: {rss: 3Gb}}]}]\n",
+                "devices[0].processes[0].host.rss", "GiB"},
+        BadCase{"host process without name",
+                "name: x\nhost: {processes: [{pid: 7}]}\ndevices: []\n", "host.processes[0].name",
+                "missing"},
+        BadCase{"host process with GPU key",
+                "name: x\nhost: {processes: [{pid: 7, name: a, memory: 1GiB}]}\ndevices: []\n",
+                "host.processes[0].memory", "Allowed here"},
+        BadCase{"host process pid of a GPU process",
+                "name: x\nhost: {processes: [{pid: 7, name: a}]}\n"
+                "devices: [{processes: [{pid: 7}]}]\n",
+                "host.processes[0].pid", "is a GPU process of device 0"},
+        BadCase{"host process pid twice",
+                "name: x\nhost:\n  processes:\n    - {pid: 7, name: a}\n    - {pid: 7, name: b}\n"
+                "devices: []\n",
+                "scenarios/bad.yaml:5", "pid 7 is also host.processes[0]"},
+        BadCase{"host line number",
+                "name: x\ndevices:\n  - processes:\n      - pid: 1\n        host:\n"
+                "          exe: python3\n",
+                "scenarios/bad.yaml:6", "devices[0].processes[0].host.exe"}),
     [](const testing::TestParamInfo<BadCase>& info) {
       std::string name = info.param.label;
       for (char& ch : name) {
@@ -433,6 +499,87 @@ TEST(ScenarioTest, RejectsQuantitiesBeyondKMaxQuantity) {
   EXPECT_THAT(s.error().message(), HasSubstr("too large"));
   EXPECT_FALSE(ParseScenario("name: h\ndevices: [{memory_total: 1e30}]\n", "huge.yaml"));
   EXPECT_TRUE(ParseScenario("name: h\ndevices: [{memory_total: 1e18}]\n", "huge.yaml"));
+}
+
+TEST(ScenarioTest, HostSideParsesWithDefaults) {
+  auto s = ParseScenario(R"yaml(
+name: host
+host: {cpus: 32, memory_total: 512GiB, memory_base: 4GiB}
+devices:
+  - repeat: 2
+    processes:
+      - pid: "700{i}"
+        name: trainer
+        host:
+          exe: /opt/venv/bin/python3
+          cmdline: "python3  train.py --rank={i}"
+          user: alice
+          container_id: 4f3c0d6c8e5b2a1f9d7e6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f
+          pod_uid: 1b4e28ba-2fa1-11d2-883f-0016d3cca427
+          threads: 12
+          rss: 3GiB
+          cpu: {ramp: {from: 1, to: 4, start: 0s, duration: 1m}}
+      - {pid: "710{i}", name: tool, host: {user: bob}}
+      - {pid: "720{i}", name: gpuonly}
+      - {pid: "730{i}", name: daemon, host: {user: carol, uid: 1000}}
+)yaml",
+                         "host.yaml");
+  ASSERT_TRUE(s) << s.error().ToString();
+  EXPECT_EQ(s->host.cpus, 32u);
+  EXPECT_EQ(s->host.memory_total, 512 * kGiB);
+  EXPECT_EQ(s->host.memory_base, 4 * kGiB);
+  ASSERT_EQ(s->devices.size(), 2u);
+  const auto& procs = s->devices[1].processes;
+  ASSERT_EQ(procs.size(), 4u);
+  ASSERT_TRUE(procs[0].host);
+  const HostProcessSpec& h = *procs[0].host;
+  EXPECT_EQ(h.exe, "/opt/venv/bin/python3");
+  EXPECT_EQ(h.cmdline, (std::vector<std::string>{"python3", "train.py", "--rank=1"}));
+  EXPECT_EQ(h.user, "alice");
+  EXPECT_EQ(h.threads, 12u);
+  EXPECT_EQ(h.rss.value, 3 * kGiB);
+  EXPECT_EQ(h.cpu.kind, SignalKind::kRamp);
+  EXPECT_EQ(h.pod_uid, "1b4e28ba-2fa1-11d2-883f-0016d3cca427");
+  // Defaults: /usr/bin/<name>, argv = {exe}, one thread, no container.
+  ASSERT_TRUE(procs[1].host);
+  EXPECT_EQ(procs[1].host->exe, "/usr/bin/tool");
+  EXPECT_EQ(procs[1].host->cmdline, (std::vector<std::string>{"/usr/bin/tool"}));
+  EXPECT_EQ(procs[1].host->threads, 1u);
+  EXPECT_TRUE(procs[1].host->container_id.empty());
+  EXPECT_FALSE(procs[2].host) << "no host map: the process exists only in NVML";
+  // uids: given ones kept (carol 1000), the others from 1000 up in order, skipping given ones.
+  EXPECT_EQ(procs[3].host->uid, 1000u);
+  EXPECT_EQ(procs[0].host->uid, 1001u);
+  EXPECT_EQ(procs[1].host->uid, 1002u);
+  EXPECT_EQ(s->devices[0].processes[0].host->uid, 1001u) << "one user, one uid";
+
+  auto defaults = ParseScenario("name: d\ndevices: [{}]\n", "d.yaml");
+  ASSERT_TRUE(defaults);
+  EXPECT_EQ(defaults->host.cpus, 64u);
+  EXPECT_EQ(defaults->host.memory_total, 1024 * kGiB);
+}
+
+TEST(ScenarioTest, HostOnlyProcessesParse) {
+  auto s = ParseScenario(R"yaml(
+name: daemons
+host:
+  processes:
+    - {pid: 1200, name: sshd, cpu: 0.05, rss: 12MiB}
+    - {pid: 1300, name: kubelet, exe: /usr/bin/kubelet, user: kube, threads: 40, start: 1m}
+devices: [{processes: [{pid: 4000, host: {user: kube}}]}]
+)yaml",
+                         "daemons.yaml");
+  ASSERT_TRUE(s) << s.error().ToString();
+  ASSERT_EQ(s->host.processes.size(), 2u);
+  const ProcessSpec& sshd = s->host.processes[0];
+  ASSERT_TRUE(sshd.host);
+  EXPECT_EQ(sshd.host->exe, "/usr/bin/sshd");
+  EXPECT_EQ(sshd.host->rss.value, 12 * 1024 * 1024);
+  const ProcessSpec& kubelet = s->host.processes[1];
+  EXPECT_EQ(kubelet.start_s, 60);
+  EXPECT_EQ(kubelet.host->threads, 40u);
+  EXPECT_EQ(kubelet.host->uid, 1000u);
+  EXPECT_EQ(s->devices[0].processes[0].host->uid, 1000u) << "the same user on the GPU side";
 }
 
 }  // namespace

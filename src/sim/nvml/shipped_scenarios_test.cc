@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -116,6 +117,16 @@ TEST(ShippedScenariosTest, DataloaderBoundIsSpikyAndUnderPowered) {
     EXPECT_LT(Mean(*sim, d, SignalId::kPower, 0, 10 * kMinute), 0.5 * sim->device(d).power_limit_w);
     EXPECT_FALSE(sim->device(d).processes.empty());
   }
+  // Rule 1's other half: every rank's process saturates its share of the host's CPUs.
+  const HostSpec& host = sim->scenario().host;
+  ASSERT_EQ(sim->host_processes().size(), sim->device_count());
+  const double share = static_cast<double>(host.cpus) / sim->device_count();
+  for (size_t i = 0; i < sim->host_processes().size(); ++i) {
+    const double cores = sim->HostCpuSeconds(i, 10 * kMinute) / (10 * kMinute);
+    EXPECT_GT(cores, 0.95 * share) << "process " << i;
+    EXPECT_LE(cores, share);
+    EXPECT_EQ(sim->host_process(i).host->user, "mlops");
+  }
 }
 
 TEST(ShippedScenariosTest, ThermalOutlierIsHotterAtSimilarPower) {
@@ -222,6 +233,142 @@ TEST(ShippedScenariosTest, OldDriverUsesTheWideStride) {
   EXPECT_TRUE(sim->scenario().driver.missing_symbols.contains("nvmlDeviceGetMemoryInfo_v2"));
   EXPECT_EQ(sim->device(0).architecture, Architecture::kAmpere);
   EXPECT_GE(sim->device(0).processes.size(), 2u);
+}
+
+// Rule 7 without a thermal cause: GPUs 0-3 lose more than 300 W within seconds, report the power
+// brake (0x80) and no thermal reason, and run cooler than before; 4-7 carry on.
+TEST(ShippedScenariosTest, PowerBrakeDropsPowerWithoutThermalReasons) {
+  auto sim = Load("power-brake");
+  ASSERT_TRUE(sim);
+  constexpr unsigned kThermal = 0x20 | 0x40;
+  for (size_t d = 0; d < sim->device_count(); ++d) {
+    const double before = Mean(*sim, d, SignalId::kPower, 5 * kMinute, 6 * kMinute);
+    const double after = Mean(*sim, d, SignalId::kPower, 6 * kMinute + 10, 7 * kMinute);
+    const auto reasons =
+        static_cast<unsigned>(sim->Value(d, SignalId::kClockEventReasons, 10 * kMinute));
+    EXPECT_EQ(reasons & kThermal, 0u) << "device " << d;
+    if (d < 4) {
+      EXPECT_GT(before - after, 300) << "device " << d;
+      EXPECT_NE(reasons & 0x80, 0u);
+      EXPECT_LT(sim->Value(d, SignalId::kTemperature, 10 * kMinute),
+                sim->Value(d, SignalId::kTemperature, 5 * kMinute));
+      EXPECT_EQ(sim->Value(d, SignalId::kClockEventReasons, 20 * kMinute), 0) << "released";
+    } else {
+      EXPECT_LT(std::abs(before - after), 50) << "device " << d;
+      EXPECT_EQ(reasons, 0u);
+    }
+    EXPECT_TRUE(sim->ProcessActive(d, 0, 10 * kMinute)) << "the job keeps running";
+  }
+}
+
+// Rule 8: uncorrectable ECC, a remapping failure and XIDs 48/94/64 on GPU 6; XID 74 (NVLink) on
+// GPU 3; only correctable errors on GPU 1; nothing on the others.
+TEST(ShippedScenariosTest, HardwareErrorsOnGpusSixAndThree) {
+  auto sim = Load("hardware-errors");
+  ASSERT_TRUE(sim);
+  auto codes = [&](size_t d) {
+    std::vector<unsigned> v;
+    for (const FaultSpec& f : sim->device(d).faults) {
+      if (f.kind == FaultKind::kXid) v.push_back(f.code);
+    }
+    return v;
+  };
+  EXPECT_EQ(codes(6), (std::vector<unsigned>{48, 94, 64}));
+  EXPECT_EQ(codes(3), (std::vector<unsigned>{74, 74}));
+  EXPECT_EQ(sim->Integral(6, SignalId::kEccDbeRate, 4 * kMinute), 0);
+  EXPECT_GE(sim->Integral(6, SignalId::kEccDbeRate, 10 * kMinute), 5);
+  EXPECT_EQ(sim->Value(6, SignalId::kRemapFailure, 7 * kMinute), 0);
+  EXPECT_EQ(sim->Value(6, SignalId::kRemapFailure, 9 * kMinute), 1);
+  EXPECT_LT(sim->Value(3, SignalId::kNvlinkTx, 5 * kMinute + 30), 1e9);
+  EXPECT_GT(sim->Integral(1, SignalId::kEccSbeRate, 10 * kMinute), 10);
+  for (size_t d : {0, 1, 2, 4, 5, 7}) {
+    EXPECT_TRUE(codes(d).empty()) << "device " << d;
+    EXPECT_EQ(sim->Integral(d, SignalId::kEccDbeRate, 30 * kMinute), 0) << "device " << d;
+    EXPECT_EQ(sim->Value(d, SignalId::kRemapFailure, 30 * kMinute), 0);
+  }
+}
+
+// Rule 12 must stay silent: fast growth in the first minutes, then less than 1% of the peak.
+TEST(ShippedScenariosTest, AllocatorWarmUpPlateausWithinOnePercent) {
+  auto sim = Load("allocator-warmup");
+  ASSERT_TRUE(sim);
+  for (size_t d = 0; d < sim->device_count(); ++d) {
+    const double start = sim->Value(d, SignalId::kMemoryUsed, 0);
+    const double at3 = sim->Value(d, SignalId::kMemoryUsed, 3 * kMinute);
+    const double peak = sim->Value(d, SignalId::kMemoryUsed, 240 * kMinute);
+    EXPECT_GT(at3 - start, 40 * kGiB) << "it does grow at first";
+    EXPECT_LT(peak - at3, 0.01 * peak);
+    EXPECT_EQ(sim->Value(d, SignalId::kMemoryUsed, 5 * kMinute), peak) << "flat from minute 4";
+  }
+}
+
+// Rule 15: three nodes decline together and gradually for 40 minutes; no GPU stands out.
+TEST(ShippedScenariosTest, FleetRegressionDeclinesSlowlyOnEveryNode) {
+  std::set<uint64_t> seeds;
+  std::set<unsigned> pids;
+  for (const char* name :
+       {"fleet-regression-node1", "fleet-regression-node2", "fleet-regression-node3"}) {
+    auto sim = Load(name);
+    ASSERT_TRUE(sim);
+    seeds.insert(sim->scenario().seed);
+    for (size_t d = 0; d < sim->device_count(); ++d) {
+      const double early = Mean(*sim, d, SignalId::kGpuUtil, 5 * kMinute, 10 * kMinute);
+      const double late = Mean(*sim, d, SignalId::kGpuUtil, 50 * kMinute, 55 * kMinute);
+      EXPECT_GT(early - late, 15) << name << " device " << d;
+      // Gradual: never more than 1 W/s of the trend, so no power-drop finding.
+      for (double t = 10 * kMinute; t < 50 * kMinute; t += kMinute) {
+        EXPECT_LT(Mean(*sim, d, SignalId::kPower, t, t + 10) -
+                      Mean(*sim, d, SignalId::kPower, t + 50, t + 60),
+                  60);
+      }
+      EXPECT_LT(std::abs(sim->Value(d, SignalId::kTemperature, 30 * kMinute) -
+                         MedianOfOthers(*sim, d, SignalId::kTemperature, 30 * kMinute)),
+                3);
+      for (const ProcessSpec& p : sim->device(d).processes) pids.insert(p.pid);
+    }
+  }
+  EXPECT_EQ(seeds.size(), 3u) << "each node has its own noise";
+  EXPECT_EQ(pids.size(), 24u) << "pids differ between nodes";
+}
+
+// Every shipped host side stays within its host: the processes' CPUs fit the host's.
+TEST(ShippedScenariosTest, HostSidesFitTheirHosts) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(WARPSCOPE_SOURCE_DIR) + "/scenarios")) {
+    if (entry.path().extension() != ".yaml") continue;
+    auto sim = Load(entry.path().stem().string());
+    ASSERT_TRUE(sim);
+    const HostSpec& host = sim->scenario().host;
+    for (double t : {0.0, 5 * kMinute, 60 * kMinute}) {
+      double cores = 0;
+      double rss = host.memory_base;
+      for (size_t i = 0; i < sim->host_processes().size(); ++i) {
+        cores += sim->HostCpu(i, t);
+        rss += sim->HostRss(i, t);
+      }
+      EXPECT_LE(cores, host.cpus) << entry.path() << " t=" << t;
+      EXPECT_LE(rss, host.memory_total) << entry.path() << " t=" << t;
+    }
+  }
+}
+
+// Rule 2's GPM evidence: busy, but bound by DRAM bandwidth with the SMs and tensor pipes waiting;
+// rule 3's: busy FP32 pipes with the tensor pipes idle. Each must not look like the other.
+TEST(ShippedScenariosTest, MemoryBoundAndTensorIdleShowTheirPipes) {
+  auto bound = Load("memory-bound");
+  auto idle = Load("tensor-idle");
+  ASSERT_TRUE(bound && idle);
+  for (size_t d = 0; d < 8; ++d) {
+    EXPECT_GT(Mean(*bound, d, SignalId::kGpuUtil, 0, 10 * kMinute), 95);
+    EXPECT_GT(Mean(*bound, d, SignalId::kDramActive, 0, 10 * kMinute), 85);
+    EXPECT_LT(Mean(*bound, d, SignalId::kSmActive, 0, 10 * kMinute), 50);
+    EXPECT_LT(Mean(*bound, d, SignalId::kTensorActive, 0, 10 * kMinute), 10);
+    EXPECT_GT(Mean(*idle, d, SignalId::kGpuUtil, 0, 10 * kMinute), 95);
+    EXPECT_GT(Mean(*idle, d, SignalId::kFp32Active, 0, 10 * kMinute), 75);
+    EXPECT_LT(Mean(*idle, d, SignalId::kTensorActive, 0, 10 * kMinute), 5);
+    EXPECT_LT(Mean(*idle, d, SignalId::kDramActive, 0, 10 * kMinute), 50);
+    EXPECT_TRUE(bound->device(d).SupportsGpm() && idle->device(d).SupportsGpm());
+  }
 }
 
 }  // namespace

@@ -50,6 +50,28 @@ Simulation::Simulation(Scenario scenario) : scenario_(std::move(scenario)) {
       instance_keys_[d].push_back(std::move(keys));
     }
   }
+  std::map<unsigned, HostProcess> by_pid;
+  for (size_t d = 0; d < n; ++d) {
+    const auto& procs = scenario_.devices[d].processes;
+    for (size_t p = 0; p < procs.size(); ++p) {
+      if (procs[p].host) by_pid.try_emplace(procs[p].pid, HostProcess{procs[p].pid, d, p});
+    }
+  }
+  for (size_t p = 0; p < scenario_.host.processes.size(); ++p) {
+    by_pid.try_emplace(scenario_.host.processes[p].pid,
+                       HostProcess{scenario_.host.processes[p].pid, kHostOnly, p});
+  }
+  for (const auto& [pid, hp] : by_pid) {
+    host_processes_.push_back(hp);
+    // Host-only processes draw their noise as a device index past the last GPU.
+    const bool host_only = hp.device == kHostOnly;
+    const unsigned index = host_only ? kMaxDevices : scenario_.devices[hp.device].index;
+    const std::string name = host_only ? fmt::format("host.processes[{}]", hp.process)
+                                       : fmt::format("processes[{}].host", hp.process);
+    host_keys_.push_back({NoiseKey(scenario_.seed, index, name + ".cpu"),
+                          NoiseKey(scenario_.seed, index, name + ".rss")});
+  }
+  host_cpu_integrals_.resize(host_processes_.size());
 }
 
 double Simulation::Raw(size_t d, SignalId id, double t) {
@@ -154,6 +176,22 @@ double Simulation::ProcessValue(size_t d, size_t p, ProcessSignal which, double 
     return std::clamp(v, 0.0, dev.memory_total);
   }
   return std::clamp(v, 0.0, 100.0);
+}
+
+double Simulation::HostCpu(size_t i, double t) {
+  const ProcessSpec& proc = host_process(i);
+  if (t < proc.start_s || t >= proc.stop_s) return 0;
+  const double cores = Evaluate(proc.host->cpu, host_keys_[i][0], t);
+  return std::clamp(cores, 0.0, static_cast<double>(scenario_.host.cpus));
+}
+
+double Simulation::HostCpuSeconds(size_t i, double t) {
+  return host_cpu_integrals_[i].At(t, [this, i](double ts) { return HostCpu(i, ts); });
+}
+
+double Simulation::HostRss(size_t i, double t) {
+  const double bytes = Evaluate(host_process(i).host->rss, host_keys_[i][1], t);
+  return std::clamp(bytes, 0.0, scenario_.host.memory_total);
 }
 
 double Simulation::Integral(size_t d, SignalId rate, double t) {

@@ -46,6 +46,27 @@ class Simulation {
   // A process signal at t (bytes or %), clamped.
   double ProcessValue(size_t d, size_t p, ProcessSignal which, double t);
 
+  // The processes with a host side, one per pid (the first device listing the pid with a `host`
+  // map wins) plus the host-only ones (host.processes), sorted by pid.
+  static constexpr size_t kHostOnly = static_cast<size_t>(-1);  // HostProcess::device
+  struct HostProcess {
+    unsigned pid = 0;
+    size_t device = 0;  // kHostOnly: process indexes host.processes
+    size_t process = 0;
+  };
+  const std::vector<HostProcess>& host_processes() const { return host_processes_; }
+  const ProcessSpec& host_process(size_t i) const {
+    const HostProcess& hp = host_processes_[i];
+    return hp.device == kHostOnly ? scenario_.host.processes[hp.process]
+                                  : scenario_.devices[hp.device].processes[hp.process];
+  }
+  // Cores process `i` uses at t: its cpu signal clamped to [0, host.cpus]; 0 while not running.
+  double HostCpu(size_t i, double t);
+  // CPU seconds process `i` used over [0, t]. Monotonic in t.
+  double HostCpuSeconds(size_t i, double t);
+  // Resident bytes of process `i` at t, clamped to [0, host.memory_total].
+  double HostRss(size_t i, double t);
+
   // Integral of a rate signal over [0, t] (energy in J from power, bytes per link from nvlink_tx,
   // errors from ecc_*_rate, replays from pcie_replay_rate). Monotonic in t.
   double Integral(size_t d, SignalId rate, double t);
@@ -74,6 +95,9 @@ class Simulation {
   std::vector<std::vector<uint64_t>> noise_keys_;
   std::vector<std::vector<std::array<uint64_t, 3>>> process_keys_;
   std::vector<std::vector<std::vector<uint64_t>>> instance_keys_;
+  std::vector<HostProcess> host_processes_;
+  std::vector<std::array<uint64_t, 2>> host_keys_;  // cpu, rss noise keys per host process
+  std::vector<CumulativeIntegral> host_cpu_integrals_;
   // Counter integrals by (device, signal).
   std::map<std::pair<size_t, int>, CumulativeIntegral> integrals_;
 };
