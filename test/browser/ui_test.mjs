@@ -25,6 +25,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { insightsScenario, startInsightsServers } from './insights.mjs';
 import { TRAINING_STACKS, encodeCpuProfile } from './pprof.mjs';
 
 const SKIP = 77;
@@ -240,6 +241,15 @@ async function main() {
   authServer.catch(() => undefined);
   endingServer = startEndingServer();
   endingServer.catch(() => undefined);
+  // Insights (insights.mjs): windows posted to a server with insights off, then served with them on.
+  const insightsT = {
+    warpscope, dataDir, freePort, until, stopChild, newPage, check,
+    children: pushedChildren,
+    ready: (p) => p.waitForFunction(() => document.querySelector('main')?.getAttribute('aria-busy') === 'false'),
+    shot: (p, name, fullPage = true) => p.screenshot({ path: path.join(outDir, `${name}.png`), fullPage }),
+  };
+  const insightsOff = startInsightsServers(insightsT);
+  insightsOff.catch(() => undefined);
   browser = await chromium.launch({
     executablePath: chromiumPath,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
@@ -449,6 +459,8 @@ async function main() {
   await ready();
 
   await endingScenario(page, endingServer, liveEnding);
+  const off = await insightsOff;
+  await insightsScenario(insightsT, off);
 
   check(errors.length === 0, `no console errors${errors.length ? ':\n  ' + errors.join('\n  ') : ''}`);
   await stopServer();
