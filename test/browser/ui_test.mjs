@@ -7,7 +7,9 @@
 // in the per-process stacks and leaves them once the window no longer holds it. Then a
 // server started with --auth-read (fed by an agent on the same scenario): the UI asks for the
 // token, refuses a wrong one with the server's message, and with the right one shows the fleet
-// and downloads a profile; sign out forgets the token. Screenshots of each view go to --out.
+// and downloads a profile; sign out forgets the token. Insights (insights.mjs): findings the
+// server's engine raises on posted windows, on the Insights page, the fleet's badges, the host
+// page's bands and the finding page. Screenshots of each view go to --out.
 //
 // CPU profiles: a CPU and a GPU profile of one process, built by the agent's own builders
 // (write_profile_fixtures), posted to the server: a click on the host CPU chart opens the CPU
@@ -74,7 +76,7 @@ const deadline = setTimeout(() => {
   console.error('FAIL: the browser test took more than 140 s');
   cleanup();
   process.exit(1);
-}, 110_000);
+}, 140_000);
 
 fs.mkdirSync(outDir, { recursive: true });
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'warpscope-ui-test-'));
