@@ -7,7 +7,9 @@
 // in the per-process stacks and leaves them once the window no longer holds it. Then a
 // server started with --auth-read (fed by an agent on the same scenario): the UI asks for the
 // token, refuses a wrong one with the server's message, and with the right one shows the fleet
-// and downloads a profile; sign out forgets the token. Screenshots of each view go to --out.
+// and downloads a profile; sign out forgets the token. Insights (insights.mjs): findings the
+// server's engine raises on posted windows, on the Insights page, the fleet's badges, the host
+// page's bands and the finding page. Screenshots of each view go to --out.
 //
 // CPU profiles: a CPU and a GPU profile of one process, built by the agent's own builders
 // (write_profile_fixtures), posted to the server: a click on the host CPU chart opens the CPU
@@ -25,6 +27,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { insightsScenario, startInsightsServers } from './insights.mjs';
 import { TRAINING_STACKS, encodeCpuProfile } from './pprof.mjs';
 
 const SKIP = 77;
@@ -73,7 +76,7 @@ const deadline = setTimeout(() => {
   console.error('FAIL: the browser test took more than 140 s');
   cleanup();
   process.exit(1);
-}, 110_000);
+}, 140_000);
 
 fs.mkdirSync(outDir, { recursive: true });
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'warpscope-ui-test-'));
@@ -240,6 +243,15 @@ async function main() {
   authServer.catch(() => undefined);
   endingServer = startEndingServer();
   endingServer.catch(() => undefined);
+  // Insights (insights.mjs): windows posted to a server with insights off, then served with them on.
+  const insightsT = {
+    warpscope, dataDir, freePort, until, stopChild, newPage, check,
+    children: pushedChildren,
+    ready: (p) => p.waitForFunction(() => document.querySelector('main')?.getAttribute('aria-busy') === 'false'),
+    shot: (p, name, fullPage = true) => p.screenshot({ path: path.join(outDir, `${name}.png`), fullPage }),
+  };
+  const insightsOff = startInsightsServers(insightsT);
+  insightsOff.catch(() => undefined);
   browser = await chromium.launch({
     executablePath: chromiumPath,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
@@ -449,6 +461,8 @@ async function main() {
   await ready();
 
   await endingScenario(page, endingServer, liveEnding);
+  const off = await insightsOff;
+  await insightsScenario(insightsT, off);
 
   check(errors.length === 0, `no console errors${errors.length ? ':\n  ' + errors.join('\n  ') : ''}`);
   await stopServer();

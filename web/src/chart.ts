@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Time-series charts on uPlot: units on both axes, a crosshair shared by every chart of the
 // page, drag to zoom (reported, the URL changes), click a point (reported: the profile panel),
-// event markers (XID, throttling) as vertical lines, stacked areas for breakdowns.
+// event markers (XID, throttling) as vertical lines, findings as bands over their time (hover
+// names them), stacked areas for breakdowns.
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { Point } from './api';
@@ -15,8 +16,14 @@ export interface ChartLine {
 
 export interface Marker {
   time: number;
-  kind: string; // "xid", "throttle", ...
+  kind: string; // "xid", "throttle", "finding", ...
   label: string;
+  // A band over [time, end] instead of a line: a finding, tinted by its severity, hatched while
+  // pending; with `line`, drawn only on charts that have a line of that label (its GPU).
+  end?: number;
+  severity?: string;
+  pending?: boolean;
+  line?: string;
 }
 
 export interface ChartSpec {
@@ -97,10 +104,71 @@ export function currentValue(xs: ArrayLike<number>, ys: ArrayLike<number | null 
 }
 
 const MARKER_COLORS: Record<string, string> = { xid: '#d62728', throttle: '#e69f00' };
+const SEVERITY_COLORS: Record<string, [number, number, number]> = { page: [214, 39, 40], ticket: [230, 159, 0], info: [86, 180, 233] };
 
-function markersPlugin(getMarkers: () => Marker[]): uPlot.Plugin {
+// The bands of a chart: markers with an end, on this chart: without `line`, on a chart with a line
+// of that label, or on a chart without GPU lines (a finding on a GPU shows on every host chart).
+export function chartBands(markers: Marker[], labels: string[]): Marker[] {
+  const perGpu = labels.some((l) => /^GPU \d+$/.test(l));
+  return markers.filter((m) => m.end !== undefined && (!m.line || !perGpu || labels.includes(m.line)));
+}
+
+// Where a band lies on the plot, in canvas pixels (`canvas`) or CSS pixels from the plot's left:
+// at least 4 CSS px wide, so that a short finding shows on a long window; null when outside.
+function bandExtent(u: uPlot, b: Marker, canvas: boolean): [number, number] | null {
+  const px = canvas ? devicePixelRatio : 1;
+  const left = canvas ? u.bbox.left : 0;
+  const right = left + (canvas ? u.bbox.width : u.bbox.width / devicePixelRatio);
+  let x0 = Math.max(left, u.valToPos(b.time, 'x', canvas));
+  let x1 = Math.min(right, u.valToPos(b.end!, 'x', canvas));
+  if (x1 < left || x0 > right) return null;
+  if (x1 - x0 < 4 * px) [x0, x1] = [Math.max(left, x1 - 4 * px), Math.max(left + 4 * px, x1)];
+  return [x0, x1];
+}
+
+// Draws bands under the lines; sets the chart's data-bands to how many it drew.
+function drawBands(u: uPlot, bands: Marker[]): void {
+  const ctx = u.ctx;
+  const { top, height } = u.bbox;
+  const px = devicePixelRatio;
+  let drawn = 0;
+  ctx.save();
+  for (const b of bands) {
+    const extent = bandExtent(u, b, true);
+    if (!extent) continue;
+    const [x0, x1] = extent;
+    const [r, g, bl] = SEVERITY_COLORS[b.severity ?? 'info'] ?? SEVERITY_COLORS.info;
+    drawn++;
+    if (b.pending) {
+      // Hatched: diagonal strokes clipped to the band.
+      ctx.save();
+      ctx.beginPath();
+      ctx.rect(x0, top, x1 - x0, height);
+      ctx.clip();
+      ctx.fillStyle = `rgba(${r},${g},${bl},0.06)`;
+      ctx.fillRect(x0, top, x1 - x0, height);
+      ctx.strokeStyle = `rgba(${r},${g},${bl},0.35)`;
+      ctx.lineWidth = px;
+      ctx.beginPath();
+      for (let x = x0 - height; x < x1; x += 8 * px) {
+        ctx.moveTo(x, top + height);
+        ctx.lineTo(x + height, top);
+      }
+      ctx.stroke();
+      ctx.restore();
+    } else {
+      ctx.fillStyle = `rgba(${r},${g},${bl},0.16)`;
+      ctx.fillRect(x0, top, x1 - x0, height);
+    }
+  }
+  ctx.restore();
+  u.root.parentElement?.setAttribute('data-bands', String(drawn));
+}
+
+function markersPlugin(getMarkers: () => Marker[], labels: () => string[]): uPlot.Plugin {
   return {
     hooks: {
+      drawClear: (u: uPlot) => drawBands(u, chartBands(getMarkers(), labels())),
       draw: (u: uPlot) => {
         const markers = getMarkers();
         if (!markers.length) return;
@@ -109,6 +177,7 @@ function markersPlugin(getMarkers: () => Marker[]): uPlot.Plugin {
         ctx.save();
         ctx.lineWidth = Math.max(1, devicePixelRatio);
         for (const m of markers) {
+          if (m.end !== undefined) continue;
           const x = u.valToPos(m.time, 'x', true);
           if (x < u.bbox.left || x > u.bbox.left + u.bbox.width) continue;
           const color = MARKER_COLORS[m.kind] ?? cssVar('--fg-muted');
@@ -272,8 +341,25 @@ export class TimeChart {
         focus: { prox: 30 },
       },
       legend: { show: true, live: true },
-      plugins: [markersPlugin(() => this.spec.markers ?? [])],
+      plugins: [markersPlugin(() => this.spec.markers ?? [], () => this.spec.lines.map((l) => l.label))],
       hooks: {
+        // Hovering a band names its findings (the chart's tooltip).
+        setCursor: [
+          (u: uPlot) => {
+            const left = u.cursor.left ?? -1;
+            const bands = left < 0 ? [] : chartBands(this.spec.markers ?? [], this.spec.lines.map((l) => l.label));
+            const names = bands
+              .filter((b) => {
+                const e = bandExtent(u, b, false);
+                return e !== null && left >= e[0] - 2 && left <= e[1] + 2;
+              })
+              .map((b) => b.label);
+            const title = names.join('\n');
+            if (u.over.title !== title) u.over.title = title;
+            if (title) u.over.setAttribute('data-finding', title);
+            else u.over.removeAttribute('data-finding');
+          },
+        ],
         setSelect: [
           (u: uPlot) => {
             if (u.select.width < 5 || !this.spec.onZoom) return;

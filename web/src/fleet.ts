@@ -6,6 +6,8 @@ import type { FleetHost, FleetResponse } from './api';
 import { TimeChart } from './chart';
 import { h, sparkline } from './dom';
 import { formatAge, formatValue } from './format';
+import { SEVERITIES, fetchInsights, severityBadge } from './insights_api';
+import type { Finding } from './insights_api';
 import type { View, ViewContext } from './view';
 
 export async function fleetView(root: HTMLElement, ctx: ViewContext): Promise<View> {
@@ -21,7 +23,17 @@ export async function fleetView(root: HTMLElement, ctx: ViewContext): Promise<Vi
   let chart: TimeChart | null = null;
 
   const render = async (c: ViewContext) => {
-    const fleet = await getJson<FleetResponse>('/api/v1/fleet', { start: c.start, end: c.end });
+    const [fleet, firing] = await Promise.all([
+      getJson<FleetResponse>('/api/v1/fleet', { start: c.start, end: c.end }),
+      // The badges: firing findings per host (none when insights are off or unreachable).
+      fetchInsights({ state: 'firing' }).then(
+        (r) => r.list?.insights ?? [],
+        (e) => {
+          console.warn('findings unavailable', e);
+          return [] as Finding[];
+        },
+      ),
+    ]);
     const t = fleet.totals;
     const memShare =
       t.memory_used_bytes !== null && t.memory_total_bytes ? t.memory_used_bytes / t.memory_total_bytes : null;
@@ -48,7 +60,7 @@ export async function fleetView(root: HTMLElement, ctx: ViewContext): Promise<Vi
     };
     if (chart) chart.update(spec);
     else chart = new TimeChart(chartBox, spec);
-    hostsBox.replaceChildren(hostsTable(fleet.hosts, c));
+    hostsBox.replaceChildren(hostsTable(fleet.hosts, c, firing));
   };
   await render(ctx);
   return {
@@ -80,7 +92,23 @@ const COLUMN_NOTES: Record<string, string> = {
   'GPU processes': 'Processes that had GPU memory at some time in the window, ended ones included, each once',
 };
 
-function hostsTable(hosts: FleetHost[], c: ViewContext): HTMLElement {
+// A host's firing findings as one badge per severity, linking to the Insights page of the host.
+function findingBadges(host: string, firing: Finding[], c: ViewContext): HTMLElement | string {
+  const mine = firing.filter((f) => f.host === host);
+  if (mine.length === 0) return '–';
+  const counts = SEVERITIES.map((s) => [s, mine.filter((f) => f.severity === s).length] as const).filter(([, n]) => n > 0);
+  return h(
+    'a.badges',
+    {
+      href: c.href({ view: 'insights', insights: { host, state: 'firing' } }),
+      'data-testid': 'host-badges',
+      'aria-label': `${host}: ${counts.map(([s, n]) => `${n} ${s}`).join(', ')} firing`,
+    },
+    ...counts.map(([s, n]) => severityBadge(s, `${n} ${s}`)),
+  );
+}
+
+function hostsTable(hosts: FleetHost[], c: ViewContext, firing: Finding[]): HTMLElement {
   if (hosts.length === 0) {
     return h('p.empty', {}, 'No host has reported in this window. Start an agent with --server pointing here, or widen the time range.');
   }
@@ -94,7 +122,7 @@ function hostsTable(hosts: FleetHost[], c: ViewContext): HTMLElement {
       h(
         'tr',
         {},
-        ...['Host', 'GPUs', 'GPU util.', 'Power', 'GPU memory', 'Max temp.', 'GPU processes', 'Events', 'Last seen'].map((x, i) =>
+        ...['Host', 'GPUs', 'GPU util.', 'Power', 'GPU memory', 'Max temp.', 'GPU processes', 'Events', 'Findings', 'Last seen'].map((x, i) =>
           h(i === 0 ? 'th' : 'th.num', { scope: 'col', title: COLUMN_NOTES[x] }, x),
         ),
       ),
@@ -114,6 +142,7 @@ function hostsTable(hosts: FleetHost[], c: ViewContext): HTMLElement {
           h('td.num', {}, formatValue(x.temperature_max, 'Cel')),
           h('td.num', {}, String(x.gpu_processes)),
           h('td.num', {}, x.events ? h('span.badge.bad', {}, x.xid_events ? `${x.events} (${x.xid_events} XID)` : String(x.events)) : '0'),
+          h('td.num', {}, findingBadges(x.host, firing, c)),
           h('td.num', {}, formatAge(x.last_seen)),
         ),
       ),

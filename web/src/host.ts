@@ -10,6 +10,7 @@ import type { ChartLine, Marker } from './chart';
 import { h } from './dom';
 import { formatTime } from './format';
 import { buildHostTab } from './host_tab';
+import { findingMarkers, findingsStrip } from './host_findings';
 import type { View, ViewContext } from './view';
 import { pickHandler, Widget } from './widget';
 
@@ -98,6 +99,7 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
     }
   });
   const eventsBox = h('div.events');
+  const findingsBox = h('div.findings-strip', { 'data-testid': 'host-findings' });
   const panel = h('div', { id: 'tabpanel', role: 'tabpanel', 'aria-labelledby': `tab-${tab}` });
   root.append(
     h(
@@ -107,6 +109,7 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
       h('p.muted', {}, gpus.size ? `${gpus.size} × ${models.join(', ')}` : 'no GPUs reported'),
     ),
     tablist,
+    findingsBox,
     eventsBox,
     panel,
   );
@@ -126,7 +129,13 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
       markers.push(...list);
       if (list.length) widgets.forEach((w) => w.chart?.redraw());
     });
-    await Promise.all([withMarkers, ...loaders.map((l) => l(c, markers, q))]);
+    // Findings: a strip above the charts and bands on them.
+    const withFindings = findingMarkers(c, host, (id) => gpuLabel(gpus.get(id), id)).then(({ open, bands }) => {
+      findingsStrip(findingsBox, open, c);
+      markers.push(...bands);
+      if (bands.length) widgets.forEach((w) => w.chart?.redraw());
+    });
+    await Promise.all([withMarkers, withFindings, ...loaders.map((l) => l(c, markers, q))]);
   };
   await render(ctx);
   return {

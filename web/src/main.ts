@@ -4,8 +4,10 @@
 import './style.css';
 import { checkToken, clearToken, currentToken, onAuthRequired, storeToken, tokenRemembered } from './api';
 import { h } from './dom';
+import { findingView } from './finding';
 import { fleetView } from './fleet';
 import { hostView } from './host';
+import { insightsView } from './insights';
 import { ProfilePanel } from './profile';
 import { RANGE_PRESETS, buildUrl, parseUrl, timeWindow } from './state';
 import type { ProfileRef, ViewState } from './state';
@@ -59,6 +61,7 @@ function href(patch: Partial<ViewState>): string {
     if (!('expand' in patch)) next.expand = undefined;
     if (!('bgpu' in patch)) next.bgpu = undefined;
     if (!('sort' in patch)) next.sort = undefined;
+    if (!('insights' in patch)) next.insights = undefined;
   }
   return buildUrl(next);
 }
@@ -82,6 +85,7 @@ function topBar(s: ViewState): HTMLElement {
     h('a.brand', { href: href({ view: 'fleet' }) }, h('img', { src: '/favicon.svg', alt: '', width: 22, height: 22 }), 'warpscope'),
     h('a', { href: href({ view: 'fleet' }), 'aria-current': s.view === 'fleet' ? 'page' : undefined, title: 'Fleet overview (f)' }, 'Fleet'),
     h('a', { href: href({ view: 'top' }), 'aria-current': s.view === 'top' ? 'page' : undefined, title: 'Top entities (t)' }, 'Top entities'),
+    h('a', { href: href({ view: 'insights' }), 'aria-current': s.view === 'insights' ? 'page' : undefined, title: 'Insights: what is wrong (i)', 'data-testid': 'nav-insights' }, 'Insights'),
     s.view === 'host' && s.host ? h('span.crumb', { 'aria-current': 'page' }, `Host ${s.host}`) : null,
   );
   const presets = h(
@@ -170,6 +174,7 @@ function showHelp(): void {
   const keys: [string, string][] = [
     ['f', 'fleet overview'],
     ['t', 'top entities'],
+    ['i', 'insights'],
     ['h / g', 'host page: Host Metrics / GPU Metrics tab'],
     ['1 … 5', 'last 15 min, 1 h, 6 h, 24 h, 7 d'],
     ['l', 'live mode on/off'],
@@ -332,6 +337,15 @@ function setLive(s: ViewState, ctx: ViewContext): void {
   void ctx;
 }
 
+const VIEWS: Record<ViewState['view'], (root: HTMLElement, ctx: ViewContext) => Promise<View>> = {
+  fleet: fleetView,
+  top: topView,
+  host: hostView,
+  insights: insightsView,
+  finding: findingView,
+};
+const TITLES: Partial<Record<ViewState['view'], string>> = { fleet: 'Fleet', top: 'Top entities', insights: 'Insights', finding: 'Finding' };
+
 async function render(): Promise<void> {
   const seq = ++renderSeq;
   const t0 = performance.now();
@@ -354,10 +368,9 @@ async function render(): Promise<void> {
     document.body.dataset.ready = String(seq);
     return;
   }
-  document.title = s.view === 'host' ? `${s.host} · warpscope` : s.view === 'top' ? 'Top entities · warpscope' : 'Fleet · warpscope';
+  document.title = TITLES[s.view] ? `${TITLES[s.view]} · warpscope` : `${s.host} · warpscope`;
   try {
-    const view =
-      s.view === 'top' ? await topView(main, ctx) : s.view === 'host' ? await hostView(main, ctx) : await fleetView(main, ctx);
+    const view = await VIEWS[s.view](main, ctx);
     if (seq !== renderSeq) {
       view.destroy();
       return;
@@ -399,6 +412,9 @@ function onKey(e: KeyboardEvent): void {
       break;
     case 't':
       navigate({ view: 'top', profile: undefined });
+      break;
+    case 'i':
+      navigate({ view: 'insights', profile: undefined });
       break;
     case 'h':
     case 'g':

@@ -4,6 +4,8 @@
 //   /top?kind=gpu&sort=gpu.utilization&dir=desc     (kind: host, gpu, executable, process,
 //                                                   container, pod)
 //   /host/<host>?tab=host|gpu&expand=<widget>&bgpu=<uuid>
+//   /insights?severity=page|ticket|info&state=firing|pending|resolved&rule=<rule>&host=<host>
+//   /insights/<finding id>        one finding with its evidence
 // plus, on every view:
 //   range=15m|1h|6h|24h|7d      a window ending now (default 1h), or from=<unix s>&to=<unix s>
 //   live=1                    refresh every 10 s (relative ranges only)
@@ -12,7 +14,7 @@
 //                             pq=<search>, pt=<tid> (one thread), pm=1 (the merged CPU + GPU
 //                             view of the process) and pw=cpu|gpu|both (its weight)
 
-export type ViewName = 'fleet' | 'top' | 'host';
+export type ViewName = 'fleet' | 'top' | 'host' | 'insights' | 'finding';
 export type TopKind = 'host' | 'gpu' | 'executable' | 'process' | 'container' | 'pod';
 
 export type ProfileWeight = 'cpu' | 'gpu' | 'both';
@@ -46,7 +48,19 @@ export interface ViewState {
   expand?: string;
   bgpu?: string;
   profile?: ProfileRef;
+  // The Insights page's filters; the finding page's finding.
+  insights?: InsightFilters;
+  finding?: string;
 }
+
+export interface InsightFilters {
+  severity?: string;
+  state?: string;
+  rule?: string;
+  host?: string;
+}
+
+const INSIGHT_FILTERS: (keyof InsightFilters)[] = ['severity', 'state', 'rule', 'host'];
 
 export const RANGE_PRESETS: { id: string; seconds: number; label: string }[] = [
   { id: '15m', seconds: 15 * 60, label: '15 min' },
@@ -74,6 +88,11 @@ export function parseUrl(loc: { pathname: string; search: string }): ViewState {
     view = 'host';
     host = decodeURIComponent(parts.slice(1).join('/'));
   }
+  let finding: string | undefined;
+  if (parts[0] === 'insights') {
+    view = parts.length > 1 ? 'finding' : 'insights';
+    if (parts.length > 1) finding = decodeURIComponent(parts.slice(1).join('/'));
+  }
   const kind = q.get('kind') as TopKind | null;
   const from = num(q.get('from'));
   const to = num(q.get('to'));
@@ -94,6 +113,12 @@ export function parseUrl(loc: { pathname: string; search: string }): ViewState {
     expand: q.get('expand') ?? undefined,
     bgpu: q.get('bgpu') ?? undefined,
   };
+  if (view === 'insights') {
+    const f: InsightFilters = {};
+    for (const k of INSIGHT_FILTERS) f[k] = q.get(k) || undefined;
+    state.insights = f;
+  }
+  if (finding) state.finding = finding;
   const p = q.get('p');
   if (p) {
     const m = /^(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)$/.exec(p);
@@ -119,7 +144,12 @@ export function buildUrl(s: ViewState): string {
   let path = '/';
   if (s.view === 'top') path = '/top';
   if (s.view === 'host' && s.host) path = `/host/${encodeURIComponent(s.host)}`;
+  if (s.view === 'insights') path = '/insights';
+  if (s.view === 'finding' && s.finding) path = `/insights/${encodeURIComponent(s.finding)}`;
   const q = new URLSearchParams();
+  if (s.view === 'insights' && s.insights) {
+    for (const k of INSIGHT_FILTERS) if (s.insights[k]) q.set(k, s.insights[k]!);
+  }
   if (s.view === 'host') {
     if (s.tab === 'gpu') q.set('tab', 'gpu');
     if (s.expand) q.set('expand', s.expand);
