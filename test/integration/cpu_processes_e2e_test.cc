@@ -31,6 +31,7 @@
 #include "base/file_util.h"
 #include "base/testing/peer.h"
 #include "child_process.h"
+#include "cpu_profiles.h"
 #include "profiling/pprof.h"
 
 namespace warpscope {
@@ -39,37 +40,11 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-bool MayProfileSystemWide() {
-  if (geteuid() == 0) {
-    return true;
-  }
-  auto p = base::ReadFile("/proc/sys/kernel/perf_event_paranoid");
-  return p && std::atoi(p->c_str()) <= 0;
-}
 
 #define REQUIRE_PERF()                                                              \
   WARPSCOPE_REQUIRE_PEER(MayProfileSystemWide(), "system-wide perf_event sampling", \
                          "run the test as root or `sysctl kernel.perf_event_paranoid=0`")
 
-// The decoded pprof files of `pid` in `dir`.
-std::vector<profiling::Profile> ProfilesOf(const std::string& dir, int pid) {
-  std::vector<profiling::Profile> out;
-  const std::string needle = fmt::format("-{}-", pid);
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("cpu-", 0) != 0 || name.find(needle) == std::string::npos ||
-        !name.ends_with(".pb.gz")) {
-      continue;
-    }
-    auto bytes = base::ReadFile(entry.path().string());
-    if (!bytes) continue;
-    auto p = profiling::DecodePprof(*bytes);
-    EXPECT_TRUE(p.has_value()) << name;
-    if (p) out.push_back(std::move(*p));
-  }
-  return out;
-}
 
 // The end (realtime ms) of the last window of `pid` written to `dir`; 0 when none.
 int64_t LastWindowEndMs(const std::string& dir, int pid) {

@@ -16,6 +16,7 @@
 #include "base/file_util.h"
 #include "base/testing/peer.h"
 #include "child_process.h"
+#include "cpu_profiles.h"
 #include "profiling/pprof.h"
 
 namespace warpscope {
@@ -24,25 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-// The merged profile of every pprof file of `pid` in `dir`.
-std::vector<profiling::Profile> ProfilesOf(const std::string& dir, int pid) {
-  std::vector<profiling::Profile> out;
-  const std::string needle = fmt::format("-{}-", pid);
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind("cpu-", 0) != 0 || name.find(needle) == std::string::npos ||
-        !name.ends_with(".pb.gz")) {
-      continue;
-    }
-    auto bytes = base::ReadFile(entry.path().string());
-    if (!bytes) continue;
-    auto p = profiling::DecodePprof(*bytes);
-    EXPECT_TRUE(p.has_value()) << name << ": " << p.error().message();
-    if (p) out.push_back(std::move(*p));
-  }
-  return out;
-}
 
 // CPU nanoseconds of the samples whose stack holds a frame named `function`, and the total.
 struct Shares {

@@ -20,6 +20,7 @@
 #include "base/file_util.h"
 #include "base/testing/peer.h"
 #include "child_process.h"
+#include "cpu_profiles.h"
 #include "profiling/pprof.h"
 
 namespace warpscope {
@@ -28,13 +29,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
-bool MayProfileSystemWide() {
-  if (geteuid() == 0) {
-    return true;
-  }
-  auto p = base::ReadFile("/proc/sys/kernel/perf_event_paranoid");
-  return p && std::atoi(p->c_str()) <= 0;
-}
 
 // Files of `pid` in `dir` ending in `suffix`.
 std::vector<std::string> FilesOf(const std::string& dir, int pid, std::string_view suffix) {
