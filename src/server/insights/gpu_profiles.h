@@ -42,8 +42,8 @@ struct ProfileTarget {
 struct GpuProfileCacheOptions {
   base::Duration window = std::chrono::minutes(10);  // profiles overlapping [now - window, now)
   base::Duration refresh = std::chrono::minutes(5);  // a digest is read again after this long
-  size_t max_reads_per_update = 16;                  // processes read from storage per Update
-  size_t max_profiles_per_read = 30;                 // the newest stored profiles of a process
+  size_t max_reads_per_update = 8;                   // processes read from storage per Update
+  size_t max_profiles_per_read = 6;                  // the newest stored profiles of a process
 };
 
 // Digests of the processes the rules want, each read from storage at most every `refresh`;

@@ -124,9 +124,9 @@ TEST_F(GpuProfileCacheTest, ReadsEachProcessAtMostEveryRefreshWithinABudget) {
   ASSERT_TRUE(cache.Update(*storage_, targets, now, out).ok());
   ASSERT_EQ(out.size(), 2u);  // the budget: two reads this time
   EXPECT_EQ(out[0].entity, "pid/42/1");
-  EXPECT_EQ(out[0].profiles, 30u);  // the newest 30 of the window
-  EXPECT_EQ(out[0].kernel_ns, 30 * 10'000'000);
-  EXPECT_EQ(out[0].matmul_ns, 30 * 8'000'000);
+  EXPECT_EQ(out[0].profiles, 6u);  // the newest 6 of the window
+  EXPECT_EQ(out[0].kernel_ns, 6 * 10'000'000);
+  EXPECT_EQ(out[0].matmul_ns, 6 * 8'000'000);
   EXPECT_EQ(out[0].start, now - std::chrono::minutes(10));
   EXPECT_EQ(out[1].matmul_ns, 0);
   ASSERT_TRUE(cache.Update(*storage_, targets, now + std::chrono::seconds(10), out).ok());
