@@ -57,7 +57,7 @@ export async function findingView(root: HTMLElement, ctx: ViewContext): Promise<
               to: Math.ceil(p.end / 1000) + 60,
               range: '',
               live: false,
-              profile: { kind: p.kind, entity: p.entity, start: p.start / 1000, end: p.end / 1000 },
+              profile: { kind: p.kind, entity: p.entity, pid: p.pid, start: p.start / 1000, end: p.end / 1000 },
             }),
         },
         `Open the ${p.kind.toUpperCase()} profile`,

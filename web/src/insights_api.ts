@@ -23,6 +23,7 @@ export interface EvidenceProfile {
   kind: string;
   host: string;
   entity: string;
+  pid?: number; // GPU profiles are stored by pid, without an entity
   start: number; // Unix ms
   end: number;
 }

@@ -75,6 +75,12 @@ base::Status InsightConfig::Validate() const {
   WARPSCOPE_RETURN_IF_ERROR(
       Check("efficiency_busy_utilization", efficiency_busy_utilization, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(CheckWindow("efficiency_window", efficiency_window));
+  WARPSCOPE_RETURN_IF_ERROR(Check("tensor_active", tensor_active, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("tensor_clear_active", tensor_clear_active, tensor_active, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("tensor_matmul_share", tensor_matmul_share, 0.01, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("tensor_fp_pipes_busy", tensor_fp_pipes_busy, 0.01, 2));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("tensor_window", tensor_window));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("tensor_profile_refresh", tensor_profile_refresh));
   if (leak_warmup < base::Duration::zero() || leak_warmup > minutes(60)) {
     return base::InvalidArgument("insights: leak-warmup = {} is out of range; use 0s to 60m",
                                  base::FormatDuration(leak_warmup));

@@ -95,6 +95,18 @@ struct InsightConfig {
   double efficiency_busy_utilization = 0.50;
   base::Duration efficiency_window = minutes(10);
 
+  // tensor_cores_idle: over `tensor_window`, a GPU at least `efficiency_busy_utilization` busy
+  // whose mean tensor-pipe activity is under `tensor_active` (`tensor_clear_active` to clear)
+  // while matmul kernels take at least `tensor_matmul_share` of its processes' kernel time (their
+  // GPU profiles, read every `tensor_profile_refresh`) or, without a profile, its FP32 and FP16
+  // pipes are together at least `tensor_fp_pipes_busy` busy.
+  double tensor_active = 0.60;
+  double tensor_clear_active = 0.65;
+  double tensor_matmul_share = 0.50;
+  double tensor_fp_pipes_busy = 0.50;
+  base::Duration tensor_window = minutes(10);
+  base::Duration tensor_profile_refresh = minutes(5);
+
   // fleet_regression, over the long view (1-minute buckets): in the last `fleet_window`, with
   // at least `fleet_min_span` of it holding data, the median utilization of a cluster's working
   // GPUs has a negative least-squares slope and falls by at least `fleet_drop` from the span's

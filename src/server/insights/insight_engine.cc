@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/insights/insight_engine.h"
 
+#include <charconv>
+#include <set>
 #include <utility>
 
 #include "base/logging.h"
@@ -53,6 +55,7 @@ base::Status InsightEngine::Evaluate(base::TimePoint now) {
                              ReadInsightInputs(storage_, query, full ? nullptr : &*previous_));
   if (full) last_full_read_ = now;
   WARPSCOPE_ASSIGN_OR_RETURN(inputs.long_view, LongViewAt(now));
+  ReadGpuProfiles(inputs, now);
   std::vector<Finding> findings;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -91,6 +94,31 @@ base::Result<std::shared_ptr<const LongView>> InsightEngine::LongViewAt(base::Ti
   if (full) last_long_full_read_ = now;
   long_view_ = std::make_shared<const LongView>(std::move(view));
   return long_view_;
+}
+
+void InsightEngine::ReadGpuProfiles(InsightInputs& inputs, base::TimePoint now) {
+  std::set<std::pair<std::string_view, std::string_view>> wanted;  // (host, GPU uuid)
+  for (const GpuInput& g : inputs.gpus) {
+    for (const std::unique_ptr<Rule>& rule : rules_) {
+      if (rule->WantsGpuProfiles(inputs, options_.config, g)) {
+        wanted.insert({g.host, g.uuid});
+        break;
+      }
+    }
+  }
+  std::vector<ProfileTarget> targets;
+  for (const ProcessGpuInput& p : inputs.processes) {
+    if (!wanted.contains({p.host, p.gpu})) continue;
+    std::string_view pid = p.attributes.Get(model::attr::kPid);
+    int64_t n = 0;
+    auto [end, ec] = std::from_chars(pid.data(), pid.data() + pid.size(), n);
+    if (ec != std::errc() || end != pid.data() + pid.size() || n <= 0) continue;
+    targets.push_back({p.host, p.entity, n});
+  }
+  if (base::Status st = gpu_profiles_.Update(storage_, targets, now, inputs.gpu_profiles);
+      !st.ok()) {
+    WARPSCOPE_LOG_EVERY_N(WARNING, 60, "insights: reading GPU profiles: {}", st.message());
+  }
 }
 
 std::vector<Finding> InsightEngine::Findings() const {

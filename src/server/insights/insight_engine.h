@@ -17,6 +17,7 @@
 #include "server/insights/finding.h"
 #include "server/insights/finding_store.h"
 #include "server/insights/finding_tracker.h"
+#include "server/insights/gpu_profiles.h"
 #include "server/insights/insight_config.h"
 #include "server/insights/insight_inputs.h"
 #include "server/insights/rule.h"
@@ -68,7 +69,16 @@ class InsightEngine {
 
   InsightEngine(Storage& storage, EngineOptions options, FindingStore* store,
                 std::vector<std::unique_ptr<Rule>> rules)
-      : storage_(storage), options_(std::move(options)), store_(store), rules_(std::move(rules)) {}
+      : storage_(storage),
+        options_(std::move(options)),
+        store_(store),
+        rules_(std::move(rules)),
+        gpu_profiles_(GpuProfileCacheOptions{.window = options_.config.tensor_window,
+                                             .refresh = options_.config.tensor_profile_refresh}) {}
+
+  // Fills inputs.gpu_profiles for the GPUs a rule wants profiles of (from the cache; a storage
+  // error is logged and leaves the digests read so far).
+  void ReadGpuProfiles(InsightInputs& inputs, base::TimePoint now);
 
   Storage& storage_;
   const EngineOptions options_;
@@ -81,6 +91,7 @@ class InsightEngine {
   std::shared_ptr<const LongView> long_view_;
   base::TimePoint last_long_full_read_;
   const std::vector<std::unique_ptr<Rule>> rules_;
+  GpuProfileCache gpu_profiles_;  // Evaluate's sequence only
   mutable std::mutex mu_;
   FindingTracker tracker_;  // guarded by mu_
 };

@@ -67,6 +67,9 @@ constexpr GpuMetric kGpuMetrics[] = {
     {"gpu.remapped_rows.failure", &GpuInput::remapping_failed, Aggregation::kMax},
     {"gpu.sm.occupancy", &GpuInput::sm_occupancy, Aggregation::kAvg},
     {"gpu.dram.active", &GpuInput::dram_active, Aggregation::kAvg},
+    {"gpu.tensor.active", &GpuInput::tensor_active, Aggregation::kAvg},
+    {"gpu.fp32.active", &GpuInput::fp32_active, Aggregation::kAvg},
+    {"gpu.fp16.active", &GpuInput::fp16_active, Aggregation::kAvg},
 };
 
 }  // namespace

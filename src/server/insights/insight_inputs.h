@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,28 @@ struct GpuInput {
   Series remapping_failed;   // gpu.remapped_rows.failure, 0 or 1
   Series sm_occupancy;       // gpu.sm.occupancy, 0..1 (GPM: Hopper and later)
   Series dram_active;        // gpu.dram.active, 0..1 (GPM)
+  Series tensor_active;      // gpu.tensor.active, 0..1 (GPM: any tensor pipe)
+  Series fp32_active;        // gpu.fp32.active, 0..1 (GPM: the non-tensor FP32 pipe)
+  Series fp16_active;        // gpu.fp16.active, 0..1 (GPM: the non-tensor FP16 pipe)
+};
+
+// One process's GPU (CUDA kernel) profiles over a window, reduced to what rules read: its
+// kernels' GPU time and the part of it in matrix multiplications (gpu_profiles.h).
+struct KernelTime {
+  std::string name;  // the kernel's demangled name
+  int64_t gpu_ns = 0;
+};
+struct GpuProfileDigest {
+  std::string host;
+  std::string entity;  // the process's entity id, as in ProcessGpuInput
+  int64_t pid = 0;
+  base::TimePoint start;  // the window the profiles were read for
+  base::TimePoint end;
+  base::TimePoint read_at;           // when it was read from storage
+  size_t profiles = 0;               // stored profiles merged; 0: none in the window
+  int64_t kernel_ns = 0;             // GPU time of every kernel (copies and memsets not counted)
+  int64_t matmul_ns = 0;             // of matmul kernels (IsMatmulKernel)
+  std::vector<KernelTime> matmuls;   // the largest matmul kernels, largest first (at most 5)
 };
 
 // One process's use of one GPU.
@@ -89,6 +112,10 @@ struct InsightInputs {
   std::vector<ProcessGpuInput> processes;  // ordered by (host, entity, gpu)
   std::vector<HostInput> hosts;            // ordered by host
   std::vector<EventRecord> events;         // in [start, end()), oldest first
+  // GPU profile digests of the processes on the GPUs a rule asks profiles for
+  // (Rule::WantsGpuProfiles), ordered by (host, entity). Filled by the engine from its cache
+  // (GpuProfileCache), not by ReadInsightInputs.
+  std::vector<GpuProfileDigest> gpu_profiles;
   bool host_all = true;                    // read for every host (InputsQuery::host empty)
   // The long view, shared between evaluations (it changes once a minute); null when not read.
   std::shared_ptr<const LongView> long_view;

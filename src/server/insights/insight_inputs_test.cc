@@ -82,7 +82,8 @@ std::string Dump(const InsightInputs& in) {
     out += g.host + "/" + g.uuid + " " + g.cluster + "\n";
     for (const Series* s :
          {&g.utilization, &g.power, &g.power_limit, &g.temperature, &g.memory_used, &g.memory_total,
-          &g.ecc_uncorrected, &g.remapping_failed}) {
+          &g.ecc_uncorrected, &g.remapping_failed, &g.tensor_active, &g.fp32_active,
+          &g.fp16_active}) {
       add(*s);
     }
   }
@@ -106,6 +107,7 @@ TEST_F(InsightInputsTest, AnIncrementalReadEqualsAFullOneLateWindowsAndNewGpusIn
     AddGpu(b, "GPU-0", "0");
     AddGauge(b, "gpu.temperature", model::EntityKind::kGpu, "GPU-0", 60 + w);
     AddGauge(b, "gpu.utilization", model::EntityKind::kGpu, "GPU-0", 0.5);
+    AddGauge(b, "gpu.tensor.active", model::EntityKind::kGpu, "GPU-0", 0.001 * w);
     if (gpu1) {
       AddGpu(b, "GPU-1", "1");
       AddGauge(b, "gpu.power.usage", model::EntityKind::kGpu, "GPU-1", 100 + w);
@@ -140,6 +142,7 @@ TEST_F(InsightInputsTest, AnIncrementalReadEqualsAFullOneLateWindowsAndNewGpusIn
   EXPECT_EQ(Dump(*incremental), Dump(*full));
   ASSERT_EQ(incremental->gpus.size(), 2u);
   EXPECT_EQ(incremental->gpus[0].temperature.back(), 60 + 104);
+  EXPECT_NEAR(incremental->gpus[0].tensor_active.back(), 0.104, 1e-9);
   ASSERT_EQ(incremental->hosts.size(), 1u);
   EXPECT_EQ(incremental->hosts[0].logical_cpus.back(), 16);
   EXPECT_NEAR(incremental->hosts[0].cpu_idle.back(), 0.3, 1e-9);

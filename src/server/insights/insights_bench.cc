@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The insights engine's cost per evaluation for a fleet of 1,000 GPUs (125 hosts x 8), with 15
-// minutes of 10-second windows stored in a real SqliteStorage (10 GPU metrics and one GPU
-// process per GPU; two GPUs per host idle and one cooling failure, so rules do find things):
+// minutes of 10-second windows stored in a real SqliteStorage (13 GPU metrics and one GPU
+// process per GPU; two GPUs per host idle, one cooling failure, and one GPU per host training
+// in FP32 with idle tensor cores whose process has a GPU profile per window for the last 2
+// minutes, so rules do find things):
 //   BM_Evaluate      one evaluation in steady state: the newest minute read from storage (the
 //                    rest kept from the evaluation before), every rule, the tracker
 //   BM_EvaluateFull  the same reading the whole 15 minutes (the first evaluation, and one every
 //                    5 minutes)
 //   BM_ReadInputs    the storage reads of a full evaluation alone
 //   BM_Rules       every rule and the tracker over inputs already read
+//   BM_GpuProfileReads  the most an evaluation adds for profile evidence: 8 processes read
+//                    from storage (their newest 6 GPU profiles decoded, merged and digested)
 //   BM_ReadLongView      the long view's once-a-minute refresh: its last 5 minutes re-read,
 //                        the rest shifted from the view a minute before
 //   BM_ReadLongViewFull  the long view read whole (90 minutes; the first evaluation and one
@@ -23,7 +27,9 @@
 #include <memory>
 #include <string>
 
+#include "profiling/pprof.h"
 #include "server/insights/finding_tracker.h"
+#include "server/insights/gpu_profiles.h"
 #include "server/insights/insight_engine.h"
 #include "server/storage/sqlite_storage.h"
 
@@ -34,8 +40,10 @@ using std::chrono::seconds;
 
 constexpr int kHosts = 125;
 constexpr int kGpusPerHost = 8;
-constexpr int kWindows = 90;        // 15 minutes
+constexpr int kWindows = 90;          // 15 minutes
 constexpr int kLongOnlyWindows = 450;  // the 75 minutes before, for the long view
+constexpr int kFp32Gpu = 5;            // per host: trains in FP32, tensor cores idle
+constexpr int kProfiledWindows = 12;
 const base::TimePoint kT0 = base::FromUnixNanos(1'700'000'000'000'000'000);
 
 struct Fleet {
@@ -54,7 +62,8 @@ IngestBatch HostWindow(int host, int w) {
   for (const char* key :
        {"gpu.utilization", "gpu.power.usage", "gpu.power.limit", "gpu.temperature",
         "gpu.memory.used", "gpu.memory.total", "gpu.ecc.uncorrected.volatile",
-        "gpu.remapped_rows.failure", "gpu.sm.occupancy", "gpu.dram.active"}) {
+        "gpu.remapped_rows.failure", "gpu.sm.occupancy", "gpu.dram.active", "gpu.tensor.active",
+        "gpu.fp32.active", "gpu.fp16.active"}) {
     b.metrics.push_back(MetricInfo{.key = key, .entity_kind = model::EntityKind::kGpu});
   }
   b.metrics.push_back(
@@ -85,6 +94,10 @@ IngestBatch HostWindow(int host, int w) {
     value("gpu.remapped_rows.failure", uuid, 0);
     value("gpu.sm.occupancy", uuid, idle ? 0.01 : 0.52);
     value("gpu.dram.active", uuid, idle ? 0.0 : 0.55);
+    const bool fp32 = g == kFp32Gpu;
+    value("gpu.tensor.active", uuid, idle ? 0.0 : fp32 ? 0.02 : 0.62);
+    value("gpu.fp32.active", uuid, idle ? 0.0 : fp32 ? 0.85 : 0.12);
+    value("gpu.fp16.active", uuid, idle ? 0.0 : fp32 ? 0.0 : 0.06);
     value("gpu.process.memory.used", pid, 59e9, {{"gpu.uuid", uuid}});
   }
   return b;
@@ -118,6 +131,30 @@ IngestBatch LongWindow(int host, int w) {
   return b;
 }
 
+// python3 -> 20 Python sites -> cudaLaunchKernel -> 10 kernels each (SGEMMs, element-wise).
+std::string GpuPprof() {
+  using profiling::FrameKind;
+  profiling::ProfileAggregator p(std::vector<profiling::ValueType>{
+      {"gpu_time", "nanoseconds"}, {"launches", "count"}, {"pc_samples", "count"}});
+  const uint32_t process =
+      p.InternFrame({"python3", "/usr/bin/python3", 0, "", "", "", FrameKind::kProcess});
+  const uint32_t launch =
+      p.InternFrame({"cudaLaunchKernel", "", 0, "", "", "", FrameKind::kLaunch});
+  for (int site = 0; site < 20; ++site) {
+    const uint32_t py = p.InternFrame(
+        {"forward", "model.py", site + 1, "", "", "", FrameKind::kPython});
+    for (int k = 0; k < 10; ++k) {
+      const std::string name = k < 6 ? "ampere_sgemm_128x64_nn_" + std::to_string(k)
+                                     : "vectorized_elementwise_kernel_" + std::to_string(k);
+      const int64_t v[] = {1'000'000 + 1000 * k, 10, 0};
+      p.Add(std::vector<uint32_t>{process, py, launch,
+                                  p.InternFrame({name, "", 0, "", "", "", FrameKind::kKernel})},
+            v);
+    }
+  }
+  return profiling::EncodePprof(p.profile()).value();
+}
+
 Fleet& TheFleet() {
   static Fleet* fleet = [] {
     auto* f = new Fleet;
@@ -138,6 +175,19 @@ Fleet& TheFleet() {
         if (!f->storage->WriteBatch(HostWindow(h, w))) abort();
       }
     }
+    // The FP32 GPU's process: a GPU profile of a few hundred kernels per window.
+    const std::string pprof = GpuPprof();
+    for (int w = kWindows - kProfiledWindows; w < kWindows; ++w) {
+      for (int h = 0; h < kHosts; ++h) {
+        ProfileMeta m;
+        m.host = "node-" + std::to_string(h);
+        m.kind = "gpu";
+        m.pid = 1000 + kFp32Gpu;
+        m.start = kT0 + seconds(10 * w);
+        m.end = m.start + seconds(10);
+        if (!f->storage->WriteProfile(m, pprof)) abort();
+      }
+    }
     f->now = kT0 + seconds(10 * kWindows);
     if (!f->storage->Compact(f->now)) abort();  // the 1-minute rollups
     return f;
@@ -147,7 +197,7 @@ Fleet& TheFleet() {
 
 size_t InputsBytes(const InsightInputs& in) {
   size_t bytes = 0;
-  for (const GpuInput& g : in.gpus) bytes += sizeof(g) + 10 * in.buckets * sizeof(double);
+  for (const GpuInput& g : in.gpus) bytes += sizeof(g) + 13 * in.buckets * sizeof(double);
   for (const ProcessGpuInput& p : in.processes) bytes += sizeof(p) + in.buckets * sizeof(double);
   return bytes;
 }
@@ -159,6 +209,11 @@ void BM_Evaluate(benchmark::State& state) {
   auto engine = InsightEngine::Create(*fleet.storage, options);
   if (!engine) abort();
   if (!(*engine)->Evaluate(fleet.now).ok()) abort();  // the first, full read
+  // Until every FP32 GPU's process has its GPU profile digest (8 read per evaluation): the
+  // steady state reads none (BM_GpuProfileReads is what an evaluation that reads adds).
+  for (int i = 0; i < kHosts / 8 + 1; ++i) {
+    if (!(*engine)->Evaluate(fleet.now).ok()) abort();
+  }
   for (auto _ : state) {
     if (!(*engine)->Evaluate(fleet.now).ok()) abort();
   }
@@ -230,6 +285,23 @@ void BM_ReadLongView(benchmark::State& state) {
 }
 BENCHMARK(BM_ReadLongView)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReadLongView)->Name("BM_ReadLongViewFull")->Arg(1)->Unit(benchmark::kMillisecond);
+
+void BM_GpuProfileReads(benchmark::State& state) {
+  Fleet& fleet = TheFleet();
+  std::vector<ProfileTarget> targets;
+  for (int h = 0; h < 8; ++h) {
+    targets.push_back({"node-" + std::to_string(h), "pid/" + std::to_string(1000 + kFp32Gpu) + "/1",
+                       1000 + kFp32Gpu});
+  }
+  std::vector<GpuProfileDigest> out;
+  for (auto _ : state) {
+    GpuProfileCache cache;  // empty: every target is read
+    if (!cache.Update(*fleet.storage, targets, fleet.now, out).ok() || out.size() != 8) abort();
+  }
+  state.counters["matmul_share"] =
+      static_cast<double>(out[0].matmul_ns) / static_cast<double>(out[0].kernel_ns);
+}
+BENCHMARK(BM_GpuProfileReads)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace warpscope::server::insights

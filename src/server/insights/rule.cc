@@ -74,6 +74,7 @@ std::vector<std::unique_ptr<Rule>> DefaultRules() {
   std::vector<std::unique_ptr<Rule>> rules;
   rules.push_back(MakeInputBoundRule());      // 1
   rules.push_back(MakeMemoryBoundRule());     // 2
+  rules.push_back(MakeTensorCoresIdleRule());  // 3
   rules.push_back(MakeUnderpoweredRule());    // 4
   rules.push_back(MakeThermalOutlierRule());  // 5
   rules.push_back(MakeCoolingFailureRule());  // 6

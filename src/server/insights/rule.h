@@ -63,6 +63,12 @@ class Rule {
   virtual ~Rule() = default;
   virtual const RuleInfo& info() const = 0;
   virtual std::vector<Observation> Evaluate(const RuleContext& context) const = 0;
+  // Whether the rule reads the GPU profiles of `gpu`'s processes (InsightInputs::gpu_profiles)
+  // in this snapshot: the engine reads only those, from its cache (gpu_profiles.h).
+  virtual bool WantsGpuProfiles(const InsightInputs& /*inputs*/, const InsightConfig& /*config*/,
+                                const GpuInput& /*gpu*/) const {
+    return false;
+  }
 };
 
 // The evidence of one series over buckets [from, to): {"metric", "unit", "start", "step_ms",

@@ -13,6 +13,7 @@ namespace warpscope::server::insights {
 
 std::unique_ptr<Rule> MakeInputBoundRule();      // rules_input.cc
 std::unique_ptr<Rule> MakeMemoryBoundRule();     // rules_efficiency.cc
+std::unique_ptr<Rule> MakeTensorCoresIdleRule();  // rules_tensor.cc
 std::unique_ptr<Rule> MakeUnderpoweredRule();    // rules_efficiency.cc
 std::unique_ptr<Rule> MakeCoolingFailureRule();  // rules_thermal.cc
 std::unique_ptr<Rule> MakeThermalOutlierRule();  // rules_thermal.cc

@@ -371,5 +371,37 @@ TEST(ShippedScenariosTest, MemoryBoundAndTensorIdleShowTheirPipes) {
   }
 }
 
+// Rule 3's GPM evidence (tensor_cores_idle without a GPU profile, thresholds as in
+// server/insights/insight_config.h): over a 10-minute window, utilization >= 50 %, tensor pipes
+// < 60 %, FP32 + FP16 pipes >= 50 %. It must hold on every GPU of tensor-idle and on no GPU of
+// any other shipped scenario, in each 10 minutes of the first half hour (where the scenarios
+// change; later windows cost seconds to integrate in a Debug build).
+TEST(ShippedScenariosTest, OnlyTensorIdleShowsDenseMathWithIdleTensorCores) {
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(WARPSCOPE_SOURCE_DIR) + "/scenarios")) {
+    if (entry.path().extension() != ".yaml") {
+      continue;
+    }
+    const std::string name = entry.path().stem().string();
+    auto sim = Load(name);
+    ASSERT_TRUE(sim) << name;
+    for (size_t d = 0; d < sim->device_count(); ++d) {
+      // No GPM (nothing to judge) or MIG mode (no device utilization).
+      if (!sim->device(d).SupportsGpm() || sim->device(d).mig.enabled) {
+        continue;
+      }
+      for (double t = 10 * kMinute; t <= 30 * kMinute; t += 10 * kMinute) {
+        const double from = t - 10 * kMinute;
+        const bool raised = Mean(*sim, d, SignalId::kGpuUtil, from, t) >= 50 &&
+                            Mean(*sim, d, SignalId::kTensorActive, from, t) < 60 &&
+                            Mean(*sim, d, SignalId::kFp32Active, from, t) +
+                                    Mean(*sim, d, SignalId::kFp16Active, from, t) >=
+                                50;
+        EXPECT_EQ(raised, name == "tensor-idle") << name << " GPU " << d << " t=" << t;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace warpscope::sim

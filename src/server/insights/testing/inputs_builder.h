@@ -39,7 +39,8 @@ class InputsBuilder {
     g.attributes.Set("gpu.model", model);
     for (Series* s :
          {&g.utilization, &g.power, &g.power_limit, &g.temperature, &g.memory_used, &g.memory_total,
-          &g.ecc_uncorrected, &g.remapping_failed, &g.sm_occupancy, &g.dram_active}) {
+          &g.ecc_uncorrected, &g.remapping_failed, &g.sm_occupancy, &g.dram_active, &g.tensor_active,
+          &g.fp32_active, &g.fp16_active}) {
       s->assign(in_.buckets, std::numeric_limits<double>::quiet_NaN());
     }
     if (healthy) {
@@ -53,6 +54,9 @@ class InputsBuilder {
       Fill(g.remapping_failed, 0);
       Fill(g.sm_occupancy, 0.52);
       Fill(g.dram_active, 0.55);
+      Fill(g.tensor_active, 0.62);
+      Fill(g.fp32_active, 0.12);
+      Fill(g.fp16_active, 0.06);
     }
     return g;
   }
@@ -97,6 +101,26 @@ class InputsBuilder {
     e.event.kind = "xid";
     e.event.code = xid;
     e.event.time = in_.BucketStart(bucket) + std::chrono::seconds(1);
+  }
+
+  // The GPU profile digest of `process` over the last 10 minutes: `kernel_ms` of kernels, of
+  // which the `matmuls` (name, ms).
+  GpuProfileDigest& Profile(const ProcessGpuInput& process, double kernel_ms,
+                            const std::vector<std::pair<std::string, double>>& matmuls) {
+    GpuProfileDigest& d = in_.gpu_profiles.emplace_back();
+    d.host = process.host;
+    d.entity = process.entity;
+    d.pid = std::stoll(std::string(process.attributes.Get("process.pid")));
+    d.end = in_.end();
+    d.start = d.end - std::chrono::minutes(10);
+    d.read_at = d.end;
+    d.profiles = 60;
+    d.kernel_ns = static_cast<int64_t>(kernel_ms * 1e6);
+    for (const auto& [name, ms] : matmuls) {
+      d.matmuls.push_back({name, static_cast<int64_t>(ms * 1e6)});
+      d.matmul_ns += static_cast<int64_t>(ms * 1e6);
+    }
+    return d;
   }
 
   InsightInputs& inputs() { return in_; }
