@@ -65,7 +65,9 @@ struct InsightInputs {
   std::vector<GpuInput> gpus;              // ordered by (host, uuid)
   std::vector<ProcessGpuInput> processes;  // ordered by (host, entity, gpu)
   std::vector<HostInput> hosts;            // ordered by host
-  std::vector<EventRecord> events;         // in [start, end()), oldest first
+  // In [start, end()), oldest first. An event of a MIG instance is its GPU's (entity), with the
+  // instance in its attributes (mig.entity, mig.gpu_instance_id, ...).
+  std::vector<EventRecord> events;
   bool host_all = true;                    // read for every host (InputsQuery::host empty)
 
   base::TimePoint BucketStart(size_t i) const { return start + step * static_cast<int64_t>(i); }
