@@ -58,6 +58,7 @@ constexpr GpuMetric kGpuMetrics[] = {
     {"gpu.remapped_rows.failure", &GpuInput::remapping_failed, Aggregation::kMax},
     {"gpu.sm.occupancy", &GpuInput::sm_occupancy, Aggregation::kAvg},
     {"gpu.dram.active", &GpuInput::dram_active, Aggregation::kAvg},
+    {"gpu.clock.sm", &GpuInput::sm_clock, Aggregation::kAvg},
 };
 
 }  // namespace

@@ -36,6 +36,7 @@ struct GpuInput {
   Series remapping_failed;   // gpu.remapped_rows.failure, 0 or 1
   Series sm_occupancy;       // gpu.sm.occupancy, 0..1 (GPM: Hopper and later)
   Series dram_active;        // gpu.dram.active, 0..1 (GPM)
+  Series sm_clock;           // gpu.clock.sm, MHz
 };
 
 // One process's use of one GPU.

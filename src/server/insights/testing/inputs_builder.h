@@ -39,7 +39,7 @@ class InputsBuilder {
     g.attributes.Set("gpu.model", model);
     for (Series* s :
          {&g.utilization, &g.power, &g.power_limit, &g.temperature, &g.memory_used, &g.memory_total,
-          &g.ecc_uncorrected, &g.remapping_failed, &g.sm_occupancy, &g.dram_active}) {
+          &g.ecc_uncorrected, &g.remapping_failed, &g.sm_occupancy, &g.dram_active, &g.sm_clock}) {
       s->assign(in_.buckets, std::numeric_limits<double>::quiet_NaN());
     }
     if (healthy) {
