@@ -42,6 +42,8 @@ int main(int argc, char** argv) {
       "server", "Ingest, embedded storage and the query API for a fleet of agents");
   warpscope::cli::ServerFlags server_flags;
   server_flags.Register(*server_cmd);
+  // The insight thresholds come from the config file's [server.insights] section.
+  app.config_formatter(server_flags.ConfigReader());
 
   CLI::App* up_cmd = app.add_subcommand(
       "up", "Everything on this machine: a server and a local agent pushing to it, on loopback");

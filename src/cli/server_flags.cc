@@ -2,6 +2,44 @@
 #include "cli/server_flags.h"
 
 namespace warpscope::cli {
+namespace {
+
+// CLI11's TOML reader, less the items of [server.insights] (and of its dotted keys), which go to
+// `out`: CLI11 knows no nested section without a subcommand of that name.
+class InsightSectionReader final : public CLI::ConfigTOML {
+ public:
+  explicit InsightSectionReader(
+      std::shared_ptr<std::vector<std::pair<std::string, std::string>>> out)
+      : out_(std::move(out)) {}
+
+  std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
+    std::vector<CLI::ConfigItem> items = CLI::ConfigTOML::from_config(input);
+    std::erase_if(items, [&](const CLI::ConfigItem& item) {
+      if (item.parents.size() < 2 || item.parents[0] != "server" ||
+          item.parents[1] != "insights") {
+        return false;
+      }
+      // "++" and "--" open and close the section; a key of a deeper section is named in full.
+      if (item.name == "++" || item.name == "--") return true;
+      std::string key = item.name;
+      for (size_t i = item.parents.size(); i > 2; --i) key = item.parents[i - 1] + "." + key;
+      std::string value;
+      for (const std::string& v : item.inputs) value += (value.empty() ? "" : ",") + v;
+      out_->emplace_back(std::move(key), std::move(value));
+      return true;
+    });
+    return items;
+  }
+
+ private:
+  std::shared_ptr<std::vector<std::pair<std::string, std::string>>> out_;
+};
+
+}  // namespace
+
+std::shared_ptr<CLI::Config> ServerFlags::ConfigReader() const {
+  return std::make_shared<InsightSectionReader>(insight_settings_);
+}
 
 void ServerFlags::Register(CLI::App& sub) {
   sub.add_option("--listen-address", listen_address_,
@@ -57,6 +95,13 @@ void ServerFlags::Register(CLI::App& sub) {
       ->capture_default_str();
 }
 
+server::insights::EngineOptions InsightEngineOptions(const server::ServerConfig& config) {
+  server::insights::EngineOptions options;
+  options.config = config.insights;
+  options.config.gpu_hour_price = config.gpu_hour_price;
+  return options;
+}
+
 base::Status ServerFlags::Finish(server::ServerConfig& config) const {
   config = defaults_;
   config.listen_address = listen_address_;
@@ -69,6 +114,9 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
   config.max_body_bytes = max_body_bytes_;
   config.max_series_per_host = max_series_per_host_;
   config.gpu_hour_price = gpu_hour_price_;
+  for (const auto& [key, value] : *insight_settings_) {
+    WARPSCOPE_RETURN_IF_ERROR(server::insights::SetInsightConfig(config.insights, key, value));
+  }
   struct {
     const std::string& text;
     const char* flag;

@@ -3,20 +3,31 @@
 #define WARPSCOPE_CLI_SERVER_FLAGS_H_
 
 #include <CLI/CLI.hpp>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/status.h"
+#include "server/insights/insight_engine.h"
 #include "server/server_config.h"
 
 namespace warpscope::cli {
 
-// The `server` subcommand's flags, each with a WARPSCOPE_* environment twin.
+// The `server` subcommand's flags, each with a WARPSCOPE_* environment twin, and the config
+// file's `[server.insights]` section (the insight thresholds, one key each: too many for flags).
 class ServerFlags {
  public:
   void Register(CLI::App& sub);
+  // The reader of `--config` files, to set on the root app (app.config_formatter): CLI11's TOML
+  // reader, except that it keeps `[server.insights]` aside for Finish.
+  std::shared_ptr<CLI::Config> ConfigReader() const;
   [[nodiscard]] base::Status Finish(server::ServerConfig& config) const;
 
  private:
+  // The (key, value) pairs of `[server.insights]`, in file order; filled by ConfigReader's.
+  std::shared_ptr<std::vector<std::pair<std::string, std::string>>> insight_settings_ =
+      std::make_shared<std::vector<std::pair<std::string, std::string>>>();
   server::ServerConfig defaults_;
   std::string listen_address_ = defaults_.listen_address;
   std::string data_dir_ = defaults_.data_dir;
@@ -34,6 +45,9 @@ class ServerFlags {
   std::string insights_interval_ = "10s";
   double gpu_hour_price_ = defaults_.gpu_hour_price;
 };
+
+// The insights engine's options for `config`: its thresholds and the price of a GPU-hour.
+server::insights::EngineOptions InsightEngineOptions(const server::ServerConfig& config);
 
 }  // namespace warpscope::cli
 

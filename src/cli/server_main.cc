@@ -10,6 +10,7 @@
 #include "base/task_runner.h"
 #include "base/token_file.h"
 #include "cli/commands.h"
+#include "cli/server_flags.h"
 #include "server/api/api_server.h"
 #include "server/insights/finding_store.h"
 #include "server/insights/insight_engine.h"
@@ -36,8 +37,7 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   if (config.insights_interval != base::Duration::zero()) {
     p->finding_store_ =
         std::make_unique<server::insights::FileFindingStore>(config.data_dir + "/insights.json");
-    server::insights::EngineOptions engine_options;
-    engine_options.config.gpu_hour_price = config.gpu_hour_price;
+    server::insights::EngineOptions engine_options = InsightEngineOptions(config);
     WARPSCOPE_ASSIGN_OR_RETURN(p->insights_,
                                server::insights::InsightEngine::Create(*p->storage_, engine_options,
                                                                        p->finding_store_.get()));

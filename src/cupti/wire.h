@@ -245,6 +245,7 @@ enum class CounterId : uint16_t {
   kControlsApplied = 19,      // Control messages received and applied
   kOverheadNs = 20,           // estimated CPU ns the launch callbacks took on application threads
   kPythonFramesSkipped = 21,  // Python frames left out of captures because they could not be read
+  kBufferReserveUsed = 22,    // activity buffer requests served from the reserve (pool out)
 };
 struct Counter {
   CounterId id{};

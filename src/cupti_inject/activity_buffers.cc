@@ -8,22 +8,34 @@
 
 namespace warpscope::cupti_inject {
 
-uint8_t* ActivityBufferPool::Request() {
-  std::lock_guard lock(pool_mu_);
-  uint8_t* buffer = nullptr;
-  if (!free_.empty()) {
-    buffer = free_.back();
-    free_.pop_back();
-  } else if (allocated_ < max_buffers_) {
-    buffer = static_cast<uint8_t*>(std::aligned_alloc(8, buffer_bytes_));
-    if (buffer != nullptr) {
-      ++allocated_;
-    }
+uint8_t* ActivityBufferPool::Take(std::vector<uint8_t*>& free, size_t& allocated, size_t max,
+                                  size_t bytes) {
+  if (!free.empty()) {
+    uint8_t* buffer = free.back();
+    free.pop_back();
+    return buffer;
   }
-  if (buffer == nullptr) {
-    exhausted_.fetch_add(1, std::memory_order_relaxed);
+  if (allocated >= max) {
+    return nullptr;
+  }
+  auto* buffer = static_cast<uint8_t*>(std::aligned_alloc(8, bytes));
+  if (buffer != nullptr) {
+    ++allocated;
   }
   return buffer;
+}
+
+ActivityBuffer ActivityBufferPool::Request() {
+  std::lock_guard lock(pool_mu_);
+  if (uint8_t* b = Take(free_, allocated_, max_buffers_, buffer_bytes_)) {
+    return {b, buffer_bytes_};
+  }
+  if (uint8_t* b = Take(reserve_free_, reserve_allocated_, kReserveBuffers, reserve_bytes_)) {
+    reserve_used_.fetch_add(1, std::memory_order_relaxed);
+    return {b, reserve_bytes_};
+  }
+  exhausted_.fetch_add(1, std::memory_order_relaxed);
+  return {};
 }
 
 void ActivityBufferPool::Complete(const CompletedBuffer& b) {
@@ -37,14 +49,16 @@ void ActivityBufferPool::TakeCompleted(std::vector<CompletedBuffer>* out) {
   out->swap(completed_);
 }
 
-void ActivityBufferPool::Return(uint8_t* buffer) {
+void ActivityBufferPool::Return(uint8_t* buffer, size_t size) {
   std::lock_guard lock(pool_mu_);
-  free_.push_back(buffer);
+  // With _BUFFER_KB at or under kReserveBytes both kinds have one size and either list serves.
+  (size == buffer_bytes_ ? free_ : reserve_free_).push_back(buffer);
 }
 
 uint64_t ActivityBufferPool::allocated_bytes() const {
   std::lock_guard lock(pool_mu_);
-  return allocated_ * static_cast<uint64_t>(buffer_bytes_);
+  return allocated_ * static_cast<uint64_t>(buffer_bytes_) +
+         reserve_allocated_ * static_cast<uint64_t>(reserve_bytes_);
 }
 
 void ActivityBufferPool::LockForFork() {
@@ -60,7 +74,8 @@ void ActivityBufferPool::UnlockAfterFork() {
 void ActivityBufferPool::ResetInForkChild() {
   std::scoped_lock lock(pool_mu_, completed_mu_);
   for (const auto& c : completed_) {
-    free_.push_back(c.buffer);  // the parent's data, not the child's
+    // the parent's data, not the child's
+    (c.size == buffer_bytes_ ? free_ : reserve_free_).push_back(c.buffer);
   }
   completed_.clear();
 }
@@ -70,22 +85,21 @@ void BufferRequested(uint8_t** buffer, size_t* size, size_t* max_records) noexce
   *size = 0;
   *max_records = 0;
   try {
-    *buffer = g->buffers.Request();
-    if (*buffer != nullptr) {
-      *size = g->buffers.buffer_bytes();
-    }
+    const ActivityBuffer b = g->buffers.Request();
+    *buffer = b.data;
+    *size = b.size;
   } catch (...) {
     g->callback_errors.fetch_add(1, std::memory_order_relaxed);
   }
 }
 
-void BufferCompleted(abi::CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t,
+void BufferCompleted(abi::CUcontext ctx, uint32_t stream, uint8_t* buffer, size_t size,
                      size_t valid) noexcept {
   try {
     if (buffer == nullptr) {
       return;
     }
-    g->buffers.Complete({ctx, stream, buffer, valid});
+    g->buffers.Complete({ctx, stream, buffer, valid, size});
     WakeFlusher();
   } catch (...) {
     g->callback_errors.fetch_add(1, std::memory_order_relaxed);

@@ -323,7 +323,7 @@ void Flusher::ProcessBuffers() {
     if (g->api.cuptiActivityGetNumDroppedRecords(b.ctx, b.stream, &dropped) == abi::kSuccess) {
       cupti_dropped_ += dropped;
     }
-    g->buffers.Return(b.buffer);
+    g->buffers.Return(b.buffer, b.size);
   }
   batch_.clear();
   EmitKernels();
@@ -395,6 +395,7 @@ void Flusher::SendCounters() {
       {CounterId::kControlsApplied, controls_applied_},
       {CounterId::kOverheadNs, c.overhead_ns},
       {CounterId::kPythonFramesSkipped, PythonFramesSkipped()},
+      {CounterId::kBufferReserveUsed, g->buffers.reserve_used()},
   }});
 }
 

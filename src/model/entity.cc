@@ -11,6 +11,7 @@ std::string_view EntityKindName(EntityKind kind) {
     case EntityKind::kProcess: return "process";
     case EntityKind::kExecutable: return "executable";
     case EntityKind::kContainer: return "container";
+    case EntityKind::kCluster: return "cluster";
   }
   return "unknown";
 }

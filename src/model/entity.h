@@ -18,6 +18,9 @@ enum class EntityKind : uint8_t {
   kProcess,      // id: "pid/<host pid>/<start time ticks>" (pids are reused; start time is not)
   kExecutable,   // id: "exe/<absolute path of the main executable>"
   kContainer,    // id: "ctr/<container id>"
+  // id: "cluster/<the hosts' cluster tag>", or "fleet" for the hosts without one. Insight
+  // findings only (fleet_regression): no series is ever stored for a cluster.
+  kCluster,
 };
 
 std::string_view EntityKindName(EntityKind kind);  // "host", "gpu", "mig", "process", ...

@@ -45,7 +45,7 @@ base::Status ServerConfig::Validate() const {
     return base::InvalidArgument("--gpu-hour-price={}: give the price of one GPU-hour, 0 to 1e6",
                                  gpu_hour_price);
   }
-  return base::OkStatus();
+  return insights.Validate();
 }
 
 }  // namespace warpscope::server

@@ -7,6 +7,7 @@
 
 #include "base/status.h"
 #include "base/time.h"
+#include "server/insights/insight_config.h"
 
 namespace warpscope::server {
 
@@ -36,6 +37,9 @@ struct ServerConfig {
   base::Duration insights_interval = std::chrono::seconds(10);
   // Price of one GPU-hour, for the cost of each finding's lost GPU time; 0: not priced.
   double gpu_hour_price = 0;
+  // The insight rules' thresholds: the config file's [server.insights] section (gpu_hour_price
+  // above is the one that counts; this one's is not used).
+  insights::InsightConfig insights;
 
   [[nodiscard]] base::Status Validate() const;
 };

@@ -95,6 +95,8 @@ void AddEntityAttributes(const model::Frame& frame, const model::Entity& e, Attr
   switch (e.kind) {
     case model::EntityKind::kHost:
       return;  // the resource describes the host
+    case model::EntityKind::kCluster:
+      return;  // findings only: never a series
     case model::EntityKind::kGpu:
       AddGpuIdentity(e, a);
       for (const auto& [k, v] : e.attributes) {

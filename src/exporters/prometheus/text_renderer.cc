@@ -328,6 +328,7 @@ void TextRenderer::BuildPrefix(const model::Frame& frame, const model::Entity* e
         add("Hostname", hostname_);
         break;
       case model::EntityKind::kHost:
+      case model::EntityKind::kCluster:  // never a series; findings only
         add("Hostname", hostname_);
         break;
     }

@@ -22,6 +22,8 @@ v1::EntityKind ToProto(model::EntityKind kind) {
       return v1::ENTITY_KIND_EXECUTABLE;
     case model::EntityKind::kContainer:
       return v1::ENTITY_KIND_CONTAINER;
+    case model::EntityKind::kCluster:  // findings only: never sent
+      return v1::ENTITY_KIND_UNSPECIFIED;
   }
   return v1::ENTITY_KIND_UNSPECIFIED;
 }

@@ -192,7 +192,8 @@ base::Result<Finding> FindingFromJson(const nlohmann::json& j) {
   bool known = false;
   for (model::EntityKind k : {model::EntityKind::kHost, model::EntityKind::kGpu,
                               model::EntityKind::kMigInstance, model::EntityKind::kProcess,
-                              model::EntityKind::kExecutable, model::EntityKind::kContainer}) {
+                              model::EntityKind::kExecutable, model::EntityKind::kContainer,
+                              model::EntityKind::kCluster}) {
     if (model::EntityKindName(k) == kind) f.kind = k, known = true;
   }
   if (!known) return base::Error(base::InvalidArgument("finding: unknown kind {}", kind));

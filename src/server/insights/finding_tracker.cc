@@ -37,7 +37,7 @@ void FindingTracker::Apply(const RuleInfo& rule, std::span<const Observation> ob
     }
     const base::Duration gap = std::min(now - open.last_evaluated, kMaxChargedGap);
     if (gap > base::Duration::zero()) {
-      f.waste.gpu_hours += o.lost_fraction * base::ToSeconds(gap) / 3600.0;
+      f.waste.gpu_hours += o.lost_fraction * o.gpus * base::ToSeconds(gap) / 3600.0;
       f.waste.cost = f.waste.gpu_hours * price;
     }
     open.last_evaluated = now;

@@ -1,23 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/insights/insight_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string_view>
 
 namespace warpscope::server::insights {
 namespace {
 
+// The config file's name of a field: "thermal_outlier_c" -> "thermal-outlier-c".
+std::string Key(std::string_view field) {
+  std::string key(field);
+  std::replace(key.begin(), key.end(), '_', '-');
+  return key;
+}
+
 base::Status Check(std::string_view name, double v, double lo, double hi) {
   if (!std::isfinite(v) || v < lo || v > hi) {
-    return base::InvalidArgument("insights: {} = {} is out of range; use a value in [{}, {}]", name,
-                                 v, lo, hi);
+    return base::InvalidArgument("insights: {} = {} is out of range; use a value in [{}, {}]",
+                                 Key(name), v, lo, hi);
   }
   return base::OkStatus();
 }
 
 base::Status CheckWindow(std::string_view name, base::Duration d) {
   if (d < seconds(10) || d > minutes(60)) {
-    return base::InvalidArgument("insights: {} = {} is out of range; use 10s to 60m", name,
+    return base::InvalidArgument("insights: {} = {} is out of range; use 10s to 60m", Key(name),
                                  base::FormatDuration(d));
   }
   return base::OkStatus();
@@ -70,8 +78,30 @@ base::Status InsightConfig::Validate() const {
       Check("efficiency_busy_utilization", efficiency_busy_utilization, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(CheckWindow("efficiency_window", efficiency_window));
   if (leak_warmup < base::Duration::zero() || leak_warmup > minutes(60)) {
-    return base::InvalidArgument("insights: leak_warmup = {} is out of range; use 0s to 60m",
+    return base::InvalidArgument("insights: leak-warmup = {} is out of range; use 0s to 60m",
                                  base::FormatDuration(leak_warmup));
+  }
+  WARPSCOPE_RETURN_IF_ERROR(Check("fleet_drop", fleet_drop, 0.01, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("fleet_clear_drop", fleet_clear_drop, 0, fleet_drop));
+  WARPSCOPE_RETURN_IF_ERROR(Check("fleet_gpu_drop", fleet_gpu_drop, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("fleet_broad_share", fleet_broad_share, 0.01, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("fleet_max_step_share", fleet_max_step_share, 0.01, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("fleet_idle_utilization", fleet_idle_utilization, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("fleet_min_hosts", static_cast<double>(fleet_min_hosts), 1, 10000));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("fleet_min_gpus", static_cast<double>(fleet_min_gpus), 1, 100000));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("fleet_window", fleet_window));
+  if (fleet_min_span < minutes(3) || fleet_min_span > fleet_window) {
+    return base::InvalidArgument(
+        "insights: fleet-min-span = {} is out of range; use 3m to fleet-window ({})",
+        base::FormatDuration(fleet_min_span), base::FormatDuration(fleet_window));
+  }
+  if (fleet_step_window < minutes(1) || fleet_step_window > fleet_min_span / 2) {
+    return base::InvalidArgument(
+        "insights: fleet-step-window = {} is out of range; use 1m to half of fleet-min-span "
+        "({})",
+        base::FormatDuration(fleet_step_window), base::FormatDuration(fleet_min_span / 2));
   }
   return base::OkStatus();
 }

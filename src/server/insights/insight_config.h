@@ -7,6 +7,10 @@
 
 #include <chrono>
 #include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
 
 #include "base/status.h"
 #include "base/time.h"
@@ -95,9 +99,56 @@ struct InsightConfig {
   double efficiency_busy_utilization = 0.50;
   base::Duration efficiency_window = minutes(10);
 
+  // fleet_regression, over the long view (1-minute buckets): in the last `fleet_window`, with
+  // at least `fleet_min_span` of it holding data, the median utilization of a cluster's working
+  // GPUs has a negative least-squares slope and falls by at least `fleet_drop` from the span's
+  // first third to its last (once open, it holds while the fall is at least
+  // `fleet_clear_drop`); at least `fleet_broad_share` of those GPUs fell by `fleet_gpu_drop` or
+  // more each; no `fleet_step_window` holds more than `fleet_max_step_share` of the fall (a
+  // step is power_drop's or hardware_errors'); the cluster has at least `fleet_min_hosts` hosts
+  // or `fleet_min_gpus` GPUs. A GPU whose last `fleet_step_window` averages under
+  // `fleet_idle_utilization`, or whose memory fell to under half its peak, ran a job that
+  // ended (idle_allocated's) and is left out.
+  double fleet_drop = 0.10;
+  double fleet_clear_drop = 0.05;
+  double fleet_gpu_drop = 0.05;
+  double fleet_broad_share = 0.60;
+  double fleet_max_step_share = 0.50;
+  double fleet_idle_utilization = 0.05;
+  size_t fleet_min_hosts = 2;
+  size_t fleet_min_gpus = 8;
+  base::Duration fleet_window = minutes(60);
+  base::Duration fleet_min_span = minutes(30);
+  base::Duration fleet_step_window = minutes(5);
+
   // OK, or InvalidArgument naming the first threshold out of range and its allowed range.
   [[nodiscard]] base::Status Validate() const;
 };
+
+// One threshold as the server's config file names it, in its `[server.insights]` section
+// (docs/insights.md, "Thresholds"): the field's name with dashes ("thermal-outlier-c"), the
+// field, and what it means. InsightConfigKeys() lists every field but gpu_hour_price (the
+// server's --gpu-hour-price); a new field is one row there.
+struct InsightConfigKey {
+  std::string_view key;
+  std::variant<double InsightConfig::*, size_t InsightConfig::*, base::Duration InsightConfig::*>
+      field;
+  std::string_view meaning;
+};
+std::span<const InsightConfigKey> InsightConfigKeys();
+
+// `key`'s value in `config` as the config file writes it: "5", "0.15", "10m".
+std::string InsightConfigValue(const InsightConfig& config, const InsightConfigKey& key);
+
+// Sets `key` from the config file's text: a number, a whole number, or a duration with its unit
+// ("90s", "10m"). InvalidArgument naming the key and the closest valid one for an unknown key,
+// or the key, its value and the form wanted for a value that does not parse. Ranges are
+// Validate()'s.
+[[nodiscard]] base::Status SetInsightConfig(InsightConfig& config, std::string_view key,
+                                            std::string_view value);
+
+// The Markdown table of every key (key, default, meaning) that docs/insights.md holds.
+std::string InsightConfigTable();
 
 }  // namespace warpscope::server::insights
 

@@ -18,6 +18,16 @@ base::Result<std::unique_ptr<InsightEngine>> InsightEngine::Create(
         "lookback of 6 steps to 6h",
         base::FormatDuration(options.step), base::FormatDuration(options.lookback)));
   }
+  if (options.long_step < options.step || options.long_lookback < options.config.fleet_window ||
+      options.long_lookback > std::chrono::hours(6) || options.long_reread < options.long_step) {
+    return base::Error(base::InvalidArgument(
+        "insights: the long view's step {}, lookback {} and re-read {} are out of range; use a "
+        "step of at least {}, a lookback of fleet-window ({}) to 6h and a re-read of a step or "
+        "more",
+        base::FormatDuration(options.long_step), base::FormatDuration(options.long_lookback),
+        base::FormatDuration(options.long_reread), base::FormatDuration(options.step),
+        base::FormatDuration(options.config.fleet_window)));
+  }
   std::unique_ptr<InsightEngine> engine(
       new InsightEngine(storage, std::move(options), store, std::move(rules)));
   if (store) {
@@ -42,6 +52,7 @@ base::Status InsightEngine::Evaluate(base::TimePoint now) {
   WARPSCOPE_ASSIGN_OR_RETURN(InsightInputs inputs,
                              ReadInsightInputs(storage_, query, full ? nullptr : &*previous_));
   if (full) last_full_read_ = now;
+  WARPSCOPE_ASSIGN_OR_RETURN(inputs.long_view, LongViewAt(now));
   std::vector<Finding> findings;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -62,6 +73,24 @@ base::Status InsightEngine::Evaluate(base::TimePoint now) {
   WARPSCOPE_RETURN_IF_ERROR(store_->Save(findings));
   saved_some_ = !findings.empty();
   return base::OkStatus();
+}
+
+base::Result<std::shared_ptr<const LongView>> InsightEngine::LongViewAt(base::TimePoint now) {
+  LongViewQuery query;
+  query.end = now;
+  query.lookback = options_.long_lookback;
+  query.step = options_.long_step;
+  query.reread = options_.long_reread;
+  if (long_view_ && now >= long_view_->end() && now < long_view_->end() + query.step) {
+    return long_view_;  // the same step: nothing new is complete
+  }
+  const bool full = !long_view_ || now - last_long_full_read_ >= options_.long_full_read_every ||
+                    now < last_long_full_read_;
+  WARPSCOPE_ASSIGN_OR_RETURN(LongView view,
+                             ReadLongView(storage_, query, full ? nullptr : long_view_.get()));
+  if (full) last_long_full_read_ = now;
+  long_view_ = std::make_shared<const LongView>(std::move(view));
+  return long_view_;
 }
 
 std::vector<Finding> InsightEngine::Findings() const {

@@ -31,6 +31,12 @@ struct EngineOptions {
   // Evaluations read only the newest minute and keep the rest from the one before; every this
   // often they read the whole lookback again (windows delivered after an outage).
   base::Duration full_read_every = std::chrono::minutes(5);
+  // The long view (insight_inputs.h, LongView): read once a `long_step`, re-reading its last
+  // `long_reread`; every `long_full_read_every` it is read whole again.
+  base::Duration long_lookback = std::chrono::minutes(90);  // covers config.fleet_window
+  base::Duration long_step = std::chrono::minutes(1);
+  base::Duration long_reread = std::chrono::minutes(5);
+  base::Duration long_full_read_every = std::chrono::minutes(30);
 };
 
 class InsightEngine {
@@ -57,6 +63,9 @@ class InsightEngine {
   std::vector<RuleInfo> Rules() const;
 
  private:
+  // The long view at `now`: the one held while `now` is in the same step, else read again.
+  [[nodiscard]] base::Result<std::shared_ptr<const LongView>> LongViewAt(base::TimePoint now);
+
   InsightEngine(Storage& storage, EngineOptions options, FindingStore* store,
                 std::vector<std::unique_ptr<Rule>> rules)
       : storage_(storage), options_(std::move(options)), store_(store), rules_(std::move(rules)) {}
@@ -68,6 +77,9 @@ class InsightEngine {
   // The last snapshot and when the lookback was last read whole; Evaluate's sequence only.
   std::optional<InsightInputs> previous_;
   base::TimePoint last_full_read_;
+  // The long view, and when it was last read whole; Evaluate's sequence only.
+  std::shared_ptr<const LongView> long_view_;
+  base::TimePoint last_long_full_read_;
   const std::vector<std::unique_ptr<Rule>> rules_;
   mutable std::mutex mu_;
   FindingTracker tracker_;  // guarded by mu_

@@ -132,7 +132,7 @@ TEST_F(InsightEngineTest, BadSettingsAreRefusedNamingTheSetting) {
   options.config.thermal_outlier_c = -1;
   auto engine = InsightEngine::Create(*storage_, options);
   ASSERT_FALSE(engine);
-  EXPECT_NE(engine.error().message().find("thermal_outlier_c"), std::string::npos);
+  EXPECT_NE(engine.error().message().find("thermal-outlier-c"), std::string::npos);
   options = EngineOptions{};
   options.step = std::chrono::milliseconds(10);
   EXPECT_FALSE(InsightEngine::Create(*storage_, options));

@@ -21,24 +21,33 @@ constexpr size_t kMaxEvents = 10000;
 
 // The series of `metric` for every entity of `kind`, by (host, entity); NotFound (a metric never
 // received) reads as no series.
+base::Result<RangeResult> ReadMetric(Storage& storage, std::string_view host,
+                                     base::TimePoint from, base::TimePoint end, base::Duration step,
+                                     size_t buckets, std::string_view metric,
+                                     model::EntityKind kind, Aggregation aggregation,
+                                     std::string_view mode = "") {
+  RangeQuery q;
+  q.metric = std::string(metric);
+  q.match.host = std::string(host);
+  q.match.entity_kind = kind;
+  if (!mode.empty()) q.match.labels.Set("mode", mode);
+  q.start = from;
+  q.end = end;
+  q.step = step;
+  q.aggregation = aggregation;
+  q.max_series = kMaxSeries;
+  q.max_points = buckets + 1;
+  base::Result<RangeResult> r = storage.QueryRange(q);
+  if (!r && r.error().code() == base::StatusCode::kNotFound) return RangeResult{};
+  return r;
+}
+
 base::Result<RangeResult> ReadMetric(Storage& storage, const InsightInputs& in,
                                      base::TimePoint from, const InputsQuery& query,
                                      std::string_view metric, model::EntityKind kind,
                                      Aggregation aggregation, std::string_view mode = "") {
-  RangeQuery q;
-  q.metric = std::string(metric);
-  q.match.host = query.host;
-  q.match.entity_kind = kind;
-  if (!mode.empty()) q.match.labels.Set("mode", mode);
-  q.start = from;
-  q.end = in.end();
-  q.step = in.step;
-  q.aggregation = aggregation;
-  q.max_series = kMaxSeries;
-  q.max_points = in.buckets + 1;
-  base::Result<RangeResult> r = storage.QueryRange(q);
-  if (!r && r.error().code() == base::StatusCode::kNotFound) return RangeResult{};
-  return r;
+  return ReadMetric(storage, query.host, from, in.end(), in.step, in.buckets, metric, kind,
+                    aggregation, mode);
 }
 
 // The GPU metrics every GpuInput carries, with the member each fills and how windows combine.
@@ -81,13 +90,18 @@ Series Shifted(const Series& old, size_t shift, size_t buckets, size_t fresh) {
   return s;
 }
 
-// Writes `points` into `s` (buckets of `in`), at buckets >= `fresh` only.
-void Fill(Series& s, const InsightInputs& in, const std::vector<Point>& points, size_t fresh) {
+// Writes `points` into `s` (buckets of `step` from `start`), at buckets >= `fresh` only.
+void Fill(Series& s, base::TimePoint start, base::Duration step, const std::vector<Point>& points,
+          size_t fresh) {
   for (const Point& p : points) {
-    if (p.time < in.start) continue;
-    size_t i = static_cast<size_t>((p.time - in.start) / in.step);
+    if (p.time < start) continue;
+    size_t i = static_cast<size_t>((p.time - start) / step);
     if (i >= fresh && i < s.size()) s[i] = p.value;
   }
+}
+
+void Fill(Series& s, const InsightInputs& in, const std::vector<Point>& points, size_t fresh) {
+  Fill(s, in.start, in.step, points, fresh);
 }
 
 bool AllNaN(const GpuInput& g) {
@@ -350,6 +364,70 @@ base::Result<InsightInputs> ReadInsightInputs(Storage& storage, const InputsQuer
   std::stable_sort(in.events.begin(), in.events.end(),
                    [](const auto& a, const auto& b) { return a.event.time < b.event.time; });
   return in;
+}
+
+base::Result<LongView> ReadLongView(Storage& storage, const LongViewQuery& query,
+                                    const LongView* previous) {
+  if (query.step <= base::Duration::zero() || query.lookback < query.step) {
+    return base::Error(base::InvalidArgument(
+        "insights: the long view's step must be positive and its lookback at least one step"));
+  }
+  LongView view;
+  view.step = query.step;
+  view.host_all = query.host.empty();
+  const int64_t step_ns = query.step.count();
+  const int64_t end = base::ToUnixNanos(query.end);
+  const int64_t aligned_end = end - ((end % step_ns) + step_ns) % step_ns;
+  view.buckets = static_cast<size_t>(std::max<int64_t>(1, query.lookback.count() / step_ns));
+  view.start = base::FromUnixNanos(aligned_end - step_ns * static_cast<int64_t>(view.buckets));
+
+  size_t shift = 0;
+  size_t fresh = 0;
+  if (previous && previous->step == view.step && previous->start <= view.start &&
+      view.start < previous->end() && previous->host_all == view.host_all) {
+    shift = static_cast<size_t>((view.start - previous->start) / view.step);
+    const base::TimePoint reread = std::max(view.start, previous->end() - query.reread);
+    fresh = static_cast<size_t>((reread - view.start) / view.step);
+  }
+  std::map<std::pair<std::string, std::string>, LongGpuInput> gpus;
+  constexpr std::pair<std::string_view, Series LongGpuInput::*> kLongMetrics[] = {
+      {"gpu.utilization", &LongGpuInput::utilization},
+      {"gpu.power.usage", &LongGpuInput::power},
+      {"gpu.memory.used", &LongGpuInput::memory_used},
+  };
+  if (fresh > 0) {
+    for (const LongGpuInput& old : previous->gpus) {
+      LongGpuInput& g = gpus[{old.host, old.uuid}];
+      g.host = old.host;
+      g.uuid = old.uuid;
+      for (const auto& [key, member] : kLongMetrics) {
+        g.*member = Shifted(old.*member, shift, view.buckets, fresh);
+      }
+    }
+  }
+  for (const auto& [key, member] : kLongMetrics) {
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        RangeResult r,
+        ReadMetric(storage, query.host, view.BucketStart(fresh), view.end(), view.step,
+                   view.buckets, key, model::EntityKind::kGpu, Aggregation::kAvg));
+    std::set<std::pair<std::string, std::string>> filled;
+    for (const RangeSeries& rs : r.series) {
+      std::pair<std::string, std::string> id{rs.series.host, rs.series.entity};
+      if (!filled.insert(id).second) continue;  // the unlabelled series first, as above
+      LongGpuInput& g = gpus[id];
+      if (g.uuid.empty()) {
+        g.host = rs.series.host;
+        g.uuid = rs.series.entity;
+        for (const auto& [each, m] : kLongMetrics) (g.*m).assign(view.buckets, kNaN);
+      }
+      Fill(g.*member, view.start, view.step, rs.points, fresh);
+    }
+  }
+  for (auto& [id, g] : gpus) {
+    if (NoData(g.utilization) && NoData(g.power) && NoData(g.memory_used)) continue;
+    view.gpus.push_back(std::move(g));
+  }
+  return view;
 }
 
 }  // namespace warpscope::server::insights

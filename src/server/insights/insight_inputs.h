@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,28 @@ struct HostInput {
   Series logical_cpus;  // host.cpu.logical_count
 };
 
+// The long view: a few series per GPU in coarse (1-minute) buckets over the last 90 minutes, for
+// trends longer than the 15 minutes of 10 s buckets (fleet_regression). Only complete buckets:
+// it ends at the last step boundary, so it changes once a step (ReadLongView).
+struct LongGpuInput {
+  std::string host;
+  std::string uuid;
+  Series utilization;  // gpu.utilization, 0..1
+  Series power;        // gpu.power.usage, W
+  Series memory_used;  // gpu.memory.used, bytes
+};
+
+struct LongView {
+  base::TimePoint start;  // aligned to `step`
+  base::Duration step = std::chrono::minutes(1);
+  size_t buckets = 0;
+  std::vector<LongGpuInput> gpus;  // ordered by (host, uuid)
+  bool host_all = true;
+
+  base::TimePoint BucketStart(size_t i) const { return start + step * static_cast<int64_t>(i); }
+  base::TimePoint end() const { return BucketStart(buckets); }
+};
+
 struct InsightInputs {
   base::TimePoint start;  // bucket 0 starts here; aligned to `step`
   base::Duration step = std::chrono::seconds(10);
@@ -70,6 +93,8 @@ struct InsightInputs {
   // instance in its attributes (mig.entity, mig.gpu_instance_id, ...).
   std::vector<EventRecord> events;
   bool host_all = true;                    // read for every host (InputsQuery::host empty)
+  // The long view, shared between evaluations (it changes once a minute); null when not read.
+  std::shared_ptr<const LongView> long_view;
 
   base::TimePoint BucketStart(size_t i) const { return start + step * static_cast<int64_t>(i); }
   base::TimePoint end() const { return BucketStart(buckets); }
@@ -86,6 +111,23 @@ struct InputsQuery {
   // this long after their time, are still seen).
   base::Duration reread = std::chrono::minutes(1);
 };
+
+struct LongViewQuery {
+  base::TimePoint end;  // usually now; the view ends at the step boundary at or before it
+  base::Duration lookback = std::chrono::minutes(90);
+  base::Duration step = std::chrono::minutes(1);
+  std::string host;  // "" for every host
+  // With a previous view: the part of it that is re-read (late windows, and the newest buckets
+  // that were still filling when it was read).
+  base::Duration reread = std::chrono::minutes(5);
+};
+
+// Reads the long view: each GPU's utilization, power and memory used per `step` bucket, from
+// the 1-minute rollups where they are built and from raw windows where not yet. With
+// `previous` (same step and host), only its last `reread` and what is new are read; a GPU with
+// no data left is dropped.
+[[nodiscard]] base::Result<LongView> ReadLongView(Storage& storage, const LongViewQuery& query,
+                                                  const LongView* previous = nullptr);
 
 // Reads the snapshot from `storage`. A metric the server never received leaves its series all
 // NaN; other storage errors are returned. With `previous` (the snapshot of an earlier call with

@@ -173,6 +173,71 @@ TEST_F(InsightInputsTest, AnIncrementalReadEqualsAFullOneLateWindowsAndNewGpusIn
   EXPECT_EQ(Dump(*later), Dump(*ReadInsightInputs(*storage_, q)));
 }
 
+TEST_F(InsightInputsTest, TheLongViewHasMinuteBucketsFromRollupsAndIsRefreshedIncrementally) {
+  // 40 minutes of 10-second windows from a minute boundary (kT0 + 40 s); utilization falls 0.01
+  // a minute; GPU-1 from minute 25.
+  constexpr int64_t kMinute0 = kT0 + 40;
+  auto write = [&](int from_w, int to_w) {
+    for (int w = from_w; w < to_w; ++w) {
+      IngestBatch b = Window("node-1", 40 + w * 10);
+      AddGpu(b, "GPU-0", "0");
+      AddGauge(b, "gpu.utilization", model::EntityKind::kGpu, "GPU-0", 0.9 - 0.01 * (w / 6));
+      AddGauge(b, "gpu.memory.used", model::EntityKind::kGpu, "GPU-0", 7e10);
+      if (w >= 150) {
+        AddGpu(b, "GPU-1", "1");
+        AddGauge(b, "gpu.power.usage", model::EntityKind::kGpu, "GPU-1", 600);
+      }
+      Write(b);
+    }
+  };
+  write(0, 210);
+  ASSERT_TRUE(storage_->Compact(At(kMinute0 + 2100)));  // rollups of the first ~33 minutes
+  LongViewQuery q;
+  q.end = At(kMinute0 + 2130);  // 35.5 minutes: the view ends at minute 35
+  q.lookback = minutes(90);
+  base::Result<LongView> before = ReadLongView(*storage_, q);
+  ASSERT_TRUE(before) << before.error().message();
+  EXPECT_EQ(before->buckets, 90u);
+  EXPECT_EQ(before->end(), At(kMinute0 + 2100));
+  ASSERT_EQ(before->gpus.size(), 2u);
+  const LongGpuInput& g0 = before->gpus[0];
+  EXPECT_TRUE(std::isnan(g0.utilization[54])) << "before the first window";
+  EXPECT_NEAR(g0.utilization[55], 0.9, 1e-9);  // minute 0
+  EXPECT_NEAR(g0.utilization[89], 0.9 - 0.34, 1e-9);  // minute 34
+  EXPECT_EQ(g0.memory_used[60], 7e10);
+  EXPECT_TRUE(std::isnan(before->gpus[1].power[79]));
+  EXPECT_EQ(before->gpus[1].power[80], 600);
+
+  // Five minutes later, with a late window of minute 33: the refresh equals a full read.
+  write(210, 240);
+  IngestBatch late = Window("node-1", 40 + 33 * 60 + 20);
+  AddGpu(late, "GPU-2", "2");
+  AddGauge(late, "gpu.utilization", model::EntityKind::kGpu, "GPU-2", 0.5);
+  Write(late);
+  q.end = At(kMinute0 + 2400);
+  base::Result<LongView> refreshed = ReadLongView(*storage_, q, &*before);
+  base::Result<LongView> full = ReadLongView(*storage_, q);
+  ASSERT_TRUE(refreshed && full);
+  ASSERT_EQ(refreshed->gpus.size(), full->gpus.size());
+  EXPECT_EQ(refreshed->start, full->start);
+  for (size_t i = 0; i < full->gpus.size(); ++i) {
+    for (auto member : {&LongGpuInput::utilization, &LongGpuInput::power,
+                        &LongGpuInput::memory_used}) {
+      const Series& a = refreshed->gpus[i].*member;
+      const Series& b = full->gpus[i].*member;
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t k = 0; k < a.size(); ++k) {
+        if (std::isnan(b[k])) {
+          EXPECT_TRUE(std::isnan(a[k])) << i << " " << k;
+        } else {
+          EXPECT_NEAR(a[k], b[k], 1e-9) << i << " " << k;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(full->gpus[2].uuid, "GPU-2");
+}
+
 TEST_F(InsightInputsTest, AnEmptyServerGivesEmptyInputsAndBadRangesAreRefused) {
   InputsQuery q;
   q.end = At(kT0);

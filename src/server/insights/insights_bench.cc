@@ -8,7 +8,13 @@
 //                    5 minutes)
 //   BM_ReadInputs    the storage reads of a full evaluation alone
 //   BM_Rules       every rule and the tracker over inputs already read
-// Counters: gpus, and inputs_bytes, the memory the snapshot holds during an evaluation.
+//   BM_ReadLongView      the long view's once-a-minute refresh: its last 5 minutes re-read,
+//                        the rest shifted from the view a minute before
+//   BM_ReadLongViewFull  the long view read whole (90 minutes; the first evaluation and one
+//                        every 30 minutes), from 1-minute rollups built by Compact
+// The store also holds the 75 minutes before, of the three metrics the long view reads.
+// Counters: gpus, and inputs_bytes / long_view_bytes, the memory the snapshot and the long view
+// hold during an evaluation.
 // Run a release build: build/release/bin/insights_bench
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
@@ -28,7 +34,8 @@ using std::chrono::seconds;
 
 constexpr int kHosts = 125;
 constexpr int kGpusPerHost = 8;
-constexpr int kWindows = 90;  // 15 minutes
+constexpr int kWindows = 90;        // 15 minutes
+constexpr int kLongOnlyWindows = 450;  // the 75 minutes before, for the long view
 const base::TimePoint kT0 = base::FromUnixNanos(1'700'000'000'000'000'000);
 
 struct Fleet {
@@ -83,6 +90,34 @@ IngestBatch HostWindow(int host, int w) {
   return b;
 }
 
+// The long view's metrics only, for window `w` < 0 (before the 15 minutes of HostWindow).
+IngestBatch LongWindow(int host, int w) {
+  IngestBatch b;
+  b.host = "node-" + std::to_string(host);
+  b.agent_id = "agent-" + b.host;
+  b.sequence = static_cast<uint64_t>(w + kLongOnlyWindows + 1);
+  b.start = kT0 + seconds(10 * w);
+  b.end = b.start + seconds(10);
+  for (const char* key : {"gpu.utilization", "gpu.power.usage", "gpu.memory.used"}) {
+    b.metrics.push_back(MetricInfo{.key = key, .entity_kind = model::EntityKind::kGpu});
+  }
+  for (int g = 0; g < kGpusPerHost; ++g) {
+    const std::string uuid = "GPU-" + std::to_string(host) + "-" + std::to_string(g);
+    b.entities.push_back(
+        model::Entity{model::EntityKind::kGpu,
+                      uuid,
+                      "",
+                      {{"gpu.index", std::to_string(g)}, {"gpu.model", "NVIDIA H100 80GB HBM3"}}});
+    const bool idle = g >= 6;
+    for (auto [key, v] : {std::pair{"gpu.utilization", idle ? 0.0 : 0.95},
+                          std::pair{"gpu.power.usage", idle ? 70.0 : 640.0},
+                          std::pair{"gpu.memory.used", 60e9}}) {
+      b.series.push_back(IngestSeries{key, uuid, {}, v, v, v, v, 10});
+    }
+  }
+  return b;
+}
+
 Fleet& TheFleet() {
   static Fleet* fleet = [] {
     auto* f = new Fleet;
@@ -93,12 +128,18 @@ Fleet& TheFleet() {
     auto s = SqliteStorage::Open(o);
     if (!s) abort();
     f->storage = std::move(*s);
+    for (int w = -kLongOnlyWindows; w < 0; ++w) {
+      for (int h = 0; h < kHosts; ++h) {
+        if (!f->storage->WriteBatch(LongWindow(h, w))) abort();
+      }
+    }
     for (int w = 0; w < kWindows; ++w) {
       for (int h = 0; h < kHosts; ++h) {
         if (!f->storage->WriteBatch(HostWindow(h, w))) abort();
       }
     }
     f->now = kT0 + seconds(10 * kWindows);
+    if (!f->storage->Compact(f->now)) abort();  // the 1-minute rollups
     return f;
   }();
   return *fleet;
@@ -163,6 +204,32 @@ void BM_Rules(benchmark::State& state) {
   state.counters["findings"] = static_cast<double>(tracker.Findings().size());
 }
 BENCHMARK(BM_Rules)->Unit(benchmark::kMillisecond);
+
+size_t LongViewBytes(const LongView& view) {
+  size_t bytes = 0;
+  for (const LongGpuInput& g : view.gpus) bytes += sizeof(g) + 3 * view.buckets * sizeof(double);
+  return bytes;
+}
+
+void BM_ReadLongView(benchmark::State& state) {
+  Fleet& fleet = TheFleet();
+  LongViewQuery q;
+  q.end = fleet.now - std::chrono::minutes(1);
+  auto before = ReadLongView(*fleet.storage, q);
+  if (!before) abort();
+  q.end = fleet.now;
+  size_t bytes = 0;
+  for (auto _ : state) {
+    auto view = ReadLongView(*fleet.storage, q, state.range(0) == 1 ? nullptr : &*before);
+    if (!view) abort();
+    bytes = LongViewBytes(*view);
+    benchmark::DoNotOptimize(view->gpus.data());
+  }
+  state.counters["gpus"] = static_cast<double>(before->gpus.size());
+  state.counters["long_view_bytes"] = static_cast<double>(bytes);
+}
+BENCHMARK(BM_ReadLongView)->Arg(0)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReadLongView)->Name("BM_ReadLongViewFull")->Arg(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace warpscope::server::insights

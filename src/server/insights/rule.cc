@@ -13,6 +13,11 @@ namespace warpscope::server::insights {
 
 nlohmann::json SeriesEvidence(const InsightInputs& inputs, std::string_view metric,
                               std::string_view unit, const Series& series, size_t from, size_t to) {
+  return SeriesEvidence(inputs.start, inputs.step, metric, unit, series, from, to);
+}
+
+nlohmann::json SeriesEvidence(base::TimePoint start, base::Duration step, std::string_view metric,
+                              std::string_view unit, const Series& series, size_t from, size_t to) {
   to = std::min(to, series.size());
   from = std::min(from, to);
   nlohmann::json values = nlohmann::json::array();
@@ -25,8 +30,8 @@ nlohmann::json SeriesEvidence(const InsightInputs& inputs, std::string_view metr
   }
   return {{"metric", metric},
           {"unit", unit},
-          {"start", base::ToUnixMillis(inputs.BucketStart(from))},
-          {"step_ms", std::chrono::duration_cast<std::chrono::milliseconds>(inputs.step).count()},
+          {"start", base::ToUnixMillis(start + step * static_cast<int64_t>(from))},
+          {"step_ms", std::chrono::duration_cast<std::chrono::milliseconds>(step).count()},
           {"values", std::move(values)}};
 }
 
@@ -76,6 +81,7 @@ std::vector<std::unique_ptr<Rule>> DefaultRules() {
   rules.push_back(MakeHardwareErrorsRule());  // 8
   rules.push_back(MakeMemoryLeakRule());      // 12
   rules.push_back(MakeIdleAllocatedRule());   // 14
+  rules.push_back(MakeFleetRegressionRule());  // 15
   return rules;
 }
 

@@ -43,6 +43,8 @@ struct Observation {
   // The share of the entity's GPU capacity the problem costs while it holds (idle: 1, a GPU
   // throttled to half its power: ~0.5, a risk that costs nothing yet: 0).
   double lost_fraction = 0;
+  // The GPUs the entity spans, which the waste is charged for (a cluster: its GPUs).
+  double gpus = 1;
   // Overrides the rule's severity for this entity (an XID the application caused is a ticket,
   // one the hardware caused a page).
   std::optional<Severity> severity;
@@ -66,6 +68,10 @@ class Rule {
 // The evidence of one series over buckets [from, to): {"metric", "unit", "start", "step_ms",
 // "values"} with null for buckets without data, so the UI can draw it and link the chart.
 nlohmann::json SeriesEvidence(const InsightInputs& inputs, std::string_view metric,
+                              std::string_view unit, const Series& series, size_t from, size_t to);
+
+// The same over buckets of `step` from `start` (the long view's).
+nlohmann::json SeriesEvidence(base::TimePoint start, base::Duration step, std::string_view metric,
                               std::string_view unit, const Series& series, size_t from, size_t to);
 
 // Every rule the engine runs, in the order docs/insights.md lists them: the one table that

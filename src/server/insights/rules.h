@@ -20,6 +20,7 @@ std::unique_ptr<Rule> MakePowerDropRule();       // rules_power.cc
 std::unique_ptr<Rule> MakeHardwareErrorsRule();  // rules_hardware.cc
 std::unique_ptr<Rule> MakeIdleAllocatedRule();   // rules_memory.cc
 std::unique_ptr<Rule> MakeMemoryLeakRule();      // rules_memory.cc
+std::unique_ptr<Rule> MakeFleetRegressionRule();  // rules_fleet.cc
 
 // What the rules share.
 // The number of buckets `d` spans at the inputs' step (at least 1).

@@ -6,10 +6,11 @@
 namespace warpscope::cupti::e2e {
 namespace {
 
-TEST_F(CuptiE2eTest, ExhaustedBufferPoolDropsAndCountsRecords) {
+TEST_F(CuptiE2eTest, ABurstBeyondThePoolIsServedByTheReserveAndNothingIsLost) {
   TestAgent agent(SocketPath());
-  // 240 records at 16 per buffer need 15 buffers at the exit flush; the pool holds 2.
-  // Buffers are delivered at the exit flush only (synchronously, whatever the fake's preset).
+  // 240 records at 16 per buffer need 15 buffers at the exit flush, requested before any is
+  // completed; the pool holds 2, the reserve the other 13. Buffers are delivered at the exit
+  // flush only (synchronously, whatever the fake's preset).
   auto run = RunApp(dir_.path(), {"--threads", "2", "--launches", "60"},
                     Env(SocketPath(), {"WARPSCOPE_CUPTI_ACTIVITY_BUFFERS=2",
                                        "WARPSCOPE_CUPTI_FLUSH_MS=60000",
@@ -17,11 +18,29 @@ TEST_F(CuptiE2eTest, ExhaustedBufferPoolDropsAndCountsRecords) {
   ASSERT_TRUE(ExitedOk(run)) << run.err;
   ASSERT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
   Received r = Index(agent.Snapshot()[0]);
+  EXPECT_EQ(r.counters[wire::CounterId::kBufferReserveUsed], 13u);
+  EXPECT_EQ(r.counters[wire::CounterId::kBufferPoolExhausted], 0u);
+  EXPECT_EQ(r.counters[wire::CounterId::kCuptiDroppedRecords], 0u);
+  EXPECT_EQ(r.counters[wire::CounterId::kKernelsSeen], 240u);
+}
+
+TEST_F(CuptiE2eTest, ExhaustedBufferPoolDropsAndCountsRecords) {
+  TestAgent agent(SocketPath());
+  // 2,400 records at 16 per buffer need 150 buffers at the exit flush; the pool and the reserve
+  // hold 2 + 32.
+  auto run = RunApp(dir_.path(), {"--threads", "2", "--launches", "600"},
+                    Env(SocketPath(), {"WARPSCOPE_CUPTI_ACTIVITY_BUFFERS=2",
+                                       "WARPSCOPE_CUPTI_FLUSH_MS=60000",
+                                       "WARPSCOPE_FAKE_CUPTI_BUFFERS=sync"}));
+  ASSERT_TRUE(ExitedOk(run)) << run.err;
+  ASSERT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
+  Received r = Index(agent.Snapshot()[0]);
   EXPECT_GT(r.counters[wire::CounterId::kBufferPoolExhausted], 0u);
+  EXPECT_EQ(r.counters[wire::CounterId::kBufferReserveUsed], 32u);
   EXPECT_GT(r.counters[wire::CounterId::kCuptiDroppedRecords], 0u);
   EXPECT_EQ(r.counters[wire::CounterId::kKernelsSeen] +
                 r.counters[wire::CounterId::kCuptiDroppedRecords],
-            240u);
+            2400u);
 }
 
 // "All kernels" duty-cycled: a kernel whose launch was not sampled is sent as KernelActivity

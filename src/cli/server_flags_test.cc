@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/server_flags.h"
+
+#include <gtest/gtest.h>
+
+#include "base/file_util.h"
+#include "base/testing/temp_dir.h"
+
+namespace warpscope::cli {
+namespace {
+
+using std::chrono::minutes;
+
+// Parses `args` (after the program name) as main does: a root app with --config, and the
+// server subcommand.
+base::Status Parse(std::vector<std::string> args, server::ServerConfig& config) {
+  CLI::App app("test");
+  app.set_config("--config");
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  auto* sub = app.add_subcommand("server");
+  ServerFlags flags;
+  flags.Register(*sub);
+  app.config_formatter(flags.ConfigReader());
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ParseError& e) {
+    return base::InvalidArgument("{}", e.what());
+  }
+  return flags.Finish(config);
+}
+
+// `toml` written to a file in `dir`; its path.
+std::string ConfigFile(const base::TempDir& dir, const std::string& toml) {
+  const std::string path = dir.path() + "/server.toml";
+  EXPECT_TRUE(base::WriteFile(path, toml).ok());
+  return path;
+}
+
+TEST(ServerFlagsTest, InsightThresholdsComeFromTheConfigFileToTheEngine) {
+  base::TempDir dir;
+  const std::string path = ConfigFile(dir, R"(
+[server]
+data-dir = "/tmp/warpscope-data"
+gpu-hour-price = 2.5
+
+[server.insights]
+thermal-outlier-c = 7
+idle-window = "12m"
+thermal-min-peers = 4
+fleet-drop = 0.2   # twenty points
+)");
+  server::ServerConfig config;
+  base::Status st = Parse({"--config=" + path, "server"}, config);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(config.data_dir, "/tmp/warpscope-data");
+  server::insights::EngineOptions options = InsightEngineOptions(config);
+  EXPECT_EQ(options.config.thermal_outlier_c, 7);
+  EXPECT_EQ(options.config.idle_window, minutes(12));
+  EXPECT_EQ(options.config.thermal_min_peers, 4u);
+  EXPECT_EQ(options.config.fleet_drop, 0.2);
+  EXPECT_EQ(options.config.gpu_hour_price, 2.5);
+  // The rest keep InsightConfig's defaults.
+  EXPECT_EQ(options.config.cooling_window, server::insights::InsightConfig().cooling_window);
+}
+
+TEST(ServerFlagsTest, AThresholdOutOfRangeNamesTheKeyItsValueAndTheRange) {
+  base::TempDir dir;
+  server::ServerConfig config;
+  base::Status st =
+      Parse({"--config=" + ConfigFile(dir, "[server.insights]\nthermal-outlier-c = 0.1\n"),
+             "server"},
+            config);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), base::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("thermal-outlier-c = 0.1"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("[0.5, 100]"), std::string::npos) << st.message();
+
+  st = Parse({"--config=" + ConfigFile(dir, "[server.insights]\nidle-window = 10\n"), "server"},
+             config);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("idle-window = \"10\""), std::string::npos) << st.message();
+}
+
+TEST(ServerFlagsTest, AnUnknownInsightKeyNamesTheClosestValidOne) {
+  base::TempDir dir;
+  server::ServerConfig config;
+  base::Status st =
+      Parse({"--config=" + ConfigFile(dir, "[server.insights]\nthermal-outliers-c = 6\n"),
+             "server"},
+            config);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("\"thermal-outliers-c\""), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("did you mean \"thermal-outlier-c\""), std::string::npos)
+      << st.message();
+  // A misspelt key of [server] itself is still CLI11's error.
+  EXPECT_FALSE(
+      Parse({"--config=" + ConfigFile(dir, "[server]\ndata-dri = \"/x\"\n"), "server"}, config)
+          .ok());
+}
+
+}  // namespace
+}  // namespace warpscope::cli

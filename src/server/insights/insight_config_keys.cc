@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+// The `[server.insights]` keys of the server's config file: one row per InsightConfig field,
+// their parsing, and the reference table docs/insights.md holds.
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "fmt/format.h"
+#include "server/insights/insight_config.h"
+
+namespace warpscope::server::insights {
+namespace {
+
+using C = InsightConfig;
+
+// Ordered as docs/insights.md lists the rules. Watt thresholds are for a 700 W card.
+const InsightConfigKey kKeys[] = {
+    {"input-gpu-utilization", &C::input_gpu_utilization,
+     "`input_bound`: mean utilization under which a GPU works under its capacity (0..1)"},
+    {"input-gpu-power-fraction", &C::input_gpu_power_fraction,
+     "`input_bound`: or mean power under this share of the card's full load (0..1)"},
+    {"input-min-utilization", &C::input_min_utilization,
+     "`input_bound`: the least utilization that says a job runs (0..1)"},
+    {"input-process-cores", &C::input_process_cores,
+     "`input_bound`: CPU cores the GPU's process uses that make it CPU-bound"},
+    {"input-host-busy", &C::input_host_busy,
+     "`input_bound`: or the host's busy CPU share (0..1)"},
+    {"input-window", &C::input_window, "`input_bound`: the window judged"},
+    {"memory-bound-occupancy", &C::memory_bound_occupancy,
+     "`memory_bound`: mean SM occupancy under which a busy GPU waits (0..1)"},
+    {"memory-bound-dram", &C::memory_bound_dram,
+     "`memory_bound`: mean DRAM activity above which it waits on memory (0..1)"},
+    {"underpowered-utilization", &C::underpowered_utilization,
+     "`underpowered`: the least mean utilization of a training GPU (0..1)"},
+    {"underpowered-watts", &C::underpowered_watts,
+     "`underpowered`: mean power under which it is underpowered (W, scaled)"},
+    {"underpowered-occupancy", &C::underpowered_occupancy,
+     "`underpowered`: and SM occupancy under this, where reported (0..1)"},
+    {"efficiency-busy-utilization", &C::efficiency_busy_utilization,
+     "`memory_bound`: the least mean utilization judged (0..1)"},
+    {"efficiency-window", &C::efficiency_window,
+     "`memory_bound`, `underpowered`: the window judged"},
+    {"thermal-outlier-c", &C::thermal_outlier_c,
+     "`thermal_outlier`: °C above the peers' median that raises it"},
+    {"thermal-clear-c", &C::thermal_clear_c,
+     "`thermal_outlier`: °C above it under which it clears (at most thermal-outlier-c)"},
+    {"thermal-peer-power-fraction", &C::thermal_peer_power_fraction,
+     "`thermal_outlier`: peers draw at least 1 − this of the GPU's power (0.01..1)"},
+    {"thermal-min-peers", &C::thermal_min_peers, "`thermal_outlier`: the fewest peers judged"},
+    {"thermal-window", &C::thermal_window, "`thermal_outlier`: the window of the means"},
+    {"cooling-rate-c-per-min", &C::cooling_rate_c_per_min,
+     "`cooling_failure`: the temperature's climb that raises it (°C/min)"},
+    {"cooling-min-rise-c", &C::cooling_min_rise_c,
+     "`cooling_failure`: the least rise within the window (°C)"},
+    {"cooling-window", &C::cooling_window, "`cooling_failure`: the window of the slope"},
+    {"power-drop-watts", &C::power_drop_watts,
+     "`power_drop`: the loss from the window's highest power (W, scaled)"},
+    {"power-drop-busy-utilization", &C::power_drop_busy_utilization,
+     "`power_drop`: the least mean utilization before the drop (0..1)"},
+    {"power-drop-window", &C::power_drop_window, "`power_drop`: the window before the drop"},
+    {"hardware-hold", &C::hardware_hold,
+     "`hardware_errors`: how long an XID or ECC error holds the finding"},
+    {"leak-growth-of-peak", &C::leak_growth_of_peak,
+     "`memory_leak`: growth over the window, as a share of the peak"},
+    {"leak-tail-growth-of-peak", &C::leak_tail_growth_of_peak,
+     "`memory_leak`: growth still in the window's last third (share of the peak)"},
+    {"leak-max-fall-of-peak", &C::leak_max_fall_of_peak,
+     "`memory_leak`: the most memory freed in between (share of the peak)"},
+    {"leak-window", &C::leak_window, "`memory_leak`: the window judged"},
+    {"leak-warmup", &C::leak_warmup,
+     "`memory_leak`: how long a process runs before it is judged (0s to 60m)"},
+    {"idle-utilization", &C::idle_utilization,
+     "`idle_allocated`: mean utilization under which a GPU is idle (0..1)"},
+    {"idle-clear-utilization", &C::idle_clear_utilization,
+     "`idle_allocated`: mean utilization of the clear window that clears it (0..1)"},
+    {"idle-min-memory-bytes", &C::idle_min_memory_bytes,
+     "`idle_allocated`: the least memory held (bytes)"},
+    {"idle-window", &C::idle_window, "`idle_allocated`: the window judged"},
+    {"idle-clear-window", &C::idle_clear_window, "`idle_allocated`: the window that clears it"},
+    {"fleet-drop", &C::fleet_drop,
+     "`fleet_regression`: the fall of the cluster's median utilization, first third to last "
+     "(0.01..1)"},
+    {"fleet-clear-drop", &C::fleet_clear_drop,
+     "`fleet_regression`: the fall under which it clears (at most fleet-drop)"},
+    {"fleet-gpu-drop", &C::fleet_gpu_drop,
+     "`fleet_regression`: the fall of one GPU that counts it as declined (0..1)"},
+    {"fleet-broad-share", &C::fleet_broad_share,
+     "`fleet_regression`: the least share of the cluster's GPUs that declined (0.01..1)"},
+    {"fleet-max-step-share", &C::fleet_max_step_share,
+     "`fleet_regression`: the most of the fall one step window may hold (0.01..1)"},
+    {"fleet-idle-utilization", &C::fleet_idle_utilization,
+     "`fleet_regression`: a GPU under this at the end ran a job that ended, and is left out"},
+    {"fleet-min-hosts", &C::fleet_min_hosts,
+     "`fleet_regression`: a cluster needs this many hosts (or fleet-min-gpus GPUs)"},
+    {"fleet-min-gpus", &C::fleet_min_gpus,
+     "`fleet_regression`: or this many GPUs"},
+    {"fleet-window", &C::fleet_window, "`fleet_regression`: the long window judged (10s to 60m)"},
+    {"fleet-min-span", &C::fleet_min_span,
+     "`fleet_regression`: the least data in it (3m to fleet-window)"},
+    {"fleet-step-window", &C::fleet_step_window,
+     "`fleet_regression`: the window a step is looked for in (1m to half of fleet-min-span)"},
+};
+
+template <typename... F>
+struct Overloaded : F... {
+  using F::operator()...;
+};
+
+// The edit distance of two keys, for "did you mean".
+size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1 : 0)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string_view Closest(std::string_view key) {
+  std::string_view best = kKeys[0].key;
+  size_t best_distance = std::numeric_limits<size_t>::max();
+  for (const InsightConfigKey& k : kKeys) {
+    size_t d = EditDistance(key, k.key);
+    if (d < best_distance) best = k.key, best_distance = d;
+  }
+  return best;
+}
+
+std::string FormatNumber(double v) { return fmt::format("{}", v); }
+
+}  // namespace
+
+std::span<const InsightConfigKey> InsightConfigKeys() { return kKeys; }
+
+std::string InsightConfigValue(const InsightConfig& config, const InsightConfigKey& key) {
+  return std::visit(
+      Overloaded{[&](double C::*f) { return FormatNumber(config.*f); },
+                 [&](size_t C::*f) { return std::to_string(config.*f); },
+                 [&](base::Duration C::*f) { return base::FormatDuration(config.*f); }},
+      key.field);
+}
+
+base::Status SetInsightConfig(InsightConfig& config, std::string_view key, std::string_view value) {
+  const InsightConfigKey* found = nullptr;
+  for (const InsightConfigKey& k : kKeys) {
+    if (k.key == key) found = &k;
+  }
+  if (!found) {
+    return base::InvalidArgument(
+        "[server.insights] has no key \"{}\"; did you mean \"{}\"? (docs/insights.md lists every "
+        "key)",
+        key, Closest(key));
+  }
+  auto bad = [&](std::string_view wanted) {
+    return base::InvalidArgument("[server.insights] {} = \"{}\": give {}", key, value, wanted);
+  };
+  return std::visit(
+      Overloaded{
+          [&](double C::*f) -> base::Status {
+            double v = 0;
+            auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+            if (ec != std::errc() || end != value.data() + value.size() || !std::isfinite(v)) {
+              return bad("a number (5, 0.15)");
+            }
+            config.*f = v;
+            return base::OkStatus();
+          },
+          [&](size_t C::*f) -> base::Status {
+            size_t v = 0;
+            auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+            if (ec != std::errc() || end != value.data() + value.size()) {
+              return bad("a whole number (3)");
+            }
+            config.*f = v;
+            return base::OkStatus();
+          },
+          [&](base::Duration C::*f) -> base::Status {
+            base::Result<base::Duration> d = base::ParseDuration(value);
+            if (!d) return bad("a duration with its unit (\"90s\", \"10m\")");
+            config.*f = *d;
+            return base::OkStatus();
+          }},
+      found->field);
+}
+
+std::string InsightConfigTable() {
+  const InsightConfig defaults;
+  std::string out = "| key | default | meaning |\n|---|---|---|\n";
+  for (const InsightConfigKey& k : kKeys) {
+    const bool duration = std::holds_alternative<base::Duration C::*>(k.field);
+    const std::string value = InsightConfigValue(defaults, k);
+    out += fmt::format("| `{}` | {} | {} |\n", k.key,
+                       duration ? fmt::format("`\"{}\"`", value) : fmt::format("`{}`", value),
+                       k.meaning);
+  }
+  return out;
+}
+
+}  // namespace warpscope::server::insights
