@@ -89,7 +89,7 @@ const std::vector<SetExpectation>& Expectations() {
       {"dataloader-bound", 12, OnGpus("input_bound", kAll8, 9),
        "ranks saturate their CPUs while the GPUs are ~30 % busy; underpowered judges only GPUs "
        "at least 80 % busy (the input_bound finding names the cause)"},
-      {"fleet-regression", 60, {{"fleet_regression", "cluster", 55}},
+      {"fleet-regression", 60, {{"fleet_regression", "cluster", 50}},
        "three hosts decline together from 10m to 50m; no GPU stands out"},
       {"hardware-errors", 12,
        Join({OnGpus("hardware_errors", {6}, 5), OnGpus("hardware_errors", {3}, 6)}),
