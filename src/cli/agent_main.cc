@@ -285,6 +285,7 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
     so.buffer_max_bytes = config.buffer_max_bytes;
     WARPSCOPE_ASSIGN_OR_RETURN(auto exporter, exporters::ServerExporter::Create(so));
     server_exporter = exporter.get();
+    p->server_exporter_ = server_exporter;
     agent.AddWindowExporter(std::move(exporter));
     WARPSCOPE_LOG(INFO, "pushing every window to {}", config.server_url);
   }

@@ -28,6 +28,7 @@ class ProcessResolver;
 namespace warpscope::exporters {
 class MetricsHttpServer;
 class MetricsSnapshotStore;
+class ServerExporter;
 }  // namespace warpscope::exporters
 namespace warpscope::server {
 class ApiServer;
@@ -99,6 +100,8 @@ class AgentProcess {
   // Stops sources, flushes a final window to the push exporters, stops /metrics.
   void Stop();
   agent::Agent& agent() { return *agent_; }
+  // The exporter pushing windows to --server; null without one.
+  const exporters::ServerExporter* server_exporter() const { return server_exporter_; }
   // The last cycle in the Prometheus text format.
   const std::string& LatestExposition() const;
 
@@ -110,6 +113,7 @@ class AgentProcess {
   std::unique_ptr<agent::Agent> agent_;
   std::shared_ptr<exporters::MetricsSnapshotStore> store_;
   std::unique_ptr<exporters::MetricsHttpServer> http_;
+  exporters::ServerExporter* server_exporter_ = nullptr;  // owned by agent_
 };
 
 // The server's parts in one process: storage, HTTP API, compaction scheduled on `runner`.

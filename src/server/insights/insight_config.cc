@@ -49,6 +49,8 @@ base::Status InsightConfig::Validate() const {
   WARPSCOPE_RETURN_IF_ERROR(
       Check("power_drop_busy_utilization", power_drop_busy_utilization, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(CheckWindow("power_drop_window", power_drop_window));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("power_drop_clock_fraction", power_drop_clock_fraction, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(CheckWindow("hardware_hold", hardware_hold));
   WARPSCOPE_RETURN_IF_ERROR(Check("idle_utilization", idle_utilization, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(

@@ -45,6 +45,10 @@ struct InsightConfig {
   double power_drop_watts = 300;
   double power_drop_busy_utilization = 0.5;
   base::Duration power_drop_window = seconds(30);
+  // ... and, where the GPU reports its SM clock, the clock fell too: by at least this share of
+  // the window before's highest. A throttle slows the clocks; power that falls at full clocks
+  // is the work changing (ranks spinning in a hung collective), not a throttle.
+  double power_drop_clock_fraction = 0.1;
 
   // hardware_errors: an XID, an uncorrectable ECC error or a failed row remapping within
   // `hardware_hold`.

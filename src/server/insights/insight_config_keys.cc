@@ -70,6 +70,8 @@ const InsightConfigKey kKeys[] = {
     {"power-drop-busy-utilization", &C::power_drop_busy_utilization,
      "`power_drop`: the least mean utilization before the drop (0..1)"},
     {"power-drop-window", &C::power_drop_window, "`power_drop`: the window before the drop"},
+    {"power-drop-clock-fraction", &C::power_drop_clock_fraction,
+     "`power_drop`: how much the SM clock must fall too, where reported (share of before)"},
     {"hardware-hold", &C::hardware_hold,
      "`hardware_errors`: how long an XID or ECC error holds the finding"},
     {"leak-growth-of-peak", &C::leak_growth_of_peak,

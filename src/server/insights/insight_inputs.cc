@@ -70,6 +70,7 @@ constexpr GpuMetric kGpuMetrics[] = {
     {"gpu.tensor.active", &GpuInput::tensor_active, Aggregation::kAvg},
     {"gpu.fp32.active", &GpuInput::fp32_active, Aggregation::kAvg},
     {"gpu.fp16.active", &GpuInput::fp16_active, Aggregation::kAvg},
+    {"gpu.clock.sm", &GpuInput::sm_clock, Aggregation::kAvg},
 };
 
 }  // namespace
@@ -282,6 +283,37 @@ base::Status ReadHosts(Storage& storage, const InputsQuery& query, const ReadPla
   return base::OkStatus();
 }
 
+// An event of a MIG instance (an XID the driver attributes to GPU instance 9) belongs to its
+// GPU for the rules, which judge whole GPUs: its entity becomes the GPU's, and the instance is
+// kept in the event's attributes (mig.gpu_instance_id, mig.compute_instance_id, mig.profile,
+// mig.entity).
+base::Status AttachMigEventsToTheirGpu(Storage& storage, const InputsQuery& query,
+                                       std::vector<EventRecord>& events) {
+  if (events.empty()) return base::OkStatus();
+  EntityQuery migs;
+  migs.kind = model::EntityKind::kMigInstance;
+  migs.host = query.host;
+  migs.limit = kMaxEntities;
+  WARPSCOPE_ASSIGN_OR_RETURN(std::vector<EntityRecord> records, storage.ListEntities(migs));
+  std::map<std::pair<std::string_view, std::string_view>, const model::Entity*> by_id;
+  for (const EntityRecord& r : records) {
+    if (!r.entity.parent.empty()) by_id[{r.host, r.entity.id}] = &r.entity;
+  }
+  for (EventRecord& e : events) {
+    auto it = by_id.find({e.host, e.event.entity});
+    if (it == by_id.end()) continue;
+    const model::Entity& mig = *it->second;
+    for (std::string_view key : {model::attr::kMigGpuInstanceId,
+                                 model::attr::kMigComputeInstanceId, model::attr::kMigProfile}) {
+      std::string_view v = mig.attributes.Get(key);
+      if (!v.empty()) e.event.attributes.Set(key, v);
+    }
+    e.event.attributes.Set("mig.entity", mig.id);
+    e.event.entity = mig.parent;
+  }
+  return base::OkStatus();
+}
+
 }  // namespace
 
 base::Result<InsightInputs> ReadInsightInputs(Storage& storage, const InputsQuery& query,
@@ -331,6 +363,7 @@ base::Result<InsightInputs> ReadInsightInputs(Storage& storage, const InputsQuer
   events.end = in.end();
   events.limit = kMaxEvents;
   WARPSCOPE_ASSIGN_OR_RETURN(in.events, storage.QueryEvents(events));
+  WARPSCOPE_RETURN_IF_ERROR(AttachMigEventsToTheirGpu(storage, query, in.events));
   std::stable_sort(in.events.begin(), in.events.end(),
                    [](const auto& a, const auto& b) { return a.event.time < b.event.time; });
   return in;

@@ -41,6 +41,7 @@ struct GpuInput {
   Series tensor_active;      // gpu.tensor.active, 0..1 (GPM: any tensor pipe)
   Series fp32_active;        // gpu.fp32.active, 0..1 (GPM: the non-tensor FP32 pipe)
   Series fp16_active;        // gpu.fp16.active, 0..1 (GPM: the non-tensor FP16 pipe)
+  Series sm_clock;           // gpu.clock.sm, MHz
 };
 
 // One process's GPU (CUDA kernel) profiles over a window, reduced to what rules read: its
@@ -111,7 +112,9 @@ struct InsightInputs {
   std::vector<GpuInput> gpus;              // ordered by (host, uuid)
   std::vector<ProcessGpuInput> processes;  // ordered by (host, entity, gpu)
   std::vector<HostInput> hosts;            // ordered by host
-  std::vector<EventRecord> events;         // in [start, end()), oldest first
+  // In [start, end()), oldest first. An event of a MIG instance is its GPU's (entity), with the
+  // instance in its attributes (mig.entity, mig.gpu_instance_id, ...).
+  std::vector<EventRecord> events;
   // GPU profile digests of the processes on the GPUs a rule asks profiles for
   // (Rule::WantsGpuProfiles), ordered by (host, entity). Filled by the engine from its cache
   // (GpuProfileCache), not by ReadInsightInputs.

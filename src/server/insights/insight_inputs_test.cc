@@ -71,6 +71,27 @@ TEST_F(InsightInputsTest, ReadsAlignedSeriesPerGpuAndProcessWithTheHostsClusterA
   EXPECT_EQ(in->events[0].event.entity, "GPU-1");
 }
 
+TEST_F(InsightInputsTest, AnEventOfAMigInstanceIsItsGpusWithTheInstanceInItsAttributes) {
+  IngestBatch b = Window("node-1", 0);
+  AddGpu(b, "GPU-0", "0");
+  b.entities.push_back(model::Entity{model::EntityKind::kMigInstance, "MIG-9", "GPU-0",
+                                     model::Labels{{"mig.gpu_instance_id", "9"},
+                                                   {"mig.profile", "1g.10gb"}}});
+  AddGauge(b, "gpu.temperature", model::EntityKind::kGpu, "GPU-0", 50);
+  AddEvent(b, "MIG-9", "xid", 43);
+  Write(b);
+  InputsQuery q;
+  q.end = At(kT0 + 60);
+  base::Result<InsightInputs> in = ReadInsightInputs(*storage_, q);
+  ASSERT_TRUE(in) << in.error().message();
+  ASSERT_EQ(in->events.size(), 1u);
+  const model::Event& e = in->events[0].event;
+  EXPECT_EQ(e.entity, "GPU-0");
+  EXPECT_EQ(e.attributes.Get("mig.entity"), "MIG-9");
+  EXPECT_EQ(e.attributes.Get("mig.gpu_instance_id"), "9");
+  EXPECT_EQ(e.attributes.Get("mig.profile"), "1g.10gb");
+}
+
 // Series of every GPU and process of `in`, for comparing two snapshots (NaN compared as equal).
 std::string Dump(const InsightInputs& in) {
   std::string out;

@@ -78,9 +78,13 @@ class HardwareErrors final : public Rule {
         std::map<int64_t, int> by_code;
         for (const EventRecord* e : it->second) {
           ++by_code[e->event.code];
-          xid_list.push_back({{"time", base::ToUnixMillis(e->event.time)},
-                              {"code", e->event.code},
-                              {"message", e->event.message}});
+          nlohmann::json xid = {{"time", base::ToUnixMillis(e->event.time)},
+                                {"code", e->event.code},
+                                {"message", e->event.message}};
+          // Raised in a MIG instance (insight_inputs.h attaches it to its GPU).
+          std::string_view gi = e->event.attributes.Get(model::attr::kMigGpuInstanceId);
+          if (!gi.empty()) xid["mig.gpu_instance_id"] = gi;
+          xid_list.push_back(std::move(xid));
         }
         for (const auto& [code, count] : by_code) {
           std::string_view meaning = model::XidDescription(static_cast<uint64_t>(code));

@@ -65,6 +65,18 @@ class PowerDrop final : public Rule {
           *busy_after < cfg.power_drop_busy_utilization) {
         continue;
       }
+      // A throttle slows the clocks (thermal or power-brake slowdown, a power cap); power that
+      // falls at full clocks is the work changing, e.g. ranks spinning in a collective that
+      // hangs on a lost peer. The median since the drop, so that one bucket of a job ending
+      // does not count as a throttle. Without the SM clock, power alone decides.
+      std::optional<double> clock_before = Max(Slice(g.sm_clock, *drop - w, *drop));
+      std::span<const double> clock_since = Slice(g.sm_clock, *drop, n);
+      std::optional<double> clock_after =
+          Median(std::vector<double>(clock_since.begin(), clock_since.end()));
+      if (clock_before && clock_after &&
+          *clock_after > *clock_before * (1 - cfg.power_drop_clock_fraction)) {
+        continue;
+      }
       Observation o = OnGpu(g);
       o.lost_fraction = std::clamp(1 - now->second / before, 0.0, 1.0);
       o.summary = fmt::format(

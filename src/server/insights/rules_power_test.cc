@@ -45,6 +45,28 @@ TEST(PowerDropTest, AJobEndingOrASmallDipOrARecoveryIsNot) {
   EXPECT_TRUE(Observe(b.inputs()).empty());
 }
 
+TEST(PowerDropTest, WhereTheGpuReportsItsClockAThrottleSlowsItAndAHangDoesNot) {
+  InputsBuilder b(kBuckets);
+  // Power-braked: 650 -> 290 W with the SM clock 1950 -> 900 MHz.
+  GpuInput& braked = b.Gpu("node-1", "GPU-0", "0");
+  InputsBuilder::Fill(braked.power, 290, kBuckets - 12);
+  InputsBuilder::Fill(braked.sm_clock, 1950);
+  InputsBuilder::Fill(braked.sm_clock, 900, kBuckets - 12);
+  // Ranks spinning in a collective whose peer GPU was lost: 650 -> 330 W, clocks unchanged.
+  GpuInput& hung = b.Gpu("node-1", "GPU-1", "1");
+  InputsBuilder::Fill(hung.power, 330, kBuckets - 12);
+  InputsBuilder::Fill(hung.sm_clock, 1950);
+  // The same hang, then the job killed 30 s ago: the clock falls to idle, and so does the work.
+  GpuInput& killed = b.Gpu("node-1", "GPU-2", "2");
+  InputsBuilder::Fill(killed.power, 330, kBuckets - 12);
+  InputsBuilder::Fill(killed.sm_clock, 1950);
+  InputsBuilder::Fill(killed.sm_clock, 345, kBuckets - 3);
+  InputsBuilder::Fill(killed.utilization, 0, kBuckets - 3);
+  std::vector<Observation> seen = Observe(b.inputs());
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].entity, "GPU-0");
+}
+
 TEST(PowerDropTest, TheThresholdScalesWithTheCard) {
   InputsBuilder b(kBuckets);
   // An A100 at full load draws ~400 W: 300 W at 700 W becomes ~171 W.

@@ -92,25 +92,31 @@ class ThermalOutlier final : public Rule {
       const GpuInput* gpu;
       double temperature;
       double power;
+      double lowest_power;  // the window's lowest bucket
     };
     // Peers: the same cluster and GPU model.
     std::map<std::pair<std::string_view, std::string_view>, std::vector<Means>> groups;
     for (const GpuInput& g : in.gpus) {
       std::span<const double> t = Slice(g.temperature, from, n);
       std::optional<double> mean_t = Mean(t);
-      std::optional<double> mean_p = Mean(Slice(g.power, from, n));
-      if (!mean_t || !mean_p || CountValues(t) < w / 2) continue;
+      std::span<const double> p = Slice(g.power, from, n);
+      std::optional<double> mean_p = Mean(p);
+      std::optional<double> lowest_p = Min(p);
+      if (!mean_t || !mean_p || !lowest_p || CountValues(t) < w / 2) continue;
       groups[{g.cluster, g.attributes.Get(model::attr::kGpuModel)}].push_back(
-          {&g, *mean_t, *mean_p});
+          {&g, *mean_t, *mean_p, *lowest_p});
     }
     std::vector<Observation> out;
     for (const auto& [group, members] : groups) {
       for (const Means& m : members) {
         // Peers draw similar or more power: a GPU hotter than cards working harder is as much
-        // an outlier as one hotter than cards working alike.
+        // an outlier as one hotter than cards working alike. Throughout the window, not only on
+        // average: a card whose power has just come back (a brake released) is still cooler
+        // from before for minutes, and would pull the median down.
         std::vector<double> peer_temperatures;
         for (const Means& p : members) {
-          if (p.gpu != m.gpu && p.power >= m.power * (1 - cfg.thermal_peer_power_fraction)) {
+          if (p.gpu != m.gpu &&
+              p.lowest_power >= m.power * (1 - cfg.thermal_peer_power_fraction)) {
             peer_temperatures.push_back(p.temperature);
           }
         }

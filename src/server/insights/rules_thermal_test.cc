@@ -105,6 +105,19 @@ TEST(ThermalOutlierTest, HotterAtLessPowerIsAnOutlierHotterAtMuchMoreIsNotJudged
   EXPECT_TRUE(Observe(*MakeThermalOutlierRule(), EightGpus(75, 900).inputs()).empty());
 }
 
+TEST(ThermalOutlierTest, PeersWhosePowerJustCameBackAreNotPeersYet) {
+  // GPUs 0-3 were power-braked to 290 W for the first 70 s of the 5-minute window and are
+  // still cooler from it (57 °C); GPUs 4-7 ran at 650 W and 63 °C throughout. On average the
+  // braked ones draw 87 % of the others' power, but their temperature lags that power.
+  InputsBuilder b(kBuckets);
+  for (int i = 0; i < 8; ++i) {
+    GpuInput& g = b.Gpu("node-1", "GPU-" + std::to_string(i), std::to_string(i));
+    InputsBuilder::Fill(g.temperature, i < 4 ? 57 : 63);
+    if (i < 4) InputsBuilder::Fill(g.power, 290, kBuckets - 30, kBuckets - 23);
+  }
+  EXPECT_TRUE(Observe(*MakeThermalOutlierRule(), b.inputs()).empty());
+}
+
 TEST(ThermalOutlierTest, PeersAreTheSameModelInTheSameCluster) {
   InputsBuilder b(kBuckets);
   for (int i = 0; i < 3; ++i) b.Gpu("node-1", "GPU-h" + std::to_string(i), std::to_string(i));

@@ -362,6 +362,10 @@ TEST(ShippedScenariosTest, MemoryBoundAndTensorIdleShowTheirPipes) {
     EXPECT_GT(Mean(*bound, d, SignalId::kGpuUtil, 0, 10 * kMinute), 95);
     EXPECT_GT(Mean(*bound, d, SignalId::kDramActive, 0, 10 * kMinute), 85);
     EXPECT_LT(Mean(*bound, d, SignalId::kSmActive, 0, 10 * kMinute), 50);
+    // Rule 2 wants occupancy under 60 %; rule 4 (under-powered, ~470 W here) wants it under
+    // 40 %: between the two, only the memory-bound finding fits.
+    EXPECT_LT(Mean(*bound, d, SignalId::kSmOccupancy, 0, 10 * kMinute), 55);
+    EXPECT_GT(Mean(*bound, d, SignalId::kSmOccupancy, 0, 10 * kMinute), 40);
     EXPECT_LT(Mean(*bound, d, SignalId::kTensorActive, 0, 10 * kMinute), 10);
     EXPECT_GT(Mean(*idle, d, SignalId::kGpuUtil, 0, 10 * kMinute), 95);
     EXPECT_GT(Mean(*idle, d, SignalId::kFp32Active, 0, 10 * kMinute), 75);

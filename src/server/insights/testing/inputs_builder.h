@@ -40,7 +40,7 @@ class InputsBuilder {
     for (Series* s :
          {&g.utilization, &g.power, &g.power_limit, &g.temperature, &g.memory_used, &g.memory_total,
           &g.ecc_uncorrected, &g.remapping_failed, &g.sm_occupancy, &g.dram_active, &g.tensor_active,
-          &g.fp32_active, &g.fp16_active}) {
+          &g.fp32_active, &g.fp16_active, &g.sm_clock}) {
       s->assign(in_.buckets, std::numeric_limits<double>::quiet_NaN());
     }
     if (healthy) {
