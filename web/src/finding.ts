@@ -7,7 +7,7 @@ import type { Point } from './api';
 import { TimeChart } from './chart';
 import { h } from './dom';
 import { formatTime } from './format';
-import { entityName, formatCost, formatGpuHours, severityBadge, stateBadge } from './insights_api';
+import { entityName, findingPlace, formatCost, formatGpuHours, severityBadge, stateBadge } from './insights_api';
 import type { EvidenceSeries, Finding } from './insights_api';
 import type { View, ViewContext } from './view';
 
@@ -35,11 +35,22 @@ export async function findingView(root: HTMLElement, ctx: ViewContext): Promise<
   document.title = `${f.title} · warpscope`;
   const charts: TimeChart[] = [];
   const win = around(f);
-  const hostLink = h(
-    'a.btn',
-    { href: ctx.href({ view: 'host', host: f.host, tab: f.kind === 'gpu' ? 'gpu' : 'host', from: win.from, to: win.to, range: '', live: false }), 'data-testid': 'open-host' },
-    'Open in host view',
-  );
+  // A cluster's finding has no one host: it opens the fleet view at that time instead.
+  const hostLink = f.host
+    ? h(
+        'a.btn',
+        { href: ctx.href({ view: 'host', host: f.host, tab: f.kind === 'gpu' ? 'gpu' : 'host', from: win.from, to: win.to, range: '', live: false }), 'data-testid': 'open-host' },
+        'Open in host view',
+      )
+    : h('a.btn', { href: ctx.href({ view: 'fleet', from: win.from, to: win.to, range: '', live: false }), 'data-testid': 'open-fleet' }, 'Open in fleet view');
+  const hostLinks = (hosts: unknown): Node | string => {
+    if (!Array.isArray(hosts) || hosts.length === 0) return '–';
+    const links = hosts.map((x) => {
+      const name = typeof x === 'object' && x !== null && 'host' in x ? String((x as { host: unknown }).host) : String(x);
+      return h('a', { href: ctx.href({ view: 'host', host: name, from: win.from, to: win.to, range: '', live: false }) }, name);
+    });
+    return h('span', {}, ...links.flatMap((l, i) => (i ? [', ', l] : [l])));
+  };
   const p = f.evidence.profile;
   const profileBtn = p
     ? h(
@@ -69,7 +80,7 @@ export async function findingView(root: HTMLElement, ctx: ViewContext): Promise<
   root.append(
     h('p.crumbs', {}, h('a', { href: ctx.href({ view: 'insights', insights: {} }) }, 'Insights'), ' › ', f.rule),
     h('h1', { 'data-testid': 'finding-title' }, f.title),
-    h('p.finding-head', {}, severityBadge(f.severity), ' ', stateBadge(f.state), ' ', h('span', {}, `${f.host} · ${entityName(f)}`)),
+    h('p.finding-head', {}, severityBadge(f.severity), ' ', stateBadge(f.state), ' ', h('span', {}, `${findingPlace(f)} · ${entityName(f)}`)),
     h('p.summary', { 'data-testid': 'finding-summary' }, f.summary),
     h('div.actions', {}, hostLink, profileBtn),
     h(
@@ -80,7 +91,7 @@ export async function findingView(root: HTMLElement, ctx: ViewContext): Promise<
         {},
         h('h2', {}, 'Where and when'),
         dl([
-          ['Host', h('a', { href: ctx.href({ view: 'host', host: f.host }) }, f.host)],
+          f.host ? ['Host', h('a', { href: ctx.href({ view: 'host', host: f.host }) }, f.host)] : ['Hosts', hostLinks(f.evidence['hosts'])],
           ['Entity', `${f.kind} ${f.entity}`],
           ['Since', formatTime(f.start / 1000)],
           [f.state === 'resolved' ? 'Until' : 'Last seen', formatTime(f.end / 1000)],

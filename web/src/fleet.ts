@@ -14,9 +14,11 @@ export async function fleetView(root: HTMLElement, ctx: ViewContext): Promise<Vi
   const tiles = h('div.tiles', { 'data-testid': 'fleet-tiles' });
   const chartBox = h('div');
   const hostsBox = h('div', { id: 'hosts' });
+  const clusterBox = h('div', { 'data-testid': 'fleet-findings' });
   root.append(
     h('h1', {}, 'Fleet overview'),
     tiles,
+    clusterBox,
     h('section.card', {}, h('h2', {}, 'GPU utilization, fleet average'), chartBox),
     h('section.card', {}, h('h2', {}, 'Hosts'), hostsBox),
   );
@@ -61,6 +63,7 @@ export async function fleetView(root: HTMLElement, ctx: ViewContext): Promise<Vi
     if (chart) chart.update(spec);
     else chart = new TimeChart(chartBox, spec);
     hostsBox.replaceChildren(hostsTable(fleet.hosts, c, firing));
+    clusterBox.replaceChildren(...clusterFindings(firing, c));
   };
   await render(ctx);
   return {
@@ -106,6 +109,35 @@ function findingBadges(host: string, firing: Finding[], c: ViewContext): HTMLEle
     },
     ...counts.map(([s, n]) => severityBadge(s, `${n} ${s}`)),
   );
+}
+
+// Firing findings about a whole cluster (no one host, such as fleet_regression): one line each,
+// above the hosts, linking to the finding.
+function clusterFindings(firing: Finding[], c: ViewContext): HTMLElement[] {
+  const mine = firing.filter((f) => f.host === '');
+  if (mine.length === 0) return [];
+  return [
+    h(
+      'section.card',
+      {},
+      h('h2', {}, 'Fleet findings'),
+      h(
+        'ul.findings',
+        {},
+        ...mine.map((f) =>
+          h(
+            'li',
+            {},
+            severityBadge(f.severity),
+            ' ',
+            h('a', { href: c.href({ view: 'finding', finding: f.id }), 'data-testid': 'fleet-finding' }, f.title),
+            ' ',
+            h('span.muted', {}, f.summary),
+          ),
+        ),
+      ),
+    ),
+  ];
 }
 
 function hostsTable(hosts: FleetHost[], c: ViewContext, firing: Finding[]): HTMLElement {

@@ -65,7 +65,7 @@ function select(label: string, testid: string, value: string | undefined, option
 }
 
 function filterControls(list: InsightsResponse, f: InsightFilters, set: (k: keyof InsightFilters, v: string) => void): HTMLElement[] {
-  const hosts = [...new Set([...list.insights.map((x) => x.host), ...(f.host ? [f.host] : [])])].sort();
+  const hosts = [...new Set([...list.insights.map((x) => x.host).filter((x) => x !== ''), ...(f.host ? [f.host] : [])])].sort();
   return [
     select('Severity', 'severity', f.severity, SEVERITIES.map((s) => [s, s]), (v) => set('severity', v)),
     select('State', 'state', f.state, STATES.map((s) => [s, s]), (v) => set('state', v)),
@@ -97,7 +97,13 @@ function findingsTable(list: Finding[], c: ViewContext, f: InsightFilters): HTML
           { 'data-rule': x.rule, 'data-state': x.state },
           h('td', {}, severityBadge(x.severity)),
           h('td.finding-cell', {}, h('a', { href: c.href({ view: 'finding', finding: x.id }) }, x.title), h('p.muted.summary', {}, x.summary)),
-          h('td', {}, h('a', { href: c.href({ view: 'host', host: x.host, tab: x.kind === 'gpu' ? 'gpu' : 'host' }) }, x.host), h('br'), h('span.muted', {}, entityName(x))),
+          h(
+            'td',
+            {},
+            x.host ? h('a', { href: c.href({ view: 'host', host: x.host, tab: x.kind === 'gpu' ? 'gpu' : 'host' }) }, x.host) : h('a', { href: c.href({ view: 'fleet' }) }, 'fleet'),
+            h('br'),
+            h('span.muted', {}, entityName(x)),
+          ),
           h('td', {}, stateBadge(x.state)),
           h('td', { title: formatTime(x.start / 1000) }, formatAge(x.start / 1000)),
           h('td.num', {}, formatGpuHours(x.waste.gpu_hours)),

@@ -80,7 +80,17 @@ export function entityName(f: Finding): string {
     return pid ? `${gpu} · ${a['process.executable.name'] ?? 'process'} (pid ${pid})` : gpu;
   }
   if (f.kind === 'process') return `${a['process.executable.name'] ?? 'process'} (pid ${a['process.pid'] ?? f.entity})`;
+  if (f.kind === 'cluster') {
+    const name = a['cluster'] ? `cluster ${a['cluster']}` : 'the hosts without a cluster tag';
+    const size = a['host.count'] !== undefined ? ` · ${a['host.count']} hosts, ${a['gpu.count'] ?? '?'} GPUs` : '';
+    return `${name}${size}`;
+  }
   return f.entity;
+}
+
+// Where a finding lives: its host, or "fleet" for a finding about a cluster (no one host).
+export function findingPlace(f: Finding): string {
+  return f.host || 'fleet';
 }
 
 export function severityBadge(s: Severity, text: string = s): HTMLElement {
