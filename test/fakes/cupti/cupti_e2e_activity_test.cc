@@ -1,46 +1,45 @@
 // SPDX-License-Identifier: Apache-2.0
-// End to end (cupti_e2e_fixture.h). Activity records and the join: the buffer pool, all-kernels windows (from the start and
-// switched at run time), both correlation numberings, buffers completed on the fake's thread.
+// End to end (cupti_e2e_fixture.h). Activity records and the join: the buffer pool, all-kernels
+// windows (from the start and switched at run time), both correlation numberings, buffers completed
+// on the fake's thread.
 #include "cupti_e2e_fixture.h"
 
 namespace warpscope::cupti::e2e {
 namespace {
 
+// Two threads of `launches` gemm + softmax launches each with a pool of 2 buffers, 16 records
+// per buffer, delivered at the exit flush only (synchronously, whatever the fake's preset): every
+// buffer is requested before any is completed. The counters the agent received.
+std::map<wire::CounterId, uint64_t> ExitBurstCounters(const std::string& dir,
+                                                      const std::string& socket, int launches) {
+  TestAgent agent(socket);
+  auto run =
+      RunApp(dir, {"--threads", "2", "--launches", std::to_string(launches)},
+             Env(socket, {"WARPSCOPE_CUPTI_ACTIVITY_BUFFERS=2", "WARPSCOPE_CUPTI_FLUSH_MS=60000",
+                          "WARPSCOPE_FAKE_CUPTI_BUFFERS=sync"}));
+  EXPECT_TRUE(ExitedOk(run)) << run.err;
+  EXPECT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
+  auto snapshot = agent.Snapshot();
+  if (snapshot.empty()) return {};
+  return Index(snapshot[0]).counters;
+}
+
 TEST_F(CuptiE2eTest, ABurstBeyondThePoolIsServedByTheReserveAndNothingIsLost) {
-  TestAgent agent(SocketPath());
-  // 240 records at 16 per buffer need 15 buffers at the exit flush, requested before any is
-  // completed; the pool holds 2, the reserve the other 13. Buffers are delivered at the exit
-  // flush only (synchronously, whatever the fake's preset).
-  auto run = RunApp(dir_.path(), {"--threads", "2", "--launches", "60"},
-                    Env(SocketPath(), {"WARPSCOPE_CUPTI_ACTIVITY_BUFFERS=2",
-                                       "WARPSCOPE_CUPTI_FLUSH_MS=60000",
-                                       "WARPSCOPE_FAKE_CUPTI_BUFFERS=sync"}));
-  ASSERT_TRUE(ExitedOk(run)) << run.err;
-  ASSERT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
-  Received r = Index(agent.Snapshot()[0]);
-  EXPECT_EQ(r.counters[wire::CounterId::kBufferReserveUsed], 13u);
-  EXPECT_EQ(r.counters[wire::CounterId::kBufferPoolExhausted], 0u);
-  EXPECT_EQ(r.counters[wire::CounterId::kCuptiDroppedRecords], 0u);
-  EXPECT_EQ(r.counters[wire::CounterId::kKernelsSeen], 240u);
+  // 240 records need 15 buffers: the pool holds 2, the reserve the other 13.
+  auto c = ExitBurstCounters(dir_.path(), SocketPath(), 60);
+  EXPECT_EQ(c[wire::CounterId::kBufferReserveUsed], 13u);
+  EXPECT_EQ(c[wire::CounterId::kBufferPoolExhausted], 0u);
+  EXPECT_EQ(c[wire::CounterId::kCuptiDroppedRecords], 0u);
+  EXPECT_EQ(c[wire::CounterId::kKernelsSeen], 240u);
 }
 
 TEST_F(CuptiE2eTest, ExhaustedBufferPoolDropsAndCountsRecords) {
-  TestAgent agent(SocketPath());
-  // 2,400 records at 16 per buffer need 150 buffers at the exit flush; the pool and the reserve
-  // hold 2 + 32.
-  auto run = RunApp(dir_.path(), {"--threads", "2", "--launches", "600"},
-                    Env(SocketPath(), {"WARPSCOPE_CUPTI_ACTIVITY_BUFFERS=2",
-                                       "WARPSCOPE_CUPTI_FLUSH_MS=60000",
-                                       "WARPSCOPE_FAKE_CUPTI_BUFFERS=sync"}));
-  ASSERT_TRUE(ExitedOk(run)) << run.err;
-  ASSERT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
-  Received r = Index(agent.Snapshot()[0]);
-  EXPECT_GT(r.counters[wire::CounterId::kBufferPoolExhausted], 0u);
-  EXPECT_EQ(r.counters[wire::CounterId::kBufferReserveUsed], 32u);
-  EXPECT_GT(r.counters[wire::CounterId::kCuptiDroppedRecords], 0u);
-  EXPECT_EQ(r.counters[wire::CounterId::kKernelsSeen] +
-                r.counters[wire::CounterId::kCuptiDroppedRecords],
-            2400u);
+  // 2,400 records need 150 buffers; the pool and the reserve hold 2 + 32.
+  auto c = ExitBurstCounters(dir_.path(), SocketPath(), 600);
+  EXPECT_GT(c[wire::CounterId::kBufferPoolExhausted], 0u);
+  EXPECT_EQ(c[wire::CounterId::kBufferReserveUsed], 32u);
+  EXPECT_GT(c[wire::CounterId::kCuptiDroppedRecords], 0u);
+  EXPECT_EQ(c[wire::CounterId::kKernelsSeen] + c[wire::CounterId::kCuptiDroppedRecords], 2400u);
 }
 
 // "All kernels" duty-cycled: a kernel whose launch was not sampled is sent as KernelActivity
@@ -49,13 +48,13 @@ TEST_F(CuptiE2eTest, ExhaustedBufferPoolDropsAndCountsRecords) {
 // by 1 ms of idle time per kernel, so 160 kernels span four 40 ms intervals.
 TEST_F(CuptiE2eTest, AllKernelsWindowsSendEveryKernelInsideAndOnlySampledOutside) {
   TestAgent agent(SocketPath());
-  auto run = RunApp(dir_.path(),
-                    {"--threads", "2", "--launches", "40", "--kernel-gap-us", "1000",
-                     "--print-kernels"},
-                    Env(SocketPath(), {"WARPSCOPE_CUPTI_RATE=1", "WARPSCOPE_CUPTI_BURST=3",
-                                       "WARPSCOPE_CUPTI_ACTIVITY_BUFFERS=32",
-                                       "WARPSCOPE_CUPTI_ALL_KERNELS_WINDOW_MS=10",
-                                       "WARPSCOPE_CUPTI_ALL_KERNELS_INTERVAL_MS=40"}));
+  auto run =
+      RunApp(dir_.path(),
+             {"--threads", "2", "--launches", "40", "--kernel-gap-us", "1000", "--print-kernels"},
+             Env(SocketPath(),
+                 {"WARPSCOPE_CUPTI_RATE=1", "WARPSCOPE_CUPTI_BURST=3",
+                  "WARPSCOPE_CUPTI_ACTIVITY_BUFFERS=32", "WARPSCOPE_CUPTI_ALL_KERNELS_WINDOW_MS=10",
+                  "WARPSCOPE_CUPTI_ALL_KERNELS_INTERVAL_MS=40"}));
   ASSERT_TRUE(ExitedOk(run)) << run.err;
   ASSERT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
   Received r = Index(agent.Snapshot()[0]);
@@ -101,7 +100,7 @@ TEST_F(CuptiE2eTest, AllKernelsWindowsSendEveryKernelInsideAndOnlySampledOutside
   }
   EXPECT_GT(in_window_unsampled, 20);  // ~40 kernels start inside windows
   EXPECT_EQ(outside_unsampled, 0);
-  EXPECT_LT(r.kernels.size(), 100u);   // most kernels start outside windows
+  EXPECT_LT(r.kernels.size(), 100u);  // most kernels start outside windows
 
   // GPU time stays exact for every kernel, in windows or not.
   EXPECT_EQ(r.counters[wire::CounterId::kKernelsSeen], 160u);
@@ -141,9 +140,9 @@ TEST_F(CuptiE2eTest, AgentSwitchesAllKernelsOffAtRunTime) {
 void ExpectRuntimeLaunchesJoin(const std::string& dir, const std::string& socket,
                                const std::string& numbering) {
   TestAgent agent(socket);
-  auto run = RunApp(dir, {"--threads", "2", "--launches", "10"},
-                    Env(socket, {"WARPSCOPE_CUPTI_BURST=1000",
-                                 "WARPSCOPE_FAKE_CUPTI_CORRELATION=" + numbering}));
+  auto run = RunApp(
+      dir, {"--threads", "2", "--launches", "10"},
+      Env(socket, {"WARPSCOPE_CUPTI_BURST=1000", "WARPSCOPE_FAKE_CUPTI_CORRELATION=" + numbering}));
   ASSERT_TRUE(ExitedOk(run)) << run.err;
   ASSERT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
   Received r = Index(agent.Snapshot()[0]);
@@ -176,10 +175,10 @@ TEST_F(CuptiE2eTest, RuntimeLaunchesJoinWhenTheDriverCallHasItsOwnId) {
 // every kernel still arrives and joins.
 TEST_F(CuptiE2eTest, BuffersCompletedOnCuptisOwnThreadAllArrive) {
   TestAgent agent(SocketPath());
-  auto run = RunApp(dir_.path(), {"--threads", "3", "--launches", "20", "--graph"},
-                    Env(SocketPath(), {"WARPSCOPE_CUPTI_BURST=1000",
-                                       "WARPSCOPE_CUPTI_ACTIVITY_BUFFERS=32",
-                                       "WARPSCOPE_FAKE_CUPTI_BUFFERS=async"}));
+  auto run =
+      RunApp(dir_.path(), {"--threads", "3", "--launches", "20", "--graph"},
+             Env(SocketPath(), {"WARPSCOPE_CUPTI_BURST=1000", "WARPSCOPE_CUPTI_ACTIVITY_BUFFERS=32",
+                                "WARPSCOPE_FAKE_CUPTI_BUFFERS=async"}));
   ASSERT_TRUE(ExitedOk(run)) << run.err;
   ASSERT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
   const auto pos = run.out.find("fake_cupti buffers=");
