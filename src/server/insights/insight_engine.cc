@@ -49,6 +49,7 @@ base::Status InsightEngine::Evaluate(base::TimePoint now) {
   query.end = now;
   query.lookback = options_.lookback;
   query.step = options_.step;
+  query.slow_every = options_.slow_every;
   const bool full =
       !previous_ || now - last_full_read_ >= options_.full_read_every || now < last_full_read_;
   WARPSCOPE_ASSIGN_OR_RETURN(InsightInputs inputs,

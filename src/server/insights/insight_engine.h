@@ -32,6 +32,8 @@ struct EngineOptions {
   // Evaluations read only the newest minute and keep the rest from the one before; every this
   // often they read the whole lookback again (windows delivered after an outage).
   base::Duration full_read_every = std::chrono::minutes(5);
+  // The slow GPU metrics (InputsQuery::slow_every) are read this often.
+  base::Duration slow_every = std::chrono::minutes(1);
   // The long view (insight_inputs.h, LongView): read once a `long_step`, re-reading its last
   // `long_reread`; every `long_full_read_every` it is read whole again.
   base::Duration long_lookback = std::chrono::minutes(90);  // covers config.fleet_window

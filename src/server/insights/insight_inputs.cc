@@ -55,6 +55,7 @@ struct GpuMetric {
   std::string_view key;
   Series GpuInput::*member;
   Aggregation aggregation;
+  bool slow = false;  // read every InputsQuery::slow_every only
 };
 constexpr GpuMetric kGpuMetrics[] = {
     {"gpu.utilization", &GpuInput::utilization, Aggregation::kAvg},
@@ -65,11 +66,11 @@ constexpr GpuMetric kGpuMetrics[] = {
     {"gpu.memory.total", &GpuInput::memory_total, Aggregation::kAvg},
     {"gpu.ecc.uncorrected.volatile", &GpuInput::ecc_uncorrected, Aggregation::kLast},
     {"gpu.remapped_rows.failure", &GpuInput::remapping_failed, Aggregation::kMax},
-    {"gpu.sm.occupancy", &GpuInput::sm_occupancy, Aggregation::kAvg},
-    {"gpu.dram.active", &GpuInput::dram_active, Aggregation::kAvg},
-    {"gpu.tensor.active", &GpuInput::tensor_active, Aggregation::kAvg},
-    {"gpu.fp32.active", &GpuInput::fp32_active, Aggregation::kAvg},
-    {"gpu.fp16.active", &GpuInput::fp16_active, Aggregation::kAvg},
+    {"gpu.sm.occupancy", &GpuInput::sm_occupancy, Aggregation::kAvg, true},
+    {"gpu.dram.active", &GpuInput::dram_active, Aggregation::kAvg, true},
+    {"gpu.tensor.active", &GpuInput::tensor_active, Aggregation::kAvg, true},
+    {"gpu.fp32.active", &GpuInput::fp32_active, Aggregation::kAvg, true},
+    {"gpu.fp16.active", &GpuInput::fp16_active, Aggregation::kAvg, true},
     {"gpu.clock.sm", &GpuInput::sm_clock, Aggregation::kAvg},
 };
 
@@ -127,6 +128,11 @@ struct ReadPlan {
   size_t shift = 0;
   size_t fresh = 0;
   base::TimePoint read_from;
+  // The slow GPU metrics': kept before `slow_fresh`, read from `slow_read_from`, or not read at
+  // all this time (`slow_skip`: everything kept, the new buckets NaN).
+  size_t slow_fresh = 0;
+  base::TimePoint slow_read_from;
+  bool slow_skip = false;
 };
 
 bool NoData(const Series& s) {
@@ -144,13 +150,17 @@ base::Status ReadGpus(Storage& storage, const InputsQuery& query, const ReadPlan
       g.uuid = old.uuid;
       g.attributes = old.attributes;
       for (const GpuMetric& m : kGpuMetrics) {
-        g.*m.member = Shifted(old.*m.member, plan.shift, in.buckets, plan.fresh);
+        g.*m.member =
+            Shifted(old.*m.member, plan.shift, in.buckets, m.slow ? plan.slow_fresh : plan.fresh);
       }
     }
   }
   for (const GpuMetric& m : kGpuMetrics) {
-    WARPSCOPE_ASSIGN_OR_RETURN(RangeResult r, ReadMetric(storage, in, plan.read_from, query, m.key,
-                                                         model::EntityKind::kGpu, m.aggregation));
+    if (m.slow && plan.slow_skip) continue;
+    const size_t fresh = m.slow ? plan.slow_fresh : plan.fresh;
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        RangeResult r, ReadMetric(storage, in, m.slow ? plan.slow_read_from : plan.read_from,
+                                  query, m.key, model::EntityKind::kGpu, m.aggregation));
     // A GPU metric has one series per GPU; should one ever carry labels (per link, per
     // instance), the unlabelled one is the device's. Series come ordered by labels, so an
     // unlabelled series is seen before labelled ones of its GPU.
@@ -165,7 +175,7 @@ base::Status ReadGpus(Storage& storage, const InputsQuery& query, const ReadPlan
         for (const GpuMetric& each : kGpuMetrics) (g.*each.member).assign(in.buckets, kNaN);
       }
       g.attributes = rs.series.entity_attributes;
-      Fill(g.*m.member, in, rs.points, plan.fresh);
+      Fill(g.*m.member, in, rs.points, fresh);
     }
   }
   for (auto& [key, g] : gpus) {
@@ -342,6 +352,20 @@ base::Result<InsightInputs> ReadInsightInputs(Storage& storage, const InputsQuer
     if (plan.fresh > 0) plan.previous = previous;
   }
   plan.read_from = in.BucketStart(plan.fresh);
+  plan.slow_fresh = plan.fresh;
+  in.slow_end = in.end();
+  if (plan.previous) {
+    if (previous->slow_end + query.slow_every > in.end()) {
+      plan.slow_skip = true;
+      plan.slow_fresh = in.buckets;
+      in.slow_end = previous->slow_end;
+    } else {
+      const base::TimePoint reread =
+          std::clamp(previous->slow_end - query.reread, in.start, in.BucketStart(plan.fresh));
+      plan.slow_fresh = static_cast<size_t>((reread - in.start) / in.step);
+    }
+  }
+  plan.slow_read_from = in.BucketStart(plan.slow_fresh);
 
   // Host tags: the cluster a GPU belongs to, for per-cluster baselines.
   EntityQuery hosts;

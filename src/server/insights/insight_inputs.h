@@ -120,6 +120,10 @@ struct InsightInputs {
   // (GpuProfileCache), not by ReadInsightInputs.
   std::vector<GpuProfileDigest> gpu_profiles;
   bool host_all = true;                    // read for every host (InputsQuery::host empty)
+  // The slow GPU metrics (those only rules over windows of minutes read: SM occupancy, DRAM,
+  // tensor and FP pipes) hold data read up to here; their buckets after it are NaN until the
+  // next slow read (InputsQuery::slow_every).
+  base::TimePoint slow_end;
   // The long view, shared between evaluations (it changes once a minute); null when not read.
   std::shared_ptr<const LongView> long_view;
 
@@ -137,6 +141,10 @@ struct InputsQuery {
   // With a previous snapshot: the part of it that is re-read (windows that arrive late, up to
   // this long after their time, are still seen).
   base::Duration reread = std::chrono::minutes(1);
+  // With a previous snapshot: how often the slow GPU metrics are read (every read when zero).
+  // Their rules judge means over 5–10 minutes, which a minute's lag does not move; reading them
+  // once a minute takes a third of the GPU reads off most evaluations.
+  base::Duration slow_every = std::chrono::minutes(1);
 };
 
 struct LongViewQuery {

@@ -144,6 +144,7 @@ TEST_F(InsightInputsTest, AnIncrementalReadEqualsAFullOneLateWindowsAndNewGpusIn
   };
   for (int w = 0; w < 100; ++w) window(w, w < 20);  // GPU-1 leaves at window 20
   InputsQuery q;
+  q.slow_every = base::Duration::zero();  // the slow metrics too on every read
   q.end = At(kT0 + 1000);
   base::Result<InsightInputs> first = ReadInsightInputs(*storage_, q);
   ASSERT_TRUE(first);
@@ -174,6 +175,44 @@ TEST_F(InsightInputsTest, AnIncrementalReadEqualsAFullOneLateWindowsAndNewGpusIn
   base::Result<InsightInputs> later = ReadInsightInputs(*storage_, q, &*incremental);
   ASSERT_TRUE(later);
   EXPECT_EQ(Dump(*later), Dump(*ReadInsightInputs(*storage_, q)));
+}
+
+TEST_F(InsightInputsTest, SlowMetricsAreReadOnceAMinuteAndCatchUpWithAFullRead) {
+  auto window = [&](int w) {
+    IngestBatch b = Window("node-1", w * 10);
+    AddGpu(b, "GPU-0", "0");
+    AddGauge(b, "gpu.utilization", model::EntityKind::kGpu, "GPU-0", 0.01 * w);
+    AddGauge(b, "gpu.tensor.active", model::EntityKind::kGpu, "GPU-0", 0.001 * w);
+    AddGauge(b, "gpu.sm.occupancy", model::EntityKind::kGpu, "GPU-0", 0.002 * w);
+    Write(b);
+  };
+  for (int w = 0; w < 100; ++w) window(w);
+  InputsQuery q;  // slow_every: 1 minute
+  q.end = At(kT0 + 1000);
+  base::Result<InsightInputs> first = ReadInsightInputs(*storage_, q);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->slow_end, first->end());
+  for (int w = 100; w < 112; ++w) window(w);
+  // 30 s later: utilization is fresh, the slow metrics keep what they had and their new
+  // buckets are empty.
+  q.end = At(kT0 + 1030);
+  base::Result<InsightInputs> skip = ReadInsightInputs(*storage_, q, &*first);
+  ASSERT_TRUE(skip);
+  ASSERT_EQ(skip->gpus.size(), 1u);
+  const GpuInput& g = skip->gpus[0];
+  EXPECT_NEAR(g.utilization.back(), 1.02, 1e-9);
+  EXPECT_TRUE(std::isnan(g.tensor_active.back()));
+  EXPECT_TRUE(std::isnan(g.sm_occupancy.back()));
+  EXPECT_NEAR(g.tensor_active[g.tensor_active.size() - 4], 0.099, 1e-9);
+  EXPECT_EQ(skip->slow_end, first->slow_end);
+  // A minute after the slow read: they are read again, from before the skipped buckets on, and
+  // the snapshot equals a full read.
+  q.end = At(kT0 + 1060);
+  base::Result<InsightInputs> caught_up = ReadInsightInputs(*storage_, q, &*skip);
+  ASSERT_TRUE(caught_up);
+  EXPECT_EQ(caught_up->slow_end, caught_up->end());
+  EXPECT_EQ(Dump(*caught_up), Dump(*ReadInsightInputs(*storage_, q)));
+  EXPECT_NEAR(caught_up->gpus[0].tensor_active.back(), 0.105, 1e-9);
 }
 
 TEST_F(InsightInputsTest, TheLongViewHasMinuteBucketsFromRollupsAndIsRefreshedIncrementally) {

@@ -6,8 +6,11 @@
 // minutes, so rules do find things):
 //   BM_Evaluate      one evaluation in steady state: the newest minute read from storage (the
 //                    rest kept from the evaluation before), every rule, the tracker
+//                    (the slow GPU metrics not read: five evaluations of six)
 //   BM_EvaluateFull  the same reading the whole 15 minutes (the first evaluation, and one every
 //                    5 minutes)
+//   BM_EvaluateSlowRead  a steady evaluation that also reads the slow GPU metrics' newest
+//                    minute (one of six)
 //   BM_ReadInputs    the storage reads of a full evaluation alone
 //   BM_Rules       every rule and the tracker over inputs already read
 //   BM_GpuProfileReads  the most an evaluation adds for profile evidence: 8 processes read
@@ -206,6 +209,7 @@ void BM_Evaluate(benchmark::State& state) {
   Fleet& fleet = TheFleet();
   EngineOptions options;
   if (state.range(0) == 1) options.full_read_every = base::Duration::zero();
+  if (state.range(0) == 2) options.slow_every = base::Duration::zero();
   auto engine = InsightEngine::Create(*fleet.storage, options);
   if (!engine) abort();
   if (!(*engine)->Evaluate(fleet.now).ok()) abort();  // the first, full read
@@ -222,6 +226,7 @@ void BM_Evaluate(benchmark::State& state) {
 }
 BENCHMARK(BM_Evaluate)->Arg(0)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Evaluate)->Name("BM_EvaluateFull")->Arg(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Evaluate)->Name("BM_EvaluateSlowRead")->Arg(2)->Unit(benchmark::kMillisecond);
 
 void BM_ReadInputs(benchmark::State& state) {
   Fleet& fleet = TheFleet();
