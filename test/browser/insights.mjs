@@ -6,7 +6,12 @@
 //   GPU 0 at 30 % while its process (python3, pid 4242) uses one core of 16  -> input_bound
 //   GPU 1 whose temperature climbs 25 °C/min over the last minute           -> cooling_failure
 //   GPU 2 with an XID 79 half a minute ago                                   -> hardware_errors
+// and 45 one-minute windows of two hosts of cluster "ins-fleet" (4 GPUs each, no process) whose
+// utilization falls steadily from 75 % to 55 %                              -> fleet_regression
+// (the long view's 1-minute buckets need no finer windows; the config file's fleet-hold = 0s
+// lets the finding fire at once instead of 5 minutes later).
 import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 
 export const INSIGHTS_HOST = 'ins-node';
@@ -14,6 +19,10 @@ const GPUS = ['GPU-ins-0', 'GPU-ins-1', 'GPU-ins-2'];
 const PROCESS = 'pid/4242/0';
 const WINDOW_S = 10;
 const WINDOWS = 36;
+export const FLEET_HOSTS = ['ins-fleet-a', 'ins-fleet-b'];
+const FLEET_CLUSTER = 'ins-fleet';
+const FLEET_GPUS = 4;
+const FLEET_WINDOWS = 45;
 
 const kv = (o) => Object.entries(o).map(([key, value]) => ({ key, value: String(value) }));
 const ns = (s) => String(Math.round(s * 1e9));
@@ -66,11 +75,48 @@ function batch(seq, end, now) {
   };
 }
 
-// `warpscope server` on dataDir/insights with `extra` flags; resolves to its base URL once up.
-async function serve(t, extra) {
+// The one-minute window ending at `end` of fleet host `host`, whose utilization falls linearly
+// from 75 % (window 0) to 55 % (the last); power and memory stay, as on a job that slows down.
+function fleetBatch(host, seq, end) {
+  const metrics = [
+    ['gpu.utilization', '1'],
+    ['gpu.power.usage', 'W'],
+    ['gpu.temperature', 'Cel'],
+    ['gpu.memory.used', 'By'],
+    ['gpu.memory.total', 'By'],
+  ];
+  const gpus = Array.from({ length: FLEET_GPUS }, (_, i) => `GPU-${host}-${i}`);
+  const util = 0.75 - (0.2 * (seq - 1)) / (FLEET_WINDOWS - 1);
+  const values = [util, 600, 60, 60e9, 80e9];
+  return {
+    version: 1,
+    agentId: `${host}-agent`,
+    sequence: String(seq),
+    startUnixNano: ns(end - 60),
+    endUnixNano: ns(end),
+    host,
+    tags: kv({ cluster: FLEET_CLUSTER }),
+    entities: [
+      { kind: 'ENTITY_KIND_HOST', id: host, attributes: kv({ 'host.name': host }) },
+      ...gpus.map((g, i) => ({ kind: 'ENTITY_KIND_GPU', id: g, parent: host, attributes: kv({ 'gpu.index': i, 'gpu.uuid': g, 'gpu.model': 'NVIDIA H100 80GB HBM3' }) })),
+    ],
+    metrics: metrics.map(([key, unit]) => ({ key, kind: 'METRIC_KIND_GAUGE', unit, entityKind: 'ENTITY_KIND_GPU' })),
+    series: gpus.flatMap((g) => values.map((v, m) => ({ metric: m, entity: g, avg: v, min: v, max: v, last: v, count: 6, lastTimeUnixNano: ns(end) }))),
+    events: [],
+  };
+}
+
+async function post(base, body, what) {
+  const r = await fetch(`${base}/api/v1/ingest/batch`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  if (!r.ok) throw new Error(`posting ${what}: HTTP ${r.status} ${await r.text()}`);
+}
+
+// `warpscope [config] server` on dataDir/insights with `extra` flags; resolves to its base URL
+// once up.
+async function serve(t, extra, config = []) {
   const port = await t.freePort();
   const base = `http://127.0.0.1:${port}`;
-  const child = spawn(t.warpscope, ['server', '--data-dir', path.join(t.dataDir, 'insights'), '--listen-address', `127.0.0.1:${port}`, ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(t.warpscope, [...config, 'server', '--data-dir', path.join(t.dataDir, 'insights'), '--listen-address', `127.0.0.1:${port}`, ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr.on('data', (d) => (err = (err + d).slice(-4000)));
   child.on('exit', (code) => {
@@ -88,22 +134,33 @@ export function startInsightsServers(t) {
 }
 
 // Posts the windows ending now to the server with insights off, then serves its data dir with
-// insights on; resolves once the engine lists the three findings.
+// insights on; resolves once the engine lists the four findings, the fleet's firing.
 async function restartWithInsights(t, off) {
   const now = Date.now() / 1000;
+  const started = Date.now();
   for (let i = 0; i < WINDOWS; i++) {
-    const end = now - (WINDOWS - 1 - i) * WINDOW_S;
-    const r = await fetch(`${off.base}/api/v1/ingest/batch`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(batch(i + 1, end, now)) });
-    if (!r.ok) throw new Error(`posting window ${i + 1}: HTTP ${r.status} ${await r.text()}`);
+    await post(off.base, batch(i + 1, now - (WINDOWS - 1 - i) * WINDOW_S, now), `window ${i + 1}`);
   }
+  // The fleet hosts' windows, the two hosts side by side.
+  await Promise.all(
+    FLEET_HOSTS.map(async (host) => {
+      for (let i = 0; i < FLEET_WINDOWS; i++) {
+        await post(off.base, fleetBatch(host, i + 1, now - (FLEET_WINDOWS - 1 - i) * 60), `${host} window ${i + 1}`);
+      }
+    }),
+  );
+  console.log(`posted the insights windows in ${Date.now() - started} ms`);
   await t.stopChild(off.child);
-  const on = await serve(t, ['--insights-interval', '1s']);
+  const config = path.join(t.dataDir, 'insights.toml');
+  writeFileSync(config, '[server.insights]\nfleet-hold = "0s"\n');
+  const on = await serve(t, ['--insights-interval', '1s'], ['--config', config]);
   await t.until(
-    'the engine to list the three findings',
+    'the engine to list the four findings',
     async () => {
       const r = await (await fetch(`${on.base}/api/v1/insights`)).json();
       const rules = new Set(r.insights.map((f) => f.rule));
-      return ['input_bound', 'cooling_failure', 'hardware_errors'].every((x) => rules.has(x));
+      const fleet = r.insights.find((f) => f.rule === 'fleet_regression');
+      return ['input_bound', 'cooling_failure', 'hardware_errors'].every((x) => rules.has(x)) && fleet?.state === 'firing';
     },
     20_000,
   );
@@ -133,6 +190,12 @@ export async function insightsScenario(t, off) {
   check(/Firing\s*[1-9]/.test(totals) && /GPU-hours lost/.test(totals), `the totals count the firing findings (${totals})`);
   const cooling = await page.locator('[data-testid=findings-table] tbody tr[data-rule=cooling_failure]').textContent();
   check(/GPU 1/.test(cooling) && /ins-node/.test(cooling), `the cooling finding names its host and GPU (${cooling.slice(0, 200)})`);
+  // The cluster's finding has no one host: its row names the fleet and the cluster.
+  const fleetRow = page.locator('[data-testid=findings-table] tbody tr[data-rule=fleet_regression]');
+  const fleetCell = fleetRow.locator('td').nth(2);
+  const fleetCellText = await fleetCell.textContent();
+  check(/^fleet/.test(fleetCellText) && /cluster ins-fleet · 2 hosts, 8 GPUs/.test(fleetCellText), `the fleet regression's row names the fleet and its cluster (${fleetCellText})`);
+  check((await fleetCell.locator('a').getAttribute('href')).split('?')[0] === '/', 'its "fleet" links the fleet view');
   await shot(page, '20-insights');
   // Filters: the rule, then the severity; both in the URL.
   await page.selectOption('[data-testid=filter-rule]', 'cooling_failure');
@@ -146,7 +209,7 @@ export async function insightsScenario(t, off) {
   await page.goto(`${base}/insights?severity=ticket`);
   await ready(page);
   const tickets = await rows.evaluateAll((trs) => trs.map((tr) => tr.dataset.rule));
-  check(tickets.length === 1 && tickets[0] === 'input_bound', `the severity filter from the URL keeps the tickets (${tickets.join(', ')})`);
+  check(tickets.length === 2 && tickets.includes('input_bound') && tickets.includes('fleet_regression'), `the severity filter from the URL keeps the tickets (${tickets.join(', ')})`);
 
   // The fleet page: the host's badge links to its findings.
   await page.goto(`${base}/?range=15m`);
@@ -158,6 +221,33 @@ export async function insightsScenario(t, off) {
   await page.waitForURL(/\/insights\?.*host=ins-node/);
   await ready(page);
   check((await rows.count()) >= 2, 'the badge opens the Insights page filtered to the host');
+
+  // The cluster's finding: on the fleet page above the hosts, then its own page.
+  await page.goto(`${base}/?range=15m`);
+  await ready(page);
+  const fleetLinks = page.locator('[data-testid=fleet-findings] [data-testid=fleet-finding]');
+  const fleetCard = await page.locator('[data-testid=fleet-findings]').textContent();
+  check((await fleetLinks.count()) === 1 && /Fleet regression/.test(fleetCard) && /Cluster ins-fleet \(2 hosts, 8 GPUs\)/.test(fleetCard), `the fleet page lists the cluster's firing finding (${fleetCard.slice(0, 200)})`);
+  check((await page.locator('[data-testid=host-badges]').count()) === 1, 'the finding of no one host adds no host badge');
+  await shot(page, '24-fleet-findings');
+  await fleetLinks.click();
+  await page.waitForURL(/\/insights\/[^/?]+/);
+  await ready(page);
+  const fleetTitle = await page.locator('[data-testid=finding-title]').textContent();
+  check(/Fleet regression/.test(fleetTitle), `the fleet finding's page opens (${fleetTitle})`);
+  check((await page.locator('[data-testid=open-host]').count()) === 0 && (await page.locator('[data-testid=open-fleet]').count()) === 1, 'it offers the fleet view, not a host view');
+  const hostLinks = await page.locator('dl.facts dt:text-is("Hosts") + dd a').evaluateAll((as) => as.map((a) => [a.textContent, new URL(a.href).pathname]));
+  check(JSON.stringify(hostLinks.map(([name]) => name)) === JSON.stringify(FLEET_HOSTS) && hostLinks.every(([name, href]) => href === `/host/${name}`), `its Hosts row links each host (${JSON.stringify(hostLinks)})`);
+  const fleetEvidence = await page.locator('[data-testid=evidence-table]').textContent();
+  check(/declined_gpus\s*8/.test(fleetEvidence), `its evidence table counts the declined GPUs (${fleetEvidence.slice(0, 200)})`);
+  check((await page.locator('[data-testid=evidence-charts] canvas').count()) >= 2, 'its median utilization and power are drawn as charts');
+  const [scrollWidth, clientWidth] = await page.evaluate(() => [document.documentElement.scrollWidth, document.documentElement.clientWidth]);
+  check(scrollWidth <= clientWidth, `its long figures (the hosts' JSON) wrap inside the page (${scrollWidth} <= ${clientWidth} px)`);
+  await shot(page, '25-fleet-finding');
+  await page.click('[data-testid=open-fleet]');
+  await page.waitForURL((u) => u.pathname === '/' && u.searchParams.has('from') && u.searchParams.has('to'));
+  await ready(page);
+  check((await page.locator('[data-testid=fleet-tiles]').count()) === 1, 'its button opens the fleet view at the finding\'s time');
 
   // The host page: the strip and the bands.
   await page.goto(`${base}/host/${INSIGHTS_HOST}?tab=gpu&range=15m`);

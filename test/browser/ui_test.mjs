@@ -8,8 +8,8 @@
 // server started with --auth-read (fed by an agent on the same scenario): the UI asks for the
 // token, refuses a wrong one with the server's message, and with the right one shows the fleet
 // and downloads a profile; sign out forgets the token. Insights (insights.mjs): findings the
-// server's engine raises on posted windows, on the Insights page, the fleet's badges, the host
-// page's bands and the finding page. Screenshots of each view go to --out.
+// server's engine raises on posted windows, on the Insights page, the fleet's badges and its
+// cluster's finding, the host page's bands and the finding pages. Screenshots of each view go to --out.
 //
 // CPU profiles: a CPU and a GPU profile of one process, built by the agent's own builders
 // (write_profile_fixtures), posted to the server: a click on the host CPU chart opens the CPU

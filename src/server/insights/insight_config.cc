@@ -109,6 +109,10 @@ base::Status InsightConfig::Validate() const {
         "({})",
         base::FormatDuration(fleet_step_window), base::FormatDuration(fleet_min_span / 2));
   }
+  if (fleet_hold < base::Duration::zero() || fleet_hold > minutes(60)) {
+    return base::InvalidArgument("insights: fleet-hold = {} is out of range; use 0s to 60m",
+                                 base::FormatDuration(fleet_hold));
+  }
   return base::OkStatus();
 }
 

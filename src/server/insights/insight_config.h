@@ -120,7 +120,8 @@ struct InsightConfig {
   // step is power_drop's or hardware_errors'); the cluster has at least `fleet_min_hosts` hosts
   // or `fleet_min_gpus` GPUs. A GPU whose last `fleet_step_window` averages under
   // `fleet_idle_utilization`, or whose memory fell to under half its peak, ran a job that
-  // ended (idle_allocated's) and is left out.
+  // ended (idle_allocated's) and is left out. The finding is pending until the regression has
+  // been seen for `fleet_hold` (its evidence is already half an hour or more of data).
   double fleet_drop = 0.10;
   double fleet_clear_drop = 0.05;
   double fleet_gpu_drop = 0.05;
@@ -132,6 +133,7 @@ struct InsightConfig {
   base::Duration fleet_window = minutes(60);
   base::Duration fleet_min_span = minutes(30);
   base::Duration fleet_step_window = minutes(5);
+  base::Duration fleet_hold = minutes(5);
 
   // OK, or InvalidArgument naming the first threshold out of range and its allowed range.
   [[nodiscard]] base::Status Validate() const;

@@ -113,6 +113,8 @@ const InsightConfigKey kKeys[] = {
      "`fleet_regression`: the least data in it (3m to fleet-window)"},
     {"fleet-step-window", &C::fleet_step_window,
      "`fleet_regression`: the window a step is looked for in (1m to half of fleet-min-span)"},
+    {"fleet-hold", &C::fleet_hold,
+     "`fleet_regression`: how long it is seen before it fires (0s to 60m)"},
 };
 
 template <typename... F>

@@ -61,7 +61,8 @@ base::Status InsightEngine::Evaluate(base::TimePoint now) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const std::unique_ptr<Rule>& rule : rules_) {
-      const RuleInfo& info = rule->info();
+      RuleInfo info = rule->info();
+      info.hold_for = rule->HoldFor(options_.config);
       RuleContext context{inputs, options_.config,
                           [&](std::string_view host, std::string_view entity) {
                             return tracker_.Open(info.name, host, entity);

@@ -63,6 +63,9 @@ class Rule {
   virtual ~Rule() = default;
   virtual const RuleInfo& info() const = 0;
   virtual std::vector<Observation> Evaluate(const RuleContext& context) const = 0;
+  // How long a finding stays pending before it fires: info().hold_for unless the rule reads it
+  // from the config.
+  virtual base::Duration HoldFor(const InsightConfig& /*config*/) const { return info().hold_for; }
   // Whether the rule reads the GPU profiles of `gpu`'s processes (InsightInputs::gpu_profiles)
   // in this snapshot: the engine reads only those, from its cache (gpu_profiles.h).
   virtual bool WantsGpuProfiles(const InsightInputs& /*inputs*/, const InsightConfig& /*config*/,

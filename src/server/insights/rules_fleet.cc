@@ -85,6 +85,7 @@ std::optional<Thirds> ThirdsOf(const Series& s, size_t from, size_t n) {
 class FleetRegression final : public Rule {
  public:
   const RuleInfo& info() const override { return kFleetRegression; }
+  base::Duration HoldFor(const InsightConfig& config) const override { return config.fleet_hold; }
 
   std::vector<Observation> Evaluate(const RuleContext& ctx) const override {
     if (!ctx.inputs.long_view) return {};

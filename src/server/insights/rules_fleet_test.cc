@@ -172,5 +172,17 @@ TEST(FleetRegressionTest, WithoutALongViewNothingIsJudged) {
   EXPECT_TRUE(Observe(*MakeFleetRegressionRule(), b.inputs()).empty());
 }
 
+TEST(FleetRegressionTest, ItFiresAfterTheConfiguredHold) {
+  std::unique_ptr<Rule> rule = MakeFleetRegressionRule();
+  InsightConfig config;
+  EXPECT_EQ(rule->HoldFor(config), std::chrono::minutes(5));
+  config.fleet_hold = base::Duration::zero();
+  EXPECT_EQ(rule->HoldFor(config), base::Duration::zero());
+  config.fleet_hold = std::chrono::minutes(61);
+  base::Status st = config.Validate();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("fleet-hold = 1h1m"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace warpscope::server::insights
