@@ -60,10 +60,10 @@ struct GpuMetric {
 constexpr GpuMetric kGpuMetrics[] = {
     {"gpu.utilization", &GpuInput::utilization, Aggregation::kAvg},
     {"gpu.power.usage", &GpuInput::power, Aggregation::kAvg},
-    {"gpu.power.limit", &GpuInput::power_limit, Aggregation::kAvg},
+    {"gpu.power.limit", &GpuInput::power_limit, Aggregation::kAvg, true},
     {"gpu.temperature", &GpuInput::temperature, Aggregation::kAvg},
     {"gpu.memory.used", &GpuInput::memory_used, Aggregation::kAvg},
-    {"gpu.memory.total", &GpuInput::memory_total, Aggregation::kAvg},
+    {"gpu.memory.total", &GpuInput::memory_total, Aggregation::kAvg, true},
     {"gpu.ecc.uncorrected.volatile", &GpuInput::ecc_uncorrected, Aggregation::kLast},
     {"gpu.remapped_rows.failure", &GpuInput::remapping_failed, Aggregation::kMax},
     {"gpu.sm.occupancy", &GpuInput::sm_occupancy, Aggregation::kAvg, true},

@@ -121,7 +121,8 @@ struct InsightInputs {
   std::vector<GpuProfileDigest> gpu_profiles;
   bool host_all = true;                    // read for every host (InputsQuery::host empty)
   // The slow GPU metrics (those only rules over windows of minutes read: SM occupancy, DRAM,
-  // tensor and FP pipes) hold data read up to here; their buckets after it are NaN until the
+  // tensor and FP pipes; and those rules read as their latest value: power limit, memory total)
+  // hold data read up to here; their buckets after it are NaN until the
   // next slow read (InputsQuery::slow_every).
   base::TimePoint slow_end;
   // The long view, shared between evaluations (it changes once a minute); null when not read.
