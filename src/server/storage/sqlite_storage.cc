@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include "base/logging.h"
 #include "server/storage/sqlite_db.h"
@@ -71,6 +72,7 @@ using sqlite::Connection;
 using sqlite::Statement;
 using storage_internal::EntityKey;
 using storage_internal::EntityKindOrHost;
+using storage_internal::kLastSeenPersistMs;
 using storage_internal::kMetaSchemaVersion;
 using storage_internal::MetaMarks;
 using storage_internal::ReadMetaMarks;
@@ -293,7 +295,8 @@ SqliteStorage::SqliteStorage(SqliteStorageOptions options, std::string path,
     : options_(std::move(options)),
       path_(std::move(path)),
       writer_(std::move(writer)),
-      readers_(std::make_unique<sqlite::ReaderPool>(path_, options_.max_idle_readers)) {}
+      readers_(std::make_unique<sqlite::ReaderPool>(path_, options_.max_idle_readers)),
+      recent_(RecentSamples::Options{options_.recent_keep_ms, options_.recent_max_rows}) {}
 
 SqliteStorage::~SqliteStorage() = default;
 
@@ -417,6 +420,13 @@ Status SqliteStorage::LoadState() {
       series_[SeriesKey(row.ColumnInt(2), row.ColumnInt(3), row.ColumnText(4))] = s;
     }));
   }
+  // No stored window ends after a series' last_seen, which is persisted whenever it moved
+  // kLastSeenPersistMs: windows starting from the newest persisted value plus that are new.
+  int64_t horizon = std::numeric_limits<int64_t>::min();
+  for (const auto& [key, s] : series_) {
+    horizon = std::max(horizon, s.persisted_last_seen + kLastSeenPersistMs);
+  }
+  recent_.Reset(options_.recent_max_rows == 0 ? std::numeric_limits<int64_t>::max() : horizon);
   return LoadStaged();
 }
 

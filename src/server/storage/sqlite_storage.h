@@ -16,6 +16,7 @@
 
 #include "base/status.h"
 #include "server/storage/query_plan.h"
+#include "server/storage/recent_samples.h"
 #include "server/storage/storage.h"
 
 namespace warpscope::server {
@@ -39,6 +40,12 @@ struct SqliteStorageOptions {
   size_t staged_samples_max = 100000;  // 6.4 MB
   // Samples per transaction when a full stage is moved; write_mu_ is released between them.
   size_t staged_move_chunk = 20000;
+  // The newest raw windows of every series are also kept in memory (RecentSamples), so that
+  // range reads of the last few minutes fold them without touching the database: at most
+  // `recent_keep_ms` behind the newest window and `recent_max_rows` windows (48 bytes each).
+  // 0 rows keeps none. See "Recent samples" in docs/design/storage.md.
+  int64_t recent_keep_ms = 5 * kMinuteMs;
+  size_t recent_max_rows = 1'000'000;
 };
 
 // Storage in one SQLite database (WAL mode) under --data-dir. Schema and reasoning:
@@ -122,7 +129,7 @@ class SqliteStorage : public Storage {
 
   // Opening (sqlite_storage.cc); write_mu_ held.
   [[nodiscard]] base::Status InitSchema();
-  [[nodiscard]] base::Status LoadState();   // caches and compaction state
+  [[nodiscard]] base::Status LoadState();   // caches and compaction state; resets recent_
   [[nodiscard]] base::Status LoadStaged();  // staged_ from staged_samples, after LoadState's clear
   [[nodiscard]] base::Status SetMeta(const char* key, int64_t value);
 
@@ -186,6 +193,7 @@ class SqliteStorage : public Storage {
   [[nodiscard]] base::Result<Availability> ReadAvailability(sqlite::Connection& db);
   // Feeds the rows of one series in `segments` to `folder`; marks the resolutions that had rows.
   // With `only` set, reads just the columns that aggregation needs.
+  // Raw segments that start at or after recent_'s horizon are read from memory.
   [[nodiscard]] base::Status FoldSeries(sqlite::Connection& db, int64_t series_id,
                                         const std::vector<Segment>& segments,
                                         std::optional<Aggregation> only, SeriesFolder& folder,
@@ -249,6 +257,9 @@ class SqliteStorage : public Storage {
   int64_t other_retention_ms_ = 0;  // last time events/profiles/ingested were trimmed
 
   std::unique_ptr<sqlite::ReaderPool> readers_;  // thread-safe itself
+  // Every committed raw window from its horizon on (thread-safe itself; written with write_mu_
+  // held, after the window's transaction committed).
+  RecentSamples recent_;
 };
 
 }  // namespace warpscope::server

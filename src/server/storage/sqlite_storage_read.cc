@@ -306,6 +306,13 @@ Status SqliteStorage::FoldSeries(Connection& db, int64_t series_id,
                                  std::optional<Aggregation> only, SeriesFolder& folder,
                                  bool used[3]) {
   for (const Segment& segment : segments) {
+    if (segment.resolution == Resolution::kRaw &&
+        recent_.Fold(series_id, segment.from, segment.to, [&](const Row& row) {
+          folder.Add(row);
+          used[static_cast<int>(Resolution::kRaw)] = true;
+        })) {
+      continue;
+    }
     WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(RowsSql(segment.resolution, only)));
     stmt.Bind(series_id, segment.from, segment.to);
     WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
@@ -324,7 +331,6 @@ Result<RangeResult> SqliteStorage::QueryRange(const RangeQuery& query) {
   if (step_ms <= 0) {
     return Error(base::InvalidArgument("query: step must be at least 1ms"));
   }
-  WARPSCOPE_RETURN_IF_ERROR(ApplyStaged());
   const int64_t start_ms = ToMs(query.start);
   const int64_t end_ms = ToMs(query.end);
   if (end_ms <= start_ms) {
@@ -332,6 +338,14 @@ Result<RangeResult> SqliteStorage::QueryRange(const RangeQuery& query) {
   }
   const int64_t origin = FloorTo(start_ms, step_ms);
   WARPSCOPE_ASSIGN_OR_RETURN(const int64_t buckets, RangeBuckets(query, origin, step_ms, end_ms));
+  const int64_t fetch_from =
+      query.aggregation == Aggregation::kRate ? origin - std::max(step_ms, kRateSeedMs) : origin;
+  // A range within the recent windows is folded from memory, staged samples included; any other
+  // reads the samples table, which must hold every staged sample first. (Rollup segments do not
+  // depend on staged samples: Compact moves them before it rolls up.)
+  if (fetch_from < recent_.horizon()) {
+    WARPSCOPE_RETURN_IF_ERROR(ApplyStaged());
+  }
 
   return sqlite::InReadTransaction(*readers_, [&](Connection& db) -> Result<RangeResult> {
     WARPSCOPE_ASSIGN_OR_RETURN(auto metric, ReadMetric(db, query.metric));
@@ -344,8 +358,6 @@ Result<RangeResult> SqliteStorage::QueryRange(const RangeQuery& query) {
           matched.size(), query.metric, query.max_series));
     }
     WARPSCOPE_ASSIGN_OR_RETURN(Availability availability, ReadAvailability(db));
-    const int64_t fetch_from =
-        query.aggregation == Aggregation::kRate ? origin - std::max(step_ms, kRateSeedMs) : origin;
     std::vector<Segment> segments = PlanSegments(fetch_from, end_ms, step_ms, availability);
 
     RangeResult result;

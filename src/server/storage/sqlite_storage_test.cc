@@ -49,10 +49,26 @@ base::Result<std::unique_ptr<Storage>> OpenSqliteSmallStage(const std::string& d
   return std::unique_ptr<Storage>(std::move(*opened));
 }
 
+// Every range read from the database: no recent windows kept in memory.
+base::Result<std::unique_ptr<Storage>> OpenSqliteNoRecent(const std::string& dir,
+                                                          const StorageOptions& options) {
+  SqliteStorageOptions o;
+  o.data_dir = dir;
+  o.storage = options;
+  o.recent_max_rows = 0;
+  auto opened = SqliteStorage::Open(o);
+  if (!opened) {
+    return base::Error(opened.error());
+  }
+  return std::unique_ptr<Storage>(std::move(*opened));
+}
+
 INSTANTIATE_TEST_SUITE_P(Sqlite, StorageConformanceTest,
                          ::testing::Values(StorageBackend{"sqlite", OpenSqlite},
                                            StorageBackend{"sqlite_small_stage",
-                                                          OpenSqliteSmallStage}),
+                                                          OpenSqliteSmallStage},
+                                           StorageBackend{"sqlite_no_recent",
+                                                          OpenSqliteNoRecent}),
                          StorageBackendName);
 
 class SqliteStorageTest : public ::testing::Test {
@@ -396,11 +412,15 @@ TEST_F(SqliteStorageTest, ConcurrentWritersAndReadersDuringChunkedMoves) {
 TEST_F(SqliteStorageTest, Version1DatabaseIsUpgradedAndKeepsItsData) {
   constexpr int64_t kStart = 1'700'000'000;
   {
-    auto storage = Open(dir_);
+    SqliteStorageOptions o;
+    o.data_dir = dir_;
+    o.staged_samples_max = 0;  // in the samples table at once, as version 1 wrote them
+    auto storage = SqliteStorage::Open(o);
     ASSERT_TRUE(storage.has_value());
     ASSERT_TRUE((*storage)->WriteBatch(OneSeriesBatch(1, kStart, 4.0)));
     EXPECT_EQ(ReadValues(**storage, kStart, kStart + 10), (std::vector<double>{4.0}));
   }
+  EXPECT_EQ(Count("staged_samples"), 0);
   Sql("DROP TABLE staged_samples; UPDATE meta SET value = 1 WHERE key = 'schema_version';");
 
   auto storage = Open(dir_);

@@ -129,6 +129,9 @@ Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
     return WriteBatchRows(batch, agent_id, result, staged);
   }));
   staged_last_id_ = staged.last_id;
+  for (const StagedSample& r : staged.rows) {
+    recent_.Add(r.series_id, Row{r.start_ms, r.avg, r.min, r.max, r.last, r.count});
+  }
   staged_.insert(staged_.end(), staged.rows.begin(), staged.rows.end());
   staged_count_ += staged.rows.size();
   return result;
