@@ -403,6 +403,23 @@ base::Status ParseMergeKinds(const Params& params, query::MergeRequest& request)
   return base::OkStatus();
 }
 
+// Every label=KEY:VALUE of the merged profile (profile_labels.h): several AND, one key's OR.
+base::Result<std::vector<query::LabelFilter>> ParseLabelFilters(const Params& params) {
+  std::vector<query::LabelFilter> out;
+  auto [begin, end] = params.equal_range("label");
+  for (auto it = begin; it != end; ++it) {
+    if (out.size() == query::kMaxLabelFilters) {
+      return base::Error(base::InvalidArgument(
+          "label=: more than {} filters; give fewer (label=nvtx:train_step* matches every "
+          "range that starts so)",
+          query::kMaxLabelFilters));
+    }
+    WARPSCOPE_ASSIGN_OR_RETURN(query::LabelFilter f, query::ParseLabelFilter(it->second));
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 }  // namespace
 
 void ApiServer::Profiles(const httplib::Request& req, httplib::Response& res) {
@@ -478,6 +495,18 @@ void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& re
     }
     request.thread = std::string(*t);
   }
+  auto labels = ParseLabelFilters(params);
+  if (!labels) {
+    return SendError(res, 400, labels.error().message());
+  }
+  request.labels = std::move(*labels);
+  auto label_values = ParseCount(params, "label_values", 20, 1000);
+  if (!label_values) {
+    return SendError(res, 400, label_values.error().message());
+  }
+  // The download keeps the labels (pprof -tagfocus); the tree sums by stack and lists them.
+  request.keep_labels = format == "pprof";
+  request.label_totals = format == "tree";
   auto merged = query::MergeStoredProfiles(storage_, request);
   if (!merged) {
     return SendStatus(res, merged.error());
@@ -493,10 +522,13 @@ void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& re
     }
     res.status = 200;
     res.set_header("Content-Disposition", "attachment; filename=\"profile-merged.pb.gz\"");
+    res.set_header("X-Warpscope-Label-Sets", std::to_string(merged->label_sets.kept));
+    res.set_header("X-Warpscope-Label-Sets-Over-Cap", std::to_string(merged->label_sets.over_cap));
     res.set_content(*bytes, "application/octet-stream");
     return;
   }
   query::TreeJsonOptions tree_options;
+  tree_options.max_label_values = *label_values;
   if (auto v = Param(params, "value")) {
     auto index = profiling::FindSampleType(merged->profile.sample_types, *v);
     if (!index) {

@@ -73,26 +73,44 @@ bool ThreadMatches(std::string_view thread, int64_t tid, std::string_view name) 
   return thread == name;
 }
 
-// Sums each sample into its thread's totals, then keeps only the filter's samples (all without
-// a filter) and drops every label, so that the merge sums samples by stack.
-void CountThreadsAndFilter(
-    profiling::Profile& p, std::string_view thread,
-    std::map<std::pair<int64_t, std::string>, std::vector<int64_t>>& totals) {
+// What FilterSamples sums and filters by.
+struct SampleFilter {
+  std::string_view thread;
+  const LabelSelector& selector;
+  LabelCounter* counter;  // null: label totals are not asked for
+  bool keep_labels = false;
+};
+
+// Sums each sample passing the label filters into its thread's totals and, when it passes the
+// thread filter too (or fails one label key only, for that key's menu), into the label totals;
+// then keeps only the samples passing every filter, without their labels unless asked to keep
+// them (so that the merge sums samples by stack).
+void FilterSamples(profiling::Profile& p, const SampleFilter& filter,
+                   std::map<std::pair<int64_t, std::string>, std::vector<int64_t>>& totals) {
   std::vector<profiling::Sample> kept;
   kept.reserve(p.samples.size());
   for (profiling::Sample& s : p.samples) {
+    const LabelSelector::Verdict verdict = filter.selector.Check(s.labels);
     auto t = ThreadOf(s);
-    if (t) {
+    if (t && verdict.failed == 0) {
       std::vector<int64_t>& sums = totals[*t];
       sums.resize(std::max(sums.size(), s.values.size()), 0);
       for (size_t v = 0; v < s.values.size(); ++v) {
         sums[v] = profiling::WrappingAdd(sums[v], s.values[v]);
       }
     }
-    if (!thread.empty() && (!t || !ThreadMatches(thread, t->first, t->second))) {
+    if (!filter.thread.empty() && (!t || !ThreadMatches(filter.thread, t->first, t->second))) {
       continue;
     }
-    s.labels.clear();
+    if (filter.counter) {
+      filter.counter->Add(verdict, s);
+    }
+    if (verdict.failed != 0) {
+      continue;
+    }
+    if (!filter.keep_labels) {
+      s.labels.clear();
+    }
     kept.push_back(std::move(s));
   }
   p.samples = std::move(kept);
@@ -171,8 +189,7 @@ base::Result<MergedProfiles> MergeStoredProfiles(Storage& storage, const MergeRe
   std::vector<Decoded> decoded;
   for (ProfileMeta& m : list) {
     WARPSCOPE_ASSIGN_OR_RETURN(auto blob, storage.ReadProfile(m.id));
-    // Labels are read for the thread list and filter, then dropped: the tree and the merged
-    // download sum samples by stack.
+    // Labels are read for the filters and lists, then dropped unless the request keeps them.
     auto p = profiling::DecodePprof(blob.data);
     if (!p) {
       ++out.skipped;
@@ -204,10 +221,21 @@ base::Result<MergedProfiles> MergeStoredProfiles(Storage& storage, const MergeRe
     }
   }
   std::map<std::pair<int64_t, std::string>, std::vector<int64_t>> threads;
+  const LabelSelector selector(request.labels);
+  LabelCounter counter(selector);
+  const SampleFilter filter{request.thread, selector, request.label_totals ? &counter : nullptr,
+                            request.keep_labels};
   for (profiling::Profile& p : profiles) {
-    CountThreadsAndFilter(p, request.thread, threads);
+    FilterSamples(p, filter, threads);
   }
+  if (request.keep_labels) {
+    out.label_sets = CapLabelSets(profiles, request.max_label_sets);
+  }
+  out.label_filters = selector.filters();
   WARPSCOPE_ASSIGN_OR_RETURN(out.profile, profiling::Merge(profiles));
+  if (request.label_totals) {
+    out.labels = counter.Totals(out.profile.sample_types.size());
+  }
   for (auto& [key, total] : threads) {
     total.resize(out.profile.sample_types.size(), 0);
     out.threads.push_back({key.first, key.second, std::move(total)});
@@ -217,7 +245,9 @@ base::Result<MergedProfiles> MergeStoredProfiles(Storage& storage, const MergeRe
 }
 
 base::Result<MergedProfiles> MergeStoredProfiles(Storage& storage, const ProfileQuery& query) {
-  return MergeStoredProfiles(storage, MergeRequest{query, {}, {}});
+  MergeRequest request;
+  request.query = query;
+  return MergeStoredProfiles(storage, request);
 }
 
 json MergedProfileTreeJson(const MergedProfiles& merged, const TreeJsonOptions& options) {
@@ -237,6 +267,10 @@ json MergedProfileTreeJson(const MergedProfiles& merged, const TreeJsonOptions& 
   for (size_t i = 0; i < threads.size() && i < options.max_threads; ++i) {
     thread_list.push_back(
         {{"tid", threads[i]->tid}, {"name", threads[i]->name}, {"total", threads[i]->total}});
+  }
+  json filters = json::array();
+  for (const LabelFilter& f : merged.label_filters) {
+    filters.push_back(LabelFilterText(f));
   }
   json cpu = nullptr;
   if (merged.cpu) {
@@ -258,6 +292,12 @@ json MergedProfileTreeJson(const MergedProfiles& merged, const TreeJsonOptions& 
           {"kinds", merged.kinds},
           {"threads", std::move(thread_list)},
           {"threads_omitted", threads.size() - std::min(threads.size(), options.max_threads)},
+          {"label_filters", std::move(filters)},
+          {"labels", LabelTotalsJson(merged.labels, {.max_keys = options.max_label_keys,
+                                                     .max_values = options.max_label_values,
+                                                     .value = key})},
+          {"label_keys_omitted",
+           merged.labels.size() - std::min(merged.labels.size(), options.max_label_keys)},
           {"cpu", std::move(cpu)},
           {"root", profiling::FlameNodeJson(profiling::FlameTree(merged.profile, options.tree))}};
 }

@@ -15,6 +15,7 @@
 #include "base/status.h"
 #include "profiling/flame_tree.h"
 #include "profiling/profile.h"
+#include "server/query/profile_labels.h"
 #include "server/storage/storage.h"
 
 namespace warpscope::server::query {
@@ -31,6 +32,15 @@ struct MergeRequest {
   // Only the samples of this thread: a tid ("4242") or a thread name ("DataLoader"), matched
   // against the samples' tid and thread_name labels (the CPU profiler's). Empty: every sample.
   std::string thread;
+  // Only the samples whose labels pass these filters (label=KEY:VALUE; profile_labels.h).
+  std::vector<LabelFilter> labels;
+  // Keep the samples' labels (sorted within each sample), so that the merge sums samples by
+  // stack and labels, at most `max_label_sets` distinct label sets (CapLabelSets): what the pprof
+  // download needs. false: labels are dropped after filtering and the merge sums by stack.
+  bool keep_labels = false;
+  size_t max_label_sets = 4096;
+  // Count the label keys and values of the window (MergedProfiles::labels), for a filter menu.
+  bool label_totals = false;
 };
 
 // One thread of the window: its samples' labels and totals (one per sample type).
@@ -50,20 +60,25 @@ struct CpuCapacity {
 };
 
 struct MergedProfiles {
-  profiling::Profile profile;      // the merged profile (stacks only: labels are not kept)
+  profiling::Profile profile;      // the merged profile (labels only with keep_labels)
   size_t profiles = 0;             // stored profiles decoded and merged
   size_t skipped = 0;              // stored profiles left out because they do not decode
   std::string first_error;         // why the first of those was left out
   std::vector<std::string> kinds;  // the kinds of the profiles merged, in request order
-  // The threads of every decoded profile (before the thread filter), largest total first by
-  // sample type 0; samples without a tid label belong to none.
+  // The threads of every decoded profile (after the label filters, before the thread filter),
+  // largest total first by sample type 0; samples without a tid label belong to none.
   std::vector<ThreadTotal> threads;
-  std::optional<CpuCapacity> cpu;  // when the merged profile has cpu/nanoseconds
+  // With label_totals: every label key of the decoded profiles and its values' totals, each key
+  // faceted as LabelKeyTotals says (after the thread filter and the other keys' filters).
+  std::vector<LabelKeyTotals> labels;
+  std::vector<LabelFilter> label_filters;  // the request's, grouped by key
+  LabelSetStats label_sets;                // with keep_labels: what the cap did
+  std::optional<CpuCapacity> cpu;          // when the merged profile has cpu/nanoseconds
 };
 
-// Every profile the request selects, decoded (labels only read for the thread filter and list,
-// so samples are summed by stack) and merged. A stored profile that does not decode is left out
-// and counted rather than failing the window: when none decodes, `profiles` is 0 and
+// Every profile the request selects, decoded, filtered by thread and labels and merged (by
+// stack, or by stack and labels with keep_labels). A stored profile that does not decode is left
+// out and counted rather than failing the window: when none decodes, `profiles` is 0 and
 // `first_error` says why. NotFound (saying how to get profiles) when the query selects none;
 // InvalidArgument when their sample types differ and one kind was asked for (merge profiles of
 // one kind, or ask for several). Other errors are the storage's.
@@ -74,11 +89,14 @@ struct MergedProfiles {
 
 struct TreeJsonOptions {
   profiling::FlameTreeOptions tree;
-  size_t max_threads = 200;  // threads listed; the rest are counted in "threads_omitted"
+  size_t max_threads = 200;      // threads listed; the rest are counted in "threads_omitted"
+  size_t max_label_keys = 32;    // label keys listed; the rest in "label_keys_omitted"
+  size_t max_label_values = 20;  // values listed per label key
 };
 
 // {"sample_types", "value", "profiles", "skipped_profiles", "kinds", "threads",
-// "threads_omitted", "cpu", "root"}: the flame tree answer (docs/api.md).
+// "threads_omitted", "label_filters", "labels", "label_keys_omitted", "cpu", "root"}: the flame
+// tree answer (docs/api.md).
 nlohmann::json MergedProfileTreeJson(const MergedProfiles& merged, const TreeJsonOptions& options);
 nlohmann::json MergedProfileTreeJson(const MergedProfiles& merged,
                                      const profiling::FlameTreeOptions& options);

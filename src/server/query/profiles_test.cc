@@ -67,6 +67,35 @@ std::string GpuPprof(int64_t gpu_ms) {
   return profiling::EncodePprof(p.profile()).value();
 }
 
+// A labelled GPU profile of pid 42, `scale` times these GPU ns: gemm on device 0 stream 7 in
+// NVTX "forward" (40), gemm on device 1 stream 8 in "forward" (20), relu on device 0 stream 8
+// in "backward" (30), and an unsampled relu on device 1 stream 7 without a range (10).
+std::string LabelledGpuPprof(int64_t scale) {
+  profiling::ProfileAggregator p(std::vector<profiling::ValueType>{
+      {"gpu_time", "nanoseconds"}, {"launches", "count"}, {"pc_samples", "count"}});
+  const uint32_t process =
+      p.InternFrame({"python3", "/usr/bin/python3", 0, "", "", "", FrameKind::kProcess});
+  const uint32_t launch =
+      p.InternFrame({"cudaLaunchKernel", "", 0, "", "", "", FrameKind::kLaunch});
+  const uint32_t gemm = p.InternFrame({"gemm", "", 0, "", "", "", FrameKind::kKernel});
+  const uint32_t relu = p.InternFrame({"relu", "", 0, "", "", "", FrameKind::kKernel});
+  const uint32_t unsampled =
+      p.InternFrame({"[unsampled launch site]", "", 0, "", "", "", FrameKind::kMarker});
+  auto add = [&](std::vector<uint32_t> stack, int64_t ns, int64_t device, int64_t stream,
+                 std::string nvtx) {
+    std::vector<profiling::Label> labels = {
+        {"device", "", device}, {"stream", "", stream}, {"pid", "", 42}};
+    if (!nvtx.empty()) labels.push_back({"nvtx", nvtx, 0});
+    const int64_t v[] = {ns * scale, 1, 0};
+    p.Add(stack, v, labels);
+  };
+  add({process, launch, gemm}, 40, 0, 7, "forward");
+  add({process, launch, gemm}, 20, 1, 8, "forward");
+  add({process, launch, relu}, 30, 0, 8, "backward");
+  add({process, unsampled, relu}, 10, 1, 7, "");
+  return profiling::EncodePprof(p.profile()).value();
+}
+
 const nlohmann::json* Child(const nlohmann::json& node, const std::string& name) {
   for (const nlohmann::json& c : node["children"]) {
     if (c["name"] == name) return &c;
@@ -302,6 +331,124 @@ TEST_F(MergedProfilesTest, CpuAndGpuProfilesOfOneProcessMergeUnderTheUnionOfThei
   auto refused = MergeStoredProfiles(*storage_, q);
   ASSERT_FALSE(refused);
   EXPECT_EQ(refused.error().code(), base::StatusCode::kInvalidArgument);
+}
+
+LabelFilter Label(std::string_view text) { return ParseLabelFilter(text).value(); }
+
+TEST_F(MergedProfilesTest, LabelFiltersSelectOneDeviceStreamOrRange) {
+  Store(LabelledGpuPprof(1), "gpu", 0);
+  Store(LabelledGpuPprof(2), "gpu", 10);
+  auto total = [&](std::vector<LabelFilter> labels) -> int64_t {
+    MergeRequest r;
+    r.query = Window();
+    r.labels = std::move(labels);
+    auto merged = MergeStoredProfiles(*storage_, r);
+    EXPECT_TRUE(merged) << merged.error().message();
+    if (!merged) return -1;
+    return MergedProfileTreeJson(*merged, profiling::FlameTreeOptions{})["root"]["total"][0];
+  };
+  EXPECT_EQ(total({}), 300);
+  EXPECT_EQ(total({Label("device:0")}), 210);
+  EXPECT_EQ(total({Label("device:1")}), 90);
+  EXPECT_EQ(total({Label("stream:7")}), 150);
+  EXPECT_EQ(total({Label("nvtx:forward")}), 180);
+  EXPECT_EQ(total({Label("nvtx:back*")}), 90);
+  EXPECT_EQ(total({Label("nvtx:*")}), 270) << "any range; the unsampled relu has none";
+  EXPECT_EQ(total({Label("device:0"), Label("stream:8")}), 90) << "keys AND";
+  EXPECT_EQ(total({Label("stream:7"), Label("stream:8")}), 300) << "one key's values OR";
+  EXPECT_EQ(total({Label("device:1"), Label("nvtx:forward")}), 60);
+  EXPECT_EQ(total({Label("device:2")}), 0);
+  EXPECT_EQ(total({Label("pid:42")}), 300);
+}
+
+TEST_F(MergedProfilesTest, KeepingLabelsSumsByStackAndLabels) {
+  Store(LabelledGpuPprof(1), "gpu", 0);
+  Store(LabelledGpuPprof(2), "gpu", 10);
+  MergeRequest r;
+  r.query = Window();
+  r.keep_labels = true;
+  r.labels = {Label("device:0")};
+  auto merged = MergeStoredProfiles(*storage_, r);
+  ASSERT_TRUE(merged) << merged.error().message();
+  const auto& samples = merged->profile.samples;
+  ASSERT_EQ(samples.size(), 2u) << "the two profiles' samples of device 0, summed";
+  EXPECT_EQ(samples[0].values, (std::vector<int64_t>{120, 2, 0}));
+  EXPECT_EQ(samples[0].labels,
+            (std::vector<profiling::Label>{
+                {"device", "", 0}, {"nvtx", "forward", 0}, {"pid", "", 42}, {"stream", "", 7}}))
+      << "sorted by key";
+  EXPECT_EQ(samples[1].values[0], 90);
+  EXPECT_EQ(merged->label_sets.kept, 2u);
+  EXPECT_EQ(merged->label_sets.over_cap, 0u);
+
+  r.labels.clear();
+  r.max_label_sets = 1;
+  auto capped = MergeStoredProfiles(*storage_, r);
+  ASSERT_TRUE(capped);
+  EXPECT_EQ(capped->label_sets.kept, 1u);
+  EXPECT_EQ(capped->label_sets.over_cap, 3u);
+  int64_t sum = 0;
+  for (const auto& s : capped->profile.samples) sum += s.values[0];
+  EXPECT_EQ(sum, 300) << "past the cap, samples lose their labels, not their values";
+  EXPECT_EQ(capped->profile.samples[0].labels[0].key, "device") << "the heaviest set: 120";
+  EXPECT_EQ(capped->profile.samples[1].labels[0].key, std::string(kOverCapLabelKey));
+
+  MergeRequest tree;
+  tree.query = Window();
+  auto by_stack = MergeStoredProfiles(*storage_, tree);
+  ASSERT_TRUE(by_stack);
+  EXPECT_EQ(by_stack->profile.samples.size(), 3u) << "without keep_labels: by stack only";
+  EXPECT_EQ(by_stack->label_sets.kept, 0u);
+}
+
+TEST_F(MergedProfilesTest, ListsEachLabelKeysValuesWithTheirShare) {
+  Store(LabelledGpuPprof(1), "gpu", 0);
+  Store(LabelledGpuPprof(2), "gpu", 10);
+  MergeRequest r;
+  r.query = Window();
+  r.label_totals = true;
+  r.labels = {Label("device:0")};
+  auto merged = MergeStoredProfiles(*storage_, r);
+  ASSERT_TRUE(merged) << merged.error().message();
+  nlohmann::json tree = MergedProfileTreeJson(*merged, profiling::FlameTreeOptions{});
+  EXPECT_EQ(tree["root"]["total"][0], 210);
+  EXPECT_EQ(tree["label_filters"], nlohmann::json({"device:0"}));
+  EXPECT_EQ(tree["label_keys_omitted"], 0);
+  std::map<std::string, nlohmann::json> keys;
+  for (const auto& k : tree["labels"]) keys[k["key"]] = k;
+  ASSERT_EQ(keys.size(), 4u);
+  // The device menu ignores the device filter: device 0 is 70 %, device 1 30 %.
+  const nlohmann::json& device = keys["device"];
+  EXPECT_EQ(device["total"][0], 300);
+  ASSERT_EQ(device["values"].size(), 2u);
+  EXPECT_EQ(device["values"][0]["value"], 0);
+  EXPECT_DOUBLE_EQ(device["values"][0]["share"].get<double>(), 0.7);
+  EXPECT_DOUBLE_EQ(device["values"][1]["share"].get<double>(), 0.3);
+  // The other menus are of device 0: stream 7 has 120 of 210, stream 8 90.
+  const nlohmann::json& stream = keys["stream"];
+  EXPECT_EQ(stream["total"][0], 210);
+  EXPECT_EQ(stream["values"][0]["filter"], "stream:7");
+  EXPECT_EQ(stream["values"][0]["total"][0], 120);
+  const nlohmann::json& nvtx = keys["nvtx"];
+  EXPECT_EQ(nvtx["values"][0]["value"], "forward");
+  EXPECT_EQ(nvtx["unlabelled"][0], 0);
+  EXPECT_EQ(tree["labels"][0]["key"], "device") << "keys labelling the most first";
+
+  nlohmann::json none = MergedProfileTreeJson(*MergeStoredProfiles(*storage_, Window()),
+                                              profiling::FlameTreeOptions{});
+  EXPECT_TRUE(none["labels"].empty()) << "only when asked for";
+}
+
+TEST_F(MergedProfilesTest, TheThreadListFollowsTheLabelFilters) {
+  Store(ThreadedCpuPprof(30, 10), "cpu", 0);
+  MergeRequest r;
+  r.query = Window();
+  r.labels = {Label("thread_name:DataLoader")};
+  auto merged = MergeStoredProfiles(*storage_, r);
+  ASSERT_TRUE(merged) << merged.error().message();
+  ASSERT_EQ(merged->threads.size(), 1u);
+  EXPECT_EQ(merged->threads[0].tid, 101);
+  EXPECT_EQ(MergedProfileTreeJson(*merged, profiling::FlameTreeOptions{})["root"]["total"][0], 10);
 }
 
 }  // namespace
