@@ -5,9 +5,11 @@
 
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <unordered_map>
+#include <vector>
 
 #include "base/gzip.h"
 #include "perftools/profiles.pb.h"
@@ -170,6 +172,7 @@ class Decoder {
         if (f.system_name == f.function) f.system_name.clear();
         WARPSCOPE_ASSIGN_OR_RETURN(f.file, Str(fn->second->filename(), "function.filename"));
         f.line = line.line();
+        f.inlined = i != loc.line_size() - 1;  // lines are innermost first; the last is the caller
         f.module = module;
         f.build_id = build_id;
         SetKind(f, tag);
@@ -290,6 +293,8 @@ base::Result<std::string> EncodePprof(const Profile& profile) {
   std::map<std::tuple<std::string_view, std::string_view, std::string_view>, uint64_t> functions;
   // Keyed by (mapping name as written, build id).
   std::map<std::pair<std::string, std::string_view>, uint64_t> mappings;
+  std::vector<uint64_t> function_of(profile.frames.size());
+  std::vector<uint64_t> mapping_of(profile.frames.size());  // 0: none
   for (size_t i = 0; i < profile.frames.size(); ++i) {
     const Frame& f = profile.frames[i];
     const std::string& system = f.system_name.empty() ? f.function : f.system_name;
@@ -304,8 +309,7 @@ base::Result<std::string> EncodePprof(const Profile& profile) {
       fn->set_system_name(strings.Id(system));
       fn->set_filename(strings.Id(f.file));
     }
-    pb::Location* loc = p.add_location();
-    loc->set_id(i + 1);
+    function_of[i] = fit->second;
     const bool tagged = f.kind != FrameKind::kUnknown && InferFrameKind(f) != f.kind;
     if (!f.module.empty() || !f.build_id.empty() || tagged) {
       std::string name = tagged ? TaggedMappingName(f.kind, f.module) : f.module;
@@ -318,26 +322,57 @@ base::Result<std::string> EncodePprof(const Profile& profile) {
         m->set_build_id(strings.Id(f.build_id));
         m->set_has_functions(true);
       }
-      loc->set_mapping_id(mit->second);
+      mapping_of[i] = mit->second;
     }
-    pb::Line* line = loc->add_line();
-    line->set_function_id(fit->second);
-    line->set_line(f.line);
   }
+  // A location of `run`: frames of the stack, the caller first and the frames inlined into it
+  // after; its lines are innermost first, as pprof orders them.
+  auto add_location = [&](uint64_t id, std::span<const uint32_t> run) {
+    pb::Location* loc = p.add_location();
+    loc->set_id(id);
+    if (mapping_of[run.front()] != 0) loc->set_mapping_id(mapping_of[run.front()]);
+    for (auto it = run.rbegin(); it != run.rend(); ++it) {
+      pb::Line* line = loc->add_line();
+      line->set_function_id(function_of[*it]);
+      line->set_line(profile.frames[*it].line);
+    }
+  };
+  for (uint32_t i = 0; i < profile.frames.size(); ++i) {
+    if (!profile.frames[i].inlined) add_location(i + 1, std::span(&i, 1));
+  }
+  std::map<std::vector<uint32_t>, uint64_t> runs;  // locations with inlined frames
+  std::vector<uint64_t> location_ids;
   for (const Sample& s : profile.samples) {
     if (s.values.size() != profile.sample_types.size()) {
       return base::Error(base::InvalidArgument(
           "pprof encode: a sample has {} values but the profile has {} sample types",
           s.values.size(), profile.sample_types.size()));
     }
-    pb::Sample* out = p.add_sample();
-    for (auto it = s.stack.rbegin(); it != s.stack.rend(); ++it) {
-      if (*it >= profile.frames.size()) {
+    for (uint32_t id : s.stack) {
+      if (id >= profile.frames.size()) {
         return base::Error(base::InvalidArgument(
-            "pprof encode: a sample names frame {} but the profile has {} frames", *it,
+            "pprof encode: a sample names frame {} but the profile has {} frames", id,
             profile.frames.size()));
       }
-      out->add_location_id(*it + 1);
+    }
+    location_ids.clear();
+    for (size_t j = 0; j < s.stack.size();) {
+      size_t k = j + 1;
+      while (k < s.stack.size() && profile.frames[s.stack[k]].inlined) ++k;
+      std::span<const uint32_t> run(s.stack.data() + j, k - j);
+      if (run.size() == 1 && !profile.frames[run[0]].inlined) {
+        location_ids.push_back(run[0] + 1);
+      } else {
+        auto [it, added] = runs.emplace(std::vector<uint32_t>(run.begin(), run.end()),
+                                        profile.frames.size() + runs.size() + 1);
+        if (added) add_location(it->second, run);
+        location_ids.push_back(it->second);
+      }
+      j = k;
+    }
+    pb::Sample* out = p.add_sample();
+    for (auto it = location_ids.rbegin(); it != location_ids.rend(); ++it) {
+      out->add_location_id(*it);
     }
     for (int64_t v : s.values) out->add_value(v);
     for (const Label& l : s.labels) {

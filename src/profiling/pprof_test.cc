@@ -121,6 +121,79 @@ TEST(PprofTest, InlinedFramesExpandOutermostFirst) {
   auto p = DecodePprof(b.Gzipped());
   ASSERT_TRUE(p) << p.error().message();
   EXPECT_EQ(Names(*p, p->samples[0]), (std::vector<std::string>{"outer", "inlined", "leaf"}));
+  auto stack = StackFrames(*p, p->samples[0]);
+  EXPECT_FALSE(stack[0].inlined);
+  EXPECT_TRUE(stack[1].inlined) << "inlined into the frame before it";
+  EXPECT_FALSE(stack[2].inlined);
+}
+
+TEST(PprofTest, InlinedFramesAreLinesOfTheirCallersLocation) {
+  // main -> compute (compiled) -> dot, axpy (inlined into compute, axpy innermost); and
+  // main -> compute at another call site with only dot inlined.
+  ProfileAggregator agg(std::vector<ValueType>{{"samples", "count"}});
+  Frame main_frame{"main", "main.cc", 3};
+  main_frame.module = "/bin/app";
+  main_frame.kind = FrameKind::kNative;
+  Frame compute{"compute", "compute.cc", 40};
+  compute.module = "/bin/app";
+  compute.kind = FrameKind::kNative;
+  Frame dot{"dot", "dot.h", 12};
+  dot.module = "/bin/app";
+  dot.kind = FrameKind::kNative;
+  dot.inlined = true;
+  Frame axpy{"axpy", "axpy.h", 7};
+  axpy.module = "/bin/app";
+  axpy.kind = FrameKind::kNative;
+  axpy.inlined = true;
+  Frame compute_other = compute;
+  compute_other.line = 55;
+  Frame dot_other = dot;
+  dot_other.line = 14;
+  const uint32_t a[] = {agg.InternFrame(main_frame), agg.InternFrame(compute),
+                        agg.InternFrame(dot), agg.InternFrame(axpy)};
+  const uint32_t b[] = {a[0], agg.InternFrame(compute_other), agg.InternFrame(dot_other)};
+  const int64_t five[] = {5};
+  const int64_t two[] = {2};
+  agg.Add(a, five);
+  agg.Add(b, two);
+  agg.Add(a, two);
+  Profile profile = std::move(agg).Take();
+  auto encoded = EncodePprof(profile);
+  ASSERT_TRUE(encoded) << encoded.error().message();
+  pb::Profile raw;
+  ASSERT_TRUE(raw.ParseFromString(base::GzipDecompress(*encoded).value()));
+  std::map<uint64_t, const pb::Location*> locations;
+  for (const auto& loc : raw.location()) locations[loc.id()] = &loc;
+  auto name = [&](const pb::Line& line) {
+    for (const auto& fn : raw.function()) {
+      if (fn.id() == line.function_id()) return raw.string_table(static_cast<int>(fn.name()));
+    }
+    return std::string("?");
+  };
+  ASSERT_EQ(raw.sample_size(), 2);
+  ASSERT_EQ(raw.sample(0).location_id_size(), 2) << "leaf location holds three lines";
+  const pb::Location* leaf = locations.at(raw.sample(0).location_id(0));
+  ASSERT_EQ(leaf->line_size(), 3);
+  EXPECT_EQ(name(leaf->line(0)), "axpy") << "innermost first";
+  EXPECT_EQ(leaf->line(0).line(), 7);
+  EXPECT_EQ(name(leaf->line(1)), "dot");
+  EXPECT_EQ(name(leaf->line(2)), "compute");
+  EXPECT_EQ(leaf->line(2).line(), 40);
+  EXPECT_NE(leaf->mapping_id(), 0u);
+  const pb::Location* other = locations.at(raw.sample(1).location_id(0));
+  ASSERT_EQ(other->line_size(), 2);
+  EXPECT_EQ(other->line(1).line(), 55);
+  EXPECT_EQ(raw.sample(0).value(0), 7);
+
+  auto back = DecodePprof(*encoded);
+  ASSERT_TRUE(back) << back.error().message();
+  ASSERT_EQ(back->samples.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(StackFrames(*back, back->samples[i]), StackFrames(profile, profile.samples[i])) << i;
+  }
+  auto merged = Merge(std::vector<Profile>{*back, profile});
+  ASSERT_TRUE(merged) << merged.error().message();
+  EXPECT_EQ(merged->samples.size(), 2u) << "decoded inlined frames equal the encoded ones";
 }
 
 TEST(PprofTest, MergeSumsIdenticalStacks) {

@@ -41,6 +41,7 @@ size_t ProfileAggregator::FrameHash::operator()(const Frame& f) const {
   HashInto(h, hs(f.module));
   HashInto(h, hs(f.build_id));
   HashInto(h, static_cast<size_t>(f.kind));
+  HashInto(h, f.inlined ? 1 : 0);
   return h;
 }
 

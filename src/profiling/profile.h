@@ -44,7 +44,9 @@ enum class FrameKind : uint8_t {
 };
 
 // One frame. `file` is "" and `line` 0 when unknown. A location without symbol information
-// decodes to its address as the name ("0x4005d0").
+// decodes to its address as the name ("0x4005d0"). An inlined frame is a function the compiler
+// inlined into the frame before it in the stack (its caller, nearer the root): in pprof both are
+// lines of one location.
 struct Frame {
   std::string function;  // display name (demangled)
   std::string file;      // source file
@@ -53,6 +55,7 @@ struct Frame {
   std::string module;       // the mapped object file of a native frame, "[jit]"; "" for none
   std::string build_id;     // of `module`, hex
   FrameKind kind = FrameKind::kUnknown;
+  bool inlined = false;
   bool operator==(const Frame&) const = default;
   auto operator<=>(const Frame&) const = default;
 };

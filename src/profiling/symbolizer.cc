@@ -120,6 +120,8 @@ Symbolizer::Symbolizer(Options options) : options_(std::move(options)) {
   if (options_.host_root == "/") {
     options_.host_root.clear();
   }
+  debug_root_ = options_.debug_root.empty() ? options_.host_root + "/usr/lib/debug"
+                                            : options_.debug_root;
 }
 
 Symbolizer::~Symbolizer() = default;
@@ -153,8 +155,7 @@ void Symbolizer::LoadMaps(pid_t pid, ProcessEntry& process) {
   }
   process.maps_loaded = true;
   process.maps = text ? ParseProcMaps(*text) : std::vector<MapEntry>{};
-  process.elf.assign(process.maps.size(), nullptr);
-  process.elf_tried.assign(process.maps.size(), false);
+  process.elf.assign(process.maps.size(), MappedElf{});
 }
 
 void Symbolizer::RefreshPerfMap(pid_t pid, ProcessEntry& process) {
@@ -194,7 +195,7 @@ void Symbolizer::RefreshPerfMap(pid_t pid, ProcessEntry& process) {
   process.perf_map_mtime_ns = stamp.mtime_ns;
 }
 
-std::shared_ptr<const ElfSymbols> Symbolizer::ElfFor(pid_t pid, const MapEntry& map) {
+Symbolizer::MappedElf Symbolizer::ElfFor(pid_t pid, const MapEntry& map) {
   // Open through the process's root first so files of another mount namespace (containers)
   // are the ones the process mapped; fall back to the host's view of the path.
   std::string path = map.path;
@@ -209,10 +210,20 @@ std::shared_ptr<const ElfSymbols> Symbolizer::ElfFor(pid_t pid, const MapEntry& 
       continue;
     }
     ElfKey key{stamp.dev, stamp.inode, stamp.size, stamp.mtime_ns};
+    auto mapped = [&](std::shared_ptr<const ElfSymbols> symbols) {
+      MappedElf out;
+      out.path = candidate;
+      out.dwarf_key = symbols != nullptr && !symbols->build_id().empty()
+                          ? symbols->build_id()
+                          : fmt::format("{}:{}:{}:{}", key.dev, key.inode, key.size, key.mtime_ns);
+      out.symbols = std::move(symbols);
+      out.tried = true;
+      return out;
+    };
     auto it = elf_cache_.find(key);
     if (it != elf_cache_.end()) {
       elf_lru_.splice(elf_lru_.begin(), elf_lru_, it->second.lru);
-      return it->second.symbols;
+      return mapped(it->second.symbols);
     }
     ++stats_.elf_loads;
     std::shared_ptr<const ElfSymbols> symbols;
@@ -225,9 +236,8 @@ std::shared_ptr<const ElfSymbols> Symbolizer::ElfFor(pid_t pid, const MapEntry& 
         symbols = same;  // the same file seen through another path or container
       } else {
         if (!shared->has_symtab() && build_id.size() > 2) {
-          std::string debug =
-              fmt::format("{}/usr/lib/debug/.build-id/{}/{}.debug", options_.host_root,
-                          build_id.substr(0, 2), build_id.substr(2));
+          std::string debug = fmt::format("{}/.build-id/{}/{}.debug", debug_root_,
+                                          build_id.substr(0, 2), build_id.substr(2));
           if (auto extra = ElfSymbols::Load(debug)) {
             shared->MergeSymbolsFrom(*extra);
           }
@@ -246,10 +256,81 @@ std::shared_ptr<const ElfSymbols> Symbolizer::ElfFor(pid_t pid, const MapEntry& 
       elf_cache_.erase(elf_lru_.back());
       elf_lru_.pop_back();
     }
-    return symbols;
+    return mapped(std::move(symbols));
   }
   ++stats_.elf_failures;
-  return nullptr;
+  MappedElf none;
+  none.tried = true;
+  return none;
+}
+
+DwarfLines* Symbolizer::DwarfFor(const MappedElf& elf, const std::string& module) {
+  auto it = dwarf_cache_.find(elf.dwarf_key);
+  if (it != dwarf_cache_.end()) {
+    dwarf_lru_.splice(dwarf_lru_.begin(), dwarf_lru_, it->second.lru);
+    return it->second.lines.get();
+  }
+  ++stats_.dwarf_loads;
+  DwarfEntry entry;
+  entry.module = module;
+  DwarfLines::Options options;
+  options.debug_root = debug_root_;
+  options.max_cached_addresses = options_.max_addresses_per_file;
+  auto opened = DwarfLines::Open(elf.path, module, options);
+  if (opened) {
+    entry.lines = std::move(*opened);
+  } else if (opened.error().code() != base::StatusCode::kNotFound) {
+    ++stats_.dwarf_failures;
+    entry.error = opened.error().message();
+  }
+  dwarf_lru_.push_front(elf.dwarf_key);
+  entry.lru = dwarf_lru_.begin();
+  DwarfLines* out = entry.lines.get();
+  dwarf_cache_.emplace(elf.dwarf_key, std::move(entry));
+  while (dwarf_cache_.size() > options_.max_dwarf_files && !dwarf_lru_.empty()) {
+    dwarf_cache_.erase(dwarf_lru_.back());
+    dwarf_lru_.pop_back();
+  }
+  return out;
+}
+
+void Symbolizer::AddLines(const MappedElf& elf, const std::string& module, uint64_t vaddr,
+                          NativeFrame& frame) {
+  DwarfLines* dwarf = DwarfFor(elf, module);
+  if (dwarf == nullptr) {
+    return;
+  }
+  uint64_t misses = dwarf->lookups();
+  const std::vector<SourceFrame>& lines = dwarf->Lookup(vaddr);
+  stats_.line_lookups += dwarf->lookups() - misses;
+  if (lines.empty()) {
+    return;
+  }
+  // The last entry is the function the code was compiled into: the symbol table names it; the
+  // DWARF's name only stands in where no symbol covers the address (a stripped static function).
+  const SourceFrame& outer = lines.back();
+  if (!frame.resolved && !outer.function.empty()) {
+    frame.function = outer.function;
+    frame.resolved = true;
+  }
+  frame.file = outer.file;
+  frame.line = outer.line;
+  frame.inlined.assign(lines.begin(), lines.end() - 1);
+  if (!frame.file.empty()) {
+    ++stats_.with_lines;
+  }
+}
+
+std::map<std::string, std::string> Symbolizer::debug_info_errors() const {
+  std::map<std::string, std::string> out;
+  for (const auto& [key, entry] : dwarf_cache_) {
+    if (!entry.error.empty()) {
+      out[entry.module] = entry.error;
+    } else if (entry.lines != nullptr && !entry.lines->lookup_error().empty()) {
+      out[entry.module] = entry.lines->lookup_error();
+    }
+  }
+  return out;
 }
 
 NativeFrame Symbolizer::Resolve(pid_t pid, ProcessEntry& process, uint64_t address, bool& reread) {
@@ -307,11 +388,11 @@ NativeFrame Symbolizer::Resolve(pid_t pid, ProcessEntry& process, uint64_t addre
     return frame;
   }
   size_t i = static_cast<size_t>(index);
-  if (!process.elf_tried[i]) {
-    process.elf_tried[i] = true;
+  if (!process.elf[i].tried) {
     process.elf[i] = ElfFor(pid, *map);
   }
-  const ElfSymbols* elf = process.elf[i].get();
+  const MappedElf& mapped = process.elf[i];
+  const ElfSymbols* elf = mapped.symbols.get();
   uint64_t file_offset = address - map->start + map->file_offset;
   if (elf == nullptr && from_perf_map()) {
     return frame;
@@ -326,6 +407,14 @@ NativeFrame Symbolizer::Resolve(pid_t pid, ProcessEntry& process, uint64_t addre
         frame.mangled = sym->name;
         frame.function = Demangle(sym->name);
         frame.resolved = true;
+      }
+      if (options_.source_lines) {
+        AddLines(mapped, map->path, *vaddr, frame);
+      }
+      if (frame.resolved) {
+        if (frame.mangled.empty()) {
+          frame.mangled = frame.function;  // named by the DWARF only
+        }
         return frame;
       }
     }
@@ -363,8 +452,7 @@ void Symbolizer::SetProcessMaps(pid_t pid, std::vector<MapEntry> maps) {
   process.maps = std::move(maps);
   process.maps_loaded = true;
   process.maps_pinned = true;
-  process.elf.assign(process.maps.size(), nullptr);
-  process.elf_tried.assign(process.maps.size(), false);
+  process.elf.assign(process.maps.size(), MappedElf{});
 }
 
 void Symbolizer::InvalidateProcess(pid_t pid) {

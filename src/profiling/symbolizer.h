@@ -3,11 +3,14 @@
 // application never pays for it. An address of process `pid` is resolved through
 // <host_root>/proc/<pid>/maps to the mapped file and file offset, then through that ELF file's
 // PT_LOAD segments and symbol tables (.symtab, else .dynsym, plus a separate debug file found by
-// build id under <host_root>/usr/lib/debug/.build-id/) to a demangled function name. Addresses
+// build id under <debug_root>/.build-id/) to a demangled function name, and through the file's
+// DWARF (dwarf_lines.h: in the file, or a debug file found by build id or .gnu_debuglink) to its
+// source file and line and the functions inlined at the address. Addresses
 // in anonymous memory, or in mapped files that are not readable ELF (memfd), are looked up in
 // the process's perf map (/tmp/perf-<nspid>.map inside its mount namespace) for JIT code.
 //
-// Caches: parsed ELF files by (device, inode, size, mtime) and shared by build id; parsed maps
+// Caches: parsed ELF files by (device, inode, size, mtime) and shared by build id; DWARF
+// sessions by build id (else file identity), each with its resolved addresses; parsed maps
 // and perf maps per pid. A pid's maps are re-read when an address falls outside every mapping
 // (at most once per Symbolize call, so a burst of bad addresses costs one re-read; a re-read that
 // fails because the process exited keeps the last maps) and when the perf map file changes size
@@ -31,6 +34,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "profiling/dwarf_lines.h"
 #include "profiling/elf_symbols.h"
 
 namespace warpscope::profiling {
@@ -45,6 +49,12 @@ struct NativeFrame {
   std::string build_id;        // hex, "" when unknown
   bool resolved = false;
   bool jit = false;  // from a perf map
+  // From DWARF when the module has it: the source position of the address in `function`
+  // ("" and 0 when unknown) and the functions inlined there, innermost first, each with its own
+  // position. With inlined functions, `file`:`line` is the call site of the outermost one.
+  std::string file;
+  int64_t line = 0;
+  std::vector<SourceFrame> inlined;
   bool operator==(const NativeFrame&) const = default;
 };
 
@@ -81,6 +91,11 @@ class Symbolizer {
     size_t max_elf_files = 512;   // parsed ELF files kept (least recently used go first)
     size_t max_processes = 1024;  // processes whose maps are kept
     bool perf_maps = true;        // false: JIT addresses stay unresolved (the caller names them)
+    bool source_lines = true;     // false: no DWARF is read (no file, line or inlined frames)
+    // Separate debug files (build-id tree, debuglink copies). "": <host_root>/usr/lib/debug.
+    std::string debug_root;
+    size_t max_dwarf_files = 64;              // open DWARF sessions (least recently used go)
+    size_t max_addresses_per_file = 1 << 16;  // resolved addresses cached per DWARF session
   };
 
   struct Stats {
@@ -90,6 +105,10 @@ class Symbolizer {
     uint64_t elf_failures = 0;  // files that could not be opened or parsed
     uint64_t maps_reads = 0;    // /proc/<pid>/maps reads
     uint64_t perf_map_reads = 0;
+    uint64_t dwarf_loads = 0;     // DWARF sessions opened (cache misses), with or without DWARF
+    uint64_t dwarf_failures = 0;  // files whose DWARF is corrupt (see debug_info_errors())
+    uint64_t line_lookups = 0;    // addresses read from DWARF (per-address cache misses)
+    uint64_t with_lines = 0;      // frames given a file and line
   };
 
   explicit Symbolizer(Options options);
@@ -113,6 +132,9 @@ class Symbolizer {
   void ForgetProcess(pid_t pid);
 
   const Stats& stats() const { return stats_; }
+  // The modules (as mapped) whose DWARF could not be read, with the reason, for those still in
+  // the cache: their frames keep the symbol names, without lines.
+  std::map<std::string, std::string> debug_info_errors() const;
 
  private:
   struct ElfKey {
@@ -126,6 +148,19 @@ class Symbolizer {
     std::shared_ptr<const ElfSymbols> symbols;  // null: the file could not be read
     std::list<ElfKey>::iterator lru;
   };
+  struct DwarfEntry {
+    std::unique_ptr<DwarfLines> lines;  // null: no DWARF (or unreadable: `error`)
+    std::string module;
+    std::string error;
+    std::list<std::string>::iterator lru;
+  };
+  // The ELF file behind one mapping, resolved lazily.
+  struct MappedElf {
+    std::shared_ptr<const ElfSymbols> symbols;  // null: not readable ELF
+    std::string path;                           // as opened
+    std::string dwarf_key;                      // build id, else the file's identity
+    bool tried = false;
+  };
   struct ProcessEntry {
     std::vector<MapEntry> maps;  // sorted by start
     bool maps_loaded = false;
@@ -134,16 +169,17 @@ class Symbolizer {
     int64_t perf_map_size = -1;
     int64_t perf_map_mtime_ns = -1;
     std::vector<PerfMapSymbol> perf_map;
-    // The ELF of each mapping, resolved lazily; index parallel to `maps`.
-    std::vector<std::shared_ptr<const ElfSymbols>> elf;
-    std::vector<bool> elf_tried;
+    std::vector<MappedElf> elf;  // index parallel to `maps`
     uint64_t last_use = 0;
   };
 
   ProcessEntry& Process(pid_t pid);
   void LoadMaps(pid_t pid, ProcessEntry& process);
   void RefreshPerfMap(pid_t pid, ProcessEntry& process);
-  std::shared_ptr<const ElfSymbols> ElfFor(pid_t pid, const MapEntry& map);
+  MappedElf ElfFor(pid_t pid, const MapEntry& map);
+  DwarfLines* DwarfFor(const MappedElf& elf, const std::string& module);
+  void AddLines(const MappedElf& elf, const std::string& module, uint64_t vaddr,
+                NativeFrame& frame);
   std::string ProcPath(pid_t pid, std::string_view rest) const;
   NativeFrame Resolve(pid_t pid, ProcessEntry& process, uint64_t address, bool& reread);
 
@@ -154,6 +190,9 @@ class Symbolizer {
   std::map<ElfKey, ElfEntry> elf_cache_;
   std::list<ElfKey> elf_lru_;  // most recently used first
   std::map<std::string, std::weak_ptr<const ElfSymbols>> by_build_id_;
+  std::string debug_root_;
+  std::unordered_map<std::string, DwarfEntry> dwarf_cache_;
+  std::list<std::string> dwarf_lru_;  // most recently used first
 };
 
 }  // namespace warpscope::profiling

@@ -104,8 +104,7 @@ void BM_WindowBuildPerStack(benchmark::State& state) {
   profiling::Symbolizer symbolizer({});
   KernelSymbols kernel;
   NoPythonStacks python;
-  SourceLines lines;
-  SymbolSources sources{table, lines, symbolizer, kernel, python};
+  SymbolSources sources{table, symbolizer, kernel, python};
   CpuWindow window(profiling::ProfileFormats{.pprof = true});
   constexpr int kStacks = 50;  // distinct stacks (threads) per window
   for (auto _ : state) {

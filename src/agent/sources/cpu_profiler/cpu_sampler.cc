@@ -64,7 +64,6 @@ struct CpuSampler::State {
   // Owned by the sampler thread once it runs.
   ProcessTable table;
   Unwinder unwinder;
-  SourceLines lines;
   profiling::Symbolizer symbolizer;
   PerfMaps perf_maps;
   KernelSymbols kernel;
@@ -451,7 +450,7 @@ void CpuSampler::Loop() {
     };
     for (State::Request& request : requests) {
       SymbolSources sources{
-          s.table, s.lines, s.symbolizer, s.kernel, s.python, s.options.host_root, &s.perf_maps};
+          s.table, s.symbolizer, s.kernel, s.python, s.options.host_root, &s.perf_maps};
       std::vector<profiling::WindowProfile> profiles =
           s.window.Build(request.start_ns, request.end_ns, sources);
       ++s.local.windows;

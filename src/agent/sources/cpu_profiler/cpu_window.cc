@@ -66,27 +66,6 @@ std::set<uint32_t> CpuWindow::pids() const {
   return out;
 }
 
-std::optional<SourceLine> CpuWindow::CachedLine(uint32_t pid, const profiling::NativeFrame& frame,
-                                                const SymbolSources& sources) {
-  const std::string& binary = frame.build_id.empty() ? frame.module : frame.build_id;
-  std::string key = binary;
-  AppendRaw(key, frame.module_offset);
-  auto it = lines_.find(key);
-  if (it != lines_.end()) {
-    return it->second;
-  }
-  if (lines_.size() >= kMaxLines) {
-    lines_.clear();
-  }
-  // Through the process's root first (containers), then the host's view of the path.
-  const std::string paths[] = {
-      fmt::format("{}/proc/{}/root{}", sources.host_root, pid, frame.module),
-      sources.host_root + frame.module};
-  std::optional<SourceLine> line = sources.lines.Find(binary, paths, frame.module_offset);
-  lines_.emplace(std::move(key), line);
-  return line;
-}
-
 std::vector<profiling::WindowProfile> CpuWindow::Build(int64_t start_ns, int64_t end_ns,
                                                        const SymbolSources& sources) {
   std::vector<profiling::WindowProfile> out;
@@ -130,7 +109,8 @@ profiling::WindowProfile CpuWindow::BuildProcess(
   }
   std::vector<profiling::NativeFrame> native =
       sources.symbolizer.Symbolize(static_cast<pid_t>(pid), addresses);
-  std::unordered_map<uint64_t, Frame> user_frames;
+  // Each address's frames, root first: the function and those inlined into it.
+  std::unordered_map<uint64_t, std::vector<Frame>> user_frames;
   for (size_t i = 0; i < addresses.size(); ++i) {
     const profiling::NativeFrame& n = native[i];
     Frame f;
@@ -147,13 +127,26 @@ profiling::WindowProfile CpuWindow::BuildProcess(
         f.build_id.clear();
       }
     }
+    std::vector<Frame> chain;
     if (n.resolved && !n.jit) {
-      if (auto line = CachedLine(pid, n, sources)) {
-        f.file = line->file;
-        f.line = line->line;
+      f.file = n.file;
+      f.line = n.line;
+    }
+    chain.push_back(std::move(f));
+    if (n.resolved && !n.jit) {
+      for (auto in = n.inlined.rbegin(); in != n.inlined.rend(); ++in) {
+        Frame g;
+        g.function = in->function.empty() ? "[inlined]" : in->function;
+        g.file = in->file;
+        g.line = in->line;
+        g.module = n.module;
+        g.build_id = n.build_id;
+        g.kind = FrameKind::kNative;
+        g.inlined = true;
+        chain.push_back(std::move(g));
       }
     }
-    user_frames.emplace(addresses[i], std::move(f));
+    user_frames.emplace(addresses[i], std::move(chain));
   }
 
   profiling::ProfileAggregator profile({{"samples", "count"}, {"cpu", "nanoseconds"}});
@@ -195,7 +188,8 @@ profiling::WindowProfile CpuWindow::BuildProcess(
       frames.push_back(std::move(marker));
     }
     for (auto it = s.user_pcs.rbegin(); it != s.user_pcs.rend(); ++it) {
-      frames.push_back(user_frames.at(*it));
+      const std::vector<Frame>& chain = user_frames.at(*it);
+      frames.insert(frames.end(), chain.begin(), chain.end());
     }
     if (!s.python.empty()) {
       frames = sources.python.Splice(std::move(frames), s.python);

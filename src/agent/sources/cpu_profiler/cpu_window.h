@@ -6,7 +6,7 @@
 //
 // User frames are symbolized through the shared symbolizer (src/profiling/symbolizer.h) with
 // the mappings the process table tracked (so exited processes still resolve), with file:line
-// from DWARF (source_lines.h, one reader per binary); the addresses it cannot name (JIT code in
+// and inlined frames from DWARF (the symbolizer's, one reader per binary); the addresses it cannot name (JIT code in
 // anonymous memory) through the process's /tmp/perf-<pid>.map (perf_maps.h); kernel frames
 // through /proc/kallsyms.
 //
@@ -26,7 +26,6 @@
 #include "agent/sources/cpu_profiler/perf_maps.h"
 #include "agent/sources/cpu_profiler/process_table.h"
 #include "agent/sources/cpu_profiler/python_stack_source.h"
-#include "agent/sources/cpu_profiler/source_lines.h"
 #include "profiling/profile.h"
 #include "profiling/symbolizer.h"
 #include "profiling/window_profile.h"
@@ -48,7 +47,6 @@ struct UnwoundSample {
 // What a window's build needs, all owned by the sampler.
 struct SymbolSources {
   const ProcessTable& processes;
-  SourceLines& lines;
   profiling::Symbolizer& symbolizer;
   const KernelSymbols& kernel;
   PythonStackSource& python;
@@ -82,13 +80,6 @@ class CpuWindow {
                                         const std::unordered_map<std::string, Aggregate>& stacks,
                                         int64_t start_ns, int64_t end_ns,
                                         const SymbolSources& sources);
-
-  // file:line of a binary's address (keyed by build id, else path, and the ELF address),
-  // shared by every process mapping that binary. Bounded: cleared past kMaxLines.
-  std::optional<SourceLine> CachedLine(uint32_t pid, const profiling::NativeFrame& frame,
-                                       const SymbolSources& sources);
-  static constexpr size_t kMaxLines = 1 << 18;
-  std::unordered_map<std::string, std::optional<SourceLine>> lines_;
 
   profiling::ProfileFormats formats_;
   uint64_t samples_ = 0;

@@ -26,11 +26,10 @@ constexpr uint64_t kGetppidIp = 0xffffffff81003010;
 struct Fixture {
   ProcessTable table;
   Unwinder unwinder{{}};
-  SourceLines lines;
   profiling::Symbolizer symbolizer{{}};
   KernelSymbols kernel = KernelSymbols::Parse(kKallsyms).value();
   NoPythonStacks python;
-  SymbolSources sources{table, lines, symbolizer, kernel, python};
+  SymbolSources sources{table, symbolizer, kernel, python};
 
   UnwoundSample Sample(uint32_t pid, uint32_t tid) {
     DwarfRegs regs{};
@@ -163,7 +162,7 @@ class FakePython final : public PythonStackSource {
 TEST(CpuWindowTest, PythonFramesGoThroughTheSpliceSeam) {
   Fixture fx;
   FakePython python;
-  SymbolSources sources{fx.table, fx.lines, fx.symbolizer, fx.kernel, python};
+  SymbolSources sources{fx.table, fx.symbolizer, fx.kernel, python};
   const uint32_t pid = static_cast<uint32_t>(getpid());
   UnwoundSample s = fx.Sample(pid, pid);
   Frame py;

@@ -134,12 +134,11 @@ TEST_F(PerfMapsTest, BoundedBySymbolsPerProcessBytesPerFileAndProcesses) {
 // as native frames of module "[jit]"; an address without an entry stays unknown.
 TEST_F(PerfMapsTest, WindowNamesJitAddressesFromThePerfMap) {
   ProcessTable table(dir_.path());
-  SourceLines lines;
   profiling::Symbolizer symbolizer({dir_.path(), "", 512, 1024, false});
   KernelSymbols kernel = KernelSymbols::Parse("").value();
   NoPythonStacks python;
   PerfMaps maps(Options());
-  SymbolSources sources{table, lines, symbolizer, kernel, python, dir_.path(), &maps};
+  SymbolSources sources{table, symbolizer, kernel, python, dir_.path(), &maps};
   ASSERT_EQ(table.Get(4242).maps.size(), 2u) << "the anonymous executable mapping is tracked";
 
   CpuWindow window(profiling::ProfileFormats::All());

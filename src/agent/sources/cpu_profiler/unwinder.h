@@ -7,7 +7,7 @@
 // One Dwfl per process, reused across its samples: its modules (one per mapped ELF file, with
 // their parsed CFI and, for file:line, DWARF) are reported again only when the process's
 // mappings changed (ProcessInfo::maps_generation). At most `max_processes` Dwfls are kept
-// (least recently used go first); file:line is source_lines.h's, per binary. Reads: 8-byte words
+// (least recently used go first); file:line is the symbolizer's, per binary. Reads: 8-byte words
 // inside the stack copy come from it; other addresses from the file contents of the mapped ELF
 // (PT_LOAD data), never from the live process.
 //
