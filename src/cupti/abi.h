@@ -186,12 +186,40 @@ inline constexpr CUpti_ActivityKind kActivityConcurrentKernel = 10;
 inline constexpr CUpti_ActivityKind kActivityMarker = 12;
 inline constexpr CUpti_ActivityKind kActivityMarkerData = 13;
 inline constexpr CUpti_ActivityKind kActivityOverhead = 17;
+inline constexpr CUpti_ActivityKind kActivityMemory2 = 49;  // allocations and releases
 inline constexpr CUpti_ActivityKind kActivityGraphTrace = 51;
 
 inline constexpr uint32_t kActivityFlagFlushForced = 1u << 0;
 inline constexpr uint32_t kActivityFlagMarkerInstantaneous = 1u << 0;
 inline constexpr uint32_t kActivityFlagMarkerStart = 1u << 1;
 inline constexpr uint32_t kActivityFlagMarkerEnd = 1u << 2;
+
+// CUpti_ActivityMemcpyKind (Memcpy6::copyKind).
+inline constexpr uint8_t kMemcpyKindUnknown = 0;
+inline constexpr uint8_t kMemcpyKindHtoD = 1;
+inline constexpr uint8_t kMemcpyKindDtoH = 2;
+inline constexpr uint8_t kMemcpyKindHtoA = 3;
+inline constexpr uint8_t kMemcpyKindAtoH = 4;
+inline constexpr uint8_t kMemcpyKindAtoA = 5;
+inline constexpr uint8_t kMemcpyKindAtoD = 6;
+inline constexpr uint8_t kMemcpyKindDtoA = 7;
+inline constexpr uint8_t kMemcpyKindDtoD = 8;
+inline constexpr uint8_t kMemcpyKindHtoH = 9;
+inline constexpr uint8_t kMemcpyKindPtoP = 10;
+
+// CUpti_ActivityMemoryKind (Memset4::memoryKind, Memory4::memoryKind).
+inline constexpr int kMemoryKindUnknown = 0;
+inline constexpr int kMemoryKindPageable = 1;
+inline constexpr int kMemoryKindPinned = 2;
+inline constexpr int kMemoryKindDevice = 3;
+inline constexpr int kMemoryKindArray = 4;
+inline constexpr int kMemoryKindManaged = 5;
+inline constexpr int kMemoryKindDeviceStatic = 6;
+inline constexpr int kMemoryKindManagedStatic = 7;
+
+// CUpti_ActivityMemoryOperationType (Memory4::memoryOperationType).
+inline constexpr int kMemoryOperationAllocation = 1;
+inline constexpr int kMemoryOperationRelease = 2;
 
 inline constexpr int kActivityObjectProcess = 1;
 inline constexpr int kActivityObjectThread = 2;
@@ -341,6 +369,44 @@ static_assert(sizeof(CUpti_ActivityMarker2) == 56);
 static_assert(offsetof(CUpti_ActivityMarker2, id) == 16);
 static_assert(offsetof(CUpti_ActivityMarker2, objectProcessId) == 24);
 static_assert(offsetof(CUpti_ActivityMarker2, name) == 40);
+
+// CUpti_ActivityMemory4 (MEMORY2), 128 bytes: one allocation or release through the CUDA
+// allocator (cudaMalloc/cuMemAlloc, cudaMallocAsync from a pool, cudaHostAlloc, managed...).
+// CUDA 11.8's CUpti_ActivityMemory3 is the same record without the trailing `source` (120
+// bytes); the decoder reads fields up to streamId only, which both keep at these offsets.
+struct WARPSCOPE_CUPTI_PACKED CUpti_ActivityMemory4 {
+  CUpti_ActivityKind kind;
+  int32_t memoryOperationType;  // kMemoryOperation*
+  int32_t memoryKind;           // kMemoryKind*
+  uint32_t correlationId;
+  uint64_t address;
+  uint64_t bytes;
+  uint64_t timestamp;
+  uint64_t PC;
+  uint32_t processId;
+  uint32_t deviceId;
+  uint32_t contextId;
+  uint32_t streamId;
+  const char* name;
+  uint32_t isAsync;
+  uint32_t pad1;
+  struct WARPSCOPE_CUPTI_PACKED {
+    int32_t memoryPoolType;
+    uint32_t pad2;
+    uint64_t address;
+    uint64_t releaseThreshold;
+    uint64_t pool;  // union {size, processId}
+    uint64_t utilizedSize;
+  } memoryPoolConfig;
+  const char* source;
+};
+static_assert(sizeof(CUpti_ActivityMemory4) == 128);
+static_assert(offsetof(CUpti_ActivityMemory4, address) == 16);
+static_assert(offsetof(CUpti_ActivityMemory4, bytes) == 24);
+static_assert(offsetof(CUpti_ActivityMemory4, processId) == 48);
+static_assert(offsetof(CUpti_ActivityMemory4, streamId) == 60);
+static_assert(offsetof(CUpti_ActivityMemory4, memoryPoolConfig) == 80);
+static_assert(offsetof(CUpti_ActivityMemory4, source) == 120);
 
 using CUpti_BuffersCallbackRequestFunc = void (*)(uint8_t** buffer, size_t* size,
                                                   size_t* maxNumRecords);

@@ -292,6 +292,21 @@ void EncodeBody(const Counters& m, Writer& w) {
     w.Put(m.counters[i].value);
   }
 }
+constexpr size_t kDeviceMemoryEntrySize = 4 * 2 + 8 * 5;
+void EncodeBody(const DeviceMemory& m, Writer& w) {
+  const size_t n = std::min(m.entries.size(), (kMaxPayload - 4) / kDeviceMemoryEntrySize);
+  w.Put<uint32_t>(static_cast<uint32_t>(n));
+  for (size_t i = 0; i < n; ++i) {
+    const auto& e = m.entries[i];
+    w.Put(e.device);
+    w.Put(e.memory_kind);
+    w.Put(e.allocations);
+    w.Put(e.allocated_total_bytes);
+    w.Put(e.releases);
+    w.Put(e.released_total_bytes);
+    w.Put(e.allocated_bytes);
+  }
+}
 void EncodeBody(const Notice& m, Writer& w) {
   w.Put(m.severity);
   w.Put(m.code);
@@ -468,6 +483,20 @@ bool Decode(Reader& r, Counters* m) {
   }
   return !r.failed();
 }
+bool Decode(Reader& r, DeviceMemory* m) {
+  const uint32_t n = r.Count(kDeviceMemoryEntrySize);
+  m->entries.resize(n);
+  for (auto& e : m->entries) {
+    e.device = r.Get<uint32_t>();
+    e.memory_kind = r.Get<uint32_t>();
+    e.allocations = r.Get<uint64_t>();
+    e.allocated_total_bytes = r.Get<uint64_t>();
+    e.releases = r.Get<uint64_t>();
+    e.released_total_bytes = r.Get<uint64_t>();
+    e.allocated_bytes = r.Get<uint64_t>();
+  }
+  return !r.failed();
+}
 bool Decode(Reader& r, Notice* m) {
   m->severity = r.Get<Severity>();
   m->code = r.Get<uint32_t>();
@@ -521,6 +550,7 @@ MessageType TypeOf(const Message& message) {
     MessageType operator()(const Counters&) { return MessageType::kCounters; }
     MessageType operator()(const Notice&) { return MessageType::kNotice; }
     MessageType operator()(const Control&) { return MessageType::kControl; }
+    MessageType operator()(const DeviceMemory&) { return MessageType::kDeviceMemory; }
   } visitor;
   return std::visit(visitor, message);
 }
@@ -596,6 +626,7 @@ bool DecodePayload(MessageType type, std::span<const uint8_t> payload, Message* 
     case MessageType::kCounters: ok = DecodeAs<Counters>(payload, out); break;
     case MessageType::kNotice: ok = DecodeAs<Notice>(payload, out); break;
     case MessageType::kControl: ok = DecodeAs<Control>(payload, out); break;
+    case MessageType::kDeviceMemory: ok = DecodeAs<DeviceMemory>(payload, out); break;
     default:
       *error = "unknown cupti wire message type " + std::to_string(static_cast<int>(type));
       return false;
@@ -649,7 +680,7 @@ DecodeStatus StreamDecoder::Next(Message* out) {
     }
     std::span<const uint8_t> payload(p + kHeaderSize, size);
     pos_ += kHeaderSize + size;
-    const bool known = (type >= 1 && type <= static_cast<uint8_t>(MessageType::kNotice)) ||
+    const bool known = (type >= 1 && type <= static_cast<uint8_t>(MessageType::kDeviceMemory)) ||
                        type == static_cast<uint8_t>(MessageType::kControl);
     if (!known) {
       ++unknown_frames_;

@@ -21,7 +21,7 @@
 // per-thread rings, so a Stack may arrive after a Launch or KernelActivity that names it (resolve
 // names at aggregation time, not on arrival); a hash never seen on a connection is "unknown".
 // Counters are cumulative since the process started (the agent takes differences), except
-// kMemoryBytes, a gauge. New counter ids may be added at any time: readers keep or ignore ids
+// kMemoryBytes, a gauge; so are the DeviceMemory totals (except allocated_bytes, a level). New counter ids may be added at any time: readers keep or ignore ids
 // they do not know (the decoder accepts any id), so an older agent reads a newer library.
 //
 // Thread contract: Encode* functions are pure; a StreamDecoder is used by one thread at a time.
@@ -62,6 +62,7 @@ enum class MessageType : uint8_t {
   kCubinChunk = 12,
   kCounters = 13,
   kNotice = 14,
+  kDeviceMemory = 15,
   // agent -> process
   kControl = 64,
 };
@@ -255,6 +256,26 @@ struct Counters {
   std::vector<Counter> counters;
 };
 
+// Allocations and releases through the CUDA allocator (CUPTI MEMORY2 records), aggregated in
+// the library per (device, memory kind): counts and bytes cumulative since the library started,
+// allocated_bytes what is allocated now (allocations minus releases seen; a release of memory
+// allocated before the library started counts in releases but leaves allocated_bytes at 0 at
+// least). Sent with the counters on every flush tick, for every pair seen so far. Readers older
+// than this message (agents that know types up to kNotice) skip it as an unknown frame.
+struct DeviceMemoryEntry {
+  uint32_t device = 0;
+  uint32_t memory_kind = 0;  // CUpti_ActivityMemoryKind: 2 pinned host, 3 device, 5 managed...
+  uint64_t allocations = 0;
+  uint64_t allocated_total_bytes = 0;
+  uint64_t releases = 0;
+  uint64_t released_total_bytes = 0;
+  uint64_t allocated_bytes = 0;
+  friend bool operator==(const DeviceMemoryEntry&, const DeviceMemoryEntry&) = default;
+};
+struct DeviceMemory {
+  std::vector<DeviceMemoryEntry> entries;
+};
+
 // A one-off report (e.g. "CUPTI is held by another subscriber; profiling is off").
 enum class Severity : uint8_t { kInfo = 0, kWarning = 1, kError = 2 };
 struct Notice {
@@ -287,7 +308,7 @@ struct Control {
 
 using Message = std::variant<Hello, Stack, Launch, KernelName, KernelActivity, KernelAggregate,
                              Memcpy, Memset, NvtxRange, StallReasons, PcSamples, CubinChunk,
-                             Counters, Notice, Control>;
+                             Counters, Notice, Control, DeviceMemory>;
 
 MessageType TypeOf(const Message& message);
 

@@ -54,6 +54,7 @@ TEST(CuptiWireTest, RoundTripsEveryMessageType) {
   in.push_back(Counters{{{CounterId::kLaunchesSeen, 10}, {CounterId::kRingDrops, 2}}});
   in.push_back(Notice{Severity::kError, 39, "CUPTI is held by another subscriber"});
   in.push_back(Control{ControlOp::kSetRate, 50});
+  in.push_back(DeviceMemory{{{0, 3, 2, 3u << 20, 1, 1u << 20, 2u << 20}}});
 
   std::string bytes;
   for (const auto& m : in) {
@@ -75,6 +76,28 @@ TEST(CuptiWireTest, RoundTripsEveryMessageType) {
   EXPECT_EQ(stack.python[0].function, "train_step");
   EXPECT_EQ(stack.python[0].line, 12u);
   EXPECT_EQ(std::get<Hello>(out[0]).exe, "/usr/bin/python3");
+}
+
+TEST(CuptiWireTest, DeviceMemoryKeepsEveryField) {
+  const DeviceMemoryEntry device{1, 3, 5, 5ull << 30, 2, 1ull << 30, 4ull << 30};
+  const DeviceMemoryEntry pinned{1, 2, 1, 4096, 0, 0, 4096};
+  std::string bytes;
+  Encode(DeviceMemory{{device, pinned}}, &bytes);
+  // Header, count, two entries of 2 x u32 + 5 x u64.
+  EXPECT_EQ(bytes.size(), kHeaderSize + 4 + 2 * 48);
+  DecodeStatus last;
+  auto out = DecodeAll(bytes, &last);
+  ASSERT_EQ(out.size(), 1u);
+  const auto& m = std::get<DeviceMemory>(out[0]);
+  ASSERT_EQ(m.entries.size(), 2u);
+  EXPECT_EQ(m.entries[0], device);
+  EXPECT_EQ(m.entries[1], pinned);
+  // A count larger than the payload can hold is corrupt, not an allocation.
+  std::string bad = bytes.substr(0, kHeaderSize + 4);
+  bad[0] = 4;
+  bad[kHeaderSize] = static_cast<char>(0xff);
+  DecodeAll(bad, &last);
+  EXPECT_EQ(last, DecodeStatus::kError);
 }
 
 TEST(CuptiWireTest, StackIntoFixedBufferMatchesEncode) {

@@ -46,6 +46,16 @@ wire::Memset DecodeMemset(const abi::CUpti_Activity* rec, uint32_t cupti_version
                       m->memoryKind,    cupti_version >= abi::kApiVersion13_0 ? m->graphId : 0};
 }
 
+std::optional<DecodedMemory> DecodeMemory(const abi::CUpti_Activity* rec) {
+  const auto* m = reinterpret_cast<const abi::CUpti_ActivityMemory4*>(rec);
+  if (m->memoryOperationType != abi::kMemoryOperationAllocation &&
+      m->memoryOperationType != abi::kMemoryOperationRelease) {
+    return std::nullopt;
+  }
+  return DecodedMemory{m->memoryOperationType == abi::kMemoryOperationAllocation,
+                       static_cast<uint32_t>(m->memoryKind), m->deviceId, m->address, m->bytes};
+}
+
 std::optional<wire::NvtxRange> MarkerPairer::Add(const abi::CUpti_Activity* rec) {
   const auto* m = reinterpret_cast<const abi::CUpti_ActivityMarker2*>(rec);
   const uint32_t tid = m->objectKind == abi::kActivityObjectThread ? m->objectThreadId : 0;

@@ -4,7 +4,8 @@
 //
 // Versions: records carry no size field, so the layout comes from the libcupti API version
 // (cuptiGetVersion). Kernel records are read through the prefix shared by Kernel9 (CUDA 12) and
-// Kernel10 (CUDA 13.0); memcpy/memset graph ids only from CUDA 13 records (kApiVersion13_0+).
+// Kernel10 (CUDA 13.0); memcpy/memset graph ids only from CUDA 13 records (kApiVersion13_0+);
+// memory records through the prefix Memory3 (CUDA 11.8) and Memory4 (CUDA 13.0) share.
 #ifndef WARPSCOPE_CUPTI_INJECT_ACTIVITY_DECODE_H_
 #define WARPSCOPE_CUPTI_INJECT_ACTIVITY_DECODE_H_
 
@@ -31,6 +32,18 @@ DecodedKernel DecodeKernel(const cupti::abi::CUpti_Activity* rec, uint32_t cupti
 // `rec` must be of kind MEMCPY / MEMSET.
 wire::Memcpy DecodeMemcpy(const cupti::abi::CUpti_Activity* rec, uint32_t cupti_version);
 wire::Memset DecodeMemset(const cupti::abi::CUpti_Activity* rec, uint32_t cupti_version);
+
+// An allocation or release through the CUDA allocator (a MEMORY2 record).
+struct DecodedMemory {
+  bool allocation = false;  // else a release (records of another operation type are not decoded)
+  uint32_t memory_kind = 0;
+  uint32_t device = 0;
+  uint64_t address = 0;
+  uint64_t bytes = 0;
+};
+// `rec` must be of kind MEMORY2 (Memory4 in CUDA 13, Memory3 before: the prefix read is the
+// same). nullopt for an operation type other than allocation or release.
+std::optional<DecodedMemory> DecodeMemory(const cupti::abi::CUpti_Activity* rec);
 
 // Pairs NVTX MARKER start and end records by id into ranges. Bounded: at most `max_open` ranges
 // wait for their end (further starts are dropped and counted).

@@ -120,6 +120,7 @@ InjectConfig ReadInjectConfig(const std::function<const char*(const char*)>& get
   }
   r.Bool("WARPSCOPE_CUPTI_MEMCPY", &c.memcpy);
   r.Bool("WARPSCOPE_CUPTI_NVTX", &c.nvtx);
+  r.Bool("WARPSCOPE_CUPTI_DEVICE_MEMORY", &c.device_memory);
   r.Bool("WARPSCOPE_CUPTI_LAUNCH_API_RECORDS", &c.launch_api_records);
   r.Bool("WARPSCOPE_CUPTI_PC_SAMPLING", &c.pc_sampling);
   r.Uint("WARPSCOPE_CUPTI_PC_WINDOW_MS", 10, 60000, &c.pc_window_ms);

@@ -41,6 +41,7 @@ struct InjectConfig {
   uint32_t all_kernels_interval_ms = 10000;
   bool memcpy = true;              // WARPSCOPE_CUPTI_MEMCPY (0/1): memcpy + memset records
   bool nvtx = true;                // WARPSCOPE_CUPTI_NVTX (0/1): NVTX marker records
+  bool device_memory = true;       // WARPSCOPE_CUPTI_DEVICE_MEMORY (0/1): MEMORY2 records
   // WARPSCOPE_CUPTI_LAUNCH_API_RECORDS (0/1): also enable driver API records for the launch
   // cbids, in case a CUPTI version assigns correlation ids only while API records are on.
   bool launch_api_records = false;

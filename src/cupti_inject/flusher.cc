@@ -22,6 +22,7 @@
 #include "cupti_inject/code_ranges.h"
 #include "cupti_inject/correlation_join.h"
 #include "cupti_inject/cubins.h"
+#include "cupti_inject/device_memory.h"
 #include "cupti_inject/kernel_duty_cycle.h"
 #include "cupti_inject/pc_sampling.h"
 #include "cupti_inject/stack_capture.h"
@@ -131,6 +132,7 @@ class Flusher {
   std::map<AggregateKey, wire::KernelAggregateEntry> aggregates_;
   std::vector<wire::KernelActivity> joined_;
   MarkerPairer markers_;
+  DeviceMemoryTotals device_memory_;
 
   uint64_t notices_sent_generation_ = ~0ull;
   size_t notices_sent_ = 0;
@@ -292,6 +294,11 @@ void Flusher::ProcessRecord(const abi::CUpti_Activity* rec) {
     case abi::kActivityMemset:
       conn_.Emit(DecodeMemset(rec, g->cupti_version));
       return;
+    case abi::kActivityMemory2:
+      if (auto memory = DecodeMemory(rec)) {
+        device_memory_.Add(*memory);
+      }
+      return;
     case abi::kActivityMarker:
       if (auto range = markers_.Add(rec)) {
         conn_.Emit(*range);
@@ -363,6 +370,7 @@ uint64_t Flusher::MemoryBytes() const {
     bytes += g->cubin_bytes;
   }
   bytes += kInternSize * 8;
+  bytes += device_memory_.memory_bytes();
   return bytes;
 }
 
@@ -489,6 +497,9 @@ void Flusher::Tick(uint64_t now) {
     conn_.Emit(agg);
   }
   aggregates_.clear();
+  if (!device_memory_.empty()) {
+    conn_.Emit(wire::DeviceMemory{device_memory_.Entries()});
+  }
   SendCounters();
   next_tick_ns_ = now + static_cast<uint64_t>(g->config.flush_ms) * 1'000'000;
 }

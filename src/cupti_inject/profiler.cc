@@ -98,6 +98,9 @@ bool EnableActivity() {
   if (g->config.nvtx) {
     g->api.cuptiActivityEnable(abi::kActivityMarker);
   }
+  if (g->config.device_memory) {
+    g->api.cuptiActivityEnable(abi::kActivityMemory2);  // optional: refused, the rest runs on
+  }
   if (g->config.launch_api_records && g->api.cuptiActivityEnableDriverApi != nullptr) {
     for (auto cbid : abi::kDriverLaunchCbids) {
       g->api.cuptiActivityEnableDriverApi(cbid, 1);

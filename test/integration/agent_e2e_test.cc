@@ -6,7 +6,9 @@
 #include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -396,6 +398,100 @@ TEST_F(AgentE2ETest, NoNvmlCarriesOnWithHostMetrics) {
   size_t first = log.find("source nvml disabled");
   ASSERT_NE(first, std::string::npos) << log;
   EXPECT_EQ(log.find("source nvml disabled", first + 1), std::string::npos);
+}
+
+// The CUDA runtime metrics on /metrics: fake_cuda_app (test/fakes/cupti, --memory) runs kernels,
+// allocations, copies and a memset over the fake libcupti with libwarpscope_cupti.so injected,
+// reporting to the real agent's --cuda-profiler socket; the agent's Prometheus endpoint shows
+// them on the process with the values the application produced.
+TEST_F(AgentE2ETest, CudaRuntimeMetricsAppearOnMetrics) {
+  const std::string bin = std::string(WARPSCOPE_BINARY_DIR);
+  const std::string socket = tmp_.path() + "/cupti.sock";
+  const int port = PickFreePort();
+  auto agent = ChildProcess::Start(
+      {binary_, "agent", "--enable-gpu-metrics", "--nvml-path=/nonexistent/libnvidia-ml.so.1",
+       "--cuda-profiler", "--cuda-profiler-socket=" + socket, "--cuda-profile-interval=1s",
+       "--collect-metrics-interval=200ms", "--listen-address=127.0.0.1:" + std::to_string(port)},
+      tmp_.path());
+  ASSERT_TRUE(agent) << agent.error().message();
+  // The application waits (at most 10 s) for `go` after its work, so the agent sees it alive.
+  const std::string go = tmp_.path() + "/go";
+  std::unique_ptr<ChildProcess> app;
+  for (int attempt = 0; attempt < 100 && app == nullptr; ++attempt) {
+    if (access(socket.c_str(), F_OK) != 0) {
+      std::this_thread::sleep_for(milliseconds(50));  // bounded wait for the agent's socket
+      continue;
+    }
+    auto started = ChildProcess::Start(
+        {bin + "/bin/fake_cuda_app", "--threads", "1", "--launches", "5", "--memory",
+         "--pause-file", go},
+        tmp_.path(),
+        {"CUDA_INJECTION64_PATH=" + bin + "/lib/libwarpscope_cupti.so",
+         "WARPSCOPE_CUPTI_LIBRARY=" + bin + "/lib/libwarpscope_fake_cupti.so",
+         "WARPSCOPE_AGENT_SOCKET=" + socket, "WARPSCOPE_CUPTI_FLUSH_MS=50",
+         "WARPSCOPE_CUPTI_ACTIVITY_BUFFERS=64"});
+    ASSERT_TRUE(started) << started.error().message();
+    app = std::move(*started);
+  }
+  ASSERT_NE(app, nullptr) << "the agent did not create " << socket << ":\n" << (*agent)->Stderr();
+  const std::string pid = "pid=\"" + std::to_string(app->pid()) + "\"";
+  const std::string body = WaitForMetrics(port, [&](const std::string& b) {
+    return PromSample(b, "warpscope_cuda_memory_allocated_bytes", {pid}).has_value() &&
+           PromSample(b, "warpscope_cuda_memcpy_bytes_total", {pid, "direction=\"P2P\""}) &&
+           PromSample(b, "warpscope_cuda_stream_busy_ratio", {pid}).has_value() &&
+           PromSample(b, "warpscope_cuda_kernel_launches_total", {pid}).value_or(0) >= 10;
+  });
+  { std::ofstream(go) << "go"; }
+  const int app_status = app->Wait(seconds(30));
+  EXPECT_TRUE(WIFEXITED(app_status) && WEXITSTATUS(app_status) == 0) << app->Stderr();
+  SCOPED_TRACE(body.substr(0, 20000));
+
+  const std::string dev = "cuda_device=\"0\"";
+  constexpr double kMiB = 1 << 20;
+  // 5 launches of fake_gemm (5000 ns) and triton_softmax (1000 ns) on stream 7.
+  EXPECT_EQ(PromSample(body, "warpscope_cuda_kernel_launches_total", {pid, dev}), 10);
+  EXPECT_NEAR(*PromSample(body, "warpscope_cuda_kernel_seconds_total", {pid, dev}), 30000e-9,
+              1e-12);
+  const auto busy = PromSample(body, "warpscope_cuda_stream_busy_ratio", {pid, dev});
+  ASSERT_TRUE(busy.has_value());
+  EXPECT_GE(*busy, 0.0);
+  EXPECT_LE(*busy, 1.0);
+  // The copies and the memset of RuntimeMemoryWork, exact.
+  EXPECT_EQ(PromSample(body, "warpscope_cuda_memcpy_bytes_total",
+                       {pid, dev, "direction=\"H2D\""}),
+            1 * kMiB);
+  EXPECT_EQ(PromSample(body, "warpscope_cuda_memcpy_bytes_total",
+                       {pid, dev, "direction=\"D2H\""}),
+            256 * 1024);
+  EXPECT_EQ(PromSample(body, "warpscope_cuda_memcpy_bytes_total",
+                       {pid, dev, "direction=\"D2D\""}),
+            2 * kMiB);
+  EXPECT_EQ(PromSample(body, "warpscope_cuda_memcpy_bytes_total",
+                       {pid, dev, "direction=\"P2P\""}),
+            4 * kMiB);
+  EXPECT_NEAR(*PromSample(body, "warpscope_cuda_memcpy_seconds_total",
+                          {pid, dev, "direction=\"P2P\""}),
+              800e-9, 1e-12);
+  EXPECT_EQ(PromSample(body, "warpscope_cuda_memset_bytes_total", {pid, dev}), 1 * kMiB);
+  // 64 + 16 MiB allocated on the device, 16 MiB released; 1 MiB of pinned host memory.
+  const std::string device_kind = "kind=\"device\"";
+  EXPECT_EQ(PromSample(body, "warpscope_cuda_memory_allocated_bytes", {pid, dev, device_kind}),
+            64 * kMiB);
+  EXPECT_EQ(PromSample(body, "warpscope_cuda_memory_allocations_total", {pid, dev, device_kind}),
+            2);
+  EXPECT_EQ(
+      PromSample(body, "warpscope_cuda_memory_allocation_bytes_total", {pid, dev, device_kind}),
+      80 * kMiB);
+  EXPECT_EQ(PromSample(body, "warpscope_cuda_memory_releases_total", {pid, dev, device_kind}), 1);
+  EXPECT_EQ(PromSample(body, "warpscope_cuda_memory_release_bytes_total", {pid, dev, device_kind}),
+            16 * kMiB);
+  EXPECT_EQ(
+      PromSample(body, "warpscope_cuda_memory_allocated_bytes", {pid, dev, "kind=\"pinned\""}),
+      1 * kMiB);
+  EXPECT_NE(body.find("# TYPE warpscope_cuda_stream_busy_ratio gauge"), std::string::npos);
+
+  int status = (*agent)->Signal(SIGTERM, seconds(10));
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << (*agent)->Stderr();
 }
 
 }  // namespace

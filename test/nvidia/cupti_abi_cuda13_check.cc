@@ -66,6 +66,11 @@ WS_SAME_FIELD(ours::CUpti_ActivityMemcpy6, ::CUpti_ActivityMemcpy6, isDeviceLaun
 WS_SAME_FIELD(ours::CUpti_ActivityMemcpy6, ::CUpti_ActivityMemcpy6, copyCount);
 WS_SAME_FIELD(ours::CUpti_ActivityMemset4, ::CUpti_ActivityMemset4, isDeviceLaunched);
 
+// The 13.0 memory record: the shared prefix and the trailing source.
+WS_SAME_SIZE(ours::CUpti_ActivityMemory4, ::CUpti_ActivityMemory4);
+WS_MEMORY_PREFIX(::CUpti_ActivityMemory4);
+WS_SAME_FIELD(ours::CUpti_ActivityMemory4, ::CUpti_ActivityMemory4, source);
+
 // The 13.0 PC record (with correlationId) and sampling data (with hardwareBufferFull).
 WS_SAME_SIZE(ours::CUpti_PCSamplingPCData, ::CUpti_PCSamplingPCData);
 WS_SAME_FIELD(ours::CUpti_PCSamplingPCData, ::CUpti_PCSamplingPCData, correlationId);

@@ -79,6 +79,30 @@ void AddKernel(uint32_t corr, const char* name, uint32_t stream, uint64_t start,
   }
 }
 
+// --memory: what cuda_profiler_e2e_test checks on the agent's metrics. On device 0: 64 MiB and
+// 16 MiB allocated, the 16 MiB released (64 MiB left), 1 MiB of pinned host memory; copies on
+// stream 7 of 1 MiB H2D (1000 ns), 256 KiB D2H (500 ns), 2 MiB D2D (200 ns), a 4 MiB P2P copy on
+// stream 8 (800 ns) and a 1 MiB memset on stream 7 (100 ns).
+void RuntimeMemoryWork() {
+  constexpr int kAlloc = 1, kRelease = 2, kDeviceKind = 3, kPinnedKind = 2;
+  constexpr uint64_t kMiB = 1u << 20;
+  const uint64_t t = GpuNow(0);
+  FakeCuptiAddMemory(kAlloc, kDeviceKind, 0, 0x7f0000000000, 64 * kMiB, t);
+  FakeCuptiAddMemory(kAlloc, kDeviceKind, 0, 0x7f0010000000, 16 * kMiB, t + 1);
+  FakeCuptiAddMemory(kRelease, kDeviceKind, 0, 0x7f0010000000, 16 * kMiB, t + 2);
+  FakeCuptiAddMemory(kAlloc, kPinnedKind, 0, 0x7e0000000000, 1 * kMiB, t + 3);
+  uint64_t at = GpuNow(1000);
+  FakeCuptiAddMemcpyOn(0, 1, 1 * kMiB, at, at + 1000, 0, 7);
+  at = GpuNow(500);
+  FakeCuptiAddMemcpyOn(0, 2, 256 * 1024, at, at + 500, 0, 7);
+  at = GpuNow(200);
+  FakeCuptiAddMemcpyOn(0, 8, 2 * kMiB, at, at + 200, 0, 7);
+  at = GpuNow(800);
+  FakeCuptiAddMemcpyOn(0, 10, 4 * kMiB, at, at + 800, 0, 8);
+  at = GpuNow(100);
+  FakeCuptiAddMemset(0, 1 * kMiB, at, at + 100, 0, 7);
+}
+
 struct Options {
   int threads = 4;
   int launches = 50;
@@ -88,6 +112,7 @@ struct Options {
   bool fork = false;
   bool pc = false;
   bool markers = false;
+  bool memory = false;  // --memory: the allocations, copies and memset of RuntimeMemoryWork
   bool reverse = false;
   bool conflict = false;
   std::string pause_file;  // after the launches: wait for this file, then launch again
@@ -410,6 +435,8 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       o->pc = true;
     } else if (a == "--markers") {
       o->markers = true;
+    } else if (a == "--memory") {
+      o->memory = true;
     } else if (a == "--reverse") {
       o->reverse = true;
     } else if (a == "--stripped-driver") {
@@ -487,6 +514,9 @@ int main(int argc, char** argv) {
   }
   for (auto& th : threads) {
     th.join();
+  }
+  if (o.memory) {
+    RuntimeMemoryWork();  // before a pause: the agent sees it while the process lives
   }
   if (!o.pause_file.empty()) {
     std::printf("paused\n");

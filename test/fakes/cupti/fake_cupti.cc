@@ -146,6 +146,8 @@ size_t RecordSize(int kind) {
       return sizeof(abi::CUpti_ActivityMemset4);
     case abi::kActivityMarker:
       return sizeof(abi::CUpti_ActivityMarker2);
+    case abi::kActivityMemory2:
+      return sizeof(abi::CUpti_ActivityMemory4);
     default:
       return 0;
   }
@@ -697,6 +699,11 @@ void FakeCuptiAddKernel(uint32_t correlation_id, const char* name, uint32_t devi
 
 void FakeCuptiAddMemcpy(uint32_t correlation_id, uint8_t copy_kind, uint64_t bytes,
                         uint64_t start_ns, uint64_t end_ns) {
+  FakeCuptiAddMemcpyOn(correlation_id, copy_kind, bytes, start_ns, end_ns, 0, 7);
+}
+
+void FakeCuptiAddMemcpyOn(uint32_t correlation_id, uint8_t copy_kind, uint64_t bytes,
+                          uint64_t start_ns, uint64_t end_ns, uint32_t device, uint32_t stream) {
   abi::CUpti_ActivityMemcpy6 m{};
   m.kind = abi::kActivityMemcpy;
   m.copyKind = copy_kind;
@@ -704,9 +711,40 @@ void FakeCuptiAddMemcpy(uint32_t correlation_id, uint8_t copy_kind, uint64_t byt
   m.start = start_ns;
   m.end = end_ns;
   m.correlationId = correlation_id;
+  m.deviceId = device;
   m.contextId = 1;
-  m.streamId = 7;
+  m.streamId = stream;
   Queue(m, abi::kActivityMemcpy);
+}
+
+void FakeCuptiAddMemset(uint32_t correlation_id, uint64_t bytes, uint64_t start_ns,
+                        uint64_t end_ns, uint32_t device, uint32_t stream) {
+  abi::CUpti_ActivityMemset4 m{};
+  m.kind = abi::kActivityMemset;
+  m.bytes = bytes;
+  m.start = start_ns;
+  m.end = end_ns;
+  m.deviceId = device;
+  m.contextId = 1;
+  m.streamId = stream;
+  m.correlationId = correlation_id;
+  m.memoryKind = abi::kMemoryKindDevice;
+  Queue(m, abi::kActivityMemset);
+}
+
+void FakeCuptiAddMemory(int operation, int memory_kind, uint32_t device, uint64_t address,
+                        uint64_t bytes, uint64_t timestamp_ns) {
+  abi::CUpti_ActivityMemory4 m{};
+  m.kind = abi::kActivityMemory2;
+  m.memoryOperationType = operation;
+  m.memoryKind = memory_kind;
+  m.address = address;
+  m.bytes = bytes;
+  m.timestamp = timestamp_ns;
+  m.processId = static_cast<uint32_t>(getpid());
+  m.deviceId = device;
+  m.contextId = 1;
+  Queue(m, abi::kActivityMemory2);
 }
 
 void FakeCuptiAddMarker(uint32_t id, uint32_t flags, uint64_t timestamp_ns, const char* name,

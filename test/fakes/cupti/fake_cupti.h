@@ -32,6 +32,15 @@ void FakeCuptiAddKernel(uint32_t correlation_id, const char* name, uint32_t devi
                         uint64_t graph_node_id);
 void FakeCuptiAddMemcpy(uint32_t correlation_id, uint8_t copy_kind, uint64_t bytes,
                         uint64_t start_ns, uint64_t end_ns);
+// A memcpy on (device, stream) (FakeCuptiAddMemcpy: device 0, stream 7).
+void FakeCuptiAddMemcpyOn(uint32_t correlation_id, uint8_t copy_kind, uint64_t bytes,
+                          uint64_t start_ns, uint64_t end_ns, uint32_t device, uint32_t stream);
+void FakeCuptiAddMemset(uint32_t correlation_id, uint64_t bytes, uint64_t start_ns,
+                        uint64_t end_ns, uint32_t device, uint32_t stream);
+// A MEMORY2 record (Memory4 layout): operation 1 allocation, 2 release; memory_kind as
+// CUpti_ActivityMemoryKind (3 device, 2 pinned).
+void FakeCuptiAddMemory(int operation, int memory_kind, uint32_t device, uint64_t address,
+                        uint64_t bytes, uint64_t timestamp_ns);
 // flags: 2 start, 4 end, 1 instantaneous (CUPTI marker flags).
 void FakeCuptiAddMarker(uint32_t id, uint32_t flags, uint64_t timestamp_ns, const char* name,
                         uint32_t tid);

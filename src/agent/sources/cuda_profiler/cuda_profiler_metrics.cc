@@ -117,10 +117,170 @@ const MetricDesc kPythonFramesSkipped{
     .otel_name = "warpscope.cuda_profiler.python.frames.skipped",
 };
 
+// --- runtime metrics ------------------------------------------------------------------------
+
+const MetricDesc kKernelLaunches{
+    .key = "cuda.kernel.launches",
+    .entity = EntityKind::kProcess,
+    .kind = MetricKind::kCounter,
+    .unit = "{launch}",
+    .help =
+        "Kernels the process ran on a CUDA device, each kernel of a graph launch counted, whether "
+        "or not its launch was sampled for a stack (CUPTI kernel records, totalled in the "
+        "injected library); its rate is the kernel launch rate.",
+    .prom_name = "warpscope_cuda_kernel_launches_total",
+    .otel_name = "warpscope.cuda.kernel.launches",
+    .labels = "cuda.device",
+};
+
+const MetricDesc kKernelTime{
+    .key = "cuda.kernel.time",
+    .entity = EntityKind::kProcess,
+    .kind = MetricKind::kCounter,
+    .unit = "s",
+    .help =
+        "GPU time of the process's kernels on a CUDA device, in seconds: the sum of end - start "
+        "of every kernel record (kernels that overlap on different streams each count in full).",
+    .prom_name = "warpscope_cuda_kernel_seconds_total",
+    .otel_name = "warpscope.cuda.kernel.time",
+    .labels = "cuda.device",
+};
+
+const MetricDesc kStreamBusy{
+    .key = "cuda.stream.busy",
+    .entity = EntityKind::kProcess,
+    .kind = MetricKind::kGauge,
+    .unit = "1",
+    .help =
+        "Share of the last export window during which a CUDA stream of the process ran kernels: "
+        "the stream's kernel GPU time received in the window over the window's wall time (ratio "
+        "0..1). The 16 busiest streams of a device get their own series, the rest are summed "
+        "under stream=\"other\" (which may exceed 1).",
+    .prom_name = "warpscope_cuda_stream_busy_ratio",
+    .otel_name = "warpscope.cuda.stream.busy",
+    .labels = "cuda.device,stream",
+};
+
+const MetricDesc kMemcpyBytes{
+    .key = "cuda.memcpy.bytes",
+    .entity = EntityKind::kProcess,
+    .kind = MetricKind::kCounter,
+    .unit = "By",
+    .help =
+        "Bytes the process copied with the CUDA copy engines or copy kernels CUPTI reports as "
+        "memcpy records, by direction (H2D, D2H, D2D, P2P, H2H; copies to and from CUDA arrays "
+        "count as device memory).",
+    .prom_name = "warpscope_cuda_memcpy_bytes_total",
+    .otel_name = "warpscope.cuda.memcpy.bytes",
+    .labels = "cuda.device,direction",
+};
+
+const MetricDesc kMemcpyTime{
+    .key = "cuda.memcpy.time",
+    .entity = EntityKind::kProcess,
+    .kind = MetricKind::kCounter,
+    .unit = "s",
+    .help =
+        "GPU time of the process's memory copies, in seconds (end - start of each memcpy "
+        "record), by direction; bytes over time is the achieved copy bandwidth.",
+    .prom_name = "warpscope_cuda_memcpy_seconds_total",
+    .otel_name = "warpscope.cuda.memcpy.time",
+    .labels = "cuda.device,direction",
+};
+
+const MetricDesc kMemsetBytes{
+    .key = "cuda.memset.bytes",
+    .entity = EntityKind::kProcess,
+    .kind = MetricKind::kCounter,
+    .unit = "By",
+    .help = "Bytes the process set with cudaMemset and its driver equivalents (memset records).",
+    .prom_name = "warpscope_cuda_memset_bytes_total",
+    .otel_name = "warpscope.cuda.memset.bytes",
+    .labels = "cuda.device",
+};
+
+const MetricDesc kMemsetTime{
+    .key = "cuda.memset.time",
+    .entity = EntityKind::kProcess,
+    .kind = MetricKind::kCounter,
+    .unit = "s",
+    .help = "GPU time of the process's memsets, in seconds (end - start of each memset record).",
+    .prom_name = "warpscope_cuda_memset_seconds_total",
+    .otel_name = "warpscope.cuda.memset.time",
+    .labels = "cuda.device",
+};
+
+const MetricDesc kMemoryAllocated{
+    .key = "cuda.memory.allocated",
+    .entity = EntityKind::kProcess,
+    .kind = MetricKind::kGauge,
+    .unit = "By",
+    .help =
+        "Memory the process holds through the CUDA allocator now, in bytes: allocations minus "
+        "releases since the profiler started (CUPTI memory records). This is what the driver "
+        "sees: a caching allocator (PyTorch's) holds reserved blocks here, not what its tensors "
+        "use.",
+    .prom_name = "warpscope_cuda_memory_allocated_bytes",
+    .otel_name = "warpscope.cuda.memory.allocated",
+    .labels = "cuda.device,kind",
+};
+
+const MetricDesc kMemoryAllocations{
+    .key = "cuda.memory.allocations",
+    .entity = EntityKind::kProcess,
+    .kind = MetricKind::kCounter,
+    .unit = "{allocation}",
+    .help =
+        "Allocations through the CUDA allocator (cudaMalloc, cuMemAlloc, cudaMallocAsync, "
+        "cudaHostAlloc, managed memory) since the profiler started in the process.",
+    .prom_name = "warpscope_cuda_memory_allocations_total",
+    .otel_name = "warpscope.cuda.memory.allocations",
+    .labels = "cuda.device,kind",
+};
+
+const MetricDesc kMemoryAllocationBytes{
+    .key = "cuda.memory.allocation.bytes",
+    .entity = EntityKind::kProcess,
+    .kind = MetricKind::kCounter,
+    .unit = "By",
+    .help = "Bytes allocated through the CUDA allocator since the profiler started in the process.",
+    .prom_name = "warpscope_cuda_memory_allocation_bytes_total",
+    .otel_name = "warpscope.cuda.memory.allocation.bytes",
+    .labels = "cuda.device,kind",
+};
+
+const MetricDesc kMemoryReleases{
+    .key = "cuda.memory.releases",
+    .entity = EntityKind::kProcess,
+    .kind = MetricKind::kCounter,
+    .unit = "{release}",
+    .help =
+        "Releases through the CUDA allocator (cudaFree, cuMemFree, cudaFreeAsync, cudaFreeHost) "
+        "since the profiler started in the process.",
+    .prom_name = "warpscope_cuda_memory_releases_total",
+    .otel_name = "warpscope.cuda.memory.releases",
+    .labels = "cuda.device,kind",
+};
+
+const MetricDesc kMemoryReleaseBytes{
+    .key = "cuda.memory.release.bytes",
+    .entity = EntityKind::kProcess,
+    .kind = MetricKind::kCounter,
+    .unit = "By",
+    .help = "Bytes released through the CUDA allocator since the profiler started in the process.",
+    .prom_name = "warpscope_cuda_memory_release_bytes_total",
+    .otel_name = "warpscope.cuda.memory.release.bytes",
+    .labels = "cuda.device,kind",
+};
+
 namespace {
 constexpr const MetricDesc* kAll[] = {
-    &kLaunchesSeen,  &kLaunchesAdmitted, &kLaunchesDropped,  &kRecordsLost,         &kOverheadTime,
-    &kOverheadRatio, &kKernelsProfiled,  &kUnresolvedFrames, &kPythonFramesSkipped,
+    &kLaunchesSeen,      &kLaunchesAdmitted, &kLaunchesDropped,      &kRecordsLost,
+    &kOverheadTime,      &kOverheadRatio,    &kKernelsProfiled,      &kUnresolvedFrames,
+    &kPythonFramesSkipped, &kKernelLaunches, &kKernelTime,           &kStreamBusy,
+    &kMemcpyBytes,       &kMemcpyTime,       &kMemsetBytes,          &kMemsetTime,
+    &kMemoryAllocated,   &kMemoryAllocations, &kMemoryAllocationBytes, &kMemoryReleases,
+    &kMemoryReleaseBytes,
 };
 }  // namespace
 

@@ -22,7 +22,7 @@ TEST(CuptiMetricsTest, KeysAndNamesAreUniqueAndComplete) {
       EXPECT_TRUE(std::string(m->prom_name).ends_with("_total")) << m->prom_name;
     }
   }
-  EXPECT_EQ(keys.size(), 9u);
+  EXPECT_EQ(keys.size(), 21u);
 }
 
 }  // namespace

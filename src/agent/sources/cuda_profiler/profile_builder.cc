@@ -45,11 +45,16 @@ void ProfileBuilder::AddStack(int32_t pid, InternedStack stack) {
 }
 
 void ProfileBuilder::AddKernel(int32_t pid, KernelActivity kernel) {
-  State(pid).kernels.push_back(std::move(kernel));
+  ProcessState& state = State(pid);
+  if (options_.aggregate_mode == AggregateMode::kDisjoint) {
+    runtime_[pid].AddKernel(kernel);  // kTotals: the aggregates count it already
+  }
+  state.kernels.push_back(std::move(kernel));
 }
 
 void ProfileBuilder::AddKernelAggregate(int32_t pid, const KernelAggregate& aggregate) {
   State(pid).aggregates.push_back(aggregate);
+  runtime_[pid].AddKernelAggregate(aggregate);
 }
 
 void ProfileBuilder::AddPcSample(int32_t pid, const PcSample& sample) {
@@ -57,7 +62,14 @@ void ProfileBuilder::AddPcSample(int32_t pid, const PcSample& sample) {
 }
 
 void ProfileBuilder::AddMemoryActivity(int32_t pid, MemoryActivity activity) {
-  State(pid).memory.push_back(std::move(activity));
+  ProcessState& state = State(pid);
+  runtime_[pid].AddMemory(activity);
+  state.memory.push_back(std::move(activity));
+}
+
+void ProfileBuilder::UpdateDeviceMemory(int32_t pid, std::vector<DeviceMemoryTotals> totals) {
+  State(pid);
+  runtime_[pid].UpdateDeviceMemory(std::move(totals));
 }
 
 void ProfileBuilder::AddNvtxRange(int32_t pid, NvtxRange range) {
@@ -92,6 +104,7 @@ void ProfileBuilder::UpdateCounters(int32_t pid, const ProcessCounters& counters
 
 void ProfileBuilder::ForgetProcess(int32_t pid) {
   processes_.erase(pid);
+  runtime_.erase(pid);
   if (symbolizer_ != nullptr) {
     symbolizer_->ForgetProcess(pid);
   }
@@ -100,6 +113,9 @@ void ProfileBuilder::ForgetProcess(int32_t pid) {
 std::vector<profiling::WindowProfile> ProfileBuilder::FinishWindow(int64_t start_ns,
                                                                    int64_t end_ns) {
   ++stats_.windows;
+  for (auto& [pid, runtime] : runtime_) {
+    runtime.FinishWindow(start_ns, end_ns);
+  }
   std::vector<profiling::WindowProfile> out;
   for (auto& [pid, state_ptr] : processes_) {
     ProcessState& state = *state_ptr;
@@ -157,6 +173,9 @@ void ProfileBuilder::EmitSelfMetrics(model::SampleSink& sink) const {
                   static_cast<double>(state.unresolved_frames));
     sink.AddValue(cuda_profiler_metrics::kPythonFramesSkipped, entity.id,
                   static_cast<double>(c.python_frames_skipped));
+    if (auto runtime = runtime_.find(pid); runtime != runtime_.end()) {
+      runtime->second.Emit(sink, entity.id);
+    }
   }
 }
 

@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "agent/sources/cuda_profiler/profile_input.h"
+#include "agent/sources/cuda_profiler/runtime_metrics.h"
 #include "model/sample_sink.h"
 #include "profiling/sass_disassembly.h"
 #include "profiling/symbolizer.h"
@@ -131,13 +132,16 @@ class ProfileBuilder {
   // Disassembly for PC-sample frames; kept across windows.
   void AddSass(const profiling::SassMap& sass);
   void UpdateCounters(int32_t pid, const ProcessCounters& counters);
+  // The library's latest allocation totals (runtime metrics only; they make no window).
+  void UpdateDeviceMemory(int32_t pid, std::vector<DeviceMemoryTotals> totals);
 
   // Builds the window [start_ns, end_ns) of every process that reported kernels, aggregates,
   // memory copies/memsets or PC samples in it (NVTX ranges alone do not make a window), and
   // clears the window's data. Processes are in pid order.
   std::vector<profiling::WindowProfile> FinishWindow(int64_t start_ns, int64_t end_ns);
 
-  // Writes the self-metrics (cuda_profiler_metrics.h) of every known process, with its entity.
+  // Writes the self-metrics and runtime metrics (cuda_profiler_metrics.h, runtime_metrics.h) of
+  // every known process, with its entity.
   void EmitSelfMetrics(model::SampleSink& sink) const;
 
   // Forgets a process that exited (its stacks, counters and symbolizer state).
@@ -152,6 +156,7 @@ class ProfileBuilder {
   Options options_;
   Stats stats_;
   std::map<int32_t, std::unique_ptr<ProcessState>> processes_;
+  std::map<int32_t, RuntimeMetrics> runtime_;  // a pid's entry lives as long as its state
   profiling::SassMap sass_;
   std::unique_ptr<KernelNames> kernel_names_;
 };

@@ -131,6 +131,20 @@ struct PcSample {
   uint64_t count = 0;
 };
 
+// Allocations and releases through the CUDA allocator on one (device, memory kind), as the
+// injected library totals them (wire DeviceMemory): counts and bytes cumulative since the library
+// started, allocated_bytes what is allocated now.
+struct DeviceMemoryTotals {
+  uint32_t device = 0;
+  std::string kind;  // "device", "pinned", "managed", ... (MemoryKindName in wire_convert.h)
+  uint64_t allocations = 0;
+  uint64_t allocated_total_bytes = 0;
+  uint64_t releases = 0;
+  uint64_t released_total_bytes = 0;
+  uint64_t allocated_bytes = 0;
+  bool operator==(const DeviceMemoryTotals&) const = default;
+};
+
 // Cumulative counters the injected library reports for itself (monotonic over the process's
 // life; the builder keeps the latest and derives rates).
 struct ProcessCounters {

@@ -162,6 +162,18 @@ void ConnectionConverter::Handle(wire::Message message, ProfileInputSink& sink, 
           r.thread_id = static_cast<int32_t>(m.tid);
           ++stats_.nvtx_ranges;
           sink.AddNvtxRange(pid_, std::move(r));
+        } else if constexpr (std::is_same_v<T, wire::DeviceMemory>) {
+          std::vector<DeviceMemoryTotals> totals;
+          totals.reserve(m.entries.size());
+          for (const auto& e : m.entries) {
+            totals.push_back(DeviceMemoryTotals{
+                e.device, std::string(MemoryKindName(static_cast<uint16_t>(
+                              std::min<uint32_t>(e.memory_kind, 0xffff)))),
+                e.allocations, e.allocated_total_bytes, e.releases, e.released_total_bytes,
+                e.allocated_bytes});
+          }
+          ++stats_.device_memory;
+          sink.UpdateDeviceMemory(pid_, std::move(totals));
         } else if constexpr (std::is_same_v<T, wire::Notice>) {
           ++stats_.notices;
           events.notices.push_back(std::move(m));

@@ -7,7 +7,8 @@
 // (wire hash 0, "not sampled", becomes an empty stack_hash). A KernelActivity or aggregate entry
 // whose name id has not arrived yet waits (bounded) until its KernelName does; at the second
 // window boundary after its arrival, or when the connection closes, it is emitted under
-// "[kernel name not received]" and counted. Counters are cumulative: the latest value of each id
+// "[kernel name not received]" and counted. DeviceMemory totals pass through with their memory
+// kind named (MemoryKindName). Counters are cumulative: the latest value of each id
 // is kept and the merged ProcessCounters replace the builder's. Cubin chunks are reassembled by
 // crc within a byte cap; a completed cubin is handed to the caller.
 //
@@ -47,6 +48,7 @@ class ProfileInputSink {
   virtual void AddMemoryActivity(int32_t pid, MemoryActivity activity) = 0;
   virtual void AddNvtxRange(int32_t pid, NvtxRange range) = 0;
   virtual void UpdateCounters(int32_t pid, const ProcessCounters& counters) = 0;
+  virtual void UpdateDeviceMemory(int32_t pid, std::vector<DeviceMemoryTotals> totals) = 0;
 };
 
 // Forwards to a ProfileBuilder.
@@ -74,6 +76,9 @@ class BuilderInputSink final : public ProfileInputSink {
   }
   void UpdateCounters(int32_t pid, const ProcessCounters& counters) override {
     builder_->UpdateCounters(pid, counters);
+  }
+  void UpdateDeviceMemory(int32_t pid, std::vector<DeviceMemoryTotals> totals) override {
+    builder_->UpdateDeviceMemory(pid, std::move(totals));
   }
 
  private:
@@ -121,6 +126,7 @@ class ConnectionConverter {
     uint64_t notices = 0;
     uint64_t memory_activities = 0;  // Memcpy and Memset messages converted
     uint64_t nvtx_ranges = 0;        // NvtxRange messages converted
+    uint64_t device_memory = 0;      // DeviceMemory messages converted
     uint64_t ignored = 0;  // Launch (joined into KernelActivity already), Control: not profiled
   };
 

@@ -35,6 +35,9 @@ class RecordingInputSink final : public ProfileInputSink {
   void UpdateCounters(int32_t pid, const ProcessCounters& c) override {
     counters.emplace_back(pid, c);
   }
+  void UpdateDeviceMemory(int32_t pid, std::vector<DeviceMemoryTotals> totals) override {
+    device_memory.emplace_back(pid, std::move(totals));
+  }
 
   std::vector<ProcessDesc> processes;
   std::vector<std::pair<int32_t, InternedStack>> stacks;
@@ -44,6 +47,7 @@ class RecordingInputSink final : public ProfileInputSink {
   std::vector<std::pair<int32_t, ProcessCounters>> counters;
   std::vector<std::pair<int32_t, MemoryActivity>> memory;
   std::vector<std::pair<int32_t, NvtxRange>> ranges;
+  std::vector<std::pair<int32_t, std::vector<DeviceMemoryTotals>>> device_memory;
 };
 
 w::Hello MakeHello(uint32_t pid) {
@@ -392,6 +396,22 @@ TEST_F(ConnectionConverterTest, MemcpyIsConvertedFieldByField) {
   EXPECT_EQ(a.graph_id, 6u);
   EXPECT_EQ(c.stats().memory_activities, 1u);
   EXPECT_EQ(c.stats().ignored, 0u);
+}
+
+TEST_F(ConnectionConverterTest, DeviceMemoryTotalsPassThroughWithTheirKindNamed) {
+  ConnectionConverter c(0, {});
+  Feed(c, MakeHello(42));
+  Feed(c, w::DeviceMemory{{{1, 3, 2, 80u << 20, 1, 16u << 20, 64u << 20},
+                           {1, 2, 1, 4096, 0, 0, 4096},
+                           {0, 99, 1, 1, 0, 0, 1}}});
+  ASSERT_EQ(sink_.device_memory.size(), 1u);
+  EXPECT_EQ(sink_.device_memory[0].first, 42);
+  const auto& t = sink_.device_memory[0].second;
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0], (DeviceMemoryTotals{1, "device", 2, 80u << 20, 1, 16u << 20, 64u << 20}));
+  EXPECT_EQ(t[1], (DeviceMemoryTotals{1, "pinned", 1, 4096, 0, 0, 4096}));
+  EXPECT_EQ(t[2].kind, "unknown");
+  EXPECT_EQ(c.stats().device_memory, 1u);
 }
 
 TEST_F(ConnectionConverterTest, MemsetIsConvertedWithItsMemoryKind) {
