@@ -363,9 +363,9 @@ base::Status WriteRunReport(Run& run) {
                                             "stopped",
                                             run.child);
   report::ProfileReport report = report::BuildReport(run.info, windows);
-  WARPSCOPE_ASSIGN_OR_RETURN(report::WrittenReport written,
-                             report::WriteReport(run.output, report, windows,
-                                                 run.options.trace_format));
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      report::WrittenReport written,
+      report::WriteReport(run.output, report, windows, run.options.trace_format));
   std::fprintf(stderr, "warpscope profile: report in %s\n", written.html_path.c_str());
   return base::OkStatus();
 }

@@ -285,8 +285,7 @@ void PerfettoTraceWriter::Track(uint64_t uuid, uint64_t parent_uuid, std::string
   EndNested(p);
 }
 
-void PerfettoTraceWriter::CounterTrack(uint64_t uuid, uint64_t parent_uuid,
-                                       std::string_view name) {
+void PerfettoTraceWriter::CounterTrack(uint64_t uuid, uint64_t parent_uuid, std::string_view name) {
   const size_t p = BeginPacket(false);
   const size_t d = BeginNested(packet::kTrackDescriptor);
   VarintField(descriptor::kUuid, uuid);
@@ -300,8 +299,7 @@ void PerfettoTraceWriter::CounterTrack(uint64_t uuid, uint64_t parent_uuid,
 }
 
 PerfettoEvent PerfettoTraceWriter::Event(uint64_t track, uint32_t type, std::string_view category,
-                                         std::string_view name, int64_t start_ns,
-                                         int64_t end_ns) {
+                                         std::string_view name, int64_t start_ns, int64_t end_ns) {
   const size_t p = BeginPacket(true);
   VarintField(packet::kTimestamp, static_cast<uint64_t>(start_ns));
   const size_t e = BeginNested(packet::kTrackEvent);
@@ -309,13 +307,11 @@ PerfettoEvent PerfettoTraceWriter::Event(uint64_t track, uint32_t type, std::str
   VarintField(event::kTrackUuid, track);
   VarintField(event::kCategoryIids, Intern(Interned::kCategory, category));
   VarintField(event::kNameIid, Intern(Interned::kName, name));
-  return PerfettoEvent(*this, p, e, track, std::max(start_ns, end_ns),
-                       type == event::kSliceBegin);
+  return PerfettoEvent(*this, p, e, track, std::max(start_ns, end_ns), type == event::kSliceBegin);
 }
 
 PerfettoEvent PerfettoTraceWriter::Slice(uint64_t track, std::string_view category,
-                                         std::string_view name, int64_t start_ns,
-                                         int64_t end_ns) {
+                                         std::string_view name, int64_t start_ns, int64_t end_ns) {
   return Event(track, event::kSliceBegin, category, name, start_ns, end_ns);
 }
 

@@ -67,8 +67,8 @@ class PerfettoEvent {
 
  private:
   friend class PerfettoTraceWriter;
-  PerfettoEvent(PerfettoTraceWriter& w, size_t packet, size_t event, uint64_t track,
-                int64_t end_ns, bool slice)
+  PerfettoEvent(PerfettoTraceWriter& w, size_t packet, size_t event, uint64_t track, int64_t end_ns,
+                bool slice)
       : w_(w), packet_(packet), event_(event), track_(track), end_ns_(end_ns), slice_(slice) {}
   void Annotation(std::string_view key, uint32_t field, uint64_t value);
 

@@ -145,7 +145,8 @@ std::string MergedPerfettoTrace(const std::vector<profiling::WindowProfile>& win
     const uint64_t cores = profiling::ProcessChildTrackUuid(w.pid, 1);
     if (described.insert(w.pid).second) {
       if (!gpu_pids.count(w.pid)) {
-        writer.ProcessTrack(process, w.pid, fmt::format("{} (pid {})", Basename(w.executable), w.pid));
+        writer.ProcessTrack(process, w.pid,
+                            fmt::format("{} (pid {})", Basename(w.executable), w.pid));
       }
       writer.Track(slices, process, "CPU profile", -2);
       writer.CounterTrack(cores, process, "CPU cores");

@@ -64,7 +64,8 @@ TEST(DirectoryProfileSinkTest, AsksForThePerfettoTraceUnlessChromeJsonIsChosen) 
   ASSERT_TRUE(perfetto);
   EXPECT_TRUE((*perfetto)->formats().trace);
   EXPECT_FALSE((*perfetto)->formats().chrome_trace);
-  auto chrome = DirectoryProfileSink::Create(tmp.path() + "/c", "h", profiling::TraceFormat::kChrome);
+  auto chrome =
+      DirectoryProfileSink::Create(tmp.path() + "/c", "h", profiling::TraceFormat::kChrome);
   ASSERT_TRUE(chrome);
   EXPECT_FALSE((*chrome)->formats().trace);
   EXPECT_TRUE((*chrome)->formats().chrome_trace);

@@ -99,7 +99,8 @@ inline TextNode ParseText(const std::string& text) {
       stack.back()->children.push_back({line.substr(0, line.size() - 2), "", {}});
       stack.push_back(&stack.back()->children.back());
     } else if (size_t colon = line.find(": "); colon != std::string::npos) {
-      stack.back()->children.push_back({line.substr(0, colon), Unquote(line.substr(colon + 2)), {}});
+      stack.back()->children.push_back(
+          {line.substr(0, colon), Unquote(line.substr(colon + 2)), {}});
     }
   }
   return root;
@@ -226,8 +227,8 @@ inline PerfettoTraceRows ReadPerfettoTrace(const std::string& bytes) {
       auto [it, inserted] = rows.tracks.emplace(t.uuid, t);
       if (!inserted && (it->second.name != t.name || it->second.parent != t.parent ||
                         it->second.pid != t.pid || it->second.tid != t.tid)) {
-        fail("track uuid " + std::to_string(t.uuid) + " describes two tracks: " +
-             it->second.name + " and " + t.name);
+        fail("track uuid " + std::to_string(t.uuid) + " describes two tracks: " + it->second.name +
+             " and " + t.name);
       }
     }
     const TextNode* e = p->Child("track_event");
@@ -262,9 +263,8 @@ inline PerfettoTraceRows ReadPerfettoTrace(const std::string& bytes) {
     raw.push_back(std::move(r));
   }
   // Trace processor's order: by timestamp, file order among equal ones.
-  std::stable_sort(raw.begin(), raw.end(), [](const Raw& a, const Raw& b) {
-    return a.slice.start_ns < b.slice.start_ns;
-  });
+  std::stable_sort(raw.begin(), raw.end(),
+                   [](const Raw& a, const Raw& b) { return a.slice.start_ns < b.slice.start_ns; });
   std::map<uint64_t, std::vector<size_t>> open;  // track -> slices not yet ended
   for (Raw& r : raw) {
     if (!rows.tracks.count(r.slice.track)) {

@@ -217,7 +217,7 @@ class PerfettoGpuTrace {
   std::vector<Item> items_;
   std::set<int32_t> threads_;
   std::set<std::pair<uint32_t, uint32_t>> streams_;
-  std::unordered_map<uint64_t, uint32_t> launch_of_;           // correlation id -> first kernel
+  std::unordered_map<uint64_t, uint32_t> launch_of_;  // correlation id -> first kernel
   // That kernel -> the others of its launch.
   std::unordered_map<uint32_t, std::vector<uint32_t>> more_flows_;
   size_t drawn_ = 0;

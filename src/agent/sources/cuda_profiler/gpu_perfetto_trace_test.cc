@@ -115,8 +115,7 @@ TEST_F(GpuPerfettoTraceTest, KernelsOnStreamTracksUnderTheirGpuWithFlowsFromLaun
   EXPECT_EQ(thread.pid, kPid);
   EXPECT_EQ(thread.tid, kTid);
   EXPECT_EQ(thread.name, "thread 4321");
-  const profiling::testing::PerfettoTrack* process =
-      rows.TrackNamed("python3.11 (pid 4242)");
+  const profiling::testing::PerfettoTrack* process = rows.TrackNamed("python3.11 (pid 4242)");
   ASSERT_NE(process, nullptr);
   EXPECT_EQ(process->pid, kPid);
 

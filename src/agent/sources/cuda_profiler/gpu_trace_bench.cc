@@ -78,7 +78,10 @@ BENCHMARK(BM_Trace<GpuTracePerfetto>)
     ->Name("BM_PerfettoTrace")
     ->Arg(100000)
     ->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Trace<GpuTraceJson>)->Name("BM_ChromeTrace")->Arg(100000)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Trace<GpuTraceJson>)
+    ->Name("BM_ChromeTrace")
+    ->Arg(100000)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace warpscope::agent::cuda_profiler
