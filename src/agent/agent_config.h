@@ -69,6 +69,8 @@ struct AgentConfig {
   // Write every window's pprof/folded/trace files here ("" = no files). Profiles also go to
   // server_url when set.
   std::string cuda_profile_dir;
+  // The trace format of those files: "perfetto" (.perfetto-trace) or "chrome" (.trace.json).
+  std::string cuda_profile_trace_format = "perfetto";
   // Sent to every process that connects: admitted launches per thread per second (stack
   // captures); unset = the process's own setting (WARPSCOPE_CUPTI_RATE, default 200).
   std::optional<uint32_t> cuda_profiler_rate;

@@ -3,6 +3,8 @@
 
 #include <charconv>
 
+#include "profiling/window_profile.h"
+
 namespace warpscope::cli {
 
 void AgentFlags::Register(CLI::App& sub) {
@@ -87,8 +89,14 @@ void AgentFlags::Register(CLI::App& sub) {
       ->capture_default_str();
   sub.add_option("--cuda-profile-dir", cuda_profile_dir_,
                  "Write each window's profiles here: gpu-<host>-<pid>-<start>-<end>.pb.gz "
-                 "(pprof), .folded, .trace.json (Perfetto); with --server they are also sent there")
+                 "(pprof), .folded, .perfetto-trace (Perfetto's UI); with --server they are also "
+                 "sent there")
       ->envname("WARPSCOPE_CUDA_PROFILE_DIR");
+  sub.add_option("--cuda-profile-trace-format", cuda_profile_trace_format_,
+                 "The trace in --cuda-profile-dir: perfetto (native protobuf, .perfetto-trace) or "
+                 "chrome (Chrome trace event JSON, .trace.json)")
+      ->envname("WARPSCOPE_CUDA_PROFILE_TRACE_FORMAT")
+      ->capture_default_str();
   sub.add_option("--cuda-profiler-rate", cuda_profiler_rate_,
                  "Tell every profiled process to capture the stack of at most N launches per "
                  "thread per second (0: GPU time only; default: the process's "
@@ -174,6 +182,12 @@ base::Status AgentFlags::Finish(agent::AgentConfig& config) const {
   if (!profile_interval) return profile_interval.error().WithContext("--cuda-profile-interval");
   config.cuda_profile_interval = *profile_interval;
   config.cuda_profile_dir = cuda_profile_dir_;
+  if (!profiling::ParseTraceFormat(cuda_profile_trace_format_)) {
+    return base::InvalidArgument(
+        "--cuda-profile-trace-format={}: want perfetto (the default) or chrome",
+        cuda_profile_trace_format_);
+  }
+  config.cuda_profile_trace_format = cuda_profile_trace_format_;
   if (cuda_profiler_rate_ < -1 || cuda_profiler_rate_ > 1000000) {
     return base::InvalidArgument(
         "--cuda-profiler-rate={}: must be between 0 and 1000000 launches per thread per second",

@@ -48,6 +48,7 @@ class AgentFlags {
   std::string cuda_profiler_socket_;
   std::string cuda_profile_interval_ = "1m";
   std::string cuda_profile_dir_;
+  std::string cuda_profile_trace_format_ = "perfetto";
   int64_t cuda_profiler_rate_ = -1;  // -1: not given
   bool cuda_pc_sampling_ = false;
   bool cpu_profiler_ = false;

@@ -96,6 +96,19 @@ TEST(AgentFlagsTest, CudaProfilerIsOffByDefault) {
   EXPECT_FALSE(c.cuda_pc_sampling);
 }
 
+TEST(AgentFlagsTest, CudaProfileTraceFormatIsPerfettoUnlessChromeIsChosen) {
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({}, c).ok());
+  EXPECT_EQ(c.cuda_profile_trace_format, "perfetto");
+  ASSERT_TRUE(Parse({"--cuda-profile-trace-format=chrome"}, c).ok());
+  EXPECT_EQ(c.cuda_profile_trace_format, "chrome");
+  base::Status bad = Parse({"--cuda-profile-trace-format=json"}, c);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("--cuda-profile-trace-format=json: want perfetto"),
+            std::string::npos)
+      << bad.message();
+}
+
 TEST(AgentFlagsTest, CudaProfilerFlags) {
   agent::AgentConfig c;
   ASSERT_TRUE(Parse({"--cuda-profiler", "--cuda-profiler-socket", "/tmp/x/cupti.sock",

@@ -60,7 +60,10 @@ base::Result<std::vector<std::unique_ptr<profiling::ProfileExporter>>> MakeProfi
     std::string_view dir_flag, std::string_view what) {
   std::vector<std::unique_ptr<profiling::ProfileExporter>> exporters;
   if (!dir.empty()) {
-    auto sink = exporters::DirectoryProfileSink::Create(dir, host);
+    auto sink = exporters::DirectoryProfileSink::Create(
+        dir, host,
+        profiling::ParseTraceFormat(config.cuda_profile_trace_format)
+            .value_or(profiling::TraceFormat::kPerfetto));
     if (!sink) return base::Error(sink.error().WithContext(dir_flag));
     exporters::ProfileUploader::Options upload;
     upload.name = "directory";

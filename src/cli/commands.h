@@ -16,6 +16,7 @@
 #include "base/task_runner.h"
 #include "cli/simulation.h"
 #include "model/metric.h"
+#include "profiling/window_profile.h"
 #include "server/server_config.h"
 
 namespace warpscope::agent {
@@ -72,6 +73,8 @@ struct ProfileOptions {
   bool cpu_profiler = true;
   bool cuda_profiler = true;
   std::string cupti_library;  // "" = <bin>/../lib/libwarpscope_cupti.so
+  // The run's trace: trace.perfetto-trace, or trace.json (Chrome JSON).
+  profiling::TraceFormat trace_format = profiling::TraceFormat::kPerfetto;
 };
 // Returns CMD's exit status (128+N for a signal), 2 for bad input, 126/127 when CMD cannot run.
 int RunProfile(const ProfileOptions& options);

@@ -25,6 +25,10 @@ void ProfileFlags::Register(CLI::App& cmd) {
   cmd.add_option("--cupti-library", options.cupti_library,
                  "The injected CUDA profiler library (default <bin>/../lib/libwarpscope_cupti.so)")
       ->envname("WARPSCOPE_CUPTI_INJECTION_LIBRARY");
+  cmd.add_option("--trace-format", trace_format_,
+                 "The run's trace: perfetto (native protobuf, trace.perfetto-trace) or chrome "
+                 "(Chrome trace event JSON, trace.json)")
+      ->capture_default_str();
   cmd.add_option("--log-level", log_level, "error, warning, info or verbose")
       ->check(CLI::IsMember({"error", "warning", "info", "verbose"}))
       ->capture_default_str();
@@ -47,6 +51,12 @@ base::Status ProfileFlags::Finish(const CLI::App& cmd, bool separator_before_com
   if (!std::isfinite(out.duration_s) || out.duration_s < 0) {
     return base::InvalidArgument("--duration: want a number of seconds >= 0");
   }
+  std::optional<profiling::TraceFormat> trace = profiling::ParseTraceFormat(trace_format_);
+  if (!trace) {
+    return base::InvalidArgument("--trace-format={}: want perfetto (the default) or chrome",
+                                 trace_format_);
+  }
+  out.trace_format = *trace;
   return base::OkStatus();
 }
 
@@ -59,7 +69,7 @@ bool ProfileFlags::SeparatorBeforeCommand(int argc, const char* const* argv) {
     if (a.empty() || a[0] != '-') return false;  // CMD came first
     const bool takes_value = a == "-o" || a == "--output" || a == "--duration" ||
                              a == "--cpu-profile-frequency" || a == "--cupti-library" ||
-                             a == "--log-level";
+                             a == "--log-level" || a == "--trace-format";
     if (takes_value) ++i;
   }
   return false;

@@ -29,6 +29,7 @@ class ProfileFlags {
 
  private:
   std::string program_;  // the first positional argument
+  std::string trace_format_ = "perfetto";
 };
 
 }  // namespace warpscope::cli

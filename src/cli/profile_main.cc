@@ -45,8 +45,13 @@ constexpr base::Duration kWindow = 1s;  // the trace's CPU resolution; windows m
 // Keeps every window a profiler finishes, for the report.
 class CollectingExporter final : public profiling::ProfileExporter {
  public:
+  explicit CollectingExporter(profiling::TraceFormat trace) : trace_(trace) {}
   std::string_view name() const override { return "report"; }
-  profiling::ProfileFormats formats() const override { return {true, false, true}; }
+  profiling::ProfileFormats formats() const override {
+    return {.pprof = true,
+            .trace = trace_ == profiling::TraceFormat::kPerfetto,
+            .chrome_trace = trace_ == profiling::TraceFormat::kChrome};
+  }
   void Enqueue(profiling::WindowFuture window) override {
     std::lock_guard lock(mu_);
     windows_.push_back(std::move(window));
@@ -81,6 +86,7 @@ class CollectingExporter final : public profiling::ProfileExporter {
   }
 
  private:
+  const profiling::TraceFormat trace_;
   mutable std::mutex mu_;
   std::vector<profiling::WindowFuture> windows_;
 };
@@ -216,7 +222,7 @@ void StartCpuProfiler(Run& run, const base::Clock& clock) {
   o.sampler.follow_children = true;
   o.window = kWindow;
   o.host_id = run.info.host;
-  auto collector = std::make_unique<CollectingExporter>();
+  auto collector = std::make_unique<CollectingExporter>(run.options.trace_format);
   run.cpu_collector = collector.get();
   cpu::CpuProfilerSource::Exporters exporters;
   exporters.push_back(std::move(collector));
@@ -275,7 +281,7 @@ void StartCudaProfiler(Run& run, const base::Clock& clock) {
   cuda::CudaProfilerSource::Options o;
   o.listener.socket_path = run.temp_dir + "/cupti.sock";
   o.window = kWindow;
-  auto collector = std::make_unique<CollectingExporter>();
+  auto collector = std::make_unique<CollectingExporter>(run.options.trace_format);
   run.gpu_collector = collector.get();
   cuda::CudaProfilerSource::Exporters exporters;
   exporters.push_back(std::move(collector));
@@ -357,8 +363,9 @@ base::Status WriteRunReport(Run& run) {
                                             "stopped",
                                             run.child);
   report::ProfileReport report = report::BuildReport(run.info, windows);
-  WARPSCOPE_ASSIGN_OR_RETURN(report::WrittenReport written,
-                             report::WriteReport(run.output, report, windows));
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      report::WrittenReport written,
+      report::WriteReport(run.output, report, windows, run.options.trace_format));
   std::fprintf(stderr, "warpscope profile: report in %s\n", written.html_path.c_str());
   return base::OkStatus();
 }

@@ -5,20 +5,42 @@
 #define WARPSCOPE_PROFILING_WINDOW_PROFILE_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace warpscope::profiling {
 
+// The trace a directory of profiles or `warpscope profile` writes.
+enum class TraceFormat {
+  kPerfetto,  // Perfetto's native protobuf trace (.perfetto-trace), the default
+  kChrome,    // Chrome trace event JSON (.trace.json)
+};
+
+// "perfetto" or "chrome" (the flags' values); nullopt for anything else.
+inline std::optional<TraceFormat> ParseTraceFormat(std::string_view name) {
+  if (name == "perfetto") return TraceFormat::kPerfetto;
+  if (name == "chrome") return TraceFormat::kChrome;
+  return std::nullopt;
+}
+
 // The output formats a window is built in. A profiler builds only what its exporters need.
 struct ProfileFormats {
-  bool pprof = false;   // WindowProfile::pprof_gz
-  bool folded = false;  // WindowProfile::folded and folded_pc_samples
-  bool trace = false;   // WindowProfile::trace_json
-  static ProfileFormats All() { return {true, true, true}; }
+  bool pprof = false;         // WindowProfile::pprof_gz
+  bool folded = false;        // WindowProfile::folded and folded_pc_samples
+  bool trace = false;         // WindowProfile::perfetto_trace
+  bool chrome_trace = false;  // WindowProfile::trace_json
+  static ProfileFormats All() { return {true, true, true, true}; }
+  // pprof and folded stacks, and the trace in `format`.
+  static ProfileFormats Files(TraceFormat format) {
+    return {true, true, format == TraceFormat::kPerfetto, format == TraceFormat::kChrome};
+  }
+  bool any_trace() const { return trace || chrome_trace; }
   ProfileFormats& operator|=(const ProfileFormats& o) {
     pprof |= o.pprof;
     folded |= o.folded;
     trace |= o.trace;
+    chrome_trace |= o.chrome_trace;
     return *this;
   }
   bool operator==(const ProfileFormats&) const = default;
@@ -34,7 +56,8 @@ struct WindowProfile {
   std::string pprof_gz;           // gzip(perftools.profiles.Profile)
   std::string folded;             // "a;b;c <gpu ns>\n", root first, sorted
   std::string folded_pc_samples;  // same for pc_samples, "" when there were none
-  std::string trace_json;         // Chrome trace event format (opens in Perfetto)
+  std::string perfetto_trace;     // perfetto.protos.Trace (profiling/perfetto_trace.h)
+  std::string trace_json;         // Chrome trace event format (opens in Perfetto too)
   // Totals of a GPU window.
   uint64_t kernels = 0;             // kernel executions (activities + aggregated counts)
   uint64_t gpu_time_ns = 0;         // kernels and memory copies/memsets

@@ -295,8 +295,21 @@ std::string RenderHtml(const ProfileReport& r, const std::vector<std::string>& f
   }
   out +=
       "</ul>\n<p>The <code>.pb.gz</code> files are pprof profiles (<code>go tool pprof</code>, "
-      "<code>pprof -http</code>); <code>trace.json</code> opens in Perfetto's UI or "
-      "chrome://tracing.</p>\n";
+      "<code>pprof -http</code>)";
+  for (const std::string& f : files) {
+    if (f.ends_with(".perfetto-trace")) {
+      out += fmt::format(
+          "; <code>{}</code> is a Perfetto trace: open it in Perfetto's UI "
+          "(<a href=\"https://ui.perfetto.dev\">ui.perfetto.dev</a>, \"Open trace file\") or "
+          "query it with trace processor",
+          HtmlEscape(f));
+    } else if (f.ends_with(".json") && f != "summary.json") {
+      out += fmt::format(
+          "; <code>{}</code> is a Chrome trace: it opens in Perfetto's UI or chrome://tracing",
+          HtmlEscape(f));
+    }
+  }
+  out += ".</p>\n";
   out += "<script>";
   out += kReportScript;
   out += "</script>\n</body></html>\n";

@@ -3,7 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base/testing/peer.h"
+#include "profiling/perfetto_trace.h"
 #include "profiling/pprof.h"
+#include "profiling/testing/perfetto_rows.h"
 #include "report/frame_classify.h"
 #include "report/html_report.h"
 #include "report/profile_report.h"
@@ -264,6 +267,66 @@ TEST(MergedTraceTest, MergesGpuTracesOnceAndAddsACpuTrackPerProcess) {
   EXPECT_EQ(counters, 1);
   EXPECT_EQ(cpu_slices, 1);
   EXPECT_EQ(process_names, 2) << "the GPU trace's name and the CPU track's";
+}
+
+// A GPU window whose Perfetto trace has kernel `kernel` on pid's stream 7, as the CUDA profiler
+// writes it: its own sequence per process, the process track described.
+profiling::WindowProfile PerfettoGpuWindow(int32_t pid, const std::string& kernel, int64_t start) {
+  profiling::WindowProfile w = GpuWindow(pid, kernel, 1);
+  w.trace_json.clear();
+  profiling::PerfettoTraceWriter t(static_cast<uint32_t>(pid) + 1);
+  t.ProcessTrack(profiling::ProcessTrackUuid(pid), pid, "app (pid 7)");
+  t.Track(profiling::GpuTrackUuid(0), 0, "GPU 0");
+  const uint64_t stream = profiling::GpuStreamTrackUuid(pid, 0, 7);
+  t.Track(stream, profiling::GpuTrackUuid(0), "stream 7 (pid 7)");
+  t.Slice(stream, "kernel", kernel, start, start + 2000).Uint("correlation_id", 1);
+  w.perfetto_trace = t.Finish();
+  return w;
+}
+
+TEST(MergedPerfettoTraceTest, ConcatenatesGpuWindowsAndAddsCpuTracksUnderEachProcess) {
+  WARPSCOPE_REQUIRE_PEER(profiling::testing::ProtocAvailable(), "protoc",
+                         profiling::testing::kProtocSetup);
+  const std::string trace = MergedPerfettoTrace(
+      {PerfettoGpuWindow(7, "gemm", 1'000'000'000), PerfettoGpuWindow(7, "gemm", 1'500'000'000),
+       CpuWindow(7, 1'000'000'000), CpuWindow(8, 1'000'000'000), CpuWindow(8, 2'000'000'000)});
+  const profiling::testing::PerfettoTraceRows rows = profiling::testing::ReadPerfettoTrace(trace);
+  ASSERT_EQ(rows.error, "");
+  EXPECT_EQ(rows.Named("gemm").size(), 2u);
+  EXPECT_EQ(rows.tracks.at(profiling::ProcessTrackUuid(7)).name, "app (pid 7)")
+      << "described once, by the GPU windows";
+  EXPECT_EQ(rows.tracks.at(profiling::ProcessTrackUuid(8)).name, "app (pid 8)");
+  const auto cpu = rows.Named("load<&>");
+  ASSERT_EQ(cpu.size(), 3u);
+  EXPECT_EQ(cpu[0]->category, "cpu_profile");
+  EXPECT_EQ(cpu[0]->end_ns - cpu[0]->start_ns, 1'000'000'000);
+  EXPECT_EQ(cpu[0]->args.at("samples"), "4");
+  const profiling::testing::PerfettoTrack& track = rows.tracks.at(cpu[0]->track);
+  EXPECT_EQ(track.name, "CPU profile");
+  EXPECT_TRUE(track.parent == profiling::ProcessTrackUuid(7) ||
+              track.parent == profiling::ProcessTrackUuid(8));
+  int counters = 0;
+  for (const profiling::testing::PerfettoSlice& s : rows.slices) {
+    if (s.type != "TYPE_COUNTER") continue;
+    ++counters;
+    EXPECT_DOUBLE_EQ(s.counter, 400.0 / 1e9);
+    EXPECT_EQ(rows.tracks.at(s.track).name, "CPU cores");
+    EXPECT_TRUE(rows.tracks.at(s.track).counter);
+  }
+  EXPECT_EQ(counters, 3);
+}
+
+TEST(HtmlReportTest, NamesTheTraceFileAndHowToOpenIt) {
+  RunInfo run;
+  run.command = {"app"};
+  ProfileReport r = BuildReport(run, {CpuWindow(7, 1'000'000'000)});
+  const std::string perfetto = RenderHtml(r, {"trace.perfetto-trace", "summary.json"});
+  EXPECT_NE(perfetto.find("<code>trace.perfetto-trace</code> is a Perfetto trace"),
+            std::string::npos);
+  EXPECT_NE(perfetto.find("ui.perfetto.dev"), std::string::npos);
+  EXPECT_EQ(perfetto.find("Chrome trace"), std::string::npos);
+  const std::string chrome = RenderHtml(r, {"trace.json", "summary.json"});
+  EXPECT_NE(chrome.find("<code>trace.json</code> is a Chrome trace"), std::string::npos);
 }
 
 }  // namespace

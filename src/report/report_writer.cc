@@ -80,7 +80,8 @@ std::string SummaryJson(const ProfileReport& r) {
 }
 
 base::Result<WrittenReport> WriteReport(const std::string& dir, const ProfileReport& report,
-                                        const std::vector<profiling::WindowProfile>& windows) {
+                                        const std::vector<profiling::WindowProfile>& windows,
+                                        profiling::TraceFormat trace) {
   WARPSCOPE_ASSIGN_OR_RETURN(auto sink,
                              exporters::DirectoryProfileSink::Create(dir, report.run.host));
   WrittenReport out;
@@ -101,8 +102,14 @@ base::Result<WrittenReport> WriteReport(const std::string& dir, const ProfileRep
     out.files.push_back(stem + ".pb.gz");
     if (!w.folded.empty()) out.files.push_back(stem + ".folded");
   }
-  WARPSCOPE_RETURN_IF_ERROR(base::WriteFile(dir + "/trace.json", MergedTrace(windows)));
-  out.files.push_back("trace.json");
+  if (trace == profiling::TraceFormat::kPerfetto) {
+    WARPSCOPE_RETURN_IF_ERROR(
+        base::WriteFile(dir + "/trace.perfetto-trace", MergedPerfettoTrace(windows)));
+    out.files.push_back("trace.perfetto-trace");
+  } else {
+    WARPSCOPE_RETURN_IF_ERROR(base::WriteFile(dir + "/trace.json", MergedTrace(windows)));
+    out.files.push_back("trace.json");
+  }
   WARPSCOPE_RETURN_IF_ERROR(base::WriteFile(dir + "/summary.json", SummaryJson(report)));
   out.files.push_back("summary.json");
   out.html_path = dir + "/report.html";

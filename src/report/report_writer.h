@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Writes `warpscope profile`'s output directory: report.html (html_report.h), summary.json
-// (the report's tables for scripts), trace.json (trace_merge.h) and one pprof file per process
+// (the report's tables for scripts), the trace (trace_merge.h: trace.perfetto-trace, or
+// trace.json in Chrome's format) and one pprof file per process
 // and kind, named like --cpu-profile-dir / --cuda-profile-dir files
 // (<kind>-<host>-<pid>-<start ms>-<end ms>.pb.gz, with .folded beside it).
 //
@@ -25,7 +26,8 @@ struct WrittenReport {
 // The directory exists or is created. Fails (naming the file) on the first write that fails.
 [[nodiscard]] base::Result<WrittenReport> WriteReport(
     const std::string& dir, const ProfileReport& report,
-    const std::vector<profiling::WindowProfile>& windows);
+    const std::vector<profiling::WindowProfile>& windows,
+    profiling::TraceFormat trace = profiling::TraceFormat::kPerfetto);
 
 // summary.json's document.
 std::string SummaryJson(const ProfileReport& report);

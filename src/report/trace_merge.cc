@@ -3,10 +3,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "profiling/perfetto_trace.h"
 #include "profiling/pprof.h"
 
 namespace warpscope::report {
@@ -109,6 +111,57 @@ std::string MergedTrace(const std::vector<profiling::WindowProfile>& windows) {
   }
   nlohmann::json doc = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ns"}};
   return doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+std::string MergedPerfettoTrace(const std::vector<profiling::WindowProfile>& windows) {
+  std::string out;
+  std::set<int32_t> gpu_pids;  // processes whose track a GPU window describes
+  struct CpuWindow {
+    const profiling::WindowProfile* window;
+    CpuWindowSummary summary;
+  };
+  std::vector<CpuWindow> cpu;
+  for (const profiling::WindowProfile& w : windows) {
+    if (w.kind == "gpu" && !w.perfetto_trace.empty()) {
+      out += w.perfetto_trace;
+      gpu_pids.insert(w.pid);
+      continue;
+    }
+    if (w.kind != "cpu" || w.pprof_gz.empty()) continue;
+    std::optional<CpuWindowSummary> s = Summarize(w);
+    if (s && s->samples > 0) cpu.push_back({&w, std::move(*s)});
+  }
+  // Each track's slices by start time (perfetto_trace.h).
+  std::stable_sort(cpu.begin(), cpu.end(), [](const CpuWindow& a, const CpuWindow& b) {
+    return std::pair(a.window->pid, a.window->start_ns) <
+           std::pair(b.window->pid, b.window->start_ns);
+  });
+  profiling::PerfettoTraceWriter writer(kCpuTraceSequenceId);
+  std::set<int32_t> described;
+  for (const CpuWindow& c : cpu) {
+    const profiling::WindowProfile& w = *c.window;
+    const uint64_t process = profiling::ProcessTrackUuid(w.pid);
+    const uint64_t slices = profiling::ProcessChildTrackUuid(w.pid, 0);
+    const uint64_t cores = profiling::ProcessChildTrackUuid(w.pid, 1);
+    if (described.insert(w.pid).second) {
+      if (!gpu_pids.count(w.pid)) {
+        writer.ProcessTrack(process, w.pid,
+                            fmt::format("{} (pid {})", Basename(w.executable), w.pid));
+      }
+      writer.Track(slices, process, "CPU profile", -2);
+      writer.CounterTrack(cores, process, "CPU cores");
+    }
+    const int64_t dur = std::max<int64_t>(1, w.end_ns - w.start_ns);
+    writer.Counter(cores, w.start_ns,
+                   static_cast<double>(c.summary.cpu_ns) / static_cast<double>(dur));
+    writer
+        .Slice(slices, "cpu_profile", c.summary.hottest.empty() ? "[cpu]" : c.summary.hottest,
+               w.start_ns, w.start_ns + dur)
+        .Int("samples", c.summary.samples)
+        .Double("cpu_ms", static_cast<double>(c.summary.cpu_ns) / 1e6);
+  }
+  out += writer.Finish();
+  return out;
 }
 
 }  // namespace warpscope::report

@@ -400,7 +400,7 @@ TEST_F(CudaProfilerE2eTest, SourceWritesProfilesToTheDirectoryAndRetunesProcesse
   ASSERT_TRUE(directory.WaitUntil([](const auto& s) { return s.written >= 1; }, 30s));
   const std::string stem =
       out_dir + "/gpu-testhost-" + std::to_string(pid) + "-1800000000000-" + "1800000001000";
-  for (const char* ext : {".pb.gz", ".folded", ".trace.json"}) {
+  for (const char* ext : {".pb.gz", ".folded", ".perfetto-trace"}) {
     EXPECT_EQ(access((stem + ext).c_str(), R_OK), 0) << stem << ext;
   }
   std::ifstream in(stem + ".pb.gz", std::ios::binary);

@@ -13,9 +13,11 @@
 #include <thread>
 
 #include "base/file_util.h"
+#include "base/testing/peer.h"
 #include "base/testing/temp_dir.h"
 #include "integration/child_process.h"
 #include "profiling/pprof.h"
+#include "profiling/testing/perfetto_rows.h"
 
 namespace warpscope {
 namespace {
@@ -118,16 +120,29 @@ TEST_F(ProfileCommandTest, FakeCudaAppReportHoldsItsKernelsAndLaunchSites) {
   for (const auto& f : p->frames) gemm |= f.function == "fake_gemm()";
   EXPECT_TRUE(gemm);
 
-  // The trace: kernels on GPU tracks, launches on the threads.
-  auto trace = nlohmann::json::parse(*base::ReadFile(Out() + "/trace.json"));
+  // The trace (Perfetto's format, decoded by protoc): kernels on GPU stream tracks, launches on
+  // the threads, a flow from each launch to its kernel.
+  EXPECT_FALSE(fs::exists(Out() + "/trace.json"));
+  WARPSCOPE_REQUIRE_PEER(profiling::testing::ProtocAvailable(), "protoc",
+                         profiling::testing::kProtocSetup);
+  auto bytes = base::ReadFile(Out() + "/trace.perfetto-trace");
+  ASSERT_TRUE(bytes.has_value()) << "no trace.perfetto-trace";
+  const profiling::testing::PerfettoTraceRows trace = profiling::testing::ReadPerfettoTrace(*bytes);
+  ASSERT_EQ(trace.error, "");
   int kernel_events = 0;
   int api_events = 0;
-  for (const auto& e : trace["traceEvents"]) {
-    if (e.value("cat", "") == "kernel") ++kernel_events;
-    if (e.value("cat", "") == "cuda_api") ++api_events;
+  size_t flows = 0;
+  for (const profiling::testing::PerfettoSlice& e : trace.slices) {
+    if (e.category == "kernel") {
+      ++kernel_events;
+      flows += e.terminating_flows.size();
+      EXPECT_EQ(trace.tracks.at(trace.tracks.at(e.track).parent).name, "GPU 0");
+    }
+    if (e.category == "cuda_api") ++api_events;
   }
   EXPECT_GT(kernel_events, 0);
   EXPECT_GT(api_events, 0);
+  EXPECT_GT(flows, 0u);
 
   auto html = base::ReadFile(Out() + "/report.html");
   ASSERT_TRUE(html.has_value());
@@ -238,6 +253,26 @@ TEST_F(ProfileCommandTest, BadInputFailsWithAClearMessage) {
   r = Profile({"-o", dir_.path() + "/file/out", "--", "/bin/true"});
   EXPECT_EQ(r.code(), 2);
   EXPECT_NE(r.err.find("--output"), std::string::npos) << r.err;
+  r = Profile({"-o", Out(), "--trace-format", "json", "--", "/bin/true"});
+  EXPECT_EQ(r.code(), 2);
+  EXPECT_NE(r.err.find("--trace-format=json: want perfetto (the default) or chrome"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(ProfileCommandTest, TraceFormatChromeWritesTraceJsonInstead) {
+  ASSERT_EQ(access(kApp.c_str(), X_OK), 0) << kApp;
+  Result r = Profile({"-o", Out(), "--trace-format", "chrome", "--", kApp, "--launches", "5"});
+  ASSERT_EQ(r.code(), 0) << r.err;
+  EXPECT_FALSE(fs::exists(Out() + "/trace.perfetto-trace"));
+  auto text = base::ReadFile(Out() + "/trace.json");
+  ASSERT_TRUE(text.has_value()) << "no trace.json";
+  auto trace = nlohmann::json::parse(*text);
+  int kernel_events = 0;
+  for (const auto& e : trace["traceEvents"]) kernel_events += e.value("cat", "") == "kernel";
+  EXPECT_GT(kernel_events, 0);
+  EXPECT_NE(base::ReadFile(Out() + "/report.html")->find("<code>trace.json</code>"),
+            std::string::npos);
 }
 
 TEST_F(ProfileCommandTest, ReportScriptRunsInHeadlessChromium) {

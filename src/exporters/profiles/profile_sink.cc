@@ -48,11 +48,12 @@ std::string UrlEncode(std::string_view text) {
 
 // DirectoryProfileSink -----------------------------------------------------------------------
 
-DirectoryProfileSink::DirectoryProfileSink(std::string dir, std::string host)
-    : dir_(std::move(dir)), host_(std::move(host)) {}
+DirectoryProfileSink::DirectoryProfileSink(std::string dir, std::string host,
+                                           profiling::TraceFormat trace)
+    : dir_(std::move(dir)), host_(std::move(host)), trace_(trace) {}
 
-base::Result<std::unique_ptr<DirectoryProfileSink>> DirectoryProfileSink::Create(std::string dir,
-                                                                                 std::string host) {
+base::Result<std::unique_ptr<DirectoryProfileSink>> DirectoryProfileSink::Create(
+    std::string dir, std::string host, profiling::TraceFormat trace) {
   if (dir.empty()) {
     return base::Error(base::InvalidArgument(
         "profile directory is empty: pass the directory profiles should be written to"));
@@ -65,7 +66,7 @@ base::Result<std::unique_ptr<DirectoryProfileSink>> DirectoryProfileSink::Create
         ec ? ": " : "", ec ? ec.message() : ""));
   }
   return std::unique_ptr<DirectoryProfileSink>(
-      new DirectoryProfileSink(std::move(dir), std::move(host)));
+      new DirectoryProfileSink(std::move(dir), std::move(host), trace));
 }
 
 std::string DirectoryProfileSink::StemFor(const profiling::WindowProfile& profile) const {
@@ -79,6 +80,7 @@ base::Status DirectoryProfileSink::Write(const profiling::WindowProfile& profile
       {".pb.gz", &profile.pprof_gz},
       {".folded", &profile.folded},
       {".pc.folded", &profile.folded_pc_samples},
+      {".perfetto-trace", &profile.perfetto_trace},
       {".trace.json", &profile.trace_json},
   };
   for (const auto& [extension, content] : files) {

@@ -39,26 +39,32 @@ class ProfileSink {
   ProfileSink() = default;
 };
 
-// Writes <dir>/<kind>-<host>-<pid>-<start ms>-<end ms>.pb.gz, .folded, .trace.json and (when there
-// were PC samples) .pc.folded. Each file is written to a temporary name and renamed, so readers
-// never see partial files. Empty outputs are not written.
+// Writes <dir>/<kind>-<host>-<pid>-<start ms>-<end ms>.pb.gz, .folded, the trace (.perfetto-trace,
+// Perfetto's protobuf format, or .trace.json, Chrome JSON) and (when there were PC samples)
+// .pc.folded. Each file is written to a temporary name and renamed, so readers never see partial
+// files. Empty outputs are not written.
 class DirectoryProfileSink final : public ProfileSink {
  public:
   // Creates `dir` (and parents) when missing. InvalidArgument when it exists and is not a
   // directory or cannot be created.
-  [[nodiscard]] static base::Result<std::unique_ptr<DirectoryProfileSink>> Create(std::string dir,
-                                                                                  std::string host);
+  // `trace`: the trace format formats() asks profilers for.
+  [[nodiscard]] static base::Result<std::unique_ptr<DirectoryProfileSink>> Create(
+      std::string dir, std::string host,
+      profiling::TraceFormat trace = profiling::TraceFormat::kPerfetto);
 
   base::Status Write(const profiling::WindowProfile& profile) override;
-  profiling::ProfileFormats formats() const override { return profiling::ProfileFormats::All(); }
+  profiling::ProfileFormats formats() const override {
+    return profiling::ProfileFormats::Files(trace_);
+  }
 
   // The file name stem Write() uses for `profile`, without directory or extension.
   std::string StemFor(const profiling::WindowProfile& profile) const;
 
  private:
-  DirectoryProfileSink(std::string dir, std::string host);
+  DirectoryProfileSink(std::string dir, std::string host, profiling::TraceFormat trace);
   std::string dir_;
   std::string host_;
+  profiling::TraceFormat trace_;
 };
 
 // POSTs the pprof of each window to <server>/api/v1/ingest/profile?host=H&kind=K&pid=P&

@@ -58,6 +58,26 @@ TEST(DirectoryProfileSinkTest, WritesPcSampleFoldedStacksWhenPresent) {
             "k;[stall] wait 3\n");
 }
 
+TEST(DirectoryProfileSinkTest, AsksForThePerfettoTraceUnlessChromeJsonIsChosen) {
+  TempDir tmp;
+  auto perfetto = DirectoryProfileSink::Create(tmp.path() + "/p", "h");
+  ASSERT_TRUE(perfetto);
+  EXPECT_TRUE((*perfetto)->formats().trace);
+  EXPECT_FALSE((*perfetto)->formats().chrome_trace);
+  auto chrome =
+      DirectoryProfileSink::Create(tmp.path() + "/c", "h", profiling::TraceFormat::kChrome);
+  ASSERT_TRUE(chrome);
+  EXPECT_FALSE((*chrome)->formats().trace);
+  EXPECT_TRUE((*chrome)->formats().chrome_trace);
+  WindowProfile p = Profile();
+  p.trace_json.clear();
+  p.perfetto_trace = std::string("\x0a\x00", 2);
+  ASSERT_TRUE((*perfetto)->Write(p).ok());
+  const std::string stem = tmp.path() + "/p/" + (*perfetto)->StemFor(p);
+  EXPECT_EQ(base::ReadFile(stem + ".perfetto-trace").value_or(""), p.perfetto_trace);
+  EXPECT_FALSE(fs::exists(stem + ".trace.json"));
+}
+
 TEST(DirectoryProfileSinkTest, RefusesAPathThatIsAFile) {
   TempDir tmp;
   ASSERT_TRUE(base::WriteFile(tmp.path() + "/file", "x").ok());

@@ -14,8 +14,9 @@ namespace {
 
 constexpr std::string_view kDefaultLaunch = "[kernel launch]";
 
-// "64 MiB", "1.5 KiB", "512 B": binary units, one decimal unless exact.
-std::string FormatBytes(uint64_t bytes) {
+}  // namespace
+
+std::string FormatTraceBytes(uint64_t bytes) {
   constexpr std::string_view kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   size_t unit = 0;
   while (unit + 1 < std::size(kUnits) && bytes >= (uint64_t{1} << (10 * (unit + 1)))) {
@@ -31,6 +32,8 @@ std::string FormatBytes(uint64_t bytes) {
   return fmt::format("{:.1f} {}", static_cast<double>(bytes) / static_cast<double>(scale),
                      kUnits[unit]);
 }
+
+namespace {
 
 // Draws the window's events in order, within the event budget, and remembers the tracks used.
 class GpuTrace {
@@ -97,8 +100,8 @@ class GpuTrace {
     const bool copy = m.op == MemoryActivity::Op::kMemcpy;
     const int64_t dur = std::max<int64_t>(0, m.end_ns - m.start_ns);
     gpu_tracks_.insert({m.device, m.stream});
-    std::string name = copy ? fmt::format("memcpy {} {}", m.kind, FormatBytes(m.bytes))
-                            : fmt::format("memset {}", FormatBytes(m.bytes));
+    std::string name = copy ? fmt::format("memcpy {} {}", m.kind, FormatTraceBytes(m.bytes))
+                            : fmt::format("memset {}", FormatTraceBytes(m.bytes));
     profiling::TraceArgs args = w_.Complete(copy ? "memcpy" : "memset", kGpuTrackPidBase + m.device,
                                             m.stream, m.start_ns, dur, name);
     args.Str(copy ? "kind" : "memory_kind", m.kind)

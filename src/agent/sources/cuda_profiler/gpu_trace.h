@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The Chrome trace of one process's GPU window (ProfileBuilder's trace_json): kernels and memory
+// The trace of one process's GPU window, as a Perfetto trace (ProfileBuilder's perfetto_trace,
+// gpu_perfetto_trace.cc) or a Chrome trace (trace_json, gpu_trace.cc): kernels and memory
 // copies/memsets as slices on their GPU's (device, stream) tracks, launch API slices and NVTX
 // ranges on the launching CPU thread's track, and flow arrows from launch to kernel. Private to
 // this folder.
@@ -27,8 +28,24 @@ struct GpuTraceOptions {
 // Trace pids of GPU tracks: this base + device.
 inline constexpr int64_t kGpuTrackPidBase = 1000000000;
 
+// "64 MiB", "1.5 KiB", "512 B": binary units, one decimal unless exact.
+std::string FormatTraceBytes(uint64_t bytes);
+
 std::string GpuTraceJson(const ProcessState& state, const GpuTraceOptions& options,
                          KernelNames& names, ProfileBuilder::Stats& stats);
+
+// The same window as a perfetto.protos.Trace on sequence GpuTraceSequenceId(pid). Tracks: the
+// process, its threads, "GPU <d>" (top level, shared by every process) with a child track per
+// (process, stream). Kernel slices carry correlation_id, context, grid, block,
+// registers_per_thread, shared_memory_bytes and graph_id (when in a graph); device and stream are
+// the track's.
+std::string GpuTracePerfetto(const ProcessState& state, const GpuTraceOptions& options,
+                             KernelNames& names, ProfileBuilder::Stats& stats);
+
+// A process's trace sequence: its windows, concatenated, each clear the state they start.
+inline uint32_t GpuTraceSequenceId(int32_t pid) {
+  return 1 + (static_cast<uint32_t>(pid) & 0x3fffff);
+}
 
 }  // namespace warpscope::agent::cuda_profiler
 

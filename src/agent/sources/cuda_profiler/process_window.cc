@@ -538,14 +538,20 @@ void ProcessWindow::WriteOutputs(int64_t start_ns, int64_t end_ns) {
       out_.folded_pc_samples = profiling::FoldedStacks(profile_.profile(), kPcSamples);
     }
   }
-  if (formats.trace) {
+  if (formats.any_trace()) {
     GpuTraceOptions trace;
     trace.pid = pid_;
     trace.process_name = ProcessFrameName(state_.desc, pid_);
     trace.start_ns = start_ns;
     trace.end_ns = end_ns;
     trace.max_events = options_.max_trace_kernels;
-    out_.trace_json = GpuTraceJson(state_, trace, names_, stats_);
+    if (formats.trace) {
+      out_.perfetto_trace = GpuTracePerfetto(state_, trace, names_, stats_);
+    }
+    if (formats.chrome_trace) {
+      ProfileBuilder::Stats counted_once = stats_;  // both traces drop the same events
+      out_.trace_json = GpuTraceJson(state_, trace, names_, formats.trace ? counted_once : stats_);
+    }
   }
 }
 

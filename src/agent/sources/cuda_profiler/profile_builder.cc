@@ -75,7 +75,7 @@ void ProfileBuilder::UpdateDeviceMemory(int32_t pid, std::vector<DeviceMemoryTot
 void ProfileBuilder::AddNvtxRange(int32_t pid, NvtxRange range) {
   ProcessState& state = State(pid);
   ++stats_.nvtx_ranges;
-  if (options_.formats.trace) {
+  if (options_.formats.any_trace()) {
     if (state.nvtx_undrawn.size() < options_.max_trace_kernels) {
       state.nvtx_undrawn.push_back(range);
     } else {

@@ -2,7 +2,7 @@
 // Agent-side cost of the CUDA kernel profiler: native symbolization per address (cold: a fresh
 // symbolizer that reads /proc/self/maps and parses the ELF file; warm: cached), and building
 // one export window of 100k kernels into the formats profile exporters ask for: pprof only (the
-// server), pprof + folded, or pprof + folded + Chrome trace (a directory).
+// server), pprof + folded, or pprof + folded + Perfetto trace (a directory).
 //
 //   ninja -C build cuda_profile_builder_bench && build/.../cuda_profile_builder_bench
 #include <benchmark/benchmark.h>
@@ -126,7 +126,7 @@ void BM_BuildWindow(benchmark::State& state) {
     FillWindow(builder, pid, state.range(0), /*add_stacks=*/false, spread);
     state.ResumeTiming();
     auto profiles = builder.FinishWindow(0, 10'000'000'000);
-    bytes = profiles[0].pprof_gz.size() + profiles[0].trace_json.size();
+    bytes = profiles[0].pprof_gz.size() + profiles[0].perfetto_trace.size();
     benchmark::DoNotOptimize(profiles);
   }
   state.SetItemsProcessed(state.iterations() * state.range(0));
