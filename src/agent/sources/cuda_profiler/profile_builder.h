@@ -90,6 +90,14 @@ class ProfileBuilder {
     // many per process (oldest arrival dropped first).
     int64_t nvtx_history_ns = 120'000'000'000;
     size_t max_nvtx_ranges_per_process = 100000;
+    // Unsampled launches of a kernel not sampled in the window go to the sites it was sampled
+    // at in earlier windows (weights halving every estimate_half_life_ns) for this long after
+    // its last sampled launch; 0 turns that off. At most max_estimate_kernels kernels and
+    // max_estimate_sites_per_kernel sites each per process are remembered.
+    int64_t estimate_history_ns = 300'000'000'000;
+    int64_t estimate_half_life_ns = 60'000'000'000;
+    size_t max_estimate_kernels = 4096;
+    size_t max_estimate_sites_per_kernel = 8;
   };
 
   struct Stats {
@@ -109,6 +117,11 @@ class ProfileBuilder {
     // kTotals: activities exceeded their aggregate (records of one kernel split across windows);
     // the aggregate's part is then clamped at 0.
     uint64_t aggregate_shortfalls = 0;
+    // Kernel executions of unsampled launches given to the window's sampled sites, to sites of
+    // earlier windows, and left under "[unsampled launch site]".
+    uint64_t launches_estimated = 0;
+    uint64_t launches_estimated_history = 0;
+    uint64_t launches_unattributed = 0;
   };
 
   // `symbolizer` may be null: native frames then read "[unknown] 0x<address>". It must outlive
