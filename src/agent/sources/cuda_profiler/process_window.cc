@@ -308,7 +308,7 @@ std::vector<uint32_t> ProcessWindow::NvtxLabels() {
   return kernel_nvtx;
 }
 
-// Phases 3 to 6 -------------------------------------------------------------------------------
+// Phases 3 to 7 -------------------------------------------------------------------------------
 
 // Labels in the order device, stream, pid, nvtx, attribution; device and stream -1 mean "none".
 std::vector<profiling::Label> ProcessWindow::Labels(int64_t device, int64_t stream, uint32_t nvtx,
@@ -361,16 +361,10 @@ void ProcessWindow::AddKernels(const std::vector<uint32_t>& nvtx) {
   };
   std::unordered_map<SiteKey, SiteValue, SiteKeyHash> sites_by_key;
   std::vector<SiteKey> site_order;  // first-seen order, for deterministic output
-  const bool totals = options_.aggregate_mode == ProfileBuilder::AggregateMode::kTotals;
   for (size_t i = 0; i < state_.kernels.size(); ++i) {
     const KernelActivity& k = state_.kernels[i];
     const uint64_t ns = static_cast<uint64_t>(std::max<int64_t>(0, k.end_ns - k.start_ns));
     const uint32_t kernel = KernelFrame(k.name);
-    if (totals) {
-      auto& [covered_ns, covered_count] = covered_[{kernel, k.device, k.stream}];
-      covered_ns += ns;
-      ++covered_count;
-    }
     if (!k.stack_hash.has_value()) {
       ++stats_.kernels_without_stack;
       AddToPool(kernel, k.device, k.stream, KindOf(k), ns, 1);
@@ -395,6 +389,21 @@ void ProcessWindow::AddKernels(const std::vector<uint32_t>& nvtx) {
         AddKernelSample(stack, v.ns, v.count, Labels(key.device, key.stream, key.nvtx), key.kernel);
     sampled_sites_.push_back({key.kernel, key.device, key.stream, KindOf(*v.first), v.count, v.ns});
     site_info_.push_back({index, key.stack_hash, v.first->launch_api, key.nvtx});
+  }
+  // kTotals: what the records (sampled or not) account for, taken off the aggregates next.
+  if (options_.aggregate_mode == ProfileBuilder::AggregateMode::kTotals) {
+    auto cover = [&](uint32_t kernel, uint32_t device, uint32_t stream, uint64_t ns,
+                     uint64_t count) {
+      auto& [covered_ns, covered_count] = covered_[{kernel, device, stream}];
+      covered_ns += ns;
+      covered_count += count;
+    };
+    for (const SampledSite& site : sampled_sites_) {
+      cover(site.kernel, site.device, site.stream, site.gpu_ns, site.launches);
+    }
+    for (const UnsampledPool& pool : pools_) {
+      cover(pool.kernel, pool.device, pool.stream, pool.gpu_ns, pool.launches);
+    }
   }
 }
 
@@ -603,7 +612,7 @@ void ProcessWindow::AddPcSamples() {
   }
 }
 
-// Phase 7 -------------------------------------------------------------------------------------
+// Phase 8 -------------------------------------------------------------------------------------
 
 void ProcessWindow::WriteOutputs(int64_t start_ns, int64_t end_ns) {
   const profiling::ProfileFormats& formats = options_.formats;
