@@ -460,7 +460,8 @@ void ProcessWindow::AddEstimates(int64_t start_ns) {
     if (AddHistoryEstimate(pool, start_ns)) {
       continue;
     }
-    stack = {process_frame_, Marker(kUnsampledSite), pool.kernel};
+    stack = unsampled_stack_;
+    stack.push_back(pool.kernel);
     AddKernelSample(stack, pool.gpu_ns, pool.launches, Labels(pool.device, pool.stream, 0),
                     pool.kernel);
     stats_.launches_unattributed += pool.launches;

@@ -160,7 +160,7 @@ class ProcessWindow {
   profiling::ProfileAggregator profile_;
   profiling::WindowProfile out_;
   uint32_t process_frame_ = 0;
-  std::vector<uint32_t> unsampled_stack_;
+  std::vector<uint32_t> unsampled_stack_;  // executable -> [unsampled launch site]
   std::unordered_map<uint64_t, std::vector<uint32_t>> window_stacks_;  // stack hash -> ids
   std::unordered_map<std::string_view, uint32_t> launch_ids_;          // launch API -> frame
   std::unordered_map<std::string_view, uint32_t> kernel_ids_;          // mangled -> frame
