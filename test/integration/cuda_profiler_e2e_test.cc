@@ -2,8 +2,10 @@
 // End to end: fake_cuda_app (test/fakes/cupti) loads libwarpscope_cupti.so through
 // CUDA_INJECTION64_PATH over the fake libcupti and reports to the agent's ProfileListener on a
 // socket in a temporary directory; the window's pprof is decoded with the generated protobuf and
-// checked frame by frame.
+// checked frame by frame; a launch storm's profile is sent to an in-process server and read back
+// from its merged-profile API.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -22,6 +24,9 @@
 
 #include "agent/sources/cuda_profiler/cuda_profiler_source.h"
 #include "agent/sources/cuda_profiler/profile_listener.h"
+#include "base/testing/peer.h"
+#include "base/testing/temp_dir.h"
+#include "base/time.h"
 #include "exporters/profiles/profile_sink.h"
 #include "exporters/profiles/profile_uploader.h"
 #include "integration/child_process.h"
@@ -29,7 +34,8 @@
 #include "perftools/profiles.pb.h"
 #include "profiling/elf_symbols.h"
 #include "profiling/testing/pprof_rows.h"
-#include "base/testing/peer.h"
+#include "server/api/api_server.h"
+#include "server/storage/sqlite_storage.h"
 
 namespace warpscope::agent::cuda_profiler {
 namespace {
@@ -510,6 +516,82 @@ TEST_F(CudaProfilerE2eTest, AgentTurnsPcSamplingOnForAConnectingProcess) {
     pc_total += r.values[2];
   }
   EXPECT_EQ(pc_total, 125);
+}
+
+// A launch storm at the default rate limit (200 admitted launches per thread per second): almost
+// every launch goes unsampled, yet its GPU time is attributed to the launch stacks, as the
+// server's merged profile shows.
+TEST_F(CudaProfilerE2eTest, AStormsGpuTimeIsAttributedToLaunchStacksAtTheServer) {
+  // Storm threads launch gemm on streams 7 and 8; one launch in 16 makes a kernel record.
+  auto app = StartApp({"--storm-ms", "1000", "--storm-threads", "2", "--storm-record-every", "16"});
+  ASSERT_NE(app, nullptr);
+  const int32_t pid = app->pid();
+  const int status = app->Wait(60s);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << app->Stderr();
+  ASSERT_TRUE(listener_->WaitUntil([](const auto& s) { return s.closed >= 1; }, 30s));
+  const int64_t end = base::ToUnixNanos(base::RealClock::Get().Now());
+  const int64_t start = end - 60'000'000'000;
+  auto future = listener_->FinishWindow(start, end);
+  ASSERT_EQ(future.wait_for(30s), std::future_status::ready);
+  std::vector<profiling::WindowProfile> windows = future.get();
+  ASSERT_EQ(windows.size(), 1u);
+  const profiling::WindowProfile& window = windows[0];
+  const Decoded d = Decode(window.pprof_gz);
+  SCOPED_TRACE(d.Stacks());
+  ASSERT_GT(window.kernels, 500u) << "a storm (sanitizer builds launch fewer)";
+  EXPECT_EQ(window.gpu_time_ns, window.kernels * kGemmNs) << "exact totals";
+  int64_t measured = 0;
+  int64_t estimated = 0;
+  for (const Row* r : d.Leaf(kGemm)) {
+    auto label = r->str_labels.find("attribution");
+    (label == r->str_labels.end() ? measured : estimated) += r->values[1];
+    if (label != r->str_labels.end()) {
+      EXPECT_EQ(label->second, "estimated") << r->stack;
+      EXPECT_GT(r->IndexOf("FakeAppLaunchGemm"), 0) << r->stack;
+    }
+  }
+  EXPECT_GT(measured, 0);
+  EXPECT_GT(estimated, 10 * measured) << "the rate limiter admitted few launches";
+
+  // To a server, and back from its merged profile (a call tree keyed by function names).
+  base::TempDir server_dir;
+  server::SqliteStorageOptions so;
+  so.data_dir = server_dir.path();
+  auto storage = server::SqliteStorage::Open(so);
+  ASSERT_TRUE(storage) << storage.error().message();
+  base::FakeClock clock(base::FromUnixNanos(end));
+  server::ApiServer::Options server_options;
+  server_options.listen_address = "127.0.0.1:0";
+  server_options.serve_ui = false;
+  server::ApiServer api(server_options, **storage, clock);
+  auto port = api.Start();
+  ASSERT_TRUE(port) << port.error().message();
+  auto sink = exporters::ServerProfileSink::Create(
+      {.server_url = "http://127.0.0.1:" + std::to_string(*port), .host = "storm-host"});
+  ASSERT_TRUE(sink) << sink.error().message();
+  base::Status written = (*sink)->Write(window);
+  ASSERT_TRUE(written.ok()) << written.message();
+  httplib::Client client("127.0.0.1", *port);
+  auto res = client.Get("/api/v1/profiles/merged?kind=gpu&pid=" + std::to_string(pid) +
+                        "&start=" + std::to_string(start / 1'000'000'000) +
+                        "&end=" + std::to_string(end / 1'000'000'000 + 1));
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  nlohmann::json tree = nlohmann::json::parse(res->body, nullptr, false);
+  ASSERT_FALSE(tree.is_discarded()) << res->body;
+  ASSERT_EQ(tree["root"]["children"].size(), 1u) << res->body;
+  const nlohmann::json& process = tree["root"]["children"][0];
+  EXPECT_EQ(process["name"], "fake_cuda_app");
+  const double total = process["total"][0].get<double>();
+  double unsampled = 0;
+  for (const auto& child : process["children"]) {
+    if (child["name"] == "[unsampled launch site]") {
+      unsampled += child["total"][0].get<double>();
+    }
+  }
+  EXPECT_EQ(total, static_cast<double>(window.gpu_time_ns));
+  EXPECT_GE((total - unsampled) / total, 0.95)
+      << unsampled << " of " << total << " ns under [unsampled launch site]";
 }
 
 }  // namespace

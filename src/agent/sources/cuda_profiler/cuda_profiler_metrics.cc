@@ -26,7 +26,8 @@ const MetricDesc kLaunchesAdmitted{
     .unit = "{launch}",
     .help =
         "Kernel launches admitted by the per-thread rate limiter for CPU and Python stack "
-        "capture; the others are still timed, under an unsampled launch site.",
+        "capture; the others are still timed, and estimated at the sampled launch sites of "
+        "their kernel.",
     .prom_name = "warpscope_cuda_profiler_launches_admitted_total",
     .otel_name = "warpscope.cuda_profiler.launches.admitted",
 };

@@ -23,6 +23,9 @@ constexpr std::string_view kUnsampledSite = "[unsampled launch site]";
 constexpr std::string_view kUnattributedPc = "[unattributed PC samples]";
 constexpr std::string_view kStackNotReceived = "[stack not received]";
 constexpr std::string_view kDefaultLaunch = "[kernel launch]";
+// The string label "attribution" of estimated kernel samples (profile_builder.h).
+constexpr std::string_view kEstimated = "estimated";
+constexpr std::string_view kEstimatedHistory = "estimated_history";
 
 enum Value : size_t { kGpuTime = 0, kLaunches = 1, kPcSamples = 2 };
 
@@ -56,45 +59,13 @@ Frame MakeFrame(FrameKind kind, std::string name) {
   return f;
 }
 
-// Splits `count` over `weights` in proportion, as integers summing exactly to `count`.
-std::vector<uint64_t> SplitProportionally(uint64_t count, const std::vector<uint64_t>& weights) {
-  std::vector<uint64_t> out(weights.size(), 0);
-  unsigned __int128 total = 0;
-  for (uint64_t w : weights) {
-    total += w;
-  }
-  if (total == 0 || weights.empty()) {
-    return out;
-  }
-  std::vector<std::pair<unsigned __int128, size_t>> remainders;
-  remainders.reserve(weights.size());
-  uint64_t given = 0;
-  for (size_t i = 0; i < weights.size(); ++i) {
-    unsigned __int128 scaled = static_cast<unsigned __int128>(count) * weights[i];
-    out[i] = static_cast<uint64_t>(scaled / total);
-    given += out[i];
-    remainders.push_back({scaled % total, i});
-  }
-  // The leftover (< number of sites) goes to the largest remainders; on ties the heavier site,
-  // then the earlier one. Only the top `left` entries need ordering: O(sites) per call.
-  size_t left = static_cast<size_t>(count - given);
-  auto before = [&](const auto& a, const auto& b) {
-    if (a.first != b.first) {
-      return a.first > b.first;
-    }
-    if (weights[a.second] != weights[b.second]) {
-      return weights[a.second] > weights[b.second];
-    }
-    return a.second < b.second;
-  };
-  if (left > 0 && left < remainders.size()) {
-    std::nth_element(remainders.begin(), remainders.begin() + static_cast<long>(left),
-                     remainders.end(), before);
-  }
-  for (size_t i = 0; i < left && i < remainders.size(); ++i) {
-    ++out[remainders[i].second];
-  }
-  return out;
+LaunchKind KindOf(const KernelActivity& k) {
+  return k.graph_id != 0 ? LaunchKind::kGraph : LaunchKind::kDirect;
+}
+
+LaunchHistory::Limits HistoryLimits(const ProfileBuilder::Options& o) {
+  return {o.estimate_history_ns, o.estimate_half_life_ns, o.max_estimate_kernels,
+          o.max_estimate_sites_per_kernel};
 }
 
 }  // namespace
@@ -170,11 +141,13 @@ profiling::WindowProfile ProcessWindow::Build(int64_t start_ns, int64_t end_ns) 
 
   AddKernels(NvtxLabels());
   AddAggregates();
+  AddEstimates(start_ns);
   AddMemory();
   AddPcSamples();
   stats_.kernels += out_.kernels;
   state_.kernels_profiled += out_.kernels;
   WriteOutputs(start_ns, end_ns);
+  UpdateHistory(end_ns);
   return std::move(out_);
 }
 
@@ -233,12 +206,20 @@ void ProcessWindow::ResolveStack(ProcessState::Stack& stack) {
   }
 }
 
-// Resolved once per stack for the process's life and interned once per window.
-const std::vector<uint32_t>& ProcessWindow::LaunchStack(const KernelActivity& k) {
-  if (!k.stack_hash.has_value()) {
-    return unsampled_stack_;
+uint32_t ProcessWindow::LaunchFrame(std::string_view api) {
+  if (api.empty()) {
+    api = kDefaultLaunch;
   }
-  uint64_t key = *k.stack_hash;
+  auto it = launch_ids_.find(api);
+  if (it == launch_ids_.end()) {
+    uint32_t id = profile_.InternFrame(MakeFrame(FrameKind::kLaunch, std::string(api)));
+    it = launch_ids_.emplace(api, id).first;
+  }
+  return it->second;
+}
+
+// Resolved once per stack for the process's life and interned once per window.
+const std::vector<uint32_t>& ProcessWindow::LaunchStack(uint64_t key) {
   auto cached = window_stacks_.find(key);
   if (cached != window_stacks_.end()) {
     return cached->second;
@@ -327,13 +308,13 @@ std::vector<uint32_t> ProcessWindow::NvtxLabels() {
   return kernel_nvtx;
 }
 
-// Phases 3 to 6 -------------------------------------------------------------------------------
+// Phases 3 to 7 -------------------------------------------------------------------------------
 
-// Labels in the order device, stream, pid, nvtx; device and stream -1 mean "none".
-std::vector<profiling::Label> ProcessWindow::Labels(int64_t device, int64_t stream,
-                                                    uint32_t nvtx) const {
+// Labels in the order device, stream, pid, nvtx, attribution; device and stream -1 mean "none".
+std::vector<profiling::Label> ProcessWindow::Labels(int64_t device, int64_t stream, uint32_t nvtx,
+                                                    std::string_view attribution) const {
   std::vector<profiling::Label> labels;
-  labels.reserve(4);
+  labels.reserve(5);
   if (device >= 0) {
     labels.push_back({"device", "", device});
   }
@@ -343,6 +324,9 @@ std::vector<profiling::Label> ProcessWindow::Labels(int64_t device, int64_t stre
   labels.push_back({"pid", "", pid_});
   if (nvtx != 0) {
     labels.push_back({"nvtx", nvtx_names_[nvtx], 0});
+  }
+  if (!attribution.empty()) {
+    labels.push_back({"attribution", std::string(attribution), 0});
   }
   return labels;
 }
@@ -354,60 +338,83 @@ size_t ProcessWindow::AddSample(const std::vector<uint32_t>& stack, int64_t gpu_
   return profile_.Add(stack, values, labels);
 }
 
+size_t ProcessWindow::AddKernelSample(const std::vector<uint32_t>& stack, uint64_t gpu_ns,
+                                      uint64_t launches,
+                                      const std::vector<profiling::Label>& labels,
+                                      uint32_t kernel) {
+  size_t index =
+      AddSample(stack, static_cast<int64_t>(gpu_ns), static_cast<int64_t>(launches), 0, labels);
+  site_time_[kernel_mangled_[kernel]][index] += gpu_ns;
+  out_.gpu_time_ns += gpu_ns;
+  out_.kernels += launches;
+  return index;
+}
+
 // GPU time and launches in two steps so the per-kernel work is a few hash lookups: (stack
 // hash, launch frame, kernel frame, device, stream, nvtx) first, full stacks once per distinct
-// key after.
+// key after. Records without a stack go to the unsampled pools.
 void ProcessWindow::AddKernels(const std::vector<uint32_t>& nvtx) {
   struct SiteValue {
     uint64_t ns = 0;
     uint64_t count = 0;
     const KernelActivity* first = nullptr;
   };
-  std::unordered_map<std::string_view, uint32_t> launch_ids;
   std::unordered_map<SiteKey, SiteValue, SiteKeyHash> sites_by_key;
   std::vector<SiteKey> site_order;  // first-seen order, for deterministic output
   for (size_t i = 0; i < state_.kernels.size(); ++i) {
     const KernelActivity& k = state_.kernels[i];
-    SiteKey key{
-        k.stack_hash.value_or(0), kNoStack, KernelFrame(k.name), k.device, k.stream, nvtx[i]};
+    const uint64_t ns = static_cast<uint64_t>(std::max<int64_t>(0, k.end_ns - k.start_ns));
+    const uint32_t kernel = KernelFrame(k.name);
     if (!k.stack_hash.has_value()) {
       ++stats_.kernels_without_stack;
-    } else {
-      std::string_view api = k.launch_api.empty() ? kDefaultLaunch : k.launch_api;
-      auto it = launch_ids.find(api);
-      if (it == launch_ids.end()) {
-        uint32_t id = profile_.InternFrame(MakeFrame(FrameKind::kLaunch, std::string(api)));
-        it = launch_ids.emplace(api, id).first;
-      }
-      key.launch = it->second;
+      AddToPool(kernel, k.device, k.stream, KindOf(k), ns, 1);
+      continue;
     }
+    SiteKey key{*k.stack_hash, LaunchFrame(k.launch_api), kernel, k.device, k.stream, nvtx[i]};
     auto [it, inserted] = sites_by_key.try_emplace(key);
     if (inserted) {
       site_order.push_back(key);
       it->second.first = &k;
     }
-    it->second.ns += static_cast<uint64_t>(std::max<int64_t>(0, k.end_ns - k.start_ns));
+    it->second.ns += ns;
     ++it->second.count;
   }
   std::vector<uint32_t> stack;
   for (const SiteKey& key : site_order) {
     const SiteValue& v = sites_by_key[key];
-    stack = LaunchStack(*v.first);
-    if (key.launch != kNoStack) {
-      stack.push_back(key.launch);
-    }
+    stack = LaunchStack(key.stack_hash);
+    stack.push_back(key.launch);
     stack.push_back(key.kernel);
-    size_t index = AddSample(stack, static_cast<int64_t>(v.ns), static_cast<int64_t>(v.count), 0,
-                             Labels(key.device, key.stream, key.nvtx));
-    site_time_[kernel_mangled_[key.kernel]][index] += v.ns;
-    out_.gpu_time_ns += v.ns;
-    out_.kernels += v.count;
-    if (options_.aggregate_mode == ProfileBuilder::AggregateMode::kTotals) {
-      auto& [ns, count] = covered_[{key.kernel, key.device, key.stream}];
-      ns += v.ns;
-      count += v.count;
+    size_t index =
+        AddKernelSample(stack, v.ns, v.count, Labels(key.device, key.stream, key.nvtx), key.kernel);
+    sampled_sites_.push_back({key.kernel, key.device, key.stream, KindOf(*v.first), v.count, v.ns});
+    site_info_.push_back({index, key.stack_hash, v.first->launch_api, key.nvtx});
+  }
+  // kTotals: what the records (sampled or not) account for, taken off the aggregates next.
+  if (options_.aggregate_mode == ProfileBuilder::AggregateMode::kTotals) {
+    auto cover = [&](uint32_t kernel, uint32_t device, uint32_t stream, uint64_t ns,
+                     uint64_t count) {
+      auto& [covered_ns, covered_count] = covered_[{kernel, device, stream}];
+      covered_ns += ns;
+      covered_count += count;
+    };
+    for (const SampledSite& site : sampled_sites_) {
+      cover(site.kernel, site.device, site.stream, site.gpu_ns, site.launches);
+    }
+    for (const UnsampledPool& pool : pools_) {
+      cover(pool.kernel, pool.device, pool.stream, pool.gpu_ns, pool.launches);
     }
   }
+}
+
+void ProcessWindow::AddToPool(uint32_t kernel, uint32_t device, uint32_t stream, LaunchKind kind,
+                              uint64_t gpu_ns, uint64_t launches) {
+  auto [it, inserted] = pool_ids_.try_emplace({kernel, device, stream, kind}, pools_.size());
+  if (inserted) {
+    pools_.push_back({kernel, device, stream, kind, 0, 0});
+  }
+  pools_[it->second].gpu_ns += gpu_ns;
+  pools_[it->second].launches += launches;
 }
 
 void ProcessWindow::AddAggregates() {
@@ -431,13 +438,105 @@ void ProcessWindow::AddAggregates() {
     if (ns == 0 && count == 0) {
       continue;
     }
-    std::vector<uint32_t> stack = {process_frame_, Marker(kUnsampledSite), kernel};
-    size_t index = AddSample(stack, static_cast<int64_t>(ns), static_cast<int64_t>(count), 0,
-                             Labels(a.device, a.stream, 0));
-    site_time_[kernel_mangled_[kernel]][index] += ns;
-    out_.gpu_time_ns += ns;
-    out_.kernels += count;
+    AddToPool(kernel, a.device, a.stream, LaunchKind::kUnknown, ns, count);
   }
+}
+
+// Each pool: to the window's sampled sites of its kernel (their stacks and NVTX labels, the
+// pool's device and stream), else to its sites of earlier windows, else under the marker.
+void ProcessWindow::AddEstimates(int64_t start_ns) {
+  WindowEstimate estimate = EstimateWindow(sampled_sites_, pools_);
+  std::vector<uint32_t> stack;
+  for (const EstimatedShare& share : estimate.shares) {
+    const UnsampledPool& pool = pools_[share.pool];
+    const SiteInfo& site = site_info_[share.site];
+    stack = profile_.profile().samples[site.sample].stack;  // copied: Add() may grow the table
+    AddKernelSample(stack, share.gpu_ns, share.launches,
+                    Labels(pool.device, pool.stream, site.nvtx, kEstimated), pool.kernel);
+    stats_.launches_estimated += share.launches;
+  }
+  for (size_t p : estimate.unmatched) {
+    const UnsampledPool& pool = pools_[p];
+    if (AddHistoryEstimate(pool, start_ns)) {
+      continue;
+    }
+    stack = unsampled_stack_;
+    stack.push_back(pool.kernel);
+    AddKernelSample(stack, pool.gpu_ns, pool.launches, Labels(pool.device, pool.stream, 0),
+                    pool.kernel);
+    stats_.launches_unattributed += pool.launches;
+  }
+}
+
+bool ProcessWindow::AddHistoryEstimate(const UnsampledPool& pool, int64_t start_ns) {
+  if (options_.estimate_history_ns <= 0) {
+    return false;
+  }
+  const LaunchHistory::Limits limits = HistoryLimits(options_);
+  const std::vector<LaunchHistory::Site>* sites =
+      state_.launch_history.Find(std::string(kernel_mangled_[pool.kernel]), start_ns, limits);
+  if (sites == nullptr) {
+    return false;
+  }
+  std::vector<size_t> all(sites->size());
+  std::vector<LaunchKind> kinds;
+  for (size_t i = 0; i < sites->size(); ++i) {
+    all[i] = i;
+    kinds.push_back((*sites)[i].kind);
+  }
+  std::vector<size_t> candidates = PreferKind(all, kinds, pool.kind);
+  std::vector<double> launches;
+  std::vector<double> ns;
+  for (size_t i : candidates) {
+    launches.push_back((*sites)[i].launches);
+    ns.push_back((*sites)[i].gpu_ns);
+  }
+  std::vector<uint64_t> launch_shares;
+  std::vector<uint64_t> ns_shares;
+  SplitPool(pool.launches, pool.gpu_ns, IntegerWeights(launches), IntegerWeights(ns),
+            &launch_shares, &ns_shares);
+  std::vector<uint32_t> stack;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (launch_shares[i] == 0 && ns_shares[i] == 0) {
+      continue;
+    }
+    const LaunchHistory::Site& site = (*sites)[candidates[i]];
+    stack = LaunchStack(site.stack_hash);
+    stack.push_back(LaunchFrame(site.launch_api));
+    stack.push_back(pool.kernel);
+    AddKernelSample(stack, ns_shares[i], launch_shares[i],
+                    Labels(pool.device, pool.stream, 0, kEstimatedHistory), pool.kernel);
+    stats_.launches_estimated_history += launch_shares[i];
+  }
+  return true;
+}
+
+// The window's sampled sites per kernel, each (stack, launch API, kind) summed over devices,
+// streams and NVTX ranges.
+void ProcessWindow::UpdateHistory(int64_t end_ns) {
+  if (options_.estimate_history_ns <= 0) {
+    return;
+  }
+  const LaunchHistory::Limits limits = HistoryLimits(options_);
+  std::map<uint32_t, std::vector<LaunchHistory::Site>> by_kernel;
+  for (size_t i = 0; i < sampled_sites_.size(); ++i) {
+    const SampledSite& s = sampled_sites_[i];
+    const SiteInfo& info = site_info_[i];
+    std::vector<LaunchHistory::Site>& sites = by_kernel[s.kernel];
+    auto same = std::find_if(sites.begin(), sites.end(), [&](const LaunchHistory::Site& h) {
+      return h.stack_hash == info.stack_hash && h.kind == s.kind && h.launch_api == info.launch_api;
+    });
+    if (same == sites.end()) {
+      sites.push_back({info.stack_hash, std::string(info.launch_api), s.kind, 0, 0});
+      same = sites.end() - 1;
+    }
+    same->launches += static_cast<double>(s.launches);
+    same->gpu_ns += static_cast<double>(s.gpu_ns);
+  }
+  for (const auto& [kernel, sites] : by_kernel) {
+    state_.launch_history.Update(std::string(kernel_mangled_[kernel]), sites, end_ns, limits);
+  }
+  state_.launch_history.Prune(end_ns, limits);
 }
 
 // Memory copies and memsets: GPU time under "executable -> [memcpy HtoD]".
@@ -514,7 +613,7 @@ void ProcessWindow::AddPcSamples() {
   }
 }
 
-// Phase 7 -------------------------------------------------------------------------------------
+// Phase 8 -------------------------------------------------------------------------------------
 
 void ProcessWindow::WriteOutputs(int64_t start_ns, int64_t end_ns) {
   const profiling::ProfileFormats& formats = options_.formats;

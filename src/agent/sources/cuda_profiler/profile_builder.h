@@ -6,13 +6,25 @@
 //   executable -> Python frames (outermost first) -> native frames (outermost first)
 //     -> launch API ("cudaLaunchKernel") -> kernel (demangled)
 //     [-> SASS instruction "[sass] 0x0040 FFMA R5, R2, R3, R4" -> "[stall] long_scoreboard"]
-// Kernels without a launch stack (not admitted by the rate limiter, or aggregated in the
-// library) sit under "executable -> [unsampled launch site] -> kernel", so GPU time and launch
-// totals are exact (see AggregateMode for how aggregates and individual records combine). PC
-// samples carry no launch (continuous sampling), so each (function, PC, stall) count is split over
-// the window's launch sites of that kernel in proportion to their GPU time (largest remainder:
-// integer counts, exact totals); a kernel with no GPU time in the window gets "executable ->
-// [unattributed PC samples] -> kernel -> ...".
+// GPU time and launch totals are exact: every kernel the library reported, individually or in
+// its aggregates (see AggregateMode for how they combine), is in the profile once. Kernels
+// whose launch was not sampled (not admitted by the rate limiter: records without a stack and
+// what the library only aggregated) are estimated (launch_estimator.h): per (kernel, device,
+// stream), their launches are split over the window's sampled launch sites of that kernel
+// (same device and stream when there are any; graph kernels to graph launches) in proportion
+// to the sites' sampled launches, and their GPU time in proportion to the sites' sampled GPU
+// time (largest remainder: integers, exact totals). The estimated part of a site is a sample
+// of its own, with the site's stack and NVTX label, the pool's device and stream, and the
+// string label "attribution" = "estimated"; measured samples have no "attribution" label. A
+// kernel not sampled in the window but sampled by the process in the last
+// Options::estimate_history_ns goes to those earlier sites (weights halving every
+// estimate_half_life_ns; bounded), labelled "attribution" = "estimated_history", without an
+// NVTX label. Only a kernel sampled neither now nor recently sits under
+// "executable -> [unsampled launch site] -> kernel". PC samples carry no launch (continuous
+// sampling), so each (function, PC, stall) count is split over the window's samples of that
+// kernel (measured, estimated and unsampled) in proportion to their GPU time (largest
+// remainder), keeping their labels; a kernel with no GPU time in the window gets
+// "executable -> [unattributed PC samples] -> kernel -> ...".
 //
 // Memory copies and memsets add GPU time under "executable -> [memcpy HtoD]" (or "[memcpy DtoH]",
 // "[memset]", ...): they have no launch stack (the library samples kernel launches only). They
@@ -22,8 +34,9 @@
 //
 // Sample types: gpu_time/nanoseconds (default), launches/count, pc_samples/count. Sample
 // labels (numeric): device, stream, pid (PC samples that were not attributed have pid only).
-// String label "nvtx": on kernel samples (and the PC samples split over them) whose launch was
-// sampled, the innermost NVTX range of the launching thread that contains the launch time
+// String label "attribution" on estimated parts (above). String label "nvtx": on kernel samples
+// (and their estimated parts and the PC samples split over them) whose launch was sampled, the
+// innermost NVTX range of the launching thread that contains the launch time
 // (start <= launch < end; markers, with start == end, contain nothing). A range labels kernels
 // only once it has arrived: ranges are reported when they end, so a kernel built into a window
 // before its enclosing range arrived has no label. Ranges are kept for
@@ -39,7 +52,8 @@
 // drawn, NVTX ranges first, then kernels, then copies.
 //
 // Thread contract: not thread-safe; one sequence feeds and finishes windows. Interned stacks,
-// process descriptions and counters persist across windows until ForgetProcess(); kernels,
+// process descriptions, counters and the sampled-site history persist across windows until
+// ForgetProcess(); kernels,
 // aggregates and PC samples belong to the current window and are cleared by FinishWindow().
 #ifndef WARPSCOPE_AGENT_SOURCES_CUDA_PROFILER_PROFILE_BUILDER_H_
 #define WARPSCOPE_AGENT_SOURCES_CUDA_PROFILER_PROFILE_BUILDER_H_
@@ -91,6 +105,14 @@ class ProfileBuilder {
     // many per process (oldest arrival dropped first).
     int64_t nvtx_history_ns = 120'000'000'000;
     size_t max_nvtx_ranges_per_process = 100000;
+    // Unsampled launches of a kernel not sampled in the window go to the sites it was sampled
+    // at in earlier windows (weights halving every estimate_half_life_ns) for this long after
+    // its last sampled launch; 0 turns that off. At most max_estimate_kernels kernels and
+    // max_estimate_sites_per_kernel sites each per process are remembered.
+    int64_t estimate_history_ns = 300'000'000'000;
+    int64_t estimate_half_life_ns = 60'000'000'000;
+    size_t max_estimate_kernels = 4096;
+    size_t max_estimate_sites_per_kernel = 8;
   };
 
   struct Stats {
@@ -110,6 +132,11 @@ class ProfileBuilder {
     // kTotals: activities exceeded their aggregate (records of one kernel split across windows);
     // the aggregate's part is then clamped at 0.
     uint64_t aggregate_shortfalls = 0;
+    // Kernel executions of unsampled launches given to the window's sampled sites, to sites of
+    // earlier windows, and left under "[unsampled launch site]".
+    uint64_t launches_estimated = 0;
+    uint64_t launches_estimated_history = 0;
+    uint64_t launches_unattributed = 0;
   };
 
   // `symbolizer` may be null: native frames then read "[unknown] 0x<address>". It must outlive

@@ -36,6 +36,17 @@ struct Decoded : profiling::PprofRows {
     }
     return nullptr;
   }
+  // The row of `stack` whose "attribution" label is `attribution` ("": none, measured).
+  const Row* Find(const std::string& stack, const std::string& attribution) const {
+    for (const Row& r : rows) {
+      auto label = r.str_labels.find("attribution");
+      const std::string value = label == r.str_labels.end() ? "" : label->second;
+      if (r.stack == stack && value == attribution) {
+        return &r;
+      }
+    }
+    return nullptr;
+  }
   std::string Stacks() const {
     std::string out;
     for (const Row& r : rows) {
@@ -172,7 +183,7 @@ TEST_F(ProfileBuilderTest, LaunchesOfOneStackAddUpPerStream) {
   EXPECT_EQ(profiles[0].kernels, 3u);
 }
 
-TEST_F(ProfileBuilderTest, AggregatesCoveringEveryKernelLeaveTheRestToTheUnsampledSite) {
+TEST_F(ProfileBuilderTest, AggregatesCoveringEveryKernelLeaveTheRestToTheEstimate) {
   builder_.AddStack(pid_, PyTorchLikeStack(0xabc));
   builder_.AddKernel(pid_, Kernel(1, 0xabc, 2'000'000'000, 1000));
   builder_.AddKernel(pid_, Kernel(2, std::nullopt, 2'000'010'000, 2000));
@@ -184,12 +195,15 @@ TEST_F(ProfileBuilderTest, AggregatesCoveringEveryKernelLeaveTheRestToTheUnsampl
   auto profiles = builder_.FinishWindow(0, 3'000'000'000);
   Decoded d = Decode(profiles[0].pprof_gz);
   ASSERT_EQ(d.rows.size(), 3u) << d.Stacks();
-  const Row* sampled = d.Find(launch_prefix_ + kGemmName);
+  const Row* sampled = d.Find(launch_prefix_ + kGemmName, "");
   ASSERT_NE(sampled, nullptr) << d.Stacks();
   EXPECT_EQ(sampled->values, (std::vector<int64_t>{1000, 1, 0}));
-  const Row* unsampled = d.Find(std::string("python3.11;[unsampled launch site];") + kGemmName);
-  ASSERT_NE(unsampled, nullptr) << d.Stacks();
-  EXPECT_EQ(unsampled->values, (std::vector<int64_t>{79000, 39, 0}));
+  // The record without a stack and what only the aggregates counted: at the one sampled site.
+  const Row* estimated = d.Find(launch_prefix_ + kGemmName, "estimated");
+  ASSERT_NE(estimated, nullptr) << d.Stacks();
+  EXPECT_EQ(estimated->values, (std::vector<int64_t>{79000, 39, 0}));
+  EXPECT_EQ(estimated->labels,
+            (std::map<std::string, int64_t>{{"device", 0}, {"stream", 7}, {"pid", pid_}}));
   const Row* triton = d.Find("python3.11;[unsampled launch site];triton_poi_fused_add_0");
   ASSERT_NE(triton, nullptr);
   EXPECT_EQ(triton->values, (std::vector<int64_t>{500, 5, 0}));
@@ -222,9 +236,9 @@ TEST_F(ProfileBuilderTest, DisjointAggregatesAddToTheActivities) {
   auto profiles = builder.FinishWindow(0, 3'000'000'000);
   Decoded d = Decode(profiles[0].pprof_gz);
   ASSERT_EQ(d.rows.size(), 2u) << d.Stacks();
-  const Row* unsampled = d.Find(std::string("python3.11;[unsampled launch site];") + kGemmName);
-  ASSERT_NE(unsampled, nullptr) << d.Stacks();
-  EXPECT_EQ(unsampled->values, (std::vector<int64_t>{82000, 41, 0}));
+  const Row* estimated = d.Find(launch_prefix_ + kGemmName, "estimated");
+  ASSERT_NE(estimated, nullptr) << d.Stacks();
+  EXPECT_EQ(estimated->values, (std::vector<int64_t>{82000, 41, 0}));
   EXPECT_EQ(profiles[0].gpu_time_ns, 83000u);
   EXPECT_EQ(profiles[0].kernels, 42u);
 }
@@ -249,19 +263,19 @@ TEST_F(ProfileBuilderTest, PcSamplesSplitOverLaunchSitesByGpuTimeWithSassAndStal
   builder_.AddPcSample(pid_, {0x77, kGemm, 0x50, "smsp__pcsamp_warps_issue_stalled_wait", 4});
   auto profiles = builder_.FinishWindow(0, 3'000'000'000);
   Decoded d = Decode(profiles[0].pprof_gz);
-  // 3000 ns sampled vs 1000 ns unsampled: 10 samples -> 7.5/2.5 -> 8/2 (largest remainder,
-  // the heavier site on ties); 4 samples -> 3/1.
-  const Row* sampled_ffma = d.Find(launch_prefix_ + kGemmName +
-                                   ";[sass] 0x0040 FFMA R5, R2, R3, R4;[stall] long_scoreboard");
+  // 3000 ns measured vs 1000 ns estimated at the same site: 10 samples -> 7.5/2.5 -> 8/2
+  // (largest remainder, the heavier site on ties); 4 samples -> 3/1. The estimated part's PC
+  // samples keep its label.
+  const std::string ffma = launch_prefix_ + kGemmName +
+                           ";[sass] 0x0040 FFMA R5, R2, R3, R4;[stall] long_scoreboard";
+  const Row* sampled_ffma = d.Find(ffma, "");
   ASSERT_NE(sampled_ffma, nullptr) << d.Stacks();
   EXPECT_EQ(sampled_ffma->values, (std::vector<int64_t>{0, 0, 8}));
   EXPECT_EQ(sampled_ffma->labels.at("stream"), 7);
-  const Row* unsampled_ffma =
-      d.Find(std::string("python3.11;[unsampled launch site];") + kGemmName +
-             ";[sass] 0x0040 FFMA R5, R2, R3, R4;[stall] long_scoreboard");
-  ASSERT_NE(unsampled_ffma, nullptr) << d.Stacks();
-  EXPECT_EQ(unsampled_ffma->values[2], 2);
-  const Row* wait = d.Find(launch_prefix_ + kGemmName + ";[sass] 0x0050;[stall] wait");
+  const Row* estimated_ffma = d.Find(ffma, "estimated");
+  ASSERT_NE(estimated_ffma, nullptr) << d.Stacks();
+  EXPECT_EQ(estimated_ffma->values[2], 2);
+  const Row* wait = d.Find(launch_prefix_ + kGemmName + ";[sass] 0x0050;[stall] wait", "");
   ASSERT_NE(wait, nullptr) << d.Stacks();
   EXPECT_EQ(wait->values[2], 3);
   int64_t pc_total = 0;
@@ -614,7 +628,7 @@ TEST_F(ProfileBuilderTest, KernelsWithoutAContainingRangeOfTheirThreadHaveNoNvtx
   Decoded d = Decode(profiles[0].pprof_gz);
   ASSERT_EQ(d.rows.size(), 2u);
   for (const Row& r : d.rows) {
-    EXPECT_TRUE(r.str_labels.empty()) << r.stack;
+    EXPECT_FALSE(r.str_labels.contains("nvtx")) << r.stack;
   }
   for (const std::string& s : d.profile.string_table()) {
     EXPECT_NE(s, "nvtx") << "no label key without labels";
