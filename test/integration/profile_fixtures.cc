@@ -66,11 +66,10 @@ profiling::WindowProfile FixtureCpuWindow(int64_t start_ns, int64_t end_ns) {
   info.executable = "/usr/bin/python3";
   info.thread_names[pid] = "python3";
   info.thread_names[pid + 1] = "DataLoader";
-  cpu::SourceLines lines;
   profiling::Symbolizer symbolizer{{}};
   cpu::KernelSymbols kernel = cpu::KernelSymbols::Parse(kKallsyms).value();
   SplicingPython python;
-  cpu::SymbolSources sources{table, lines, symbolizer, kernel, python};
+  cpu::SymbolSources sources{table, symbolizer, kernel, python};
 
   cpu::CpuWindow window(profiling::ProfileFormats{.pprof = true});
   cpu::UnwoundSample train;
