@@ -466,4 +466,29 @@ void Symbolizer::InvalidateProcess(pid_t pid) {
 
 void Symbolizer::ForgetProcess(pid_t pid) { processes_.erase(pid); }
 
+std::vector<Frame> ProfileFrames(const NativeFrame& n) {
+  std::vector<Frame> chain;
+  Frame f;
+  f.function = n.function;
+  f.system_name = n.mangled != n.function ? n.mangled : "";
+  f.module = n.module;
+  f.build_id = n.build_id;
+  f.kind = FrameKind::kNative;
+  f.file = n.file;
+  f.line = n.line;
+  chain.push_back(std::move(f));
+  for (auto in = n.inlined.rbegin(); in != n.inlined.rend(); ++in) {
+    Frame g;
+    g.function = in->function.empty() ? "[inlined]" : in->function;
+    g.file = in->file;
+    g.line = in->line;
+    g.module = n.module;
+    g.build_id = n.build_id;
+    g.kind = FrameKind::kNative;
+    g.inlined = true;
+    chain.push_back(std::move(g));
+  }
+  return chain;
+}
+
 }  // namespace warpscope::profiling

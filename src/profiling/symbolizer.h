@@ -36,6 +36,7 @@
 #include "base/status.h"
 #include "profiling/dwarf_lines.h"
 #include "profiling/elf_symbols.h"
+#include "profiling/profile.h"
 
 namespace warpscope::profiling {
 
@@ -80,6 +81,10 @@ struct PerfMapSymbol {
 };
 // Parses a perf map file's text, sorted by start; malformed lines are skipped.
 std::vector<PerfMapSymbol> ParsePerfMap(std::string_view text);
+
+// The profile frames of one symbolized address, root first: its function (kNative; with file
+// and line when DWARF gave them) and the functions inlined there (Frame::inlined).
+std::vector<Frame> ProfileFrames(const NativeFrame& n);
 
 class Symbolizer {
  public:

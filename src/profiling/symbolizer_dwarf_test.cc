@@ -160,6 +160,26 @@ TEST_F(DwarfFixture, LibraryWithDwarfGivesFileLineAndTheInlinedFrame) {
   EXPECT_TRUE(symbolizer.debug_info_errors().empty());
 }
 
+TEST_F(DwarfFixture, ProfileFramesAreTheFunctionThenWhatIsInlinedThereRootFirst) {
+  Symbolizer symbolizer({});
+  NativeFrame n = SymbolizeAs(symbolizer, fs::canonical(SYMBOLIZER_DWARFLIB).string(), address_);
+
+  std::vector<Frame> frames = ProfileFrames(n);
+
+  // addr2line prints innermost first; the profile's frames run root first.
+  ASSERT_EQ(frames.size(), expected_.size());
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const Addr2LineFrame& want = expected_[expected_.size() - 1 - i];
+    EXPECT_EQ(frames[i].file, want.file) << i;
+    EXPECT_EQ(frames[i].line, want.line) << i;
+    EXPECT_EQ(frames[i].inlined, i > 0) << i;
+    EXPECT_EQ(frames[i].kind, FrameKind::kNative);
+    EXPECT_EQ(frames[i].module, n.module);
+  }
+  EXPECT_EQ(frames.front().function, "WarpscopeDwarfInlinedCallSite");
+  EXPECT_EQ(frames.back().function, "warpscope_dwarf_fixture::InlinedLeaf(int)");
+}
+
 TEST_F(DwarfFixture, CachesTheDwarfPerFileAndTheLinesPerAddress) {
   Symbolizer symbolizer({});
   std::string lib = fs::canonical(SYMBOLIZER_DWARFLIB).string();

@@ -113,38 +113,24 @@ profiling::WindowProfile CpuWindow::BuildProcess(
   std::unordered_map<uint64_t, std::vector<Frame>> user_frames;
   for (size_t i = 0; i < addresses.size(); ++i) {
     const profiling::NativeFrame& n = native[i];
-    Frame f;
-    f.function = n.function;
-    f.system_name = n.mangled != n.function ? n.mangled : "";
-    f.module = n.module;
-    f.build_id = n.build_id;
-    f.kind = FrameKind::kNative;  // JIT code too: the profile model has no JIT kind
-    if (!n.resolved && sources.perf_maps != nullptr) {
-      if (const profiling::PerfMapSymbol* jit = sources.perf_maps->Find(pid, addresses[i])) {
-        f.function = jit->name;
-        f.system_name.clear();
-        f.module = "[jit]";
-        f.build_id.clear();
-      }
-    }
     std::vector<Frame> chain;
-    if (n.resolved && !n.jit) {
-      f.file = n.file;
-      f.line = n.line;
+    const profiling::PerfMapSymbol* jit = nullptr;
+    if (!n.resolved && sources.perf_maps != nullptr) {
+      jit = sources.perf_maps->Find(pid, addresses[i]);
     }
-    chain.push_back(std::move(f));
-    if (n.resolved && !n.jit) {
-      for (auto in = n.inlined.rbegin(); in != n.inlined.rend(); ++in) {
-        Frame g;
-        g.function = in->function.empty() ? "[inlined]" : in->function;
-        g.file = in->file;
-        g.line = in->line;
-        g.module = n.module;
-        g.build_id = n.build_id;
-        g.kind = FrameKind::kNative;
-        g.inlined = true;
-        chain.push_back(std::move(g));
-      }
+    if (jit != nullptr) {
+      Frame f;
+      f.function = jit->name;
+      f.module = "[jit]";
+      f.kind = FrameKind::kNative;  // the profile model has no JIT kind
+      chain.push_back(std::move(f));
+    } else if (n.resolved && !n.jit) {
+      chain = profiling::ProfileFrames(n);
+    } else {
+      chain = profiling::ProfileFrames(n);
+      chain.resize(1);  // no source position for what no symbol covers
+      chain[0].file.clear();
+      chain[0].line = 0;
     }
     user_frames.emplace(addresses[i], std::move(chain));
   }

@@ -196,13 +196,9 @@ void ProcessWindow::ResolveStack(ProcessState::Stack& stack) {
     if (!n.resolved) {
       ++state_.unresolved_frames;
     }
-    Frame f = MakeFrame(FrameKind::kNative, n.function);
-    if (n.mangled != n.function) {
-      f.system_name = n.mangled;
+    for (Frame& f : profiling::ProfileFrames(n)) {  // the function, then what is inlined there
+      stack.frames.push_back(std::move(f));
     }
-    f.module = n.module;
-    f.build_id = n.build_id;
-    stack.frames.push_back(std::move(f));
   }
 }
 
