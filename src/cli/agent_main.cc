@@ -157,6 +157,7 @@ base::Result<std::unique_ptr<agent::cpu_profiler::CpuProfilerSource>> MakeCpuPro
 }  // namespace
 
 AgentProcess::AgentProcess() = default;
+int AgentProcess::metrics_port() const { return http_ != nullptr ? http_->port() : 0; }
 AgentProcess::~AgentProcess() { Stop(); }
 
 base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::AgentConfig& config_in,

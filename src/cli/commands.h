@@ -59,6 +59,8 @@ struct UpOptions {
   std::string data_dir;
   int server_port = 9410;
   int agent_port = 9400;
+  // With `simulate`: the scenario's demo workloads to run, "all", "none" or GPU indices.
+  std::string workloads = "all";
 };
 int RunUp(const UpOptions& options);
 std::string DefaultUpDataDir();
@@ -105,6 +107,8 @@ class AgentProcess {
   agent::Agent& agent() { return *agent_; }
   // The exporter pushing windows to --server; null without one.
   const exporters::ServerExporter* server_exporter() const { return server_exporter_; }
+  // The port /metrics listens on (the one bound for port 0); 0 without one.
+  int metrics_port() const;
   // The last cycle in the Prometheus text format.
   const std::string& LatestExposition() const;
 

@@ -65,7 +65,13 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 65535))
       ->capture_default_str();
   up_cmd->add_option("--agent-port", up_options.agent_port, "Agent /metrics port on 127.0.0.1")
-      ->check(CLI::Range(1, 65535))
+      ->check(CLI::Range(0, 65535))
+      ->capture_default_str();
+  up_cmd
+      ->add_option("--workloads", up_options.workloads,
+                   "With --simulate: the demo workloads to run (all, none, or GPU indices such "
+                   "as 0,3)")
+      ->envname("WARPSCOPE_UP_WORKLOADS")
       ->capture_default_str();
 
   CLI::App* profile_cmd = app.add_subcommand(

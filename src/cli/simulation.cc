@@ -15,7 +15,7 @@ namespace warpscope::cli {
 
 namespace fs = std::filesystem;
 
-base::Result<Simulation> PrepareSimulation(std::string_view scenario,
+base::Result<Simulation> ResolveSimulation(std::string_view scenario,
                                            const std::string& search_root) {
   const fs::path bin =
       search_root.empty() ? fs::path(base::ExecutableDir()) : fs::path(search_root);
@@ -46,6 +46,12 @@ base::Result<Simulation> PrepareSimulation(std::string_view scenario,
         lib.string()));
   }
   sim.library_path = fs::canonical(lib, ec).string();
+  return sim;
+}
+
+base::Result<Simulation> PrepareSimulation(std::string_view scenario,
+                                           const std::string& search_root) {
+  WARPSCOPE_ASSIGN_OR_RETURN(Simulation sim, ResolveSimulation(scenario, search_root));
   const char* tmpdir = getenv("TMPDIR");
   std::string templ = (tmpdir != nullptr && *tmpdir != '\0' ? std::string(tmpdir) : "/tmp") +
                       "/warpscope-sim-host-XXXXXX";

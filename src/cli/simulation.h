@@ -20,6 +20,11 @@ struct Simulation {
   std::shared_ptr<const void> host_root_owner;
 };
 
+// The scenario file and the simulator library of `--simulate SCENARIO` (as PrepareSimulation),
+// without creating anything or setting the environment.
+base::Result<Simulation> ResolveSimulation(std::string_view scenario,
+                                           const std::string& search_root = "");
+
 // Resolves `--simulate SCENARIO` (a path, or the name of a shipped scenario looked up in
 // <exe dir>/../share/warpscope/scenarios) and the simulator library (<exe dir>/../lib/sim),
 // creates the host root (warpscope-sim-host-* under $TMPDIR, else /tmp), then points the

@@ -15,6 +15,8 @@
 #include "base/file_util.h"
 #include "base/logging.h"
 #include "cli/commands.h"
+#include "cli/demo_workloads.h"
+#include "cli/simulation.h"
 
 namespace warpscope::cli {
 namespace {
@@ -41,6 +43,33 @@ base::Status EnsureToken(const std::string& path) {
   bool ok = write(out, token.data(), token.size()) == static_cast<ssize_t>(token.size());
   close(out);
   return ok ? base::OkStatus() : base::Unavailable("cannot write {}", path);
+}
+
+base::Result<std::unique_ptr<DemoWorkloads>> StartWorkloads(const UpOptions& options,
+                                                            const Simulation& sim,
+                                                            const std::string& agent_socket) {
+  WARPSCOPE_ASSIGN_OR_RETURN(auto all, ListDemoWorkloads(sim.library_path, sim.scenario_path));
+  auto selected = SelectDemoWorkloads(all, options.workloads);
+  if (!selected) return base::Error(selected.error());
+  const std::filesystem::path bin(base::ExecutableDir());
+  DemoWorkloads::Options o;
+  o.program = (bin / "warpscope-demo-workload").string();
+  o.inject_library = (bin.parent_path() / "lib" / "libwarpscope_cupti.so").string();
+  o.cupti_library = (bin.parent_path() / "lib" / "sim" / "libcupti.so").string();
+  o.agent_socket = agent_socket;
+  o.log_dir = options.data_dir;
+  return DemoWorkloads::Start(o, std::move(*selected));
+}
+
+// "  workloads      GPU 3 pid 4242 (dataloader), ...\n", or "" without any.
+std::string DescribeWorkloads(const std::vector<DemoWorkload>& workloads) {
+  if (workloads.empty()) return "";
+  std::string out = "  workloads     ";
+  for (const DemoWorkload& w : workloads) {
+    out += " GPU " + std::to_string(w.device) + " pid " + std::to_string(w.pid) + " (" +
+           w.workload + ")";
+  }
+  return out + "\n";
 }
 
 }  // namespace
@@ -94,12 +123,36 @@ int RunUp(const UpOptions& options) {
   // CUDA kernel profiles of injected applications go to the local server too.
   agent_config.enable_cuda_profiler = true;
   agent_config.cuda_profile_interval = std::chrono::seconds(10);
-  agent_config.cuda_profiler_socket = agent::cuda_profiler::DefaultListenSocket(::getenv);
+  // WARPSCOPE_AGENT_SOCKET, the injected library's own variable, moves both ends.
+  const char* socket = ::getenv("WARPSCOPE_AGENT_SOCKET");
+  agent_config.cuda_profiler_socket = socket != nullptr && *socket == '/'
+                                          ? std::string(socket)
+                                          : agent::cuda_profiler::DefaultListenSocket(::getenv);
   // CPU profiles of every process of this machine, in windows as short as the CUDA profiler's.
   // Without the privilege to sample system-wide the profiler falls back to the processes it may
   // profile, or turns itself off with the reason; the rest of `up` runs either way.
   agent_config.enable_cpu_profiler = options.cpu_profiler;
   agent_config.cpu_profile_interval = std::chrono::seconds(10);
+  // The scenario's demo workloads start before the agent, so that the simulator, which reads
+  // the scenario at the agent's NVML init, reports their pids (WARPSCOPE_SIM_PIDS).
+  std::unique_ptr<DemoWorkloads> workloads;
+  if (!options.simulate.empty()) {
+    auto sim = ResolveSimulation(options.simulate);
+    if (!sim) {
+      std::fprintf(stderr, "warpscope up: --simulate: %s\n", sim.error().message().c_str());
+      return 2;
+    }
+    agent_config.simulate = sim->scenario_path;
+    auto started = StartWorkloads(options, *sim, agent_config.cuda_profiler_socket);
+    if (!started) {
+      std::fprintf(stderr, "warpscope up: %s\n", started.error().message().c_str());
+      return 2;
+    }
+    workloads = std::move(*started);
+    if (!workloads->workloads().empty()) {
+      setenv("WARPSCOPE_SIM_PIDS", workloads->PidMap().c_str(), 1);
+    }
+  }
   if (base::Status st = agent_config.Validate(); !st.ok()) {
     std::fprintf(stderr, "warpscope up: %s\n", st.message().c_str());
     return 2;
@@ -118,15 +171,18 @@ int RunUp(const UpOptions& options) {
       "  data           %s  (ingest token in %s)\n"
       "  CUDA profiler  CUDA_INJECTION64_PATH=%s/lib/libwarpscope_cupti.so "
       "WARPSCOPE_AGENT_SOCKET=%s <app>\n"
+      "%s"
       "Ctrl-C stops it.\n",
       options.simulate.empty() ? "" : (" on the NVML simulator (" + options.simulate + ")").c_str(),
-      (*server)->port(), (*server)->port(), options.agent_port, options.data_dir.c_str(),
+      (*server)->port(), (*server)->port(), (*agent)->metrics_port(), options.data_dir.c_str(),
       token_file.c_str(),
       std::filesystem::path(base::ExecutableDir()).parent_path().string().c_str(),
-      agent_config.cuda_profiler_socket.c_str());
+      agent_config.cuda_profiler_socket.c_str(),
+      workloads == nullptr ? "" : DescribeWorkloads(workloads->workloads()).c_str());
   std::fflush(stdout);
 
   RunUntilSignal(runner, signals, [&] {
+    if (workloads != nullptr) workloads->Stop();
     (*agent)->Stop();
     (*server)->Stop();
   });

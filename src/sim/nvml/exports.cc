@@ -3,10 +3,14 @@
 // catches every exception (NVML callers are C code), answering NVML_ERROR_UNKNOWN instead.
 // Which of these symbols a built library exports is decided by its linker version script
 // (libnvidia-ml.map or libnvidia-ml-legacy.map); everything else in the library is hidden.
+#include <climits>
+#include <cstring>
+#include <string>
 #include <type_traits>
 
 #include "nvml/abi.h"
 #include "sim/nvml/nvml_sim.h"
+#include "sim/nvml/scenario.h"
 
 #define WARPSCOPE_SIM_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -322,6 +326,34 @@ WARPSCOPE_SIM_EXPORT void warpscope_sim_set_time_ns(long long t_ns) {
   }
 }
 WARPSCOPE_SIM_EXPORT const char* warpscope_sim_last_error(void) { return Sim().LastError(); }
+WARPSCOPE_SIM_EXPORT long warpscope_sim_list_workloads(const char* scenario_path, char* out,
+                                                       unsigned long cap) {
+  try {
+    std::string text;
+    long result = 0;
+    auto scenario = warpscope::sim::LoadScenarioFile(scenario_path == nullptr ? "" : scenario_path);
+    if (!scenario) {
+      text = scenario.error().message();
+      result = LONG_MIN;
+    } else {
+      for (const auto& w : warpscope::sim::ListWorkloads(*scenario)) {
+        text += std::to_string(w.pid) + " " + std::to_string(w.device) + " " + w.workload + "\n";
+      }
+      result = static_cast<long>(text.size());
+    }
+    if (text.size() + 1 > cap) {
+      if (result == LONG_MIN) {
+        text.resize(cap == 0 ? 0 : cap - 1);
+      } else {
+        return -static_cast<long>(text.size() + 1);
+      }
+    }
+    if (cap > 0) std::memcpy(out, text.c_str(), text.size() + 1);
+    return result;
+  } catch (...) {
+    return LONG_MIN;
+  }
+}
 
 // Runs when the library is unloaded (dlclose of the last handle, or process exit): frees what
 // the scenario allocated, so a test that unloads the simulator without a final nvmlShutdown does

@@ -18,6 +18,11 @@ inline constexpr char kScenarioEnvVar[] = "WARPSCOPE_SIM_SCENARIO";
 // (proc/, etc/passwd; see host_tree.h). Read at the same init; unset or empty: no tree.
 inline constexpr char kHostRootEnvVar[] = "WARPSCOPE_SIM_HOST_ROOT";
 
+// Scenario pids renamed to the pids of real processes, "SCENARIO_PID=PID,..." (ApplyPidMap in
+// scenario.h): `warpscope up --simulate` puts its demo workloads' pids here. Read at the same
+// init; unset or empty: the scenario's pids. A bad map fails the init like a bad scenario.
+inline constexpr char kPidMapEnvVar[] = "WARPSCOPE_SIM_PIDS";
+
 // void warpscope_sim_set_time_ns(long long t_ns): switches to the manual clock and sets the
 // simulated time (nanoseconds since start). Callable before init; wakes nvmlEventSetWait_v2.
 inline constexpr char kSetTimeNsSymbol[] = "warpscope_sim_set_time_ns";
@@ -27,6 +32,15 @@ using SetTimeNsFn = void (*)(long long t_ns);
 // ("" after a successful init). The string stays valid until the next init.
 inline constexpr char kLastErrorSymbol[] = "warpscope_sim_last_error";
 using LastErrorFn = const char* (*)();
+
+// long warpscope_sim_list_workloads(const char* scenario_path, char* out, unsigned long cap):
+// parses the scenario file (no init needed, no simulator state touched) and writes its demo
+// workload processes (ListWorkloads), one "PID DEVICE WORKLOAD\n" line each, NUL-terminated,
+// into `out`. Returns the length written, or minus the length needed (NUL included) when `cap`
+// is too small; on a scenario that does not load, writes the error message and returns
+// LONG_MIN.
+inline constexpr char kListWorkloadsSymbol[] = "warpscope_sim_list_workloads";
+using ListWorkloadsFn = long (*)(const char* scenario_path, char* out, unsigned long cap);
 
 }  // namespace warpscope::sim
 

@@ -179,6 +179,13 @@ nvmlReturn_t NvmlSim::Init(std::string_view fn) {
     SetError(scenario.error().message());
     return abi::kErrorUnknown;
   }
+  const char* pid_map = std::getenv(kPidMapEnvVar);
+  if (pid_map != nullptr && *pid_map != '\0') {
+    if (base::Status st = ApplyPidMap(pid_map, *scenario); !st.ok()) {
+      SetError(fmt::format("{}: {}", kPidMapEnvVar, st.message()));
+      return abi::kErrorUnknown;
+    }
+  }
   if (scenario->driver.missing_symbols.contains(fn)) {
     return abi::kErrorFunctionNotFound;
   }

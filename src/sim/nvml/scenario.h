@@ -86,6 +86,8 @@ struct ProcessSpec {
   std::optional<unsigned> gpu_instance_id;  // MIG only
   unsigned compute_instance_id = 0;         // MIG only
   std::optional<HostProcessSpec> host;      // its host side, when the scenario gives one
+  // The demo workload `warpscope up --simulate` runs for this process (workloads.h), or "".
+  std::string workload;
 };
 
 // The simulated host: the totals of the synthetic /proc tree, and its processes that use no GPU.
@@ -179,6 +181,22 @@ struct Scenario {
                                                    std::string_view source_name);
 // Reads and parses a scenario file.
 [[nodiscard]] base::Result<Scenario> LoadScenarioFile(const std::string& path);
+
+// A scenario process that names a demo workload (ProcessSpec::workload): one per pid, on the
+// first device that lists it, in device order.
+struct WorkloadProcess {
+  unsigned pid = 0;
+  unsigned device = 0;  // NVML index
+  std::string workload;
+};
+std::vector<WorkloadProcess> ListWorkloads(const Scenario& scenario);
+
+// Renames scenario pids: `map` is "SCENARIO_PID=PID,..." (hooks.h kPidMapEnvVar), so that NVML
+// and the host tree report the pids of real processes (the demo workloads) instead. Every
+// occurrence moves: device processes and the host tree's. Fails, changing nothing, on a
+// malformed entry, a scenario pid that no process has, or a new pid that another scenario
+// process keeps.
+[[nodiscard]] base::Status ApplyPidMap(std::string_view map, Scenario& scenario);
 
 // True for every NVML function the simulator exports (current and legacy names).
 bool IsKnownNvmlFunction(std::string_view name);

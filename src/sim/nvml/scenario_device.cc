@@ -12,6 +12,7 @@
 
 #include "base/file_util.h"
 #include "sim/nvml/scenario_parser.h"
+#include "sim/nvml/workloads.h"
 
 namespace warpscope::sim {
 namespace {
@@ -456,7 +457,7 @@ Status Parser::ParseProcess(const YAML::Node& p, const std::string& ppath, const
   WARPSCOPE_RETURN_IF_ERROR(
       CheckKeys(p, ppath,
                 {"pid", "name", "type", "start", "stop", "memory", "sm_util", "mem_util",
-                 "gpu_instance_id", "compute_instance_id", "host"}));
+                 "gpu_instance_id", "compute_instance_id", "host", "workload"}));
   WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node pid, Required(p, ppath, "pid", "pid: 41000"));
   WARPSCOPE_ASSIGN_OR_RETURN(proc.pid, UInt(pid, Join(ppath, "pid"), 1, 4194304));
   if (Present(p["name"])) {
@@ -493,6 +494,14 @@ Status Parser::ParseProcess(const YAML::Node& p, const std::string& ppath, const
   }
   WARPSCOPE_RETURN_IF_ERROR(
       OptionalUInt(p, ppath, "compute_instance_id", 0, 31, proc.compute_instance_id));
+  if (Present(p["workload"])) {
+    WARPSCOPE_ASSIGN_OR_RETURN(proc.workload, Str(p["workload"], Join(ppath, "workload")));
+    if (!IsKnownWorkload(proc.workload)) {
+      return Err(p["workload"], Join(ppath, "workload"),
+                 fmt::format("unknown workload '{}'; use one of {}", proc.workload,
+                             KnownWorkloadList()));
+    }
+  }
   if (Present(p["host"])) {
     HostProcessSpec host;
     WARPSCOPE_RETURN_IF_ERROR(ParseProcessHost(p["host"], Join(ppath, "host"), proc, host));

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: Apache-2.0
+// The demo workloads of `warpscope up --simulate`: one warpscope-demo-workload process per
+// scenario GPU process that names a `workload:` (docs/simulator.md), started before the agent
+// so that the simulator reports their pids (WARPSCOPE_SIM_PIDS) and metrics, processes and
+// profiles of one GPU name one process.
+//
+// Lifetime: the processes form one process group of their own (a terminal's Ctrl-C reaches
+// `up` only, which stops them); each asks the kernel for SIGKILL when `up` dies
+// (PR_SET_PDEATHSIG), so not even a `kill -9` of `up` leaves one behind. Stop() (also run by
+// the destructor) sends SIGTERM to the group, waits up to 5 s, then SIGKILLs what is left and
+// reaps every child. Not thread-safe: one thread, the one that called Start (the kernel ties
+// PR_SET_PDEATHSIG to the thread that forked).
+#ifndef WARPSCOPE_CLI_DEMO_WORKLOADS_H_
+#define WARPSCOPE_CLI_DEMO_WORKLOADS_H_
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace warpscope::cli {
+
+struct DemoWorkload {
+  unsigned scenario_pid = 0;  // the pid the scenario gives the GPU process
+  unsigned device = 0;        // its GPU's NVML index
+  std::string workload;       // sim/nvml/workloads.h
+  pid_t pid = 0;              // the process running it (0 before Start)
+};
+
+// Which workloads `up --workloads` runs: "all", "none" or GPU indices ("3" or "0,3").
+// Returns the subset of `all` selected, or an error naming the bad value.
+[[nodiscard]] base::Result<std::vector<DemoWorkload>> SelectDemoWorkloads(
+    const std::vector<DemoWorkload>& all, const std::string& selection);
+
+// The scenario's workload processes, read through the simulator library's
+// warpscope_sim_list_workloads (sim/nvml/hooks.h), so that cli never links the simulator.
+[[nodiscard]] base::Result<std::vector<DemoWorkload>> ListDemoWorkloads(
+    const std::string& sim_library, const std::string& scenario_path);
+
+class DemoWorkloads {
+ public:
+  struct Options {
+    std::string program;         // warpscope-demo-workload
+    std::string inject_library;  // libwarpscope_cupti.so (CUDA_INJECTION64_PATH)
+    std::string cupti_library;   // the CUPTI simulator (WARPSCOPE_CUPTI_LIBRARY)
+    std::string agent_socket;    // WARPSCOPE_AGENT_SOCKET
+    std::string log_dir;         // each process's stdout and stderr: workload-gpu<N>.log
+  };
+  [[nodiscard]] static base::Result<std::unique_ptr<DemoWorkloads>> Start(
+      const Options& options, std::vector<DemoWorkload> workloads);
+  ~DemoWorkloads();
+  DemoWorkloads(const DemoWorkloads&) = delete;
+  DemoWorkloads& operator=(const DemoWorkloads&) = delete;
+
+  void Stop();
+  const std::vector<DemoWorkload>& workloads() const { return workloads_; }
+  // "SCENARIO_PID=PID,..." for WARPSCOPE_SIM_PIDS.
+  std::string PidMap() const;
+
+ private:
+  DemoWorkloads() = default;
+  std::vector<DemoWorkload> workloads_;
+  pid_t group_ = 0;
+};
+
+}  // namespace warpscope::cli
+
+#endif  // WARPSCOPE_CLI_DEMO_WORKLOADS_H_

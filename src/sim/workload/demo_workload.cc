@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: Apache-2.0
+// warpscope-demo-workload: one simulated GPU process of `warpscope up --simulate`. It behaves as
+// a CUDA application does under the profiler: it loads the library named by
+// CUDA_INJECTION64_PATH (libwarpscope_cupti.so) and calls its InitializeInjection, as the CUDA
+// driver does, then runs train.py (train_script.cc) in an embedded Python interpreter. The
+// script's kernel launches go through the C functions below to the fake libcupti named by
+// WARPSCOPE_CUPTI_LIBRARY (the same file the injected library loads), which fires the launch
+// callbacks on the calling thread and queues one kernel record per launch on a simulated GPU
+// timeline; so the injected library sees real launch stacks (Python frames included) and
+// kernel records, and reports them to the agent like any application's.
+//
+// Usage: warpscope-demo-workload --workload NAME --device N
+//   NAME: sim/nvml/workloads.h. N: the NVML index of the simulated GPU, the device of every
+//   kernel record. Runs until SIGTERM or SIGINT; exit status 0 then, 2 for bad arguments or
+//   environment, 3 when a library cannot be loaded, 4 when the script fails.
+#include <dlfcn.h>
+#include <signal.h>
+#include <time.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+#include "cupti/abi.h"
+#include "sim/nvml/workloads.h"
+#include "sim/workload/train_script.h"
+
+namespace {
+
+namespace abi = ::warpscope::cupti::abi;
+
+// The fake libcupti's hooks (test/fakes/cupti/fake_cupti.h), resolved with dlsym.
+using LaunchFn = uint32_t (*)(int domain, uint32_t cbid, const char* symbol, void* context);
+using AddKernelFn = void (*)(uint32_t corr, const char* name, uint32_t device, uint32_t stream,
+                             uint64_t start_ns, uint64_t end_ns, uint32_t graph_id,
+                             uint64_t graph_node_id);
+using ContextCreatedFn = void (*)(void* context);
+
+LaunchFn g_launch = nullptr;
+AddKernelFn g_add_kernel = nullptr;
+void* const kContext = reinterpret_cast<void*>(0x1000);
+
+std::atomic<bool> g_stop{false};
+std::string g_workload;
+uint32_t g_device = 0;
+
+uint64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The simulated GPU: kernels of one stream run back to back, never before their launch.
+// `g_gpu_free_ns` is when the last queued kernel ends (CLOCK_REALTIME, like CUPTI's records).
+std::mutex g_gpu_mu;
+uint64_t g_gpu_free_ns = 0;
+
+uint64_t QueueKernel(uint64_t duration_ns) {
+  std::lock_guard lock(g_gpu_mu);
+  const uint64_t start = std::max(g_gpu_free_ns, RealtimeNs());
+  g_gpu_free_ns = start + duration_ns;
+  return start;
+}
+
+// Kernel names must stay valid for the life of the process (CUPTI shares them the same way).
+const char* Intern(const char* name) {
+  static std::mutex mu;
+  static std::set<std::string>* names = new std::set<std::string>();
+  std::lock_guard lock(mu);
+  return names->emplace(name).first->c_str();
+}
+
+}  // namespace
+
+// The launching functions: native frames between the Python caller and the launch API, named
+// as the extension functions of a framework would be. Exported, with frame pointers, so the
+// injected library's unwinder and symbolizer see them.
+extern "C" __attribute__((noinline, visibility("default"))) uint32_t SimLaunchKernel(
+    const char* kernel, uint32_t stream, uint64_t duration_ns) {
+  const uint32_t corr = g_launch(abi::kDomainRuntimeApi, abi::kCbidCudaLaunchKernel, kernel, kContext);
+  const uint64_t start = QueueKernel(duration_ns);
+  g_add_kernel(corr, kernel, g_device, stream, start, start + duration_ns, 0, 0);
+  asm volatile("" ::: "memory");
+  return corr;
+}
+
+extern "C" __attribute__((noinline, visibility("default"))) uint32_t SimNcclAllReduce(
+    const char* kernel, uint64_t duration_ns) {
+  // NCCL launches its collectives on a stream of its own.
+  const uint32_t corr = SimLaunchKernel(kernel, 13, duration_ns);
+  asm volatile("" ::: "memory");
+  return corr;
+}
+
+// CPU work of a data loader: an inverse DCT-like loop over `pixels` values.
+extern "C" __attribute__((noinline, visibility("default"))) uint64_t SimDecodeImage(
+    uint64_t pixels) {
+  uint64_t acc = 0;
+  for (uint64_t i = 0; i < pixels; ++i) {
+    acc = acc * 6364136223846793005ull + (i ^ (acc >> 29));
+    asm volatile("" : "+r"(acc));
+  }
+  return acc & 0xFF;
+}
+
+namespace {
+
+PyObject* PyLaunch(PyObject*, PyObject* args) {
+  const char* name = nullptr;
+  unsigned long us = 0;
+  if (!PyArg_ParseTuple(args, "sk", &name, &us)) return nullptr;
+  return PyLong_FromUnsignedLong(SimLaunchKernel(Intern(name), 7, us * 1000));
+}
+
+PyObject* PyAllReduce(PyObject*, PyObject* args) {
+  const char* name = nullptr;
+  unsigned long us = 0;
+  if (!PyArg_ParseTuple(args, "sk", &name, &us)) return nullptr;
+  return PyLong_FromUnsignedLong(SimNcclAllReduce(Intern(name), us * 1000));
+}
+
+PyObject* PyDecodeImage(PyObject*, PyObject* args) {
+  unsigned long long pixels = 0;
+  if (!PyArg_ParseTuple(args, "K", &pixels)) return nullptr;
+  return PyLong_FromUnsignedLongLong(SimDecodeImage(pixels));
+}
+
+// Waits, with the GIL released, until the simulated GPU has run every queued kernel (as
+// torch.cuda.synchronize); a step of the script never runs ahead of its GPU.
+PyObject* PySynchronize(PyObject*, PyObject*) {
+  uint64_t until = 0;
+  {
+    std::lock_guard lock(g_gpu_mu);
+    until = g_gpu_free_ns;
+  }
+  Py_BEGIN_ALLOW_THREADS;
+  const uint64_t now = RealtimeNs();
+  if (until > now) {
+    const uint64_t wait = std::min<uint64_t>(until - now, 1'000'000'000ull);
+    timespec ts{static_cast<time_t>(wait / 1'000'000'000ull),
+                static_cast<long>(wait % 1'000'000'000ull)};
+    nanosleep(&ts, nullptr);
+  }
+  Py_END_ALLOW_THREADS;
+  Py_RETURN_NONE;
+}
+
+PyObject* PyRunning(PyObject*, PyObject*) { return PyBool_FromLong(g_stop.load() ? 0 : 1); }
+
+PyObject* PyWorkload(PyObject*, PyObject*) { return PyUnicode_FromString(g_workload.c_str()); }
+
+PyMethodDef kMethods[] = {
+    {"launch", PyLaunch, METH_VARARGS, "launch(kernel, microseconds): one kernel launch"},
+    {"all_reduce", PyAllReduce, METH_VARARGS, "all_reduce(kernel, microseconds): NCCL launch"},
+    {"decode_image", PyDecodeImage, METH_VARARGS, "decode_image(pixels): CPU work"},
+    {"synchronize", PySynchronize, METH_NOARGS, "wait for the simulated GPU"},
+    {"running", PyRunning, METH_NOARGS, "False once SIGTERM or SIGINT arrived"},
+    {"workload", PyWorkload, METH_NOARGS, "the --workload name"},
+    {nullptr, nullptr, 0, nullptr}};
+PyModuleDef kModule = {PyModuleDef_HEAD_INIT, "simcuda", nullptr, -1, kMethods};
+PyObject* InitModule() { return PyModule_Create(&kModule); }
+
+void OnStopSignal(int) { g_stop.store(true); }
+
+int Usage(const char* why) {
+  std::fprintf(stderr,
+               "warpscope-demo-workload: %s\n"
+               "usage: warpscope-demo-workload --workload NAME --device N  (NAME: %s)\n",
+               why, warpscope::sim::KnownWorkloadList().c_str());
+  return 2;
+}
+
+void* Load(const char* env, int flags) {
+  const char* path = std::getenv(env);
+  if (path == nullptr || *path == '\0') {
+    std::fprintf(stderr, "warpscope-demo-workload: %s is not set; `warpscope up --simulate` "
+                 "sets it\n", env);
+    return nullptr;
+  }
+  void* lib = dlopen(path, flags);
+  if (lib == nullptr) {
+    std::fprintf(stderr, "warpscope-demo-workload: %s=%s: %s\n", env, path, dlerror());
+  }
+  return lib;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool have_device = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--workload" && i + 1 < argc) {
+      g_workload = argv[++i];
+    } else if (a == "--device" && i + 1 < argc) {
+      char* end = nullptr;
+      const unsigned long d = std::strtoul(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0' || d > 1023) return Usage("--device must be 0..1023");
+      g_device = static_cast<uint32_t>(d);
+      have_device = true;
+    } else {
+      return Usage(("unknown argument '" + a + "'").c_str());
+    }
+  }
+  if (!warpscope::sim::IsKnownWorkload(g_workload)) {
+    return Usage(("unknown workload '" + g_workload + "'").c_str());
+  }
+  if (!have_device) return Usage("--device is missing");
+
+  struct sigaction sa{};
+  sa.sa_handler = OnStopSignal;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+
+  // The fake libcupti first, global, so that the injected library's dlopen of the same path
+  // finds this copy and both talk to one fake.
+  void* cupti = Load("WARPSCOPE_CUPTI_LIBRARY", RTLD_NOW | RTLD_GLOBAL);
+  if (cupti == nullptr) return 3;
+  g_launch = reinterpret_cast<LaunchFn>(dlsym(cupti, "FakeCuptiLaunch"));
+  g_add_kernel = reinterpret_cast<AddKernelFn>(dlsym(cupti, "FakeCuptiAddKernel"));
+  auto context_created = reinterpret_cast<ContextCreatedFn>(dlsym(cupti, "FakeCuptiContextCreated"));
+  if (g_launch == nullptr || g_add_kernel == nullptr || context_created == nullptr) {
+    std::fprintf(stderr, "warpscope-demo-workload: WARPSCOPE_CUPTI_LIBRARY is not the simulated "
+                 "libcupti (no FakeCuptiLaunch); point it at lib/libwarpscope_fake_cupti.so\n");
+    return 3;
+  }
+  void* inject = Load("CUDA_INJECTION64_PATH", RTLD_NOW | RTLD_LOCAL);
+  if (inject == nullptr) return 3;
+  auto init = reinterpret_cast<int (*)()>(dlsym(inject, "InitializeInjection"));
+  if (init == nullptr || init() != 1) {
+    std::fprintf(stderr, "warpscope-demo-workload: InitializeInjection missing or failed\n");
+    return 3;
+  }
+  context_created(kContext);
+
+  PyImport_AppendInittab("simcuda", &InitModule);
+  Py_Initialize();
+  PyObject* code = Py_CompileString(warpscope::sim::workload::kTrainScript,
+                                    warpscope::sim::workload::kTrainScriptFile, Py_file_input);
+  PyObject* result = nullptr;
+  if (code != nullptr) {
+    PyObject* globals = PyDict_New();
+    PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins());
+    PyDict_SetItemString(globals, "__name__", PyUnicode_FromString("__main__"));
+    result = PyEval_EvalCode(code, globals, globals);
+    Py_DECREF(globals);
+    Py_DECREF(code);
+  }
+  const bool ok = result != nullptr;
+  if (!ok) PyErr_Print();
+  Py_XDECREF(result);
+  Py_FinalizeEx();
+  return ok ? 0 : 4;
+}

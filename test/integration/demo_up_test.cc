@@ -1,0 +1,152 @@
+// SPDX-License-Identifier: Apache-2.0
+// `warpscope up --simulate dataloader-bound` end to end: the demo workload of GPU 3 runs
+// through the real injected library (over the CUPTI simulator) and the real CPU profiler, its
+// pid is the one the simulator reports for GPU 3's process, the server gets a GPU profile of it
+// with Python launch frames and a CPU profile of the same pid, and stopping `up` (Ctrl-C, or a
+// kill -9) leaves no workload process behind.
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <thread>
+
+#include "integration/child_process.h"
+
+namespace warpscope::test {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+// Polls `done` until it holds or `timeout` passes (the steps only bound the polling rate).
+bool WaitFor(const std::function<bool()>& done, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(200ms);
+  }
+  return done();
+}
+
+// A process that is gone: no such pid, or a zombie waiting for init to reap it.
+bool Gone(pid_t pid) {
+  if (kill(pid, 0) != 0) return errno == ESRCH;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  std::getline(stat, line);
+  const size_t paren = line.rfind(')');
+  return paren != std::string::npos && paren + 2 < line.size() && line[paren + 2] == 'Z';
+}
+
+void CollectNames(const nlohmann::json& node, const std::string& kind, std::set<std::string>& out) {
+  if (kind.empty() || node.value("kind", "") == kind) out.insert(node.value("name", ""));
+  for (const auto& c : node["children"]) CollectNames(c, kind, out);
+}
+
+struct Up {
+  std::unique_ptr<ChildProcess> process;
+  int port = 0;
+  pid_t gpu3_pid = 0;
+};
+
+void StartUp(const TempDir& dir, Up& up) {
+  auto child = ChildProcess::Start(
+      {WarpscopeBinary(), "up", "--simulate", "dataloader-bound", "--workloads", "3", "--port",
+       "0", "--agent-port", "0", "--data-dir", dir.path() + "/up"},
+      dir.path(),
+      {"TMPDIR=" + dir.path(), "WARPSCOPE_AGENT_SOCKET=" + dir.path() + "/cupti.sock"});
+  ASSERT_TRUE(child) << child.error().message();
+  up.process = std::move(*child);
+  std::smatch m;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string out = up.process->Stdout();
+        static const std::regex kUrl(R"(web UI +http://127\.0\.0\.1:(\d+)/)");
+        static const std::regex kPid(R"(GPU 3 pid (\d+) \(dataloader\))");
+        std::smatch u, p;
+        if (!std::regex_search(out, u, kUrl) || !std::regex_search(out, p, kPid)) return false;
+        up.port = std::stoi(u[1]);
+        up.gpu3_pid = std::stoi(p[1]);
+        return true;
+      },
+      60s))
+      << "stdout:\n" << up.process->Stdout() << "\nstderr:\n" << up.process->Stderr();
+}
+
+TEST(DemoUpTest, WorkloadOfGpu3HasGpuAndCpuProfilesAndStopsWithUp) {
+  TempDir dir;
+  Up up;
+  ASSERT_NO_FATAL_FAILURE(StartUp(dir, up));
+  const pid_t pid = up.gpu3_pid;
+
+  // The simulator reports the workload's pid for GPU 3's process: its host tree has the pid,
+  // with the scenario's command line.
+  bool in_tree = false;
+  for (const auto& e : fs::directory_iterator(dir.path())) {
+    if (e.path().filename().string().starts_with("warpscope-sim-host-")) {
+      std::ifstream cmdline(e.path() / "proc" / std::to_string(pid) / "cmdline");
+      std::string text((std::istreambuf_iterator<char>(cmdline)), {});
+      in_tree = text.find("--local-rank=3") != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(in_tree) << "no simulated /proc/" << pid << " with GPU 3's command line";
+
+  httplib::Client api("127.0.0.1", up.port);
+  auto tree_of = [&](const std::string& kind, nlohmann::json& tree) {
+    auto res = api.Get("/api/v1/profiles/merged?kind=" + kind + "&pid=" + std::to_string(pid));
+    if (!res || res->status != 200) return false;
+    tree = nlohmann::json::parse(res->body, nullptr, false);
+    return !tree.is_discarded() && tree.value("profiles", 0) > 0;
+  };
+  nlohmann::json gpu;
+  ASSERT_TRUE(WaitFor([&] { return tree_of("gpu", gpu); }, 120s))
+      << "no GPU profile of pid " << pid << "\nstderr:\n" << up.process->Stderr();
+  std::set<std::string> python, kernels;
+  CollectNames(gpu["root"], "python", python);
+  CollectNames(gpu["root"], "kernel", kernels);
+  EXPECT_TRUE(python.contains("train_step")) << gpu.dump().substr(0, 4000);
+  EXPECT_TRUE(python.contains("Linear.forward") || python.contains("forward"))
+      << gpu.dump().substr(0, 4000);
+  bool gemm = false;
+  for (const auto& k : kernels) gemm |= k.starts_with("sm90_xmma_gemm_bf16");
+  EXPECT_TRUE(gemm) << gpu.dump().substr(0, 4000);
+  bool device3 = false;
+  for (const auto& key : gpu["labels"]) {
+    if (key.value("key", "") != "device") continue;
+    for (const auto& v : key["values"]) device3 |= v["value"] == 3;
+  }
+  EXPECT_TRUE(device3) << gpu["labels"].dump();
+
+  nlohmann::json cpu;
+  ASSERT_TRUE(WaitFor([&] { return tree_of("cpu", cpu); }, 120s))
+      << "no CPU profile of pid " << pid << "\nstderr:\n" << up.process->Stderr();
+  std::set<std::string> all;
+  CollectNames(cpu["root"], "", all);
+  EXPECT_TRUE(all.contains("SimDecodeImage") || all.contains("decode_jpeg"))
+      << cpu.dump().substr(0, 4000);
+
+  const int status = up.process->Signal(SIGINT, 30s);
+  ASSERT_NE(status, -1) << "up did not stop within 30 s of SIGINT";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << up.process->Stderr();
+  EXPECT_TRUE(Gone(pid)) << "workload " << pid << " outlived up";
+}
+
+TEST(DemoUpTest, KillNineOfUpTakesTheWorkloadsWithIt) {
+  TempDir dir;
+  Up up;
+  ASSERT_NO_FATAL_FAILURE(StartUp(dir, up));
+  ASSERT_FALSE(Gone(up.gpu3_pid));
+  up.process->Signal(SIGKILL, 10s);
+  EXPECT_TRUE(WaitFor([&] { return Gone(up.gpu3_pid); }, 10s))
+      << "workload " << up.gpu3_pid << " outlived a kill -9 of up";
+}
+
+}  // namespace
+}  // namespace warpscope::test
