@@ -17,7 +17,23 @@ struct ArenaNode {
   std::vector<int64_t> self;
   std::vector<int64_t> total;
   std::map<std::string, size_t> children;
+  std::string file;
+  int64_t line = 0;
+  bool mixed_lines = false;
+  bool inlined = false;
 };
+
+// The first file of a node's frames, and its line while every frame has the same one.
+void AddSource(ArenaNode& node, const Frame& frame) {
+  node.inlined = node.inlined || frame.inlined;
+  if (frame.file.empty()) return;
+  if (node.file.empty()) {
+    node.file = frame.file;
+    node.line = frame.line;
+  } else if (frame.file != node.file || frame.line != node.line) {
+    node.mixed_lines = true;
+  }
+}
 
 }  // namespace
 
@@ -61,6 +77,7 @@ FlameNode FlameTree(const Profile& profile, const FlameTreeOptions& options) {
         next = it->second;
         if (arena[next].kind == FrameKind::kUnknown) arena[next].kind = frame.kind;
       }
+      AddSource(arena[next], frame);
       cur = next;
       add(cur, d + 1 == s.stack.size());
     }
@@ -96,7 +113,9 @@ FlameNode FlameTree(const Profile& profile, const FlameTreeOptions& options) {
   }
 
   auto build = [&](auto&& self_fn, size_t n) -> FlameNode {
-    FlameNode node{arena[n].name, arena[n].self, arena[n].total, {}, arena[n].kind};
+    const ArenaNode& a = arena[n];
+    FlameNode node{a.name, a.self, a.total, {}, a.kind, a.file, a.mixed_lines ? 0 : a.line,
+                   a.inlined};
     FlameNode other{"(other)", std::vector<int64_t>(nvalues), std::vector<int64_t>(nvalues), {}};
     bool folded = false;
     for (const auto& [name, c] : arena[n].children) {
@@ -127,11 +146,17 @@ FlameNode FlameTree(const Profile& profile, const FlameTreeOptions& options) {
 nlohmann::json FlameNodeJson(const FlameNode& node) {
   nlohmann::json children = nlohmann::json::array();
   for (const FlameNode& c : node.children) children.push_back(FlameNodeJson(c));
-  return {{"name", node.name},
-          {"kind", FrameKindName(node.kind)},
-          {"self", node.self},
-          {"total", node.total},
-          {"children", children}};
+  nlohmann::json out = {{"name", node.name},
+                        {"kind", FrameKindName(node.kind)},
+                        {"self", node.self},
+                        {"total", node.total},
+                        {"children", children}};
+  if (!node.file.empty()) {
+    out["file"] = node.file;
+    if (node.line > 0) out["line"] = node.line;
+  }
+  if (node.inlined) out["inlined"] = true;
+  return out;
 }
 
 }  // namespace warpscope::profiling

@@ -18,13 +18,18 @@ namespace warpscope::profiling {
 // are sorted by total[sort_value] descending (then by name). `kind` is the kind of the node's
 // frames: nodes are keyed by name, and when frames of several kinds share a name under one
 // parent, the first known kind in sample order wins. The root is kUnknown; an "(other)" node
-// has the kind of the subtrees it folds when they all have one kind, else kUnknown.
+// has the kind of the subtrees it folds when they all have one kind, else kUnknown. `file` is
+// the first file of the node's frames (in sample order); `line` is their line when they all
+// have the same one, else 0; `inlined` is true when one of them was inlined into its caller.
 struct FlameNode {
   std::string name;
   std::vector<int64_t> self;
   std::vector<int64_t> total;
   std::vector<FlameNode> children;
   FrameKind kind = FrameKind::kUnknown;
+  std::string file;
+  int64_t line = 0;
+  bool inlined = false;
 };
 
 struct FlameTreeOptions {
@@ -38,7 +43,8 @@ struct FlameTreeOptions {
 // The tree of `profile`; the root is named "root" and has the profile's totals.
 FlameNode FlameTree(const Profile& profile, const FlameTreeOptions& options = {});
 
-// {"name", "kind", "self": [...], "total": [...], "children": [...]}; kind by FrameKindName.
+// {"name", "kind", "self": [...], "total": [...], "children": [...]}; kind by FrameKindName;
+// with "file" (and "line" when known, "inlined": true) for a node with a source file.
 nlohmann::json FlameNodeJson(const FlameNode& node);
 
 }  // namespace warpscope::profiling

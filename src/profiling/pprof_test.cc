@@ -498,6 +498,50 @@ TEST(PprofTest, FlameTreeNodesCarryKindsAndOtherFoldsThem) {
       "sass");
 }
 
+TEST(PprofTest, FlameTreeNodesCarryTheirFramesFileAndLine) {
+  ProfileAggregator agg(std::vector<ValueType>{{"samples", "count"}});
+  const uint32_t main_fn =
+      agg.InternFrame({"main", "app.cc", 10, "", "/bin/app", "", FrameKind::kNative});
+  const uint32_t dot_a = agg.InternFrame({"dot", "dot.h", 3, "", "/bin/app", "",
+                                          FrameKind::kNative, /*inlined=*/true});
+  const uint32_t dot_b = agg.InternFrame({"dot", "dot.h", 4, "", "/bin/app", "",
+                                          FrameKind::kNative, /*inlined=*/true});
+  const uint32_t bare = agg.InternFrame({"memcpy", "", 0, "", "/lib/libc.so", "",
+                                         FrameKind::kNative});
+  const int64_t one[] = {1};
+  agg.Add(std::vector<uint32_t>{main_fn, dot_a}, one);
+  agg.Add(std::vector<uint32_t>{main_fn, dot_b}, one);
+  agg.Add(std::vector<uint32_t>{main_fn, bare}, one);
+  FlameNode root = FlameTree(std::move(agg).Take());
+  ASSERT_EQ(root.children.size(), 1u);
+  const FlameNode& m = root.children[0];
+  EXPECT_EQ(m.file, "app.cc");
+  EXPECT_EQ(m.line, 10);
+  EXPECT_FALSE(m.inlined);
+  ASSERT_EQ(m.children.size(), 2u);
+  const FlameNode& dot = m.children[0].name == "dot" ? m.children[0] : m.children[1];
+  const FlameNode& libc = m.children[0].name == "dot" ? m.children[1] : m.children[0];
+  // Two lines of one function merge into one node: its file, no single line.
+  EXPECT_EQ(dot.file, "dot.h");
+  EXPECT_EQ(dot.line, 0);
+  EXPECT_TRUE(dot.inlined);
+  nlohmann::json j = FlameNodeJson(root);
+  EXPECT_EQ(j["children"][0]["file"], "app.cc");
+  EXPECT_EQ(j["children"][0]["line"], 10);
+  EXPECT_FALSE(j["children"][0].contains("inlined"));
+  EXPECT_FALSE(j.contains("file"));
+  EXPECT_TRUE(libc.file.empty());
+  for (const auto& c : j["children"][0]["children"]) {
+    if (c["name"] == "dot") {
+      EXPECT_EQ(c["file"], "dot.h");
+      EXPECT_FALSE(c.contains("line"));
+      EXPECT_EQ(c["inlined"], true);
+    } else {
+      EXPECT_FALSE(c.contains("file"));
+    }
+  }
+}
+
 // One frame of every kind, as the profilers write them, each with and without a module.
 Profile EveryKindProfile() {
   ProfileAggregator agg(std::vector<ValueType>{{"samples", "count"}});

@@ -368,11 +368,14 @@ async function main() {
   check(breakdownLegend.some((t) => t.includes('python3')), 'the breakdown groups the GPU processes by executable (python3)');
   await shot('04-gpu-breakdown');
 
-  // 5. Click a data point: the profile panel renders the posted profile as a flamegraph.
+  // 5. Click a data point: a GPU line opens that GPU's GPU profile; the window has only the
+  // posted CPU profile, so the panel offers it, and renders it as a flamegraph.
   const utilOver = page.locator('[data-testid=widget-util] .u-over').first();
   const ub = await utilOver.boundingBox();
   await utilOver.click({ position: { x: ub.width - 4, y: ub.height / 3 } });
-  await page.waitForURL(/[?&]p=\d+-\d+/);
+  await page.waitForURL(/[?&]p=\d+-\d+.*pk=gpu/);
+  await page.locator('[data-testid=other-kinds]').click();
+  await page.waitForURL(/pk=cpu/);
   await page.locator('[data-testid=flamegraph] canvas').waitFor();
   const fnTable = await page.locator('[data-testid=top-functions]').textContent();
   check(fnTable.includes('matmul') && fnTable.includes('decode_jpeg'), 'the top-functions table lists the profile\'s functions');

@@ -111,7 +111,32 @@ profiling::WindowProfile FixtureGpuWindow(int64_t start_ns, int64_t end_ns) {
   k.end_ns = k.start_ns + 4'000'000;
   k.launch_api = "cudaLaunchKernel";
   k.thread_id = pid;
+  k.api_start_ns = start_ns + 500'000;
+  k.api_end_ns = start_ns + 600'000;
+  // Two more kernels of the same launch site: one on device 1 (stream 9) in the NVTX range
+  // "backward", one on device 0 (stream 8) outside any range.
+  cuda::KernelActivity attn = k;
+  attn.correlation_id = 3;
+  attn.name = "flash_attn_bwd_kernel";
+  attn.device = 1;
+  attn.stream = 9;
+  attn.start_ns = start_ns + 8'000'000;
+  attn.end_ns = attn.start_ns + 2'000'000;
+  attn.api_start_ns = start_ns + 7'500'000;
+  attn.api_end_ns = start_ns + 7'600'000;
+  cuda::KernelActivity add = k;
+  add.correlation_id = 4;
+  add.name = "elementwise_add_kernel";
+  add.stream = 8;
+  add.start_ns = start_ns + 11'000'000;
+  add.end_ns = add.start_ns + 500'000;
+  add.api_start_ns = start_ns + 10'500'000;
+  add.api_end_ns = start_ns + 10'600'000;
+  builder.AddNvtxRange(pid, {"forward", "", start_ns, start_ns + 900'000, pid});
+  builder.AddNvtxRange(pid, {"backward", "", start_ns + 7'000'000, start_ns + 10'000'000, pid});
   builder.AddKernel(pid, k);
+  builder.AddKernel(pid, attn);
+  builder.AddKernel(pid, add);
   builder.AddPcSample(
       pid, {1, "_Z4gemmIfEvPfi", 0x40, "smsp__pcsamp_warps_issue_stalled_long_scoreboard", 12});
   cuda::MemoryActivity copy;

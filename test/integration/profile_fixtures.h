@@ -7,10 +7,13 @@
 //     python3 -> train.py:train_step -> warpscope_fixture_matmul (native) -> do_syscall_64
 //                                                              30 samples of 10 ms
 //     python3 -> loader.py:next_batch -> warpscope_fixture_decode_jpeg     10 samples of 10 ms
-//   GPU (kind "gpu"):
-//     python3 -> train.py:train_step -> cudaLaunchKernel -> gemm<float>   (4 ms of GPU time)
-//        -> [sass] ... -> [stall] long_scoreboard                          (PC samples)
-//     python3 -> [memcpy HtoD]                                             (1 ms)
+//   GPU (kind "gpu"; labels device, stream, nvtx):
+//     python3 -> train.py:train_step -> cudaLaunchKernel -> gemm<float>   (4 ms of GPU time;
+//        -> [sass] ... -> [stall] long_scoreboard (PC samples)             device 0, stream 7,
+//                                                                          nvtx "forward")
+//     ... -> cudaLaunchKernel -> flash_attn_bwd_kernel    (2 ms; device 1, stream 9, "backward")
+//     ... -> cudaLaunchKernel -> elementwise_add_kernel   (0.5 ms; device 0, stream 8, no range)
+//     python3 -> [memcpy HtoD]                            (1 ms; device 0)
 #ifndef WARPSCOPE_TEST_INTEGRATION_PROFILE_FIXTURES_H_
 #define WARPSCOPE_TEST_INTEGRATION_PROFILE_FIXTURES_H_
 

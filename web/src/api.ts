@@ -135,6 +135,12 @@ export interface FlameNode {
   self: number[];
   total: number[];
   children?: FlameNode[];
+  // The source of the node's frames when the profile has it (native frames with DWARF, Python
+  // frames): `line` only when every frame of the node is on that line; `inlined` when a frame
+  // was inlined into its caller.
+  file?: string;
+  line?: number;
+  inlined?: boolean;
 }
 
 export interface ThreadTotal {
@@ -163,6 +169,18 @@ export interface MergedTree {
   threads_omitted?: number;
   cpu?: CpuCapacity | null;
   root: FlameNode;
+  labels?: LabelMenu[];
+  label_filters?: string[];
+}
+
+// One sample label key of a merged profile and its values, for a filter menu (docs/api.md).
+export interface LabelMenu {
+  key: string;
+  total: number[];
+  unlabelled: number[];
+  values: { value: string | number; filter: string; total: number[]; share: number }[];
+  values_omitted?: number;
+  omitted_total?: number[];
 }
 
 export class ApiError extends Error {
@@ -171,12 +189,14 @@ export class ApiError extends Error {
   }
 }
 
-export type Params = Record<string, string | number | undefined | null>;
+// A list repeats the parameter (`label=device:0&label=stream:7`).
+export type Params = Record<string, string | number | string[] | undefined | null>;
 
 export function apiUrl(path: string, params: Params = {}): string {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) {
-    if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
+    if (Array.isArray(v)) for (const one of v) q.append(k, one);
+    else if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
   }
   const s = q.toString();
   return s ? `${path}?${s}` : path;

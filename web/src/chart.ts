@@ -2,7 +2,8 @@
 // Time-series charts on uPlot: units on both axes, a crosshair shared by every chart of the
 // page, drag to zoom (reported, the URL changes), click a point (reported: the profile panel),
 // event markers (XID, throttling) as vertical lines, findings as bands over their time (hover
-// names them), stacked areas for breakdowns.
+// names them), the windows that have profiles as a strip along the bottom, stacked areas for
+// breakdowns.
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { Point } from './api';
@@ -110,7 +111,28 @@ const SEVERITY_COLORS: Record<string, [number, number, number]> = { page: [214, 
 // of that label, or on a chart without GPU lines (a finding on a GPU shows on every host chart).
 export function chartBands(markers: Marker[], labels: string[]): Marker[] {
   const perGpu = labels.some((l) => /^GPU \d+$/.test(l));
-  return markers.filter((m) => m.end !== undefined && (!m.line || !perGpu || labels.includes(m.line)));
+  return markers.filter((m) => m.end !== undefined && m.kind !== 'profile' && (!m.line || !perGpu || labels.includes(m.line)));
+}
+
+// Windows with profiles (markers of kind "profile"): a thin strip along the plot's bottom edge;
+// sets the chart's data-profile-marks to how many it drew.
+function drawProfileMarks(u: uPlot, markers: Marker[]): void {
+  const ctx = u.ctx;
+  const px = devicePixelRatio;
+  const bottom = u.bbox.top + u.bbox.height;
+  let drawn = 0;
+  ctx.save();
+  ctx.fillStyle = cssVar('--accent');
+  ctx.globalAlpha = 0.7;
+  for (const m of markers) {
+    if (m.kind !== 'profile' || m.end === undefined) continue;
+    const extent = bandExtent(u, m, true);
+    if (!extent) continue;
+    ctx.fillRect(extent[0], bottom - 3 * px, extent[1] - extent[0], 3 * px);
+    drawn++;
+  }
+  ctx.restore();
+  u.root.parentElement?.setAttribute('data-profile-marks', String(drawn));
 }
 
 // Where a band lies on the plot, in canvas pixels (`canvas`) or CSS pixels from the plot's left:
@@ -171,6 +193,7 @@ function markersPlugin(getMarkers: () => Marker[], labels: () => string[]): uPlo
       drawClear: (u: uPlot) => drawBands(u, chartBands(getMarkers(), labels())),
       draw: (u: uPlot) => {
         const markers = getMarkers();
+        drawProfileMarks(u, markers);
         if (!markers.length) return;
         const ctx = u.ctx;
         const { top, height } = u.bbox;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A flamegraph on a canvas (top-down icicle: callers above callees). Click a frame to zoom into
 // it (click the root or press Escape to zoom out), type in the search box to highlight matching
-// frames, hover for the frame's kind, self and total with their share of the window and, for CPU
-// time, of all the host's cores. Frames are coloured by kind (flame_kinds.ts).
+// frames, hover for the frame's kind, source (file:line where the profile has it), self and total
+// with their share of the window and, for CPU time, of all the host's cores. Frames are coloured by kind (flame_kinds.ts).
 import type { FlameNode, FrameKind } from './api';
 import { kindColor, kindLabel, kindOf } from './flame_kinds';
 import { formatPercent, formatSample } from './format';
@@ -23,6 +23,7 @@ export interface FlameOptions {
 interface Frame {
   name: string;
   kind: FrameKind;
+  source: string; // "file:line", "file" or 
   cpuNs: number; // total[coreShare.value], for the share of all cores
   depth: number;
   start: number; // in value units, from the root's left edge
@@ -139,6 +140,7 @@ export class FlameGraph {
       this.frames.push({
         name: n.name,
         kind: kindOf(n),
+        source: sourceOf(n),
         cpuNs: cpu === undefined ? 0 : (n.total[cpu] ?? 0),
         depth,
         start,
@@ -280,7 +282,14 @@ export class FlameGraph {
     total.textContent = `total ${formatSample(f.total, this.unit)} (${formatPercent(f.total / all)} of the profile)`;
     const self = document.createElement('div');
     self.textContent = `self ${formatSample(f.self, this.unit)} (${formatPercent(f.self / all)})`;
-    this.tip.append(name, kind, total, self);
+    this.tip.append(name, kind);
+    if (f.source) {
+      const source = document.createElement('div');
+      source.className = 'flame-source';
+      source.textContent = f.source;
+      this.tip.append(source);
+    }
+    this.tip.append(total, self);
     const share = this.options.coreShare;
     if (share) {
       const cores = document.createElement('div');
@@ -297,17 +306,25 @@ export class FlameGraph {
   }
 }
 
+// Where a node's frames are: "file:line" (one line), "file" (several lines merged into the
+// node), with " (inlined)" when one was inlined; "" when the profile has no source for it.
+export function sourceOf(n: FlameNode): string {
+  if (!n.file) return '';
+  return `${n.file}${n.line ? `:${n.line}` : ''}${n.inlined ? ' (inlined)' : ''}`;
+}
+
 // Self and total per function name over the whole tree (a recursive function's total counts
-// its outermost calls only), largest self first.
+// its outermost calls only), largest self first; `source` is the first node's with one.
 export function topFunctions(
   root: FlameNode,
   valueIndex: number,
-): { name: string; kind: FrameKind; self: number; total: number }[] {
-  const byName = new Map<string, { kind: FrameKind; self: number; total: number }>();
+): { name: string; kind: FrameKind; source: string; self: number; total: number }[] {
+  const byName = new Map<string, { kind: FrameKind; source: string; self: number; total: number }>();
   const onStack = new Map<string, number>();
   const walk = (n: FlameNode, isRoot: boolean) => {
     if (!isRoot) {
-      const e = byName.get(n.name) ?? { kind: kindOf(n), self: 0, total: 0 };
+      const e = byName.get(n.name) ?? { kind: kindOf(n), source: '', self: 0, total: 0 };
+      if (!e.source) e.source = sourceOf(n);
       e.self += n.self[valueIndex] ?? 0;
       if (!onStack.get(n.name)) e.total += n.total[valueIndex] ?? 0;
       byName.set(n.name, e);

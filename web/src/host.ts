@@ -12,7 +12,7 @@ import { formatTime } from './format';
 import { buildHostTab } from './host_tab';
 import { findingMarkers, findingsStrip } from './host_findings';
 import type { View, ViewContext } from './view';
-import { pickHandler, Widget } from './widget';
+import { executablePick, gpuPick, pickHandler, profileMarks, Widget } from './widget';
 
 interface GpuWidgetDef {
   id: string;
@@ -135,7 +135,12 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
       markers.push(...bands);
       if (bands.length) widgets.forEach((w) => w.chart?.redraw());
     });
-    await Promise.all([withMarkers, withFindings, ...loaders.map((l) => l(c, markers, q))]);
+    // The windows that have profiles: a strip under every chart.
+    const withProfiles = profileMarks(host, c.start, c.end).then((list) => {
+      markers.push(...list);
+      if (list.length) widgets.forEach((w) => w.chart?.redraw());
+    }).catch(() => undefined);
+    await Promise.all([withMarkers, withFindings, withProfiles, ...loaders.map((l) => l(c, markers, q))]);
   };
   await render(ctx);
   return {
@@ -236,7 +241,7 @@ function buildGpuTab(
       }
       loaders.push(async (c, markers, q) => {
         await loadGpuWidget(w, def, c, host, gpus, markers, q);
-        if (breakdown) await loadBreakdown(breakdown, def, c, host, markers, q);
+        if (breakdown) await loadBreakdown(breakdown, def, c, host, gpus, markers, q);
       });
     }
   }
@@ -265,7 +270,7 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
       markers,
       ariaLabel: `${def.title} on ${host} by executable`,
       onZoom: (a, b) => c.navigate({ from: a, to: b, range: '', live: false }),
-      onPick: pickHandler(c, r.step),
+      onPick: pickHandler(c, r.step, executablePick()),
     });
     w.notes.textContent = '';
     return;
@@ -306,14 +311,14 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
     markers,
     ariaLabel: `${def.title} on ${host}, one line per GPU`,
     onZoom: (a, b) => c.navigate({ from: a, to: b, range: '', live: false }),
-    onPick: pickHandler(c, step),
+    onPick: pickHandler(c, step, gpuPick(new Map([...gpus.values()].map((g) => [gpuLabel(g, g.uuid), g.index])))),
   });
   w.notes.replaceChildren(
     missing.length ? h('p.unavailable', { 'data-testid': 'unavailable' }, `Unavailable on ${missing.map((g) => `GPU ${g.index}`).join(', ')} (not supported or not reported; not zero).`) : '',
   );
 }
 
-async function loadBreakdown(w: Widget, def: GpuWidgetDef, c: ViewContext, host: string, markers: Marker[], q: QueryBatcher): Promise<void> {
+async function loadBreakdown(w: Widget, def: GpuWidgetDef, c: ViewContext, host: string, gpus: Map<string, Gpu>, markers: Marker[], q: QueryBatcher): Promise<void> {
   if (!def.breakdown) {
     w.unavailable(`NVML reports ${def.title.toLowerCase()} per GPU only: there is no per-process breakdown. Use GPU consumer or Memory consumer, or open the profile of a window.`);
     return;
@@ -346,6 +351,6 @@ async function loadBreakdown(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
     markers,
     ariaLabel: `${def.title} by executable on ${host}`,
     onZoom: (a, b) => c.navigate({ from: a, to: b, range: '', live: false }),
-    onPick: pickHandler(c, r.step),
+    onPick: pickHandler(c, r.step, executablePick(c.state.bgpu ? gpus.get(c.state.bgpu)?.index : undefined)),
   });
 }

@@ -2,7 +2,8 @@
 // The profile panel: the profiles of one host and window, merged, as a flamegraph with search
 // and zoom, frames coloured by kind, a thread filter, a top-functions table and a pprof
 // download; for a process with both CPU and GPU profiles, the merged CPU + GPU view weighted by
-// CPU time, GPU time or both side by side; or, when there is none, what to enable.
+// CPU time, GPU time or both side by side; filters by process and sample labels (device, stream,
+// NVTX range, attribution); or, when there is none, the nearest profile and what to enable.
 import { ApiError, download, getJson } from './api';
 import type { MergedTree, Params, ProfileMeta } from './api';
 import { h } from './dom';
@@ -10,6 +11,7 @@ import { FlameGraph } from './flame';
 import type { CoreShare } from './flame';
 import { kindLegend } from './flame_kinds';
 import { formatDuration, formatPercent, formatSample, formatTime } from './format';
+import { commandLines, labelChips, nearestLink, nearestProfile, pickProcess, processesOf, processSelect } from './profile_filters';
 import { functionsTable } from './profile_table';
 import type { ProfileRef, ProfileWeight } from './state';
 
@@ -20,41 +22,10 @@ export interface ProfilePanelOptions {
   onClose: () => void;
 }
 
-// One process of the window: its profiles' entity, else its pid, and the kinds it has.
-interface Proc {
-  key: string;
-  entity?: string;
-  pid?: number;
-  label: string;
-  kinds: Set<string>;
-}
-
-function processesOf(list: ProfileMeta[]): Map<string, Proc> {
-  const out = new Map<string, Proc>();
-  for (const p of list) {
-    if (!p.entity && !p.pid) continue;
-    const key = p.entity || `pid:${p.pid}`;
-    const proc = out.get(key) ?? {
-      key,
-      entity: p.entity || undefined,
-      pid: p.pid || undefined,
-      label: `${p.executable || p.entity || 'pid'}${p.pid ? ` (pid ${p.pid})` : ''}`,
-      kinds: new Set<string>(),
-    };
-    proc.kinds.add(p.kind);
-    out.set(key, proc);
-  }
-  return out;
-}
-
-// The process the ref names: by entity, else by pid (a host chart's process line gives both).
-function pickProcess(procs: Map<string, Proc>, ref: ProfileRef): Proc | undefined {
-  if (ref.entity && procs.has(ref.entity)) return procs.get(ref.entity);
-  if (ref.pid !== undefined) return [...procs.values()].find((p) => p.pid === ref.pid);
-  return undefined;
-}
-
 const WEIGHT_LABELS: Record<ProfileWeight, string> = { cpu: 'CPU time', gpu: 'GPU time', both: 'CPU and GPU time side by side' };
+
+// The profile kinds of docs/api.md ("kind" of a stored profile) and what each holds.
+const KIND_LABELS: Record<string, string> = { cpu: 'cpu · CPU samples', gpu: 'gpu · CUDA kernels' };
 
 export class ProfilePanel {
   readonly el: HTMLElement;
@@ -92,10 +63,28 @@ export class ProfilePanel {
     this.body().replaceChildren(h('p.error', { role: 'alert' }, message));
   }
 
+  // No profile for the window (of the asked kind): what to enable, and the nearest one.
+  private async showNone(kind?: string, others: string[] = []): Promise<void> {
+    const { host, ref } = this.opts;
+    const box = noProfileMessage(host, kind);
+    if (others.length) {
+      box.append(
+        h('p', {}, `This window has ${others.join(', ')} profiles: `, h('button.btn', { type: 'button', 'data-testid': 'other-kinds', onclick: () => this.opts.onChange({ start: ref.start, end: ref.end, kind: others[0] }) }, `show ${others[0]}`)),
+      );
+    }
+    this.body().replaceChildren(box);
+    const nearest = await nearestProfile(host, { ...ref, kind }, this.aborter.signal).catch(() => null);
+    if (!nearest || this.aborter.signal.aborted) return;
+    box.firstElementChild?.after(
+      nearestLink(nearest, (p) => this.opts.onChange({ start: p.start, end: p.end, kind: p.kind, entity: ref.entity, pid: ref.pid, exe: ref.exe, labels: ref.labels })),
+    );
+  }
+
   private async load(): Promise<void> {
     const { host, ref } = this.opts;
     const body = this.body();
     let list: ProfileMeta[];
+    const commands = commandLines(host, this.aborter.signal);
     try {
       const r = await getJson<{ profiles: ProfileMeta[] }>('/api/v1/profiles', { host, start: ref.start, end: ref.end, limit: 1000 }, this.aborter.signal);
       list = r.profiles;
@@ -104,11 +93,15 @@ export class ProfilePanel {
       return;
     }
     if (list.length === 0) {
-      body.replaceChildren(noProfileMessage(host));
+      await this.showNone(ref.kind);
       return;
     }
     const kinds = [...new Set(list.map((p) => p.kind))].sort();
-    const kind = ref.kind && kinds.includes(ref.kind) ? ref.kind : kinds.includes('cpu') ? 'cpu' : kinds[0];
+    if (ref.kind && !kinds.includes(ref.kind)) {
+      await this.showNone(ref.kind, kinds);
+      return;
+    }
+    const kind = ref.kind ?? (kinds.includes('cpu') ? 'cpu' : kinds[0]);
     const ofKind = list.filter((p) => p.kind === kind);
     const procs = processesOf(ofKind);
     const proc = pickProcess(procs, ref);
@@ -120,39 +113,31 @@ export class ProfilePanel {
     const weight: ProfileWeight = ref.weight ?? 'cpu';
     // The process by its entity when its profiles have one (else by pid).
     const scope: Params = { host, start: ref.start, end: ref.end, entity: proc?.entity, pid: proc?.entity ? undefined : proc?.pid };
-    const params: Params = { ...scope, kind: merged ? ['cpu', ...gpuKinds].join('+') : kind, thread: ref.thread };
+    const labels = ref.labels ?? [];
+    const params: Params = { ...scope, kind: merged ? ['cpu', ...gpuKinds].join('+') : kind, thread: ref.thread, label: labels };
     const value = merged ? (weight === 'gpu' ? 'gpu_time' : 'cpu') : ref.value;
 
     let tree: MergedTree;
     try {
-      tree = await getJson<MergedTree>('/api/v1/profiles/merged', { ...params, format: 'tree', value }, this.aborter.signal);
+      tree = await getJson<MergedTree>('/api/v1/profiles/merged', { ...params, format: 'tree', value, label_values: 12 }, this.aborter.signal);
     } catch (e) {
       if (this.aborter.signal.aborted) return;
-      if (e instanceof ApiError && e.status === 404) body.replaceChildren(noProfileMessage(host));
+      if (e instanceof ApiError && e.status === 404) void this.showNone(kind);
       else this.fail(`Cannot load the profile: ${(e as Error).message}`);
       return;
     }
-    const base: ProfileRef = { start: ref.start, end: ref.end, kind, entity: proc?.entity, pid: proc?.pid, thread: ref.thread, search: ref.search, merged: merged || undefined, weight: merged ? ref.weight : undefined };
+    const base: ProfileRef = { start: ref.start, end: ref.end, kind, entity: proc?.entity, pid: proc?.pid, exe: proc ? undefined : ref.exe, thread: ref.thread, search: ref.search, merged: merged || undefined, weight: merged ? ref.weight : undefined, labels: labels.length ? labels : undefined };
     const change = (patch: Partial<ProfileRef>) => this.opts.onChange({ ...base, value: merged ? undefined : tree.value, ...patch });
 
     const kindSelect = h(
       'select',
       { 'aria-label': 'Profile kind', disabled: merged, onchange: (e: Event) => this.opts.onChange({ start: ref.start, end: ref.end, kind: (e.target as HTMLSelectElement).value }) },
-      ...kinds.map((k) => h('option', { value: k, selected: k === kind }, k)),
+      ...kinds.map((k) => h('option', { value: k, selected: k === kind }, KIND_LABELS[k] ?? k)),
     );
-    const procSelect = h(
-      'select',
-      {
-        'aria-label': 'Process',
-        'data-testid': 'profile-process',
-        onchange: (e: Event) => {
-          const p = procs.get((e.target as HTMLSelectElement).value);
-          this.opts.onChange({ start: ref.start, end: ref.end, kind, entity: p?.entity, pid: p?.pid, search: ref.search });
-        },
-      },
-      h('option', { value: '' }, `all processes (${ofKind.length} profiles)`),
-      ...[...procs.values()].map((p) => h('option', { value: p.key, selected: p.key === proc?.key }, p.label)),
+    const procSelect = processSelect(procs, proc, ofKind.length, await commands, (p) =>
+      this.opts.onChange({ start: ref.start, end: ref.end, kind, entity: p?.entity, pid: p?.pid, search: ref.search, labels: ref.labels }),
     );
+    const chips = labelChips(tree, labels, (next) => change({ labels: next.length ? next : undefined }));
     const threads = tree.threads ?? [];
     const threadSelect = threads.length === 0 ? null : h(
       'select',
@@ -173,7 +158,8 @@ export class ProfilePanel {
     const valueSelect = merged ? null : h(
       'select',
       { 'aria-label': 'Sample type', onchange: (e: Event) => change({ value: Number((e.target as HTMLSelectElement).value) }) },
-      ...tree.sample_types.map((t, i) => h('option', { value: i, selected: i === tree.value }, `${t.type} (${t.unit})`)),
+      // Types without a sample in the window (pc_samples without PC sampling) are not offered.
+      ...tree.sample_types.flatMap((t, i) => (i === tree.value || (tree.root.total[i] ?? 0) !== 0 ? [h('option', { value: i, selected: i === tree.value }, `${t.type} (${t.unit})`)] : [])),
     );
     const searchStats = h('span.muted', { 'aria-live': 'polite' });
     const search = h('input', { type: 'search', placeholder: 'Search functions (regex)', 'aria-label': 'Search functions', value: ref.search ?? '', 'data-testid': 'flame-search' });
@@ -224,6 +210,7 @@ export class ProfilePanel {
       { 'data-testid': 'profile-summary' },
       `${tree.profiles} profile${tree.profiles === 1 ? '' : 's'} merged${merged ? ` (${(tree.kinds ?? []).join(' + ')})` : ''} · ${primary.label}: ${formatSample(total, unitOf(primary.index))}${cores}` +
         (ref.thread ? ` · thread ${ref.thread}` : '') +
+        (labels.length ? ` · only ${labels.join(', ')}` : '') +
         (tree.skipped_profiles ? ` · ${tree.skipped_profiles} could not be decoded` : ''),
     );
     const boxes = graphs.map((g) => h('div.flame-box', { 'data-testid': g.testid, 'data-weight': g.label }));
@@ -237,6 +224,7 @@ export class ProfilePanel {
     });
     body.replaceChildren(
       h('div.toolbar', {}, kindSelect, procSelect, mergedBtn, weightSelect, valueSelect, threadSelect, search, searchStats, reset, downloadBtn, downloadStatus),
+      chips ?? '',
       summary,
       kindLegend(tree.root),
       flameArea,
@@ -264,21 +252,21 @@ export class ProfilePanel {
   }
 }
 
-function noProfileMessage(host: string): HTMLElement {
+function noProfileMessage(host: string, kind?: string): HTMLElement {
   return h(
     'div.empty',
     { role: 'status', 'data-testid': 'no-profile' },
-    h('p', {}, h('strong', {}, 'No profile for this window'), ` on ${host}.`),
+    h('p', {}, h('strong', {}, `No ${kind ? `${kind} ` : ''}profile for this window`), ` on ${host}.`),
     h(
       'p',
       {},
       'Enable the CUDA profiler: run the agent with ',
       h('code', {}, '--cuda-profiler'),
-      ' (on by default in warpscope up, which prints the exact command) and start the application with ',
-      h('code', {}, 'CUDA_INJECTION64_PATH=<prefix>/lib/libwarpscope_cupti.so'),
-      ', or enable the CPU profiler on the agent (',
+      ' (on by default in warpscope up) and start the application with the ',
+      h('code', {}, 'CUDA_INJECTION64_PATH=…/lib/libwarpscope_cupti.so'),
+      ' line warpscope up prints (the library sits in the lib/ directory next to the bin/ of warpscope), or enable the CPU profiler on the agent (',
       h('code', {}, '--enable-cpu-profiler'),
-      ', on in warpscope up); then pick a window in which it ran. Any pprof file can also be posted to ',
+      ', on in warpscope up); then pick a window in which it ran (the strip under the charts marks the windows with profiles). Any pprof file can also be posted to ',
       h('code', {}, 'POST /api/v1/ingest/profile'),
       ' (see docs/api.md).',
     ),

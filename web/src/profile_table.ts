@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The profile panel's top-functions table: self and total per function with their share of the
-// profile and, for CPU time, of all the host's cores over the window; each name highlights the
-// function in the flamegraph.
+// profile and, for CPU time, of all the host's cores over the window, its source (file:line where
+// the profile has it); each name highlights the function in the flamegraph.
 import type { FlameNode } from './api';
 import type { CoreShare } from './flame';
 import { topFunctions } from './flame';
@@ -57,7 +57,12 @@ export function functionsTable(
         h(
           'tr',
           {},
-          h('td', {}, h('button.linklike', { type: 'button', title: 'Highlight in the flamegraph', onclick: () => onPick(r.name) }, r.name)),
+          h(
+            'td',
+            {},
+            h('button.linklike', { type: 'button', title: 'Highlight in the flamegraph', onclick: () => onPick(r.name) }, r.name),
+            r.source ? h('div.fn-source.muted', { 'data-testid': 'fn-source' }, r.source) : null,
+          ),
           h('td', {}, kindLabel(r.kind)),
           h('td.num', {}, formatSample(r.self, unit)),
           h('td.num', {}, formatPercent(r.self / all)),

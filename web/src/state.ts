@@ -12,7 +12,10 @@
 //   p=<start>-<end>           the profile panel for that window, with pk=<kind> (cpu, gpu, ...),
 //                             pe=<entity> or pp=<pid> (one process), pv=<sample type index>,
 //                             pq=<search>, pt=<tid> (one thread), pm=1 (the merged CPU + GPU
-//                             view of the process) and pw=cpu|gpu|both (its weight)
+//                             view of the process) and pw=cpu|gpu|both (its weight),
+//                             pl=<KEY:VALUE> (a sample label filter, repeatable: device:0,
+//                             stream:7, nvtx:forward*, attribution:measured) and px=<executable>
+//                             (its process, when the clicked line named an executable)
 
 export type ViewName = 'fleet' | 'top' | 'host' | 'insights' | 'finding';
 export type TopKind = 'host' | 'gpu' | 'executable' | 'process' | 'container' | 'pod';
@@ -30,6 +33,8 @@ export interface ProfileRef {
   thread?: string;
   merged?: boolean;
   weight?: ProfileWeight;
+  labels?: string[];
+  exe?: string;
 }
 
 const WEIGHTS: ProfileWeight[] = ['cpu', 'gpu', 'both'];
@@ -135,6 +140,9 @@ export function parseUrl(loc: { pathname: string; search: string }): ViewState {
         merged: q.get('pm') === '1' || undefined,
         weight: WEIGHTS.find((w) => w === q.get('pw')),
       };
+      const labels = q.getAll('pl').filter((l) => /^[^:]+:.+$/.test(l));
+      if (labels.length) state.profile.labels = labels;
+      if (q.get('px')) state.profile.exe = q.get('px')!;
     }
   }
   return state;
@@ -177,6 +185,8 @@ export function buildUrl(s: ViewState): string {
     if (s.profile.thread) q.set('pt', s.profile.thread);
     if (s.profile.merged) q.set('pm', '1');
     if (s.profile.weight) q.set('pw', s.profile.weight);
+    for (const l of s.profile.labels ?? []) q.append('pl', l);
+    if (s.profile.exe) q.set('px', s.profile.exe);
   }
   const qs = q.toString();
   return qs ? `${path}?${qs}` : path;

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The host page's building blocks: a chart card (Widget) and what a click on a chart's point
-// opens (the profile panel for that bucket).
+// The host page's building blocks: a chart card (Widget), what a click on a chart's point opens
+// (the profile panel for that bucket: of the clicked GPU, process or executable) and the marks of
+// the windows that have profiles.
+import { getJson } from './api';
+import type { ProfileMeta } from './api';
 import { TimeChart } from './chart';
-import type { ChartSpec } from './chart';
+import type { ChartSpec, Marker } from './chart';
 import { h } from './dom';
+import { formatTime } from './format';
 import type { ProfileRef } from './state';
 import type { ViewContext } from './view';
 
@@ -58,4 +62,62 @@ export function pickHandler(
     const start = t - (width - step) / 2;
     c.openProfile({ ...refine(label), start, end: start + width });
   };
+}
+
+// A click on a per-GPU line ("GPU 3"): the GPU profiles' samples of that GPU. The profile's
+// `device` label is the CUDA device ordinal in the launching process, which is NVML's index
+// (the GPU entity's gpu.index) only when the process sees every GPU in PCI bus order (no
+// CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER=PCI_BUS_ID); docs/ui.md says more.
+export function gpuPick(indexByLabel: Map<string, number>): (label: string | null) => Partial<ProfileRef> {
+  return (label) => {
+    const index = label === null ? undefined : indexByLabel.get(label);
+    return index === undefined ? { kind: 'gpu' } : { kind: 'gpu', labels: [`device:${index}`] };
+  };
+}
+
+// A click on a line of GPU use by executable: that executable's GPU profiles, of one GPU when
+// the chart shows one.
+export function executablePick(gpuIndex?: number): (label: string | null) => Partial<ProfileRef> {
+  return (label) => ({
+    kind: 'gpu',
+    exe: label && label !== 'others' ? label : undefined,
+    labels: gpuIndex === undefined ? undefined : [`device:${gpuIndex}`],
+  });
+}
+
+// At most this many profiles are read for the marks of one view (the newest of its range).
+const MARK_PROFILES = 1000;
+
+// The windows of the host's profiles in [start, end] as chart marks (kind "profile": a strip
+// under the plot), overlapping windows of one kind joined. One request per view, bounded.
+export async function profileMarks(host: string, start: number, end: number): Promise<Marker[]> {
+  const r = await getJson<{ profiles: ProfileMeta[] }>('/api/v1/profiles', { host, start, end, limit: MARK_PROFILES });
+  return joinWindows(r.profiles);
+}
+
+export function joinWindows(list: ProfileMeta[]): Marker[] {
+  const byKind = new Map<string, { start: number; end: number; n: number }[]>();
+  for (const p of [...list].sort((a, b) => a.start - b.start)) {
+    const spans = byKind.get(p.kind) ?? [];
+    const last = spans[spans.length - 1];
+    if (last && p.start <= last.end) {
+      last.end = Math.max(last.end, p.end);
+      last.n++;
+    } else {
+      spans.push({ start: p.start, end: p.end, n: 1 });
+    }
+    byKind.set(p.kind, spans);
+  }
+  const out: Marker[] = [];
+  for (const [kind, spans] of byKind) {
+    for (const s of spans) {
+      out.push({
+        time: s.start,
+        end: s.end,
+        kind: 'profile',
+        label: `${s.n} ${kind} profile${s.n === 1 ? '' : 's'} ${formatTime(s.start)} – ${formatTime(s.end)}`,
+      });
+    }
+  }
+  return out;
 }
