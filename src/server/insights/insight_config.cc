@@ -68,6 +68,7 @@ base::Status InsightConfig::Validate() const {
   WARPSCOPE_RETURN_IF_ERROR(Check("input_min_utilization", input_min_utilization, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(Check("input_process_cores", input_process_cores, 0.01, 10000));
   WARPSCOPE_RETURN_IF_ERROR(Check("input_host_busy", input_host_busy, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("input_h2d_copy_share", input_h2d_copy_share, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(CheckWindow("input_window", input_window));
   WARPSCOPE_RETURN_IF_ERROR(Check("memory_bound_occupancy", memory_bound_occupancy, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(Check("memory_bound_dram", memory_bound_dram, 0, 1));

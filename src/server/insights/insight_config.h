@@ -77,12 +77,14 @@ struct InsightConfig {
   // whose mean utilization is under `input_gpu_utilization` (0.1 more to clear) or whose mean
   // power is under `input_gpu_power_fraction` of its full load, while the process holding
   // memory on it uses at least `input_process_cores` CPU cores or the host's CPUs are at least
-  // `input_host_busy` busy.
+  // `input_host_busy` busy, or host-to-device copies take at least `input_h2d_copy_share` of
+  // the GPU time of its kernels and those copies (from the injected library's cuda.* metrics).
   double input_gpu_utilization = 0.60;
   double input_gpu_power_fraction = 0.50;
   double input_min_utilization = 0.05;
   double input_process_cores = 0.90;
   double input_host_busy = 0.90;
+  double input_h2d_copy_share = 0.30;
   base::Duration input_window = minutes(5);
 
   // memory_bound: over `efficiency_window`, a busy GPU (mean utilization >=

@@ -26,6 +26,9 @@ const InsightConfigKey kKeys[] = {
      "`input_bound`: CPU cores the GPU's process uses that make it CPU-bound"},
     {"input-host-busy", &C::input_host_busy,
      "`input_bound`: or the host's busy CPU share (0..1)"},
+    {"input-h2d-copy-share", &C::input_h2d_copy_share,
+     "`input_bound`: or the share of the process's GPU time (kernels and host-to-device copies) "
+     "that host-to-device copies take (0..1; needs the CUDA profiler)"},
     {"input-window", &C::input_window, "`input_bound`: the window judged"},
     {"memory-bound-occupancy", &C::memory_bound_occupancy,
      "`memory_bound`: mean SM occupancy under which a busy GPU waits (0..1)"},

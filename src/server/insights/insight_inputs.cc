@@ -188,6 +188,61 @@ base::Status ReadGpus(Storage& storage, const InputsQuery& query, const ReadPlan
 }
 
 // Every process with GPU memory in the lookback, per GPU, with its CPU use.
+// The CUDA runtime series of a process (see ProcessGpuInput), each the rate of a counter
+// summed over the process's devices (and copy kinds).
+struct ProcessCudaMetric {
+  std::string_view key;
+  std::string_view direction;  // the `direction` label; "" for any
+  Series ProcessGpuInput::*member;
+};
+constexpr ProcessCudaMetric kProcessCudaMetrics[] = {
+    {"cuda.kernel.time", "", &ProcessGpuInput::cuda_kernel_time},
+    {"cuda.memcpy.time", "H2D", &ProcessGpuInput::cuda_h2d_time},
+    {"cuda.memory.allocations", "", &ProcessGpuInput::cuda_allocations},
+    {"cuda.memory.releases", "", &ProcessGpuInput::cuda_releases},
+};
+constexpr Series ProcessGpuInput::*kProcessCudaSeries[] = {
+    &ProcessGpuInput::cuda_kernel_time, &ProcessGpuInput::cuda_h2d_time,
+    &ProcessGpuInput::cuda_allocations, &ProcessGpuInput::cuda_releases};
+
+// Adds `points` into `s` at buckets >= `fresh` (NaN + v = v), so that series of several devices
+// sum.
+void AddFill(Series& s, const InsightInputs& in, const std::vector<Point>& points, size_t fresh) {
+  for (const Point& p : points) {
+    if (p.time < in.start) continue;
+    size_t i = static_cast<size_t>((p.time - in.start) / in.step);
+    if (i < fresh || i >= s.size()) continue;
+    s[i] = std::isnan(s[i]) ? p.value : s[i] + p.value;
+  }
+}
+
+base::Status ReadProcessCuda(
+    Storage& storage, const InputsQuery& query, const ReadPlan& plan, InsightInputs& in,
+    const std::map<std::pair<std::string, std::string>, std::vector<ProcessGpuInput*>>& by_entity) {
+  for (const ProcessCudaMetric& m : kProcessCudaMetrics) {
+    RangeQuery q;
+    q.metric = std::string(m.key);
+    q.match.host = query.host;
+    q.match.entity_kind = model::EntityKind::kProcess;
+    if (!m.direction.empty()) q.match.labels.Set("direction", m.direction);
+    q.start = plan.read_from;
+    q.end = in.end();
+    q.step = in.step;
+    q.aggregation = Aggregation::kRate;
+    q.max_series = kMaxSeries;
+    q.max_points = in.buckets + 1;
+    base::Result<RangeResult> r = storage.QueryRange(q);
+    if (!r && r.error().code() == base::StatusCode::kNotFound) continue;  // never received
+    if (!r) return r.error();
+    for (const RangeSeries& rs : r->series) {
+      auto it = by_entity.find({rs.series.host, rs.series.entity});
+      if (it == by_entity.end()) continue;
+      for (ProcessGpuInput* p : it->second) AddFill(p->*m.member, in, rs.points, plan.fresh);
+    }
+  }
+  return base::OkStatus();
+}
+
 base::Status ReadProcesses(Storage& storage, const InputsQuery& query, const ReadPlan& plan,
                            InsightInputs& in) {
   EntityQuery procs;
@@ -206,6 +261,9 @@ base::Status ReadProcesses(Storage& storage, const InputsQuery& query, const Rea
       p = old;
       p.memory_used = Shifted(old.memory_used, plan.shift, in.buckets, plan.fresh);
       p.cpu_utilization = Shifted(old.cpu_utilization, plan.shift, in.buckets, plan.fresh);
+      for (Series ProcessGpuInput::*m : kProcessCudaSeries) {
+        p.*m = Shifted(old.*m, plan.shift, in.buckets, plan.fresh);
+      }
     }
   }
   WARPSCOPE_ASSIGN_OR_RETURN(
@@ -220,6 +278,7 @@ base::Status ReadProcesses(Storage& storage, const InputsQuery& query, const Rea
       p.gpu = gpu;
       p.memory_used.assign(in.buckets, kNaN);
       p.cpu_utilization.assign(in.buckets, kNaN);
+      for (Series ProcessGpuInput::*m : kProcessCudaSeries) (p.*m).assign(in.buckets, kNaN);
     }
     p.attributes = rs.series.entity_attributes;
     Fill(p.memory_used, in, rs.points, plan.fresh);
@@ -235,6 +294,7 @@ base::Status ReadProcesses(Storage& storage, const InputsQuery& query, const Rea
     if (it == by_entity.end()) continue;
     for (ProcessGpuInput* p : it->second) Fill(p->cpu_utilization, in, rs.points, plan.fresh);
   }
+  WARPSCOPE_RETURN_IF_ERROR(ReadProcessCuda(storage, query, plan, in, by_entity));
   for (auto& [key, p] : processes) {
     if (NoData(p.memory_used)) continue;
     auto it = first_seen.find({p.host, p.entity});

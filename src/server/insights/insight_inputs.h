@@ -72,6 +72,12 @@ struct ProcessGpuInput {
   base::TimePoint first_seen;
   Series memory_used;      // gpu.process.memory.used, bytes
   Series cpu_utilization;  // process.cpu.utilization: share of all the host's CPUs, 0..1
+  // The process's CUDA runtime metrics from the injected library, its CUDA devices summed, as
+  // rates per second; NaN where the library did not run (docs/metrics.md, "cuda.*").
+  Series cuda_kernel_time;  // cuda.kernel.time: GPU seconds of kernels per second
+  Series cuda_h2d_time;     // cuda.memcpy.time{direction="H2D"}: seconds of copies per second
+  Series cuda_allocations;  // cuda.memory.allocations: allocations per second
+  Series cuda_releases;     // cuda.memory.releases: releases per second
 };
 
 // One host's CPU.

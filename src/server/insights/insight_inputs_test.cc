@@ -71,6 +71,42 @@ TEST_F(InsightInputsTest, ReadsAlignedSeriesPerGpuAndProcessWithTheHostsClusterA
   EXPECT_EQ(in->events[0].event.entity, "GPU-1");
 }
 
+TEST_F(InsightInputsTest, AProcessesCudaRuntimeCountersAreRatesSummedOverItsDevices) {
+  for (int w = 0; w < 60; ++w) {
+    IngestBatch b = Window("node-1", w * 10);
+    AddGpu(b, "GPU-0", "0");
+    AddProcess(b, "pid/7/1", "python3");
+    AddGauge(b, "gpu.process.memory.used", model::EntityKind::kProcess, "pid/7/1", 1e9,
+             model::Labels{{"gpu.uuid", "GPU-0"}});
+    // Counters (cumulative): host-to-device copy seconds on two CUDA devices, and the other
+    // direction, which is not read.
+    const double t = (w + 1) * 10.0;
+    AddGauge(b, "cuda.memcpy.time", model::EntityKind::kProcess, "pid/7/1", 0.5 * t,
+             model::Labels{{"cuda.device", "0"}, {"direction", "H2D"}});
+    AddGauge(b, "cuda.memcpy.time", model::EntityKind::kProcess, "pid/7/1", 0.25 * t,
+             model::Labels{{"cuda.device", "1"}, {"direction", "H2D"}});
+    AddGauge(b, "cuda.memcpy.time", model::EntityKind::kProcess, "pid/7/1", 5 * t,
+             model::Labels{{"cuda.device", "0"}, {"direction", "D2H"}});
+    AddGauge(b, "cuda.kernel.time", model::EntityKind::kProcess, "pid/7/1", 0.8 * t,
+             model::Labels{{"cuda.device", "0"}});
+    AddGauge(b, "cuda.memory.allocations", model::EntityKind::kProcess, "pid/7/1", 3 * t,
+             model::Labels{{"cuda.device", "0"}, {"kind", "device"}});
+    Write(b);
+  }
+  InputsQuery q;
+  q.end = At(kT0 + 600);
+  q.lookback = minutes(15);
+  base::Result<InsightInputs> in = ReadInsightInputs(*storage_, q);
+  ASSERT_TRUE(in) << in.error().message();
+  ASSERT_EQ(in->processes.size(), 1u);
+  const ProcessGpuInput& p = in->processes[0];
+  EXPECT_NEAR(p.cuda_h2d_time[89], 0.75, 1e-9);
+  EXPECT_NEAR(p.cuda_kernel_time[89], 0.8, 1e-9);
+  EXPECT_NEAR(p.cuda_allocations[89], 3, 1e-9);
+  EXPECT_TRUE(std::isnan(p.cuda_releases[89]));  // never received
+  EXPECT_TRUE(std::isnan(p.cuda_h2d_time[10]));  // before the data
+}
+
 TEST_F(InsightInputsTest, AnEventOfAMigInstanceIsItsGpusWithTheInstanceInItsAttributes) {
   IngestBatch b = Window("node-1", 0);
   AddGpu(b, "GPU-0", "0");

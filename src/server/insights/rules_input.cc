@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Rule 1: a GPU that works well under its capacity while the process feeding it is busy on the
-// CPU — a data loader or CPU-side bottleneck. The finding links that process's CPU profile.
+// CPU — a data loader or CPU-side bottleneck — or spends its GPU time waiting for host-to-device
+// copies (the CUDA runtime metrics of the injected library). The finding links that process's
+// CPU profile.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -64,7 +66,13 @@ class InputBound final : public Rule {
       const double host_busy = idle ? 1 - *idle - iowait.value_or(0) : 0;
       const bool cpu_bound =
           cores >= cfg.input_process_cores || (idle && host_busy >= cfg.input_host_busy);
-      if (!starved || !cpu_bound) continue;
+      // Host-to-device copies against the kernels, where the process was profiled.
+      std::optional<double> h2d = Mean(Slice(p.cuda_h2d_time, from, n));
+      std::optional<double> kernels = Mean(Slice(p.cuda_kernel_time, from, n));
+      std::optional<double> h2d_share;
+      if (h2d && kernels && *h2d + *kernels > 0) h2d_share = *h2d / (*h2d + *kernels);
+      const bool copy_bound = h2d_share && *h2d_share >= cfg.input_h2d_copy_share;
+      if (!starved || !(cpu_bound || copy_bound)) continue;
       Observation o = OnGpu(g);
       for (const auto& [k, v] : p.attributes) o.attributes.Set(k, v);
       o.lost_fraction = std::clamp(1 - *util, 0.0, 1.0);
@@ -72,11 +80,18 @@ class InputBound final : public Rule {
       std::string_view pid = p.attributes.Get(model::attr::kPid);
       o.summary = fmt::format(
           "{} is {:.0f} % busy{} while its process {} (pid {}) uses {:.1f} CPU cores and the "
-          "host's CPUs are {:.0f} % busy, over the last {}: the GPU waits for the CPU.",
+          "host's CPUs are {:.0f} % busy, over the last {}: the GPU waits for {}.",
           GpuName(g), *util * 100,
           power ? fmt::format(" at {:.0f} W of {:.0f}", *power, full_load) : "",
           exe.empty() ? std::string_view("?") : exe, pid.empty() ? p.entity : pid, cores,
-          host_busy * 100, base::FormatDuration(cfg.input_window));
+          host_busy * 100, base::FormatDuration(cfg.input_window),
+          cpu_bound ? "the CPU" : "its input");
+      if (copy_bound) {
+        o.summary += fmt::format(
+            " Host-to-device copies take {:.0f} % of its GPU time: pinned memory "
+            "(pin_memory=True) and non_blocking copies let them overlap the kernels.",
+            *h2d_share * 100);
+      }
       o.evidence = {
           {"gpu_utilization", std::round(*util * 1000) / 1000},
           {"power_w", power ? nlohmann::json(std::round(*power)) : nlohmann::json(nullptr)},
@@ -84,6 +99,8 @@ class InputBound final : public Rule {
           {"process_cpu_cores", std::round(cores * 100) / 100},
           {"host_cpu_busy", std::round(host_busy * 1000) / 1000},
           {"host_cpus", *cpus},
+          {"h2d_copy_share",
+           h2d_share ? nlohmann::json(std::round(*h2d_share * 1000) / 1000) : nlohmann::json(nullptr)},
           // The profile that explains it: the process's CPU samples over the window.
           {"profile",
            {{"kind", "cpu"},

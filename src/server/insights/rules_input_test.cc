@@ -64,6 +64,34 @@ TEST(InputBoundTest, AnOpenFindingClearsOnlyAboveTheUtilizationThatRaisedItPlusA
   EXPECT_EQ(Observe(Node(0.65, 600, 1.0, 0.2).inputs(), {{"node-1", "GPU-0"}}).size(), 1u);
 }
 
+TEST(InputBoundTest, HostToDeviceCopiesTakingTheGpuTimeAreInputBoundWithAnIdleCpu) {
+  // The CPU is idle, but 40 % of the process's GPU time is host-to-device copies.
+  InputsBuilder b = Node(0.35, 270, 0.2, 0.2);
+  ProcessGpuInput& p = b.inputs().processes[0];
+  InputsBuilder::Fill(p.cuda_h2d_time, 0.04);
+  InputsBuilder::Fill(p.cuda_kernel_time, 0.06);
+  std::vector<Observation> seen = Observe(b.inputs());
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_NEAR(seen[0].evidence["h2d_copy_share"].get<double>(), 0.4, 1e-9);
+  EXPECT_NE(seen[0].summary.find("the GPU waits for its input"), std::string::npos)
+      << seen[0].summary;
+  EXPECT_NE(seen[0].summary.find("Host-to-device copies take 40 % of its GPU time"),
+            std::string::npos)
+      << seen[0].summary;
+
+  // A fifth of the GPU time in copies, an idle CPU: nothing to name.
+  InputsBuilder light = Node(0.35, 270, 0.2, 0.2);
+  ProcessGpuInput& q = light.inputs().processes[0];
+  InputsBuilder::Fill(q.cuda_h2d_time, 0.02);
+  InputsBuilder::Fill(q.cuda_kernel_time, 0.08);
+  EXPECT_TRUE(Observe(light.inputs()).empty());
+
+  // Without the CUDA profiler the share is unknown: a CPU-bound finding says null.
+  std::vector<Observation> cpu = Observe(Node(0.35, 270, 1.0, 0.2).inputs());
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_TRUE(cpu[0].evidence["h2d_copy_share"].is_null());
+}
+
 TEST(InputBoundTest, WithoutTheProcessOrHostCpuNothingIsJudged) {
   InputsBuilder b(kBuckets);
   GpuInput& g = b.Gpu("node-1", "GPU-0", "0");

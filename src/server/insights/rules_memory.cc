@@ -149,6 +149,11 @@ class MemoryLeak final : public Rule {
           until_full = (total->second - used->second) / rate_per_minute;
         }
       }
+      // Where the injected library ran: how many allocations the CUDA allocator saw and how few
+      // were released (a caching allocator that keeps reserving shows as allocations only).
+      const double window_s = base::ToSeconds(cfg.leak_window);
+      std::optional<double> allocs = Mean(Slice(p.cuda_allocations, from, n));
+      std::optional<double> releases = Mean(Slice(p.cuda_releases, from, n));
       std::string_view exe = p.attributes.Get(model::attr::kExecutable);
       std::string_view pid = p.attributes.Get(model::attr::kPid);
       o.summary = fmt::format(
@@ -158,12 +163,20 @@ class MemoryLeak final : public Rule {
           growth / kGiB, growth / *peak * 100, base::FormatDuration(cfg.leak_window),
           rate_per_minute / kGiB,
           until_full ? fmt::format("; the GPU is full in about {:.0f} min", *until_full) : "");
+      if (allocs && releases) {
+        o.summary += fmt::format(" The CUDA allocator saw {:.0f} allocations and {:.0f} releases.",
+                                 *allocs * window_s, *releases * window_s);
+      }
       o.evidence = {
           {"growth_bytes", std::round(growth)},
           {"peak_bytes", std::round(*peak)},
           {"rate_bytes_per_min", std::round(rate_per_minute)},
           {"minutes_until_full",
            until_full ? nlohmann::json(std::round(*until_full)) : nlohmann::json(nullptr)},
+          {"cuda_allocations",
+           allocs ? nlohmann::json(std::round(*allocs * window_s)) : nlohmann::json(nullptr)},
+          {"cuda_releases",
+           releases ? nlohmann::json(std::round(*releases * window_s)) : nlohmann::json(nullptr)},
           {"series", {SeriesEvidence(in, "gpu.process.memory.used", "By", p.memory_used, from, n)}},
       };
       out.push_back(std::move(o));

@@ -89,6 +89,21 @@ TEST(MemoryLeakTest, AProcessStillGrowingAfterStartUpLeaks) {
   EXPECT_NEAR(seen[0].evidence["minutes_until_full"].get<double>(), 30, 1);
   EXPECT_NE(seen[0].summary.find("python3 (pid 7100) on GPU 0"), std::string::npos)
       << seen[0].summary;
+  EXPECT_TRUE(seen[0].evidence["cuda_allocations"].is_null());  // no CUDA profiler
+}
+
+TEST(MemoryLeakTest, TheCudaAllocatorsAllocationsAndReleasesAreItsEvidence) {
+  InputsBuilder b(kBuckets);
+  b.Gpu("node-1", "GPU-0", "0");
+  ProcessGpuInput& p = Growing(b, "7100", 0.33);
+  InputsBuilder::Fill(p.cuda_allocations, 2.0);   // per second
+  InputsBuilder::Fill(p.cuda_releases, 0.1);
+  std::vector<Observation> seen = Observe(*MakeMemoryLeakRule(), b.inputs());
+  ASSERT_EQ(seen.size(), 1u);
+  const double window_s = base::ToSeconds(InsightConfig{}.leak_window);
+  EXPECT_NEAR(seen[0].evidence["cuda_allocations"].get<double>(), 2.0 * window_s, 1);
+  EXPECT_NEAR(seen[0].evidence["cuda_releases"].get<double>(), 0.1 * window_s, 1);
+  EXPECT_NE(seen[0].summary.find("The CUDA allocator saw"), std::string::npos) << seen[0].summary;
 }
 
 TEST(MemoryLeakTest, StartUpAPlateauAndASawtoothAreNotLeaks) {

@@ -193,11 +193,13 @@ class SqliteStorage : public Storage {
   [[nodiscard]] base::Result<Availability> ReadAvailability(sqlite::Connection& db);
   // Feeds the rows of one series in `segments` to `folder`; marks the resolutions that had rows.
   // With `only` set, reads just the columns that aggregation needs.
-  // Raw segments that start at or after recent_'s horizon are read from memory.
+  // Raw segments that start at or after recent_'s horizon are read from memory. With
+  // `memory_missed` (a read that did not move the staged samples), a raw segment memory no longer
+  // covers sets it and stops, instead of reading a samples table that may lack staged rows.
   [[nodiscard]] base::Status FoldSeries(sqlite::Connection& db, int64_t series_id,
                                         const std::vector<Segment>& segments,
                                         std::optional<Aggregation> only, SeriesFolder& folder,
-                                        bool used[3]);
+                                        bool used[3], bool* memory_missed = nullptr);
 
   // Rollups (sqlite_storage_rollup.cc); compact_mu_ held, write_mu_ taken per chunk.
   [[nodiscard]] base::Status RollUpNew(Resolution target, int64_t until_ms, CompactResult& result);

@@ -304,7 +304,7 @@ Result<Availability> SqliteStorage::ReadAvailability(Connection& db) {
 Status SqliteStorage::FoldSeries(Connection& db, int64_t series_id,
                                  const std::vector<Segment>& segments,
                                  std::optional<Aggregation> only, SeriesFolder& folder,
-                                 bool used[3]) {
+                                 bool used[3], bool* memory_missed) {
   for (const Segment& segment : segments) {
     if (segment.resolution == Resolution::kRaw &&
         recent_.Fold(series_id, segment.from, segment.to, [&](const Row& row) {
@@ -312,6 +312,10 @@ Status SqliteStorage::FoldSeries(Connection& db, int64_t series_id,
           used[static_cast<int>(Resolution::kRaw)] = true;
         })) {
       continue;
+    }
+    if (segment.resolution == Resolution::kRaw && memory_missed != nullptr) {
+      *memory_missed = true;  // the horizon moved past it: the caller reads again
+      return base::OkStatus();
     }
     WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(RowsSql(segment.resolution, only)));
     stmt.Bind(series_id, segment.from, segment.to);
@@ -342,12 +346,15 @@ Result<RangeResult> SqliteStorage::QueryRange(const RangeQuery& query) {
       query.aggregation == Aggregation::kRate ? origin - std::max(step_ms, kRateSeedMs) : origin;
   // A range within the recent windows is folded from memory, staged samples included; any other
   // reads the samples table, which must hold every staged sample first. (Rollup segments do not
-  // depend on staged samples: Compact moves them before it rolls up.)
-  if (fetch_from < recent_.horizon()) {
+  // depend on staged samples: Compact moves them before it rolls up.) Should the horizon pass the
+  // range while it is read (a write moved it), the read starts again with the staged samples
+  // moved.
+  bool from_memory = fetch_from >= recent_.horizon();
+  if (!from_memory) {
     WARPSCOPE_RETURN_IF_ERROR(ApplyStaged());
   }
-
-  return sqlite::InReadTransaction(*readers_, [&](Connection& db) -> Result<RangeResult> {
+  bool memory_missed = false;
+  auto read = [&](Connection& db) -> Result<RangeResult> {
     WARPSCOPE_ASSIGN_OR_RETURN(auto metric, ReadMetric(db, query.metric));
     WARPSCOPE_ASSIGN_OR_RETURN(std::vector<MatchedSeries> matched,
                                MatchSeries(db, metric.first, query.match, start_ms, end_ms));
@@ -365,7 +372,11 @@ Result<RangeResult> SqliteStorage::QueryRange(const RangeQuery& query) {
     bool used[3] = {false, false, false};
     for (MatchedSeries& m : matched) {
       SeriesFolder folder(origin, step_ms, static_cast<size_t>(buckets));
-      WARPSCOPE_RETURN_IF_ERROR(FoldSeries(db, m.id, segments, query.aggregation, folder, used));
+      WARPSCOPE_RETURN_IF_ERROR(FoldSeries(db, m.id, segments, query.aggregation, folder, used,
+                                           from_memory ? &memory_missed : nullptr));
+      if (memory_missed) {
+        return RangeResult{};
+      }
       RangeSeries series;
       series.points = BucketPoints(folder, query.aggregation, origin, step_ms);
       if (series.points.empty()) {
@@ -376,7 +387,15 @@ Result<RangeResult> SqliteStorage::QueryRange(const RangeQuery& query) {
     }
     result.resolutions = UsedResolutions(used);
     return result;
-  });
+  };
+  Result<RangeResult> result = sqlite::InReadTransaction(*readers_, read);
+  if (result && memory_missed) {
+    from_memory = false;
+    memory_missed = false;
+    WARPSCOPE_RETURN_IF_ERROR(ApplyStaged());
+    result = sqlite::InReadTransaction(*readers_, read);
+  }
+  return result;
 }
 
 Result<std::vector<TopEntry>> SqliteStorage::TopEntities(const TopQuery& query) {

@@ -343,6 +343,7 @@ TEST_F(SqliteStorageTest, ConcurrentWritersAndReadersDuringChunkedMoves) {
   o.data_dir = dir_;
   o.staged_samples_max = 40;  // a move every few batches
   o.staged_move_chunk = 7;    // many chunks, the lock released between them
+  o.recent_max_rows = 0;      // every read moves the staged samples and reads the table
   auto opened = SqliteStorage::Open(o);
   ASSERT_TRUE(opened.has_value());
   SqliteStorage& storage = **opened;

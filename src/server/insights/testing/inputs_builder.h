@@ -72,6 +72,9 @@ class InputsBuilder {
     p.first_seen = in_.start - started_before_start;
     p.memory_used.assign(in_.buckets, std::numeric_limits<double>::quiet_NaN());
     p.cpu_utilization.assign(in_.buckets, std::numeric_limits<double>::quiet_NaN());
+    for (Series* s : {&p.cuda_kernel_time, &p.cuda_h2d_time, &p.cuda_allocations, &p.cuda_releases}) {
+      s->assign(in_.buckets, std::numeric_limits<double>::quiet_NaN());
+    }
     return p;
   }
 
