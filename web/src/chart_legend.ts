@@ -55,6 +55,10 @@ export class ChartLegend {
   private sortKey: SortKey | null = null;
   private descending = true;
   private highlighted: string | null = null;
+  // The value cells by row, and the value column's header: a crosshair move updates them in
+  // place (it happens on every chart of the page at each pointer move).
+  private valueCells: HTMLElement[] = [];
+  private timeCell: HTMLElement | null = null;
 
   constructor(
     private unit: string,
@@ -75,7 +79,12 @@ export class ChartLegend {
   setValues(values: (number | null)[], time: string): void {
     this.values = values;
     this.time = time;
-    this.render();
+    if (this.sortKey === 'value' || this.valueCells.length !== this.rows.length || !this.timeCell) {
+      this.render();
+      return;
+    }
+    this.valueCells.forEach((cell, i) => (cell.textContent = formatValue(values[i] ?? null, this.unit)));
+    this.timeCell.textContent = time ? ` ${time}` : '';
   }
 
   highlight(label: string | null): void {
@@ -115,20 +124,23 @@ export class ChartLegend {
         const sorted = this.sortKey === key;
         const button = h('button.legend-sort', { type: 'button', 'data-sort': key, onclick: () => this.sortBy(key) }, name, sorted ? (this.descending ? ' ▼' : ' ▲') : '');
         const th = h(key === 'value' ? 'th.u-value' : 'th', { scope: 'col', 'aria-sort': sorted ? (this.descending ? 'descending' : 'ascending') : 'none' }, button);
-        if (key === 'value' && this.time) th.title = this.time;
         return th;
       }),
     );
     // The time at the crosshair names the value column.
     const valueHead = head.children[1] as HTMLElement;
-    if (this.time) valueHead.append(h('span.legend-time', {}, ` ${this.time}`));
+    this.timeCell = h('span.legend-time', {}, this.time ? ` ${this.time}` : '');
+    valueHead.append(this.timeCell);
+    this.valueCells = new Array(this.rows.length);
     const rows = this.ordered().map((i) => {
       const r = this.rows[i];
+      const valueCell = h('td.u-value', {}, f(this.values[i] ?? null));
+      this.valueCells[i] = valueCell;
       const tr = h(
         'tr.u-series',
         { 'data-label': r.label },
         h('th.u-label', { scope: 'row' }, h('span.u-marker', { style: `border-color:${r.color};background:${r.color}` }), r.label),
-        h('td.u-value', {}, f(this.values[i] ?? null)),
+        valueCell,
         h('td.stat', { 'data-stat': 'min' }, f(r.min)),
         h('td.stat', { 'data-stat': 'max' }, f(r.max)),
         h('td.stat', { 'data-stat': 'avg' }, f(r.avg)),
