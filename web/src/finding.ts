@@ -29,6 +29,14 @@ function figure(v: unknown): string {
   return JSON.stringify(v);
 }
 
+// The finding's entity, linked to its page when it has one (a GPU, a process).
+function entityLink(f: Finding, ctx: ViewContext): Node | string {
+  const text = `${f.kind} ${f.entity}`;
+  if (f.host && f.kind === 'gpu') return h('a', { href: ctx.href({ view: 'gpu', host: f.host, gpu: f.entity }) }, text);
+  if (f.host && f.kind === 'process' && f.entity.startsWith('pid/')) return h('a', { href: ctx.href({ view: 'process', host: f.host, process: f.entity }) }, text);
+  return text;
+}
+
 export async function findingView(root: HTMLElement, ctx: ViewContext): Promise<View> {
   const id = ctx.state.finding!;
   const f = await getJson<Finding>(`/api/v1/insights/${encodeURIComponent(id)}`);
@@ -92,7 +100,7 @@ export async function findingView(root: HTMLElement, ctx: ViewContext): Promise<
         h('h2', {}, 'Where and when'),
         dl([
           f.host ? ['Host', h('a', { href: ctx.href({ view: 'host', host: f.host }) }, f.host)] : ['Hosts', hostLinks(f.evidence['hosts'])],
-          ['Entity', `${f.kind} ${f.entity}`],
+          ['Entity', entityLink(f, ctx)],
           ['Since', formatTime(f.start / 1000)],
           [f.state === 'resolved' ? 'Until' : 'Last seen', formatTime(f.end / 1000)],
           ['GPU-hours lost', formatGpuHours(f.waste.gpu_hours)],
