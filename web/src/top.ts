@@ -171,7 +171,8 @@ async function entityTable(c: ViewContext, kind: EntityKind): Promise<HTMLElemen
           'tr',
           {},
           h('td', {}, h('a', { href: link }, entityLabel(e))),
-          h('td', {}, e.host),
+          // The host's page, on the GPU tab (for a GPU: with its per-process breakdown selected).
+          h('td', {}, h('a', { href: c.href({ view: 'host', host: e.host, tab: kind === 'process' && !e.entity.startsWith('pid/') ? 'host' : 'gpu', expand: undefined, bgpu: kind === 'gpu' ? e.entity : undefined }), 'data-testid': 'host-link' }, e.host)),
           ...columns.map((col) => h('td.num', {}, formatValue(col === sortCol ? e.value : values.get(col.metric)?.get(key) ?? null, col.unit))),
           h('td', {}, sparkline(e.sparkline ?? [], 140, 26)),
         );
