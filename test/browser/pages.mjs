@@ -8,7 +8,8 @@
 //   - Top entities link processes and GPUs to their pages; the host page links its GPUs;
 //   - the GPU page: identity (UUID, bus id, serial, driver, CUDA, compute capability, MIG mode),
 //     clocks, throttle reasons, power, temperatures, DRAM, pipes, NVLink per link, ECC and
-//     remapped rows charted, the XID history with the XID's meaning;
+//     remapped rows charted, the XID history with the XID's meaning; the XID's finding links
+//     the GPU to its page from the Insights and finding pages;
 //   - an unknown path, host, process or GPU says so; unreadable URL parameters are listed; an
 //     inverted custom range is refused; /api/v1/top takes sparkline=0;
 //   - arrow keys on the host tabs keep focus on the selected tab; focus moves into the profile
@@ -244,6 +245,15 @@ async function main() {
   check(/79/.test(xids) && /fallen off the bus/.test(xids), `the XID history names XID 79's meaning (${xids.slice(0, 100)})`);
   check((await page.locator('[data-testid=gpu-processes] a').count()) >= 1, 'the GPU page links the processes on it');
   await shot('pages-gpu-1440');
+  // The XID's finding (hardware_errors), from the Insights page's entity link back to this page.
+  await until('the XID finding', async () => (await api(base, `/api/v1/insights?entity=${encodeURIComponent(gpu3.id)}`)).insights.length > 0);
+  await page.goto(`${base}/insights`);
+  await ready();
+  const entityLinks = await page.locator('td a.muted').evaluateAll((as) => as.map((a) => new URL(a.href).pathname));
+  check(entityLinks.includes(`/host/${encodeURIComponent(host)}/gpu/${encodeURIComponent(gpu3.id)}`), `the Insights page links the finding's GPU to its page (${entityLinks})`);
+  await page.locator('td.finding-cell a').first().click();
+  await ready();
+  check(/\/gpu\//.test(await page.locator('[data-testid=finding-entity]').getAttribute('href')), 'the finding page links its GPU to the GPU page');
 
   // 4. Wrong paths and parameters.
   await page.goto(`${base}/nope`);

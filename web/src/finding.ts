@@ -7,7 +7,7 @@ import type { Point } from './api';
 import { TimeChart } from './chart';
 import { h } from './dom';
 import { formatTime } from './format';
-import { entityName, findingPlace, formatCost, formatGpuHours, severityBadge, stateBadge } from './insights_api';
+import { entityHref, entityName, findingPlace, formatCost, formatGpuHours, severityBadge, stateBadge } from './insights_api';
 import type { EvidenceSeries, Finding } from './insights_api';
 import type { View, ViewContext } from './view';
 
@@ -32,9 +32,8 @@ function figure(v: unknown): string {
 // The finding's entity, linked to its page when it has one (a GPU, a process).
 function entityLink(f: Finding, ctx: ViewContext): Node | string {
   const text = `${f.kind} ${f.entity}`;
-  if (f.host && f.kind === 'gpu') return h('a', { href: ctx.href({ view: 'gpu', host: f.host, gpu: f.entity }) }, text);
-  if (f.host && f.kind === 'process' && f.entity.startsWith('pid/')) return h('a', { href: ctx.href({ view: 'process', host: f.host, process: f.entity }) }, text);
-  return text;
+  const href = entityHref(f, ctx);
+  return href ? h('a', { href, 'data-testid': 'finding-entity' }, text) : text;
 }
 
 export async function findingView(root: HTMLElement, ctx: ViewContext): Promise<View> {
