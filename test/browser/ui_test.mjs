@@ -324,8 +324,8 @@ async function main() {
   await page.waitForURL(/sort=gpu\.power\.usage/);
   await ready();
 
-  // 3. Host page, GPU Metrics tab, from the first GPU.
-  await rows.first().locator('a').first().click();
+  // 3. Host page, GPU Metrics tab, from the first GPU's host (its name opens its GPU page).
+  await rows.first().locator('a[data-testid=host-link]').click();
   await page.waitForURL(/\/host\/.+tab=gpu/);
   await ready();
   const widgets = ['util', 'consumer', 'sm', 'occupancy', 'tensor', 'memutil', 'memconsumer', 'power', 'temp', 'pcietx', 'pcierx', 'nvlinktx', 'nvlinkrx'];

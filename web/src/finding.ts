@@ -7,7 +7,7 @@ import type { Point } from './api';
 import { TimeChart } from './chart';
 import { h } from './dom';
 import { formatTime } from './format';
-import { entityName, findingPlace, formatCost, formatGpuHours, severityBadge, stateBadge } from './insights_api';
+import { entityHref, entityName, findingPlace, formatCost, formatGpuHours, severityBadge, stateBadge } from './insights_api';
 import type { EvidenceSeries, Finding } from './insights_api';
 import type { View, ViewContext } from './view';
 
@@ -27,6 +27,13 @@ function figure(v: unknown): string {
   if (typeof v === 'number') return String(v);
   if (typeof v === 'string') return v;
   return JSON.stringify(v);
+}
+
+// The finding's entity, linked to its page when it has one (a GPU, a process).
+function entityLink(f: Finding, ctx: ViewContext): Node | string {
+  const text = `${f.kind} ${f.entity}`;
+  const href = entityHref(f, ctx);
+  return href ? h('a', { href, 'data-testid': 'finding-entity' }, text) : text;
 }
 
 export async function findingView(root: HTMLElement, ctx: ViewContext): Promise<View> {
@@ -92,7 +99,7 @@ export async function findingView(root: HTMLElement, ctx: ViewContext): Promise<
         h('h2', {}, 'Where and when'),
         dl([
           f.host ? ['Host', h('a', { href: ctx.href({ view: 'host', host: f.host }) }, f.host)] : ['Hosts', hostLinks(f.evidence['hosts'])],
-          ['Entity', `${f.kind} ${f.entity}`],
+          ['Entity', entityLink(f, ctx)],
           ['Since', formatTime(f.start / 1000)],
           [f.state === 'resolved' ? 'Until' : 'Last seen', formatTime(f.end / 1000)],
           ['GPU-hours lost', formatGpuHours(f.waste.gpu_hours)],

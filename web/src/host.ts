@@ -11,6 +11,7 @@ import { h } from './dom';
 import { formatTime } from './format';
 import { buildHostTab } from './host_tab';
 import { findingMarkers, findingsStrip } from './host_findings';
+import { hostKnown, unknownCard } from './page_chart';
 import type { View, ViewContext } from './view';
 import { executablePick, gpuPick, pickHandler, profileMarks, Widget } from './widget';
 
@@ -50,6 +51,9 @@ const GPU_WIDGETS: GpuWidgetDef[] = [
   { id: 'nvlinkrx', title: 'NVLink RX', group: 'Data transfer', metric: 'gpu.nvlink.receive.rate', sumPerGpu: true, total: 'gpu.prof.nvlink.receive.rate', note: 'all links' },
 ];
 
+// Set by an arrow key on the tabs: the re-rendered page puts focus back on the selected tab.
+let focusTab = false;
+
 const THROTTLE_REASONS = new Set(['power_cap', 'hw_slowdown', 'sw_thermal', 'hw_thermal', 'hw_power_brake']);
 
 interface Gpu {
@@ -73,6 +77,9 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
   const host = ctx.state.host!;
   const tab = ctx.state.tab;
   const gpuEntities = await getJson<{ entities: EntityRecord[] }>('/api/v1/entities', { host, kind: 'gpu', limit: 1000 });
+  if (gpuEntities.entities.length === 0 && !(await hostKnown(host))) {
+    return unknownCard(root, ctx, 'Unknown host', `The server has no data from a host named ${host}: check the name, or whether its agent sends to this server (warpscope agent --server).`);
+  }
   const gpus = new Map<string, Gpu>();
   for (const e of gpuEntities.entities) {
     gpus.set(e.id, { uuid: e.id, index: Number(e.attributes['gpu.index'] ?? gpus.size), model: e.attributes['gpu.model'] ?? 'GPU' });
@@ -95,6 +102,7 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
   tablist.addEventListener('keydown', (e) => {
     if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
       e.preventDefault();
+      focusTab = true;
       ctx.navigate({ tab: tab === 'host' ? 'gpu' : 'host', expand: undefined });
     }
   });
@@ -107,12 +115,23 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
       {},
       h('h1', {}, host),
       h('p.muted', {}, gpus.size ? `${gpus.size} × ${models.join(', ')}` : 'no GPUs reported'),
+      gpus.size
+        ? h(
+            'nav.gpu-links',
+            { 'aria-label': 'GPU pages', 'data-testid': 'gpu-links' },
+            ...[...gpus.values()].sort((x, y) => x.index - y.index).map((g) => h('a', { href: ctx.href({ view: 'gpu', host, gpu: g.uuid }), title: `${g.model} ${g.uuid}` }, `GPU ${g.index}`)),
+          )
+        : null,
     ),
     tablist,
     findingsBox,
     eventsBox,
     panel,
   );
+  if (focusTab) {
+    focusTab = false;
+    tablist.querySelector<HTMLElement>('[aria-selected=true]')?.focus();
+  }
   const widgets: Widget[] = [];
   const loaders: ((c: ViewContext, markers: Marker[], q: QueryBatcher) => Promise<void>)[] = [];
 

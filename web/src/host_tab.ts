@@ -91,7 +91,7 @@ export function buildHostTab(
             h(
               'tr',
               {},
-              h('td', { title: e.attributes['process.command_line'] ?? '' }, e.attributes['process.executable.name'] ?? e.entity),
+              h('td', { title: e.attributes['process.command_line'] ?? '' }, h('a', { href: c.href({ view: 'process', host, process: e.entity }) }, e.attributes['process.executable.name'] ?? e.entity)),
               h('td.num', {}, e.attributes['process.pid'] ?? ''),
               h('td.num', {}, formatValue(e.value, '1')),
               h('td.num', {}, formatValue(rssBy.get(e.entity) ?? null, 'By')),

@@ -3,7 +3,7 @@
 // by severity, state, rule and host (in the URL), with the totals of what is listed.
 import { h } from './dom';
 import { formatAge, formatTime } from './format';
-import { SEVERITIES, STATES, byUrgency, entityName, fetchInsights, formatCost, formatGpuHours, severityBadge, stateBadge } from './insights_api';
+import { SEVERITIES, STATES, byUrgency, entityHref, entityName, fetchInsights, formatCost, formatGpuHours, severityBadge, stateBadge } from './insights_api';
 import type { Finding, InsightsResponse } from './insights_api';
 import type { InsightFilters } from './state';
 import type { View, ViewContext } from './view';
@@ -102,7 +102,7 @@ function findingsTable(list: Finding[], c: ViewContext, f: InsightFilters): HTML
             {},
             x.host ? h('a', { href: c.href({ view: 'host', host: x.host, tab: x.kind === 'gpu' ? 'gpu' : 'host' }) }, x.host) : h('a', { href: c.href({ view: 'fleet' }) }, 'fleet'),
             h('br'),
-            h('span.muted', {}, entityName(x)),
+            entityHref(x, c) ? h('a.muted', { href: entityHref(x, c)! }, entityName(x)) : h('span.muted', {}, entityName(x)),
           ),
           h('td', {}, stateBadge(x.state)),
           h('td', { title: formatTime(x.start / 1000) }, formatAge(x.start / 1000)),

@@ -4,6 +4,7 @@
 import { ApiError, getJson } from './api';
 import type { Params } from './api';
 import { h } from './dom';
+import type { ViewContext } from './view';
 
 export type Severity = 'page' | 'ticket' | 'info';
 export type FindingState = 'pending' | 'firing' | 'resolved';
@@ -86,6 +87,13 @@ export function entityName(f: Finding): string {
     return `${name}${size}`;
   }
   return f.entity;
+}
+
+// The page of a finding's entity: a GPU's, a process's (null for a host or a cluster).
+export function entityHref(f: Finding, c: ViewContext): string | null {
+  if (f.host && f.kind === 'gpu') return c.href({ view: 'gpu', host: f.host, gpu: f.entity });
+  if (f.host && f.kind === 'process' && f.entity.startsWith('pid/')) return c.href({ view: 'process', host: f.host, process: f.entity });
+  return null;
 }
 
 // Where a finding lives: its host, or "fleet" for a finding about a cluster (no one host).

@@ -6,8 +6,11 @@ import { checkToken, clearToken, currentToken, onAuthRequired, storeToken, token
 import { h } from './dom';
 import { findingView } from './finding';
 import { fleetView } from './fleet';
+import { gpuView } from './gpu_page';
 import { hostView } from './host';
 import { insightsView } from './insights';
+import { notFoundView, urlProblems } from './not_found';
+import { processView } from './process_page';
 import { ProfilePanel } from './profile';
 import { RANGE_PRESETS, buildUrl, parseUrl, timeWindow } from './state';
 import type { ProfileRef, ViewState } from './state';
@@ -20,6 +23,9 @@ let current: View | null = null;
 let panel: ProfilePanel | null = null;
 let liveTimer = 0;
 let renderSeq = 0;
+// Where focus goes back to when the profile panel closes: a selector of the element that had it
+// when the panel opened (the view is re-rendered in between).
+let panelOpener: FocusRef | null = null;
 // Non-null while the server wants a token the UI does not have (or rejected the one it had): the
 // sign-in panel replaces the view until the user enters one the server accepts.
 let signIn: SignInPanel | null = null;
@@ -62,6 +68,8 @@ function href(patch: Partial<ViewState>): string {
     if (!('bgpu' in patch)) next.bgpu = undefined;
     if (!('sort' in patch)) next.sort = undefined;
     if (!('insights' in patch)) next.insights = undefined;
+    if (!('process' in patch)) next.process = undefined;
+    if (!('gpu' in patch)) next.gpu = undefined;
   }
   return buildUrl(next);
 }
@@ -74,7 +82,10 @@ function context(s: ViewState): ViewContext {
     end: w.end,
     navigate,
     href,
-    openProfile: (ref: ProfileRef) => navigate({ profile: ref }),
+    openProfile: (ref: ProfileRef) => {
+      panelOpener = focusRef(document.activeElement);
+      navigate({ profile: ref });
+    },
   };
 }
 
@@ -87,6 +98,7 @@ function topBar(s: ViewState): HTMLElement {
     h('a', { href: href({ view: 'top' }), 'aria-current': s.view === 'top' ? 'page' : undefined, title: 'Top entities (t)' }, 'Top entities'),
     h('a', { href: href({ view: 'insights' }), 'aria-current': s.view === 'insights' ? 'page' : undefined, title: 'Insights: what is wrong (i)', 'data-testid': 'nav-insights' }, 'Insights'),
     s.view === 'host' && s.host ? h('span.crumb', { 'aria-current': 'page' }, `Host ${s.host}`) : null,
+    (s.view === 'process' || s.view === 'gpu') && s.host ? h('a.crumb', { href: href({ view: 'host', host: s.host, tab: s.view === 'gpu' ? 'gpu' : 'host' }) }, `Host ${s.host}`) : null,
   );
   const presets = h(
     'div.range',
@@ -147,6 +159,13 @@ function customRange(s: ViewState): HTMLElement {
   const w = timeWindow(s);
   const from = h('input', { type: 'datetime-local', 'aria-label': 'From', value: toLocalInput(w.start) });
   const to = h('input', { type: 'datetime-local', 'aria-label': 'To', value: toLocalInput(w.end) });
+  const error = h('p.error.range-error', { role: 'alert', hidden: true, 'data-testid': 'range-error' });
+  const refuse = (message: string) => {
+    error.textContent = message;
+    error.hidden = false;
+    to.setAttribute('aria-invalid', 'true');
+    to.focus();
+  };
   const form = h(
     'form.custom',
     {
@@ -154,13 +173,16 @@ function customRange(s: ViewState): HTMLElement {
         e.preventDefault();
         const a = new Date(from.value).getTime() / 1000;
         const b = new Date(to.value).getTime() / 1000;
-        if (Number.isFinite(a) && Number.isFinite(b) && b > a) navigate({ from: a, to: b, range: '', live: false });
+        if (!Number.isFinite(a) || !Number.isFinite(b)) refuse('Enter both the start and the end of the window.');
+        else if (b <= a) refuse('The end of the window must be after its start: swap the two times.');
+        else navigate({ from: a, to: b, range: '', live: false });
       },
     },
     from,
     h('span', { 'aria-hidden': 'true' }, '–'),
     to,
     h('button.btn', { type: 'submit' }, 'Apply'),
+    error,
   );
   return h('details.customrange', { open: s.from !== undefined }, h('summary.btn', { 'aria-pressed': String(s.from !== undefined) }, 'custom'), form);
 }
@@ -343,8 +365,45 @@ const VIEWS: Record<ViewState['view'], (root: HTMLElement, ctx: ViewContext) => 
   host: hostView,
   insights: insightsView,
   finding: findingView,
+  process: processView,
+  gpu: gpuView,
+  notfound: notFoundView,
 };
-const TITLES: Partial<Record<ViewState['view'], string>> = { fleet: 'Fleet', top: 'Top entities', insights: 'Insights', finding: 'Finding' };
+const TITLES: Partial<Record<ViewState['view'], string>> = {
+  fleet: 'Fleet',
+  top: 'Top entities',
+  insights: 'Insights',
+  finding: 'Finding',
+  process: 'Process',
+  gpu: 'GPU',
+  notfound: 'Not found',
+};
+
+const FOCUSABLE = 'a[href], button, input, select, textarea, [tabindex]';
+
+// How to find the element again after a re-render: its id, else the n-th focusable element of
+// its closest [data-testid] container.
+interface FocusRef {
+  selector: string;
+  index: number;
+}
+
+function focusRef(el: Element | null): FocusRef | null {
+  if (!el || el === document.body) return null;
+  if (el.id) return { selector: `#${CSS.escape(el.id)}`, index: -1 };
+  const box = el.closest('[data-testid]');
+  if (!box) return null;
+  const t = box.getAttribute('data-testid')!;
+  return { selector: `[data-testid="${CSS.escape(t)}"]`, index: [...box.querySelectorAll(FOCUSABLE)].indexOf(el) };
+}
+
+// Back from the profile panel: the element that opened it, else its container, else the view.
+function restoreFocus(ref: FocusRef | null): void {
+  const box = ref ? document.querySelector<HTMLElement>(ref.selector) : null;
+  const inside = box ? [...box.querySelectorAll<HTMLElement>(FOCUSABLE)] : [];
+  const target = ref && ref.index < 0 ? box : (inside[ref?.index ?? 0] ?? inside[0]);
+  (target ?? document.getElementById('main'))?.focus();
+}
 
 async function render(): Promise<void> {
   const seq = ++renderSeq;
@@ -353,6 +412,7 @@ async function render(): Promise<void> {
   const ctx = context(s);
   current?.destroy();
   current = null;
+  const wasPanel = panel !== null;
   panel?.destroy();
   panel = null;
   const app = document.getElementById('app')!;
@@ -369,6 +429,7 @@ async function render(): Promise<void> {
     return;
   }
   document.title = TITLES[s.view] ? `${TITLES[s.view]} · warpscope` : `${s.host} · warpscope`;
+  if (s.problems?.length) main.append(urlProblems(s.problems));
   try {
     const view = await VIEWS[s.view](main, ctx);
     if (seq !== renderSeq) {
@@ -390,6 +451,12 @@ async function render(): Promise<void> {
     });
     app.append(panel.el);
     panel.el.scrollIntoView({ block: 'start' });
+    // Keyboard users land in the panel (not at the top of the page behind it).
+    if (!panel.el.hasAttribute('tabindex')) panel.el.setAttribute('tabindex', '-1');
+    if (!panel.el.contains(document.activeElement)) panel.el.focus({ preventScroll: true });
+  } else if (panelOpener !== null || wasPanel) {
+    restoreFocus(panelOpener);
+    panelOpener = null;
   }
   setLive(s, ctx);
   // For bench/ui_load.mjs: the time from the start of a view's render (fetches included) to its

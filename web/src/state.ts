@@ -4,6 +4,8 @@
 //   /top?kind=gpu&sort=gpu.utilization&dir=desc     (kind: host, gpu, executable, process,
 //                                                   container, pod)
 //   /host/<host>?tab=host|gpu&expand=<widget>&bgpu=<uuid>
+//   /host/<host>/process/<entity id>   one process (entity id "pid/<pid>/<start ticks>")
+//   /host/<host>/gpu/<uuid>            one GPU
 //   /insights?severity=page|ticket|info&state=firing|pending|resolved&rule=<rule>&host=<host>
 //   /insights/<finding id>        one finding with its evidence
 // plus, on every view:
@@ -16,8 +18,10 @@
 //                             pl=<KEY:VALUE> (a sample label filter, repeatable: device:0,
 //                             stream:7, nvtx:forward*, attribution:measured) and px=<executable>
 //                             (its process, when the clicked line named an executable)
+// Any other path is the "not found" view; a parameter that cannot be read is reported in
+// ViewState.problems (and the view uses its default).
 
-export type ViewName = 'fleet' | 'top' | 'host' | 'insights' | 'finding';
+export type ViewName = 'fleet' | 'top' | 'host' | 'insights' | 'finding' | 'process' | 'gpu' | 'notfound';
 export type TopKind = 'host' | 'gpu' | 'executable' | 'process' | 'container' | 'pod';
 
 export type ProfileWeight = 'cpu' | 'gpu' | 'both';
@@ -56,6 +60,11 @@ export interface ViewState {
   // The Insights page's filters; the finding page's finding.
   insights?: InsightFilters;
   finding?: string;
+  // The process page's process entity id; the GPU page's GPU UUID.
+  process?: string;
+  gpu?: string;
+  // URL parameters that could not be read, each with what the view does instead.
+  problems?: string[];
 }
 
 export interface InsightFilters {
@@ -83,34 +92,69 @@ function num(v: string | null): number | undefined {
   return Number.isFinite(n) ? n : undefined;
 }
 
+function decode(part: string): string | undefined {
+  try {
+    return decodeURIComponent(part);
+  } catch {
+    return undefined; // a malformed %-escape
+  }
+}
+
+// The view a path names, with its host, finding, process or GPU; 'notfound' for any other path.
+function parsePath(pathname: string): Pick<ViewState, 'view' | 'host' | 'finding' | 'process' | 'gpu'> {
+  const parts = pathname.split('/').filter((p) => p !== '');
+  const decoded = parts.map(decode);
+  if (decoded.some((p) => p === undefined)) return { view: 'notfound' };
+  const [first, host, sub, id] = decoded as string[];
+  if (parts.length === 0) return { view: 'fleet' };
+  if (first === 'top' && parts.length === 1) return { view: 'top' };
+  if (first === 'insights' && parts.length === 1) return { view: 'insights' };
+  if (first === 'insights') return { view: 'finding', finding: (decoded as string[]).slice(1).join('/') };
+  if (first === 'host' && parts.length === 2) return { view: 'host', host };
+  if (first === 'host' && parts.length === 4 && sub === 'process') return { view: 'process', host, process: id };
+  if (first === 'host' && parts.length === 4 && sub === 'gpu') return { view: 'gpu', host, gpu: id };
+  return { view: 'notfound' };
+}
+
 export function parseUrl(loc: { pathname: string; search: string }): ViewState {
   const q = new URLSearchParams(loc.search);
-  const parts = loc.pathname.split('/').filter((p) => p !== '');
-  let view: ViewName = 'fleet';
-  let host: string | undefined;
-  if (parts[0] === 'top') view = 'top';
-  if (parts[0] === 'host' && parts.length > 1) {
-    view = 'host';
-    host = decodeURIComponent(parts.slice(1).join('/'));
-  }
-  let finding: string | undefined;
-  if (parts[0] === 'insights') {
-    view = parts.length > 1 ? 'finding' : 'insights';
-    if (parts.length > 1) finding = decodeURIComponent(parts.slice(1).join('/'));
-  }
+  const { view, host, finding, process, gpu } = parsePath(loc.pathname);
+  const problems: string[] = [];
+  const presets = RANGE_PRESETS.map((p) => p.id).join(', ');
   const kind = q.get('kind') as TopKind | null;
+  if (view === 'top' && kind !== null && !TOP_KINDS.includes(kind)) {
+    problems.push(`kind=${kind} is not one of ${TOP_KINDS.join(', ')}: showing GPUs.`);
+  }
   const from = num(q.get('from'));
   const to = num(q.get('to'));
+  if (q.has('from') || q.has('to')) {
+    if (from === undefined || to === undefined) {
+      problems.push(`from= and to= must both be Unix times in seconds (got from=${q.get('from') ?? ''}, to=${q.get('to') ?? ''}): showing the last hour.`);
+    } else if (to <= from) {
+      problems.push(`to= (${to}) is not after from= (${from}): the window is inverted or empty; showing the last hour.`);
+    }
+  }
   const absolute = from !== undefined && to !== undefined && to > from;
   let range = q.get('range') ?? '1h';
-  if (!RANGE_PRESETS.some((p) => p.id === range)) range = '1h';
+  if (!RANGE_PRESETS.some((p) => p.id === range)) {
+    problems.push(`range=${range} is not one of ${presets} (or use from= and to=): showing 1h.`);
+    range = '1h';
+  }
+  const tab = q.get('tab');
+  if (view === 'host' && tab !== null && tab !== 'host' && tab !== 'gpu') {
+    problems.push(`tab=${tab} is not host or gpu: showing Host Metrics.`);
+  }
+  const dir = q.get('dir');
+  if (dir !== null && dir !== 'asc' && dir !== 'desc') problems.push(`dir=${dir} is not asc or desc: sorting descending.`);
+  const live = q.get('live');
+  if (live !== null && live !== '1' && live !== '0') problems.push(`live=${live} is not 1 or 0: live mode is off.`);
   const state: ViewState = {
     view,
     host,
-    tab: q.get('tab') === 'gpu' ? 'gpu' : 'host',
+    tab: tab === 'gpu' ? 'gpu' : 'host',
     kind: kind && TOP_KINDS.includes(kind) ? kind : 'gpu',
     sort: q.get('sort') ?? undefined,
-    dir: q.get('dir') === 'asc' ? 'asc' : 'desc',
+    dir: dir === 'asc' ? 'asc' : 'desc',
     range: absolute ? '' : range,
     from: absolute ? from : undefined,
     to: absolute ? to : undefined,
@@ -124,10 +168,13 @@ export function parseUrl(loc: { pathname: string; search: string }): ViewState {
     state.insights = f;
   }
   if (finding) state.finding = finding;
+  if (process) state.process = process;
+  if (gpu) state.gpu = gpu;
   const p = q.get('p');
   if (p) {
     const m = /^(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)$/.exec(p);
-    if (m) {
+    if (!m || Number(m[2]) <= Number(m[1])) problems.push(`p=${p} is not a profile window <start>-<end> in Unix seconds with end after start: no profile shown.`);
+    if (m && Number(m[2]) > Number(m[1])) {
       state.profile = {
         start: Number(m[1]),
         end: Number(m[2]),
@@ -145,6 +192,7 @@ export function parseUrl(loc: { pathname: string; search: string }): ViewState {
       if (q.get('px')) state.profile.exe = q.get('px')!;
     }
   }
+  if (problems.length) state.problems = problems;
   return state;
 }
 
@@ -154,6 +202,8 @@ export function buildUrl(s: ViewState): string {
   if (s.view === 'host' && s.host) path = `/host/${encodeURIComponent(s.host)}`;
   if (s.view === 'insights') path = '/insights';
   if (s.view === 'finding' && s.finding) path = `/insights/${encodeURIComponent(s.finding)}`;
+  if (s.view === 'process' && s.host && s.process) path = `/host/${encodeURIComponent(s.host)}/process/${encodeURIComponent(s.process)}`;
+  if (s.view === 'gpu' && s.host && s.gpu) path = `/host/${encodeURIComponent(s.host)}/gpu/${encodeURIComponent(s.gpu)}`;
   const q = new URLSearchParams();
   if (s.view === 'insights' && s.insights) {
     for (const k of INSIGHT_FILTERS) if (s.insights[k]) q.set(k, s.insights[k]!);

@@ -160,12 +160,19 @@ async function entityTable(c: ViewContext, kind: EntityKind): Promise<HTMLElemen
       {},
       ...ranked.entries.map((e) => {
         const key = `${e.host}\u0000${e.entity}`;
-        const link = c.href({ view: 'host', host: e.host, tab: kind === 'process' && !e.entity.startsWith('pid/') ? 'host' : 'gpu', expand: undefined, bgpu: kind === 'gpu' ? e.entity : undefined });
+        // GPUs and processes have pages of their own; the other kinds open their host.
+        const link =
+          kind === 'gpu'
+            ? c.href({ view: 'gpu', host: e.host, gpu: e.entity })
+            : kind === 'process' && e.entity.startsWith('pid/')
+              ? c.href({ view: 'process', host: e.host, process: e.entity })
+              : c.href({ view: 'host', host: e.host, tab: kind === 'process' ? 'host' : 'gpu', expand: undefined, bgpu: undefined });
         return h(
           'tr',
           {},
           h('td', {}, h('a', { href: link }, entityLabel(e))),
-          h('td', {}, e.host),
+          // The host's page, on the GPU tab (for a GPU: with its per-process breakdown selected).
+          h('td', {}, h('a', { href: c.href({ view: 'host', host: e.host, tab: kind === 'process' && !e.entity.startsWith('pid/') ? 'host' : 'gpu', expand: undefined, bgpu: kind === 'gpu' ? e.entity : undefined }), 'data-testid': 'host-link' }, e.host)),
           ...columns.map((col) => h('td.num', {}, formatValue(col === sortCol ? e.value : values.get(col.metric)?.get(key) ?? null, col.unit))),
           h('td', {}, sparkline(e.sparkline ?? [], 140, 26)),
         );

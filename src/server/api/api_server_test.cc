@@ -859,7 +859,13 @@ TEST_F(ApiServerTest, TopWithSparklines) {
   json plain = json::parse(
       client_->Get("/api/v1/top?metric=gpu.utilization&start=1700000000&end=1700000060")->body);
   EXPECT_FALSE(plain["entries"][0].contains("sparkline"));
+  // Nor with sparkline=0.
+  auto zero = client_->Get(
+      "/api/v1/top?metric=gpu.utilization&start=1700000000&end=1700000060&sparkline=0");
+  ASSERT_EQ(zero->status, 200) << zero->body;
+  EXPECT_FALSE(json::parse(zero->body)["entries"][0].contains("sparkline"));
   EXPECT_EQ(client_->Get("/api/v1/top?metric=gpu.utilization&sparkline=x")->status, 400);
+  EXPECT_EQ(client_->Get("/api/v1/top?metric=gpu.utilization&sparkline=501")->status, 400);
 }
 
 TEST_F(ApiServerTest, FleetSummarisesHostsGpusProcessesAndEvents) {

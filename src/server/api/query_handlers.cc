@@ -259,7 +259,10 @@ void ApiServer::Top(const httplib::Request& req, httplib::Response& res) {
     }
     q.ascending = *o == "asc";
   }
-  auto sparkline_points = ParseCount(params, "sparkline", 0, 500);
+  // sparkline=0 asks for none, as leaving it out does (docs/api.md).
+  const bool no_sparkline = Param(params, "sparkline") == std::optional<std::string_view>("0");
+  auto sparkline_points = no_sparkline ? base::Result<size_t>(0)
+                                       : ParseCount(params, "sparkline", 0, 500);
   if (!sparkline_points) {
     return SendError(res, 400, sparkline_points.error().message());
   }
