@@ -179,7 +179,7 @@ async function startServer(scenario = 'healthy-8xh100') {
   const agentPort = await freePort();
   const dir = path.join(dataDir, scenario);
   // The CPU profiler is off: the checks below read exact shares of the profiles posted here.
-  server = spawn(warpscope, ['up', '--simulate', scenario, '--no-cpu-profiler', '--data-dir', dir, '--port', '0', '--agent-port', String(agentPort)], {
+  server = spawn(warpscope, ['up', '--simulate', scenario, '--workloads', 'none', '--no-cpu-profiler', '--data-dir', dir, '--port', '0', '--agent-port', String(agentPort)], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
