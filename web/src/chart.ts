@@ -2,12 +2,17 @@
 // Time-series charts on uPlot: units on both axes, a crosshair shared by every chart of the
 // page, drag to zoom (reported, the URL changes), click a point (reported: the profile panel),
 // event markers (XID, throttling) as vertical lines, findings as bands over their time (hover
-// names them), the windows that have profiles as a strip along the bottom, stacked areas for
-// breakdowns.
+// names them), limit lines (power limit, memory total), stacked areas for breakdowns (clamped to
+// what is physically possible, and marked where they were), the windows that have profiles as a
+// strip along the bottom. Round ticks; a legend with
+// min / max / avg / last (chart_legend.ts); the top lines and "others" when there are many;
+// the keyboard moves the crosshair (arrows) and clicks (Enter).
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 import type { Point } from './api';
-import { formatTick, formatValue, unitLabel } from './format';
+import { ChartLegend, lineStats } from './chart_legend';
+import { h } from './dom';
+import { formatClock, formatTicks, formatTime, formatValue, niceTicks, tickStep, unitLabel } from './format';
 
 export interface ChartLine {
   label: string;
@@ -27,9 +32,29 @@ export interface Marker {
   line?: string;
 }
 
+// A horizontal line at a limit of the quantity (power limit, memory total), dashed and named.
+export interface Limit {
+  label: string;
+  value: number;
+}
+
+// The most a stack can physically reach (100 % of one GPU, the memory of the GPUs): stacked sums
+// above it are clamped to it and the chart says where (a reused pid or a process counted twice).
+export interface StackCap {
+  value: number;
+  what: string; // "100 % of 1 GPU"
+}
+
 export interface ChartSpec {
   unit: string;
   lines: ChartLine[];
+  limits?: Limit[];
+  stackCap?: StackCap;
+  // More lines than this: the top ones by average and one "others" line summing the rest
+  // (default MAX_LINES).
+  maxLines?: number;
+  // A relative window (range=1h) over younger data: the x axis starts at the data.
+  fitData?: boolean;
   start: number;
   end: number;
   step?: number;
@@ -47,6 +72,27 @@ export interface ChartSpec {
 
 const SYNC_KEY = 'warpscope';
 
+// Ten lines are what a reader tells apart by colour (the palette has 16; past ten, neighbours
+// look alike) and what a legend shows without scrolling; a host's 8 GPUs always fit.
+export const MAX_LINES = 10;
+
+// The `max` lines with the highest averages, in their order, and one "others (k)" line summing
+// the rest point by point (a stack keeps its total).
+export function topLines(lines: ChartLine[], max = MAX_LINES): ChartLine[] {
+  if (lines.length <= max) return lines;
+  const avg = (l: ChartLine) => {
+    const vs = l.points.filter((p) => p[1] !== null);
+    return vs.length ? vs.reduce((a, p) => a + (p[1] as number), 0) / vs.length : -Infinity;
+  };
+  const ranked = lines.map((l, i) => ({ l, i, a: avg(l) })).sort((x, y) => y.a - x.a);
+  const keep = new Set(ranked.slice(0, max - 1).map((r) => r.i));
+  const rest = lines.filter((_, i) => !keep.has(i));
+  const sum = new Map<number, number>();
+  for (const l of rest) for (const [t, v] of l.points) if (v !== null) sum.set(t, (sum.get(t) ?? 0) + v);
+  const others: ChartLine = { label: `others (${rest.length})`, points: [...sum.entries()].sort((a, b) => a[0] - b[0]), color: '#9a9a9a' };
+  return [...lines.filter((_, i) => keep.has(i)), others];
+}
+
 // A qualitative palette that reads on light and dark backgrounds (Okabe-Ito based, extended).
 const PALETTE = [
   '#0072b2', '#e69f00', '#009e73', '#cc79a7', '#56b4e9', '#d55e00', '#b8a100', '#7f7f7f',
@@ -63,8 +109,9 @@ function cssVar(name: string): string {
 
 // One x axis for every line (the union of their times), gaps as null (absent is never zero).
 // Stacked lines are cumulative where they have a point and null elsewhere: a process that ended
-// leaves the stack (its line stops) instead of running on along the lines below it.
-function align(lines: ChartLine[], stacked: boolean): uPlot.AlignedData {
+// leaves the stack (its line stops) instead of running on along the lines below it. With a cap,
+// cumulative sums above it are clamped to it; `clamped` lists the x indexes where that happened.
+function align(lines: ChartLine[], stacked: boolean, cap?: number): { data: uPlot.AlignedData; clamped: number[] } {
   const times = new Set<number>();
   for (const l of lines) for (const p of l.points) times.add(p[0]);
   const xs = Float64Array.from([...times].sort((a, b) => a - b));
@@ -75,6 +122,7 @@ function align(lines: ChartLine[], stacked: boolean): uPlot.AlignedData {
     for (const [t, v] of l.points) y[index.get(t)!] = v;
     return y;
   });
+  const clamped = new Set<number>();
   if (stacked) {
     // Cumulative sums, drawn top line first so each area is visible above the next.
     const acc: (number | null)[] = new Array(xs.length).fill(null);
@@ -82,12 +130,16 @@ function align(lines: ChartLine[], stacked: boolean): uPlot.AlignedData {
       y.map((v, i) => {
         if (v === null) return null;
         acc[i] = (acc[i] ?? 0) + v;
+        if (cap !== undefined && acc[i]! > cap * 1.001) {
+          clamped.add(i);
+          return cap;
+        }
         return acc[i];
       }),
     );
-    return [xs as unknown as number[], ...cum.reverse()] as uPlot.AlignedData;
+    return { data: [xs as unknown as number[], ...cum.reverse()] as uPlot.AlignedData, clamped: [...clamped].sort((a, b) => a - b) };
   }
-  return [xs as unknown as number[], ...ys] as uPlot.AlignedData;
+  return { data: [xs as unknown as number[], ...ys] as uPlot.AlignedData, clamped: [] };
 }
 
 // What a legend shows without a cursor: the line's value at the chart's latest time (its last
@@ -226,21 +278,65 @@ function markersPlugin(getMarkers: () => Marker[], labels: () => string[]): uPlo
   };
 }
 
+// Limit lines: dashed, across the plot, named at their right end.
+function limitsPlugin(getLimits: () => Limit[]): uPlot.Plugin {
+  return {
+    hooks: {
+      draw: (u: uPlot) => {
+        const limits = getLimits();
+        if (!limits.length) return;
+        const ctx = u.ctx;
+        const { left, top, width, height } = u.bbox;
+        const px = devicePixelRatio;
+        const color = cssVar('--fg-muted');
+        ctx.save();
+        ctx.strokeStyle = color;
+        ctx.fillStyle = color;
+        ctx.lineWidth = px;
+        ctx.setLineDash([6 * px, 4 * px]);
+        ctx.font = `${11 * px}px system-ui, sans-serif`;
+        ctx.textAlign = 'right';
+        ctx.textBaseline = 'bottom';
+        let drawn = 0;
+        for (const l of limits) {
+          const y = u.valToPos(l.value, 'y', true);
+          if (y < top - 1 || y > top + height + 1) continue;
+          drawn++;
+          ctx.beginPath();
+          ctx.moveTo(left, y);
+          ctx.lineTo(left + width, y);
+          ctx.stroke();
+          ctx.fillText(l.label, left + width - 4 * px, y - 2 * px);
+        }
+        ctx.restore();
+        u.root.parentElement?.setAttribute('data-limits', String(drawn));
+      },
+    },
+  };
+}
+
 export class TimeChart {
   private plot: uPlot | null = null;
   private spec: ChartSpec;
+  private lines: ChartLine[] = [];
   private resize: ResizeObserver;
   private downX = 0;
   private downY = 0;
-  // Stacked charts: each line's own values (not the stacked sums), for the legend; kept in step
-  // with the plotted data on every update.
-  private own: uPlot.AlignedData | null = null;
+  // Each line's own values (not the stacked sums), for the legend and the keyboard; index i + 1
+  // is spec line i. Kept in step with the plotted data on every update.
+  private own: uPlot.AlignedData = [[]];
+  private legend: ChartLegend | null = null;
+  private clampNote: HTMLElement;
+  // The keyboard's crosshair: the x index and the line it is on.
+  private keyIdx = -1;
+  private keyLine = 0;
 
   constructor(private readonly el: HTMLElement, spec: ChartSpec) {
     this.spec = spec;
     this.el.classList.add('chart');
-    this.el.setAttribute('role', 'img');
+    this.el.setAttribute('role', 'figure');
     this.el.setAttribute('aria-label', spec.ariaLabel);
+    this.clampNote = h('p.chart-note', { 'data-testid': 'stack-clamped', hidden: true });
     this.build();
     this.resize = new ResizeObserver(() => {
       const w = this.el.clientWidth;
@@ -252,11 +348,13 @@ export class TimeChart {
   }
 
   // New data with the same lines keeps the chart (no flicker in live mode); otherwise rebuilds.
+  // Either way the legend's values and statistics are the new data's.
   update(spec: ChartSpec): void {
+    const lines = topLines(spec.lines, spec.maxLines);
     const sameShape =
       this.plot !== null &&
-      spec.lines.length === this.spec.lines.length &&
-      spec.lines.every((l, i) => l.label === this.spec.lines[i].label) &&
+      lines.length === this.lines.length &&
+      lines.every((l, i) => l.label === this.lines[i].label) &&
       spec.stacked === this.spec.stacked &&
       spec.unit === this.spec.unit;
     this.spec = spec;
@@ -264,15 +362,14 @@ export class TimeChart {
       this.build();
       return;
     }
-    this.own = spec.stacked ? align(spec.lines, false) : null;
+    this.lines = lines;
     const plot = this.plot!;
+    const aligned = this.prepare();
     plot.batch(() => {
-      plot.setData(align(spec.lines, !!spec.stacked), false);
-      plot.setScale('x', { min: spec.start, max: spec.end });
+      plot.setData(aligned.data, false);
+      plot.setScale('x', this.xRange());
     });
-    // uPlot recomputes the legend on cursor moves only: without a cursor, show the new data's
-    // current values (a line that ended must not keep the value it had at the last rebuild).
-    if ((plot.cursor.left ?? -1) < 0) plot.setLegend({}, false);
+    this.refreshLegend(aligned.clamped);
   }
 
   // Draws again (e.g. after markers were added to the spec's list).
@@ -286,51 +383,112 @@ export class TimeChart {
     this.plot = null;
   }
 
+  // The x window: the spec's, starting at the first point when `fitData` and the data is younger.
+  private xRange(): { min: number; max: number } {
+    const { start, end } = this.spec;
+    const xs = this.own[0] as ArrayLike<number>;
+    let min = start;
+    if (this.spec.fitData && xs.length > 0 && xs[0] > start) min = Math.min(Math.max(start, xs[0] - Math.max(this.spec.step ?? 0, 1)), end - 60);
+    this.el.setAttribute('data-x-min', String(Math.round(min)));
+    return { min, max: end };
+  }
+
+  // Aligns the lines (stacked and clamped for the plot, own values for the legend).
+  private prepare(): { data: uPlot.AlignedData; clamped: number[] } {
+    const stacked = !!this.spec.stacked;
+    this.own = align(this.lines, false).data;
+    return stacked ? align(this.lines, true, this.spec.stackCap?.value) : { data: this.own, clamped: [] };
+  }
+
+  private seriesOf(line: number): number {
+    return this.spec.stacked ? this.lines.length - line : line + 1;
+  }
+
+  private lineColor(i: number): string {
+    return this.lines[i].color ?? paletteColor(i);
+  }
+
+  private refreshLegend(clamped: number[]): void {
+    this.legend?.setRows(
+      this.lines.map((l, i) => ({ label: l.label, color: this.lineColor(i), series: this.seriesOf(i), ...lineStats(this.own[i + 1] as (number | null)[]) })),
+      this.spec.unit,
+    );
+    this.showValues();
+    const cap = this.spec.stackCap;
+    if (cap && clamped.length) {
+      // Which lines were stacked above the cap at the first clamped time.
+      const at = clamped[0];
+      const names = this.lines.filter((_, i) => this.own[i + 1][at] !== null && this.own[i + 1][at] !== undefined).map((l) => l.label);
+      const sum = this.lines.reduce((a, _, i) => a + ((this.own[i + 1][at] as number | null) ?? 0), 0);
+      this.clampNote.textContent =
+        `Stack clamped to ${cap.what} at ${clamped.length} time${clamped.length === 1 ? '' : 's'} (first ${formatTime(this.own[0][at] as number)}: ` +
+        `${names.join(' + ')} = ${formatValue(sum, this.spec.unit)}): a reused pid or a process counted twice, not real use.`;
+      this.clampNote.hidden = false;
+    } else {
+      this.clampNote.textContent = '';
+      this.clampNote.hidden = true;
+    }
+    this.el.setAttribute('data-clamped', String(clamped.length));
+  }
+
+  // The legend's value column: at the crosshair, or each line's current value without one.
+  private showValues(): void {
+    const u = this.plot;
+    if (!u || !this.legend) return;
+    const idx = u.cursor.idx;
+    const xs = this.own[0] as number[];
+    const onPlot = (u.cursor.left ?? -1) >= 0 && idx !== null && idx !== undefined && idx < xs.length;
+    const values = this.lines.map((_, i) => {
+      const ys = this.own[i + 1] as (number | null)[];
+      return onPlot ? ys[idx!] ?? null : currentValue(xs, ys, this.spec.step);
+    });
+    this.legend.setValues(values, onPlot ? formatTime(xs[idx!]) : '');
+  }
+
   private build(): void {
     this.plot?.destroy();
     this.el.textContent = '';
+    this.keyIdx = -1;
     const spec = this.spec;
+    this.lines = topLines(spec.lines, spec.maxLines);
     const stacked = !!spec.stacked;
     const fg = cssVar('--fg');
     const grid = cssVar('--grid');
     const unit = spec.unit;
-    const lines = stacked ? [...spec.lines].reverse() : spec.lines;
-    const n = spec.lines.length;
-    this.own = stacked ? align(spec.lines, false) : null;
+    const aligned = this.prepare();
+    const height = spec.height ?? 200;
+    // About one y tick per 40 px.
+    const yTicks = Math.max(2, Math.round((height - 40) / 40));
+    const plotted = stacked ? [...this.lines.keys()].reverse() : [...this.lines.keys()];
     const series: uPlot.Series[] = [
-      {},
-      ...lines.map((l, i) => {
-        const color = l.color ?? paletteColor(stacked ? n - 1 - i : i);
-        const s: uPlot.Series = {
-          label: l.label,
-          stroke: color,
-          width: 1.5,
-          spanGaps: false,
-          // uPlot's default: dots where points are sparse (a fresh server), none on dense lines.
-          value: (u: uPlot, v: number | null, si: number, idx: number | null) => {
-            // Stacked lines show their own value, not the stacked sum.
-            const own = (stacked && this.own ? this.own[n - i] : u.data[si]) as (number | null)[];
-            if (idx === null || idx === undefined) return formatValue(currentValue(u.data[0] as number[], own, this.spec.step), unit);
-            return stacked ? formatValue(own[idx] ?? null, unit) : formatValue(v, unit);
-          },
-        };
+      { value: (_u: uPlot, v: number | null) => (v === null ? '' : formatTime(v)) },
+      ...plotted.map((li) => {
+        const color = this.lineColor(li);
+        const s: uPlot.Series = { label: this.lines[li].label, stroke: color, width: 1.5, spanGaps: false };
         // Opaque: each area is drawn over the one stacked above it, from the top line down.
         if (stacked) s.fill = color;
         return s;
       }),
     ];
+    const axisFont = { labelSize: 18, labelFont: '12px system-ui, sans-serif', font: '11px system-ui, sans-serif' };
     const opts: uPlot.Options = {
       width: Math.max(200, this.el.clientWidth || 600),
-      height: spec.height ?? 200,
+      height,
       series,
+      focus: { alpha: 0.25 },
       scales: {
-        x: { time: true, min: spec.start, max: spec.end },
+        x: { time: true, ...this.xRange() },
         y: {
+          // From 0 (or below) to a round value above the data and the limits.
           range: (_u, min, max) => {
+            const limitMax = Math.max(-Infinity, ...(this.spec.limits ?? []).map((l) => l.value));
             const lo = spec.yMin ?? Math.min(0, min ?? 0);
-            let hi = spec.yMax !== undefined ? Math.max(spec.yMax, max ?? 0) : max ?? 1;
-            if (!(hi > lo)) hi = lo + 1;
-            return [lo, hi * (spec.yMax !== undefined ? 1 : 1.05)];
+            const top = Math.max(max ?? 1, Number.isFinite(limitMax) ? limitMax : -Infinity);
+            if (spec.yMax !== undefined && top <= spec.yMax) return [lo, spec.yMax];
+            let hi = top > lo ? top * 1.05 : lo + 1;
+            const step = tickStep((hi - lo) / yTicks, unit, Math.max(Math.abs(lo), Math.abs(hi)));
+            hi = Math.ceil(hi / step - 1e-9) * step;
+            return [lo, hi];
           },
         },
       },
@@ -340,22 +498,29 @@ export class TimeChart {
           grid: { stroke: grid, width: 1 },
           ticks: { stroke: grid, width: 1 },
           label: 'time',
-          labelSize: 18,
-          labelFont: '12px system-ui, sans-serif',
-          font: '11px system-ui, sans-serif',
+          ...axisFont,
+          // One clock for every chart: HH:MM (with seconds under a minute apart), the day on the
+          // first tick of a window longer than a day and at midnight.
+          values: (u: uPlot, ticks: number[], _ai: number, _space: number, incr: number) => {
+            const long = (u.scales.x.max ?? 0) - (u.scales.x.min ?? 0) > 86400;
+            return ticks.map((t, k) => formatClock(t, incr, long && (k === 0 || new Date(t * 1000).getHours() * 60 + new Date(t * 1000).getMinutes() < incr / 60)));
+          },
         },
         {
           stroke: fg,
           grid: { stroke: grid, width: 1 },
           ticks: { stroke: grid, width: 1 },
           label: unitLabel(unit),
-          labelSize: 18,
-          labelFont: '12px system-ui, sans-serif',
-          font: '11px system-ui, sans-serif',
+          ...axisFont,
           // Room for the longest tick label ("381.5 MiB/s") plus the rotated unit label.
-          size: (_u: uPlot, values: string[]) =>
-            18 + 14 + Math.ceil(6.2 * Math.max(4, ...(values ?? []).map((v) => v.length))),
-          values: (_u, ticks) => ticks.map((t) => formatTick(t, unit)),
+          size: (_u: uPlot, values: string[]) => 18 + 14 + Math.ceil(6.2 * Math.max(4, ...(values ?? []).map((v) => v.length))),
+          splits: (_u: uPlot, _ai: number, min: number, max: number) => niceTicks(min, max, yTicks, unit),
+          // The labels also go to data-y-ticks (what the axis reads, for tests and tools).
+          values: (_u: uPlot, ticks: number[]) => {
+            const labels = formatTicks(ticks, unit);
+            this.el.setAttribute('data-y-ticks', labels.join('|'));
+            return labels;
+          },
         },
       ],
       cursor: {
@@ -363,14 +528,15 @@ export class TimeChart {
         drag: { x: true, y: false, setScale: false },
         focus: { prox: 30 },
       },
-      legend: { show: true, live: true },
-      plugins: [markersPlugin(() => this.spec.markers ?? [], () => this.spec.lines.map((l) => l.label))],
+      legend: { show: false },
+      plugins: [markersPlugin(() => this.spec.markers ?? [], () => this.lines.map((l) => l.label)), limitsPlugin(() => this.spec.limits ?? [])],
       hooks: {
-        // Hovering a band names its findings (the chart's tooltip).
         setCursor: [
           (u: uPlot) => {
+            this.showValues();
+            // Hovering a band names its findings (the chart's tooltip).
             const left = u.cursor.left ?? -1;
-            const bands = left < 0 ? [] : chartBands(this.spec.markers ?? [], this.spec.lines.map((l) => l.label));
+            const bands = left < 0 ? [] : chartBands(this.spec.markers ?? [], this.lines.map((l) => l.label));
             const names = bands
               .filter((b) => {
                 const e = bandExtent(u, b, false);
@@ -381,6 +547,14 @@ export class TimeChart {
             if (u.over.title !== title) u.over.title = title;
             if (title) u.over.setAttribute('data-finding', title);
             else u.over.removeAttribute('data-finding');
+          },
+        ],
+        // The focused line (pointer near it, or its legend row hovered): its row highlighted.
+        setSeries: [
+          (u: uPlot, si: number | null) => {
+            const label = si === null || si === undefined || si < 1 ? null : String(u.series[si].label ?? '');
+            this.legend?.highlight(label);
+            this.el.setAttribute('data-focused', label ?? '');
           },
         ],
         setSelect: [
@@ -394,7 +568,10 @@ export class TimeChart {
         ],
       },
     };
-    this.plot = new uPlot(opts, align(spec.lines, stacked), this.el);
+    this.plot = new uPlot(opts, aligned.data, this.el);
+    this.legend = new ChartLegend(unit, (si) => this.plot?.setSeries(si, { focus: true }));
+    this.el.append(this.legend.el, this.clampNote);
+    this.refreshLegend(aligned.clamped);
     const over = this.plot.over;
     over.addEventListener('mousedown', (e) => {
       this.downX = e.clientX;
@@ -405,6 +582,60 @@ export class TimeChart {
       this.pick();
     });
     over.style.cursor = this.spec.onPick ? 'pointer' : 'crosshair';
+    // The keyboard reaches the points: the plot is focusable, arrows move the crosshair.
+    over.tabIndex = 0;
+    over.setAttribute('role', 'application');
+    over.setAttribute('aria-label', `${spec.ariaLabel}: arrow keys move along the time and between lines${spec.onPick ? ', Enter opens the profile of that point' : ''}`);
+    over.addEventListener('keydown', (e) => this.onKey(e));
+    over.addEventListener('blur', () => {
+      this.keyIdx = -1;
+      this.plot?.setCursor({ left: -10, top: -10 });
+    });
+  }
+
+  // Left/Right: the previous/next time (with Shift ten of them), Home/End: the first/last;
+  // Up/Down: the next line above/below at that time; Enter: a click at the crosshair.
+  private onKey(e: KeyboardEvent): void {
+    const u = this.plot;
+    const xs = this.own[0] as number[];
+    if (!u || xs.length === 0) return;
+    const last = xs.length - 1;
+    let idx = this.keyIdx < 0 ? last : this.keyIdx;
+    const stride = e.shiftKey ? 10 : 1;
+    switch (e.key) {
+      case 'ArrowLeft':
+        idx = this.keyIdx < 0 ? last : Math.max(0, idx - stride);
+        break;
+      case 'ArrowRight':
+        idx = Math.min(last, idx + stride);
+        break;
+      case 'Home':
+        idx = 0;
+        break;
+      case 'End':
+        idx = last;
+        break;
+      case 'ArrowUp':
+      case 'ArrowDown':
+        this.keyLine = (this.keyLine + (e.key === 'ArrowUp' ? 1 : this.lines.length - 1)) % Math.max(1, this.lines.length);
+        break;
+      case 'Enter':
+      case ' ':
+        if (this.keyIdx >= 0) {
+          e.preventDefault();
+          this.pick();
+        }
+        return;
+      default:
+        return;
+    }
+    e.preventDefault();
+    this.keyIdx = idx;
+    const si = this.seriesOf(this.keyLine);
+    const v = u.data[si]?.[idx];
+    const top = v === null || v === undefined ? u.over.clientHeight / 2 : u.valToPos(v as number, 'y');
+    u.setCursor({ left: u.valToPos(xs[idx], 'x'), top });
+    this.el.setAttribute('data-cursor-time', String(xs[idx]));
   }
 
   private pick(): void {

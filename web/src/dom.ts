@@ -36,8 +36,9 @@ function append(el: HTMLElement, children: Child[]): void {
   }
 }
 
-// An SVG sparkline of points (gaps break the line), scaled to its own min..max.
-export function sparkline(points: [number, number | null][], width = 120, height = 28): SVGSVGElement {
+// An SVG sparkline of points (gaps break the line). Its scale holds the data, zero (a flat 97 %
+// does not swing across the whole height) and `include` (e.g. {max: 1}: a ratio's 100 %).
+export function sparkline(points: [number, number | null][], width = 120, height = 28, include: { min?: number; max?: number } = {}): SVGSVGElement {
   const ns = 'http://www.w3.org/2000/svg';
   const svg = document.createElementNS(ns, 'svg');
   svg.setAttribute('viewBox', `0 0 ${width} ${height}`);
@@ -49,8 +50,8 @@ export function sparkline(points: [number, number | null][], width = 120, height
   if (vals.length < 2) return svg;
   const t0 = points[0][0];
   const t1 = points[points.length - 1][0];
-  let lo = Math.min(...vals.map((p) => p[1]));
-  let hi = Math.max(...vals.map((p) => p[1]));
+  let lo = Math.min(0, include.min ?? 0, ...vals.map((p) => p[1]));
+  let hi = Math.max(0, include.max ?? 0, ...vals.map((p) => p[1]));
   if (hi - lo < 1e-9) {
     lo -= 1;
     hi += 1;

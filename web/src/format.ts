@@ -82,6 +82,78 @@ export function formatTick(v: number, unit: string): string {
   return formatValue(v, unit);
 }
 
+// Durations an axis steps by: whole seconds, minutes, hours, days.
+const DURATION_STEPS = [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400, 172800, 604800];
+
+// 1, 2 or 5 times a power of ten, the smallest not below `raw`.
+function decimalStep(raw: number): number {
+  const p = Math.pow(10, Math.floor(Math.log10(raw)));
+  const m = raw / p;
+  return (m <= 1.000001 ? 1 : m <= 2.000001 ? 2 : m <= 5.000001 ? 5 : 10) * p;
+}
+
+// The scale an axis counts in for a unit and its largest value: the divisor and the suffix of
+// its labels (MiB for 300 MiB, percent for ratios, kW from 1000 W).
+function axisScale(magnitude: number, unit: string): { scale: number; suffix: string } {
+  const prefixed = (base: number, units: string[]) => {
+    let i = 0;
+    while (magnitude >= Math.pow(base, i + 1) * 0.999999 && i < units.length - 1) i++;
+    return { scale: Math.pow(base, i), suffix: units[i] ? ` ${units[i]}` : '' };
+  };
+  switch (unit) {
+    case '1':
+      return { scale: 0.01, suffix: ' %' };
+    case 'By':
+      return prefixed(1024, BYTE_UNITS);
+    case 'By/s':
+      return prefixed(1024, BYTE_UNITS.map((u) => `${u}/s`));
+    case 'W':
+      return magnitude >= 1000 ? { scale: 1000, suffix: ' kW' } : { scale: 1, suffix: ' W' };
+    case 'J':
+      return prefixed(1000, ['J', 'kJ', 'MJ', 'GJ']);
+    case 'Cel':
+      return { scale: 1, suffix: ' °C' };
+    case 'Hz':
+      return prefixed(1000, ['Hz', 'kHz', 'MHz', 'GHz']);
+    default: {
+      // "2k threads": the prefix on the number, then the unit.
+      const label = unitLabel(unit);
+      const p = prefixed(1000, ['', 'k', 'M', 'G', 'T']);
+      return { scale: p.scale, suffix: `${p.suffix.trim()}${label && label !== 'value' ? ` ${label}` : ''}` };
+    }
+  }
+}
+
+// The step between round ticks about `raw` apart: 1-2-5 in the scale the axis counts in (binary
+// prefixes for bytes, percent for ratios), whole seconds/minutes/hours for durations.
+export function tickStep(raw: number, unit: string, magnitude: number): number {
+  if (!(raw > 0) || !Number.isFinite(raw)) return 1;
+  if (unit === 's' && raw >= 1) return DURATION_STEPS.find((d) => d >= raw) ?? decimalStep(raw / 86400) * 86400;
+  const { scale } = axisScale(magnitude, unit);
+  return decimalStep(raw / scale) * scale;
+}
+
+// Round ticks covering [lo, hi], about `count` of them (a tick every 1, 2 or 5 units of the
+// axis's scale: 0, 2, 4, 6 MiB/s, never 2.38, 4.77, 7.15).
+export function niceTicks(lo: number, hi: number, count: number, unit: string): number[] {
+  if (!(hi > lo)) return [lo];
+  const step = tickStep((hi - lo) / Math.max(1, count), unit, Math.max(Math.abs(lo), Math.abs(hi)));
+  const out: number[] = [];
+  for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + step * 1e-9 && out.length < 1000; k++) out.push(k * step);
+  return out;
+}
+
+// The labels of an axis's ticks, all in one scale with as many decimals as the step needs
+// ("0.5 GiB, 1 GiB, 1.5 GiB", not "512 MiB, 1 GiB, 1.5 GiB").
+export function formatTicks(ticks: number[], unit: string): string[] {
+  if (unit === 's') return ticks.map((t) => (t === 0 ? '0' : formatDuration(t)));
+  const magnitude = Math.max(0, ...ticks.map((t) => Math.abs(t)));
+  const { scale, suffix } = axisScale(magnitude, unit);
+  const step = ticks.length > 1 ? Math.abs(ticks[1] - ticks[0]) / scale : 1;
+  const digits = Math.min(6, Math.max(0, -Math.floor(Math.log10(step) + 1e-9)));
+  return ticks.map((t) => `${trim(t / scale, digits)}${suffix}`);
+}
+
 export function formatDuration(seconds: number): string {
   const s = Math.abs(seconds);
   if (s < 1e-6) return `${trim(seconds * 1e9, 0)} ns`;
@@ -112,6 +184,16 @@ export function formatSample(v: number, unit: string): string {
 
 export function formatPercent(fraction: number): string {
   return `${trim(fraction * 100, fraction < 0.1 ? 2 : 1)} %`;
+}
+
+// A time axis's tick: hours and minutes (seconds when the ticks are less than a minute apart),
+// with the day at midnight and on the first tick of a window longer than a day. The same clock
+// as formatTime, which the hover shows with seconds.
+export function formatClock(unixSeconds: number, stepSeconds: number, withDay: boolean): string {
+  const d = new Date(unixSeconds * 1000);
+  const clock = d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit', ...(stepSeconds < 60 ? { second: '2-digit' } : {}), hour12: false });
+  if (!withDay) return clock;
+  return `${d.toLocaleDateString(undefined, { month: 'short', day: 'numeric' })} ${clock}`;
 }
 
 export function formatTime(unixSeconds: number): string {

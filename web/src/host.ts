@@ -6,9 +6,9 @@
 // CPU profile, of the host or of the process whose line was clicked.
 import { getJson, knownMetrics, QueryBatcher } from './api';
 import type { BreakdownResponse, EntityRecord, EventRecord, MetricInfo, Point, RangeResponse, Series } from './api';
-import type { ChartLine, Marker } from './chart';
+import type { ChartLine, Limit, Marker, StackCap } from './chart';
 import { h } from './dom';
-import { formatTime } from './format';
+import { formatTime, formatValue } from './format';
 import { buildHostTab } from './host_tab';
 import { findingMarkers, findingsStrip } from './host_findings';
 import { hostKnown, unknownCard } from './page_chart';
@@ -33,6 +33,8 @@ interface GpuWidgetDef {
   breakdownTitle?: string;
   yMax?: number;
   note?: string;
+  // A per-GPU metric drawn as limit lines (its latest value on each GPU): the power limit.
+  limit?: { metric: string; label: string };
 }
 
 const GPU_WIDGETS: GpuWidgetDef[] = [
@@ -43,7 +45,7 @@ const GPU_WIDGETS: GpuWidgetDef[] = [
   { id: 'tensor', title: 'Tensor-core utilization', group: 'Performance', metric: 'gpu.tensor.active', breakdown: 'gpu.process.sm.utilization', breakdownTitle: 'SM utilization by executable (NVML has no per-process tensor activity)', yMax: 1 },
   { id: 'memutil', title: 'Memory utilization', group: 'Memory', metric: 'gpu.memory.utilization', breakdown: 'gpu.process.memory.used', breakdownTitle: 'GPU memory used by executable', yMax: 1 },
   { id: 'memconsumer', title: 'Memory consumer', group: 'Memory', metric: 'gpu.executable.memory.used', consumer: true, breakdown: 'gpu.executable.memory.used', note: 'GPU memory by executable, summed over the GPUs' },
-  { id: 'power', title: 'Power', group: 'Hardware', metric: 'gpu.power.usage' },
+  { id: 'power', title: 'Power', group: 'Hardware', metric: 'gpu.power.usage', limit: { metric: 'gpu.power.limit', label: 'power limit' } },
   { id: 'temp', title: 'Temperature', group: 'Hardware', metric: 'gpu.temperature' },
   { id: 'pcietx', title: 'PCIe TX (GPU → host)', group: 'Data transfer', metric: 'gpu.pcie.transmit.rate' },
   { id: 'pcierx', title: 'PCIe RX (host → GPU)', group: 'Data transfer', metric: 'gpu.pcie.receive.rate' },
@@ -71,6 +73,52 @@ function sumPoints(lists: Point[][]): Point[] {
   const m = new Map<number, number>();
   for (const l of lists) for (const [t, v] of l) if (v !== null) m.set(t, (m.get(t) ?? 0) + v);
   return [...m.entries()].sort((a, b) => a[0] - b[0]);
+}
+
+// The latest value of a per-GPU metric on each GPU of the host (all of them, or `gpu` alone).
+async function latestPerGpu(metric: string, c: ViewContext, host: string, q: QueryBatcher, gpu?: string): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  if (!(await knownMetrics()).has(metric)) return out;
+  const r = await q.get<RangeResponse>('/api/v1/query_range', { metric, host, kind: 'gpu', start: c.start, end: c.end });
+  for (const s of r.series) {
+    if (gpu && s.entity !== gpu) continue;
+    for (let k = s.points.length - 1; k >= 0; k--) {
+      const v = s.points[k][1];
+      if (v !== null) {
+        out.set(s.entity, v);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Limit lines of a per-GPU limit: one per distinct value (8 GPUs at 700 W: one line), at most 3.
+function distinctLimits(values: Iterable<number>, label: string, unit: string): Limit[] {
+  const distinct = [...new Set([...values].map((v) => Math.round(v * 1000) / 1000))].sort((a, b) => b - a);
+  return distinct.slice(0, 3).map((v) => ({ label: `${label} ${formatValue(v, unit)}`, value: v }));
+}
+
+// The GPU memory a per-executable stack may reach (the total of the GPUs it covers), as a limit
+// line and a cap.
+async function memoryLimit(c: ViewContext, host: string, q: QueryBatcher, gpu?: string): Promise<{ limits: Limit[]; cap?: StackCap }> {
+  const totals = await latestPerGpu('gpu.memory.total', c, host, q, gpu);
+  if (totals.size === 0) return { limits: [] };
+  const total = [...totals.values()].reduce((a, b) => a + b, 0);
+  const what = `the memory of ${totals.size === 1 ? '1 GPU' : `${totals.size} GPUs`}`;
+  return { limits: [{ label: `memory total ${formatValue(total, 'By')}`, value: total }], cap: { value: total, what } };
+}
+
+// SM utilization stacked by executable cannot exceed 100 % of each GPU it covers.
+function utilizationCap(gpus: number): StackCap {
+  return { value: Math.max(1, gpus), what: gpus > 1 ? `100 % of each of the ${gpus} GPUs` : '100 % of 1 GPU' };
+}
+
+// What a per-executable stack of `unit` over `gpu` (or every GPU of the host) may reach.
+async function stackBounds(unit: string, c: ViewContext, host: string, q: QueryBatcher, gpuCount: number, gpu?: string): Promise<{ limits: Limit[]; cap?: StackCap }> {
+  if (unit === '1') return { limits: [], cap: utilizationCap(gpu ? 1 : gpuCount) };
+  if (unit === 'By') return memoryLimit(c, host, q, gpu);
+  return { limits: [] };
 }
 
 export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<View> {
@@ -251,16 +299,16 @@ function buildGpuTab(
         const select = h(
           'select',
           { 'aria-label': 'GPU of the breakdown', onchange: (e: Event) => ctx.navigate({ bgpu: (e.target as HTMLSelectElement).value || undefined }, true) },
-          h('option', { value: '' }, 'all GPUs'),
-          ...sortedGpus.map((g) => h('option', { value: g.uuid, selected: g.uuid === ctx.state.bgpu }, `GPU ${g.index}`)),
+          def.consumer ? null : h('option', { value: '' }, 'all GPUs'),
+          ...sortedGpus.map((g) => h('option', { value: g.uuid, selected: g.uuid === breakdownGpu(def, ctx, sortedGpus) }, `GPU ${g.index}`)),
         );
-        breakdown = new Widget(def.breakdownTitle ?? `${def.title} by executable`, 'per process, stacked', `${def.id}-breakdown`, [select]);
+        breakdown = new Widget(def.breakdownTitle ?? `${def.title} by executable`, def.consumer ? 'per process on one GPU, stacked' : 'per process, stacked', `${def.id}-breakdown`, [select]);
         w.el.append(breakdown.el);
         widgets.push(breakdown);
       }
       loaders.push(async (c, markers, q) => {
         await loadGpuWidget(w, def, c, host, gpus, markers, q);
-        if (breakdown) await loadBreakdown(breakdown, def, c, host, gpus, markers, q);
+        if (breakdown) await loadBreakdown(breakdown, def, c, host, sortedGpus, markers, q);
       });
     }
   }
@@ -274,7 +322,10 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
     return;
   }
   if (def.consumer) {
-    const r = await q.get<BreakdownResponse>('/api/v1/breakdown', { metric: def.metric, host, start: c.start, end: c.end, by: 'process.executable.name' });
+    const [r, bounds] = await Promise.all([
+      q.get<BreakdownResponse>('/api/v1/breakdown', { metric: def.metric, host, start: c.start, end: c.end, by: 'process.executable.name' }),
+      stackBounds(info.unit, c, host, q, gpus.size),
+    ]);
     if (r.groups.length === 0) {
       w.unavailable('No GPU process in this window.');
       return;
@@ -283,6 +334,9 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
       unit: info.unit,
       lines: r.groups.map((g) => ({ label: g.key, points: g.points })),
       stacked: true,
+      limits: bounds.limits,
+      stackCap: bounds.cap,
+      fitData: c.state.range !== '',
       start: c.start,
       end: c.end,
       step: r.step,
@@ -294,6 +348,8 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
     w.notes.textContent = '';
     return;
   }
+  // Queried with the chart's data (one batch).
+  const limitValues = def.limit ? latestPerGpu(def.limit.metric, c, host, q) : Promise.resolve(new Map<string, number>());
   // Several series per GPU (one per NVLink link) are summed by the server: one line per GPU.
   let step = 0;
   const byGpu = new Map<string, Point[]>();
@@ -320,9 +376,12 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
     w.unavailable(`Unavailable on ${gpus.size ? 'every GPU of this host' : 'this host'}: no ${def.metric} data in this window.`);
     return;
   }
+  const limits = def.limit ? distinctLimits((await limitValues).values(), def.limit.label, info.unit) : [];
   w.show({
     unit: info.unit,
     lines,
+    limits,
+    fitData: c.state.range !== '',
     start: c.start,
     end: c.end,
     step,
@@ -337,7 +396,14 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
   );
 }
 
-async function loadBreakdown(w: Widget, def: GpuWidgetDef, c: ViewContext, host: string, gpus: Map<string, Gpu>, markers: Marker[], q: QueryBatcher): Promise<void> {
+// The GPU an expanded widget's breakdown covers: the one chosen, or every GPU; a consumer
+// widget already shows every GPU's stack, so its breakdown is of one GPU (the first by default)
+// instead of drawing the same chart twice.
+function breakdownGpu(def: GpuWidgetDef, c: ViewContext, sortedGpus: Gpu[]): string | undefined {
+  return c.state.bgpu ?? (def.consumer ? sortedGpus[0]?.uuid : undefined);
+}
+
+async function loadBreakdown(w: Widget, def: GpuWidgetDef, c: ViewContext, host: string, sortedGpus: Gpu[], markers: Marker[], q: QueryBatcher): Promise<void> {
   if (!def.breakdown) {
     w.unavailable(`NVML reports ${def.title.toLowerCase()} per GPU only: there is no per-process breakdown. Use GPU consumer or Memory consumer, or open the profile of a window.`);
     return;
@@ -348,14 +414,18 @@ async function loadBreakdown(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
     w.unavailable('No per-process GPU data has been received (NVML does not report per-process utilization on this GPU or driver).');
     return;
   }
-  const r = await q.get<BreakdownResponse>('/api/v1/breakdown', {
-    metric: def.breakdown,
-    host,
-    start: c.start,
-    end: c.end,
-    by: 'process.executable.name',
-    'label.gpu.uuid': c.state.bgpu,
-  });
+  const gpu = breakdownGpu(def, c, sortedGpus);
+  const [r, bounds] = await Promise.all([
+    q.get<BreakdownResponse>('/api/v1/breakdown', {
+      metric: def.breakdown,
+      host,
+      start: c.start,
+      end: c.end,
+      by: 'process.executable.name',
+      'label.gpu.uuid': gpu,
+    }),
+    stackBounds(info.unit, c, host, q, sortedGpus.length, gpu),
+  ]);
   if (r.groups.length === 0) {
     w.unavailable('No GPU process in this window.');
     return;
@@ -364,12 +434,15 @@ async function loadBreakdown(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
     unit: info.unit,
     lines: r.groups.map((g) => ({ label: g.key, points: g.points })),
     stacked: true,
+    limits: bounds.limits,
+    stackCap: bounds.cap,
+    fitData: c.state.range !== '',
     start: c.start,
     end: c.end,
     step: r.step,
     markers,
     ariaLabel: `${def.title} by executable on ${host}`,
     onZoom: (a, b) => c.navigate({ from: a, to: b, range: '', live: false }),
-    onPick: pickHandler(c, r.step, executablePick(c.state.bgpu ? gpus.get(c.state.bgpu)?.index : undefined)),
+    onPick: pickHandler(c, r.step, executablePick(gpu ? sortedGpus.find((g) => g.uuid === gpu)?.index : undefined)),
   });
 }

@@ -4,7 +4,7 @@
 // network, and the top processes by CPU.
 import { getJson, knownMetrics, QueryBatcher } from './api';
 import type { RangeResponse, Series, TopEntry } from './api';
-import type { ChartLine, Marker } from './chart';
+import type { ChartLine, Limit, Marker } from './chart';
 import { h, sparkline } from './dom';
 import { formatValue } from './format';
 import type { ProfileRef } from './state';
@@ -15,7 +15,8 @@ interface HostChartDef {
   id: string;
   title: string;
   profileKind?: string; // the profile a click opens (default: the panel's choice)
-  metrics: { metric: string; agg?: string; label?: (s: Series) => string; filter?: (s: Series) => boolean }[];
+  // `limit`: drawn as a limit line (its latest value), not as a line.
+  metrics: { metric: string; agg?: string; label?: (s: Series) => string; filter?: (s: Series) => boolean; limit?: boolean }[];
   stacked?: boolean;
   yMax?: number;
   maxLines?: number;
@@ -29,7 +30,7 @@ const HOST_CHARTS: HostChartDef[] = [
     metrics: [
       { metric: 'host.memory.used', label: () => 'used' },
       { metric: 'host.memory.cached', label: () => 'cached' },
-      { metric: 'host.memory.total', label: () => 'total' },
+      { metric: 'host.memory.total', label: () => 'memory total', limit: true },
     ],
   },
   {
@@ -95,7 +96,7 @@ export function buildHostTab(
               h('td.num', {}, e.attributes['process.pid'] ?? ''),
               h('td.num', {}, formatValue(e.value, '1')),
               h('td.num', {}, formatValue(rssBy.get(e.entity) ?? null, 'By')),
-              h('td', {}, sparkline(e.sparkline ?? [], 140, 26)),
+              h('td', {}, sparkline(e.sparkline ?? [], 140, 26, { max: 1 })),
             ),
           ),
         ),
@@ -114,7 +115,8 @@ async function loadHostChart(w: Widget, def: HostChartDef, c: ViewContext, host:
   const results = await Promise.all(
     present.map((m) => q.get<RangeResponse>('/api/v1/query_range', { metric: m.metric, host, kind: 'host', start: c.start, end: c.end, agg: m.agg })),
   );
-  let lines: ChartLine[] = [];
+  const lines: ChartLine[] = [];
+  const limits: Limit[] = [];
   let unit = '';
   let step = 60;
   results.forEach((r, i) => {
@@ -123,13 +125,15 @@ async function loadHostChart(w: Widget, def: HostChartDef, c: ViewContext, host:
     step = r.step;
     for (const s of r.series) {
       if (m.filter && !m.filter(s)) continue;
-      lines.push({ label: m.label ? m.label(s) : s.entity, points: s.points });
+      const label = m.label ? m.label(s) : s.entity;
+      if (m.limit) {
+        const last = [...s.points].reverse().find((p) => p[1] !== null);
+        if (last) limits.push({ label: `${label} ${formatValue(last[1], r.metric.unit)}`, value: last[1] as number });
+      } else {
+        lines.push({ label, points: s.points });
+      }
     }
   });
-  if (def.maxLines && lines.length > def.maxLines) {
-    const total = (l: ChartLine) => l.points.reduce((a, p) => a + (p[1] ?? 0), 0);
-    lines = lines.sort((a, b) => total(b) - total(a)).slice(0, def.maxLines);
-  }
   if (lines.length === 0) {
     w.unavailable(`No ${def.title.toLowerCase()} data in this window.`);
     return;
@@ -137,6 +141,10 @@ async function loadHostChart(w: Widget, def: HostChartDef, c: ViewContext, host:
   w.show({
     unit,
     lines,
+    limits,
+    // Past maxLines: the busiest lines and the rest summed as "others".
+    maxLines: def.maxLines,
+    fitData: c.state.range !== '',
     stacked: def.stacked,
     start: c.start,
     end: c.end,
@@ -159,7 +167,8 @@ async function loadProcessCpuChart(w: Widget, c: ViewContext, host: string, mark
   }
   const r = await q.get<RangeResponse>('/api/v1/query_range', { metric: 'process.cpu.utilization', host, kind: 'process', start: c.start, end: c.end });
   const sum = (s: Series) => s.points.reduce((a, p) => a + (p[1] ?? 0), 0);
-  const top = [...r.series].sort((a, b) => sum(b) - sum(a)).slice(0, 8);
+  // Every process: the chart keeps the top 7 and sums the rest as "others" (maxLines 8).
+  const top = [...r.series].sort((a, b) => sum(b) - sum(a));
   if (top.length === 0) {
     w.unavailable('No process used CPU in this window.');
     return;
@@ -174,6 +183,8 @@ async function loadProcessCpuChart(w: Widget, c: ViewContext, host: string, mark
   w.show({
     unit: r.metric.unit,
     lines,
+    maxLines: 8,
+    fitData: c.state.range !== '',
     start: c.start,
     end: c.end,
     step: r.step,

@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: Apache-2.0
+// Browser test of the charts against a fresh `warpscope up --simulate healthy-8xh100`: round
+// y ticks in every unit, a legend with min / max / avg / last that sorts by a column, hovering
+// highlights one line, the power limit and memory total drawn as limit lines, the default range
+// starting at the data of a fresh server, the live legend's numbers moving, the keyboard moving
+// the crosshair (and Enter opening the profile panel). Screenshots go to --out.
+//
+//   node charts.mjs --warpscope <build>/bin/warpscope --out <build>/test-output/browser \
+//        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
+// Exit codes: 0 pass, 1 fail, 77 skipped (no Chromium or no playwright-core; a failure in CI).
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const arg = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
+};
+const warpscope = arg('--warpscope');
+const outDir = path.resolve(arg('--out', path.join(os.tmpdir(), 'warpscope-browser')));
+const chromiumPath = arg('--chromium', process.env.WARPSCOPE_CHROMIUM ?? '/usr/bin/chromium');
+const nodeModules = path.resolve(arg('--node-modules', path.join(here, '..', '..', 'web', 'node_modules')));
+
+if (!warpscope || !fs.existsSync(warpscope)) {
+  console.error(`--warpscope must name the built warpscope binary (got ${warpscope})`);
+  process.exit(1);
+}
+function missingPeer(message) {
+  if (['true', '1'].includes(process.env.CI)) {
+    console.error(`FAIL: ${message} (CI=true: a missing peer fails)`);
+    process.exit(1);
+  }
+  console.log(`SKIP: ${message}`);
+  process.exit(77);
+}
+if (!fs.existsSync(chromiumPath)) missingPeer(`no Chromium at ${chromiumPath} (run scripts/setup.sh --test, or pass --chromium)`);
+let chromium;
+try {
+  chromium = createRequire(path.join(nodeModules, 'noop.js'))('playwright-core').chromium;
+} catch (e) {
+  missingPeer(`playwright-core not found under ${nodeModules} (run npm ci in web/): ${e.message}`);
+}
+
+fs.mkdirSync(outDir, { recursive: true });
+const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'warpscope-charts-test-'));
+let server = null;
+let browser = null;
+function cleanup() {
+  if (server && server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
+  fs.rmSync(dataDir, { recursive: true, force: true });
+}
+const deadline = setTimeout(() => {
+  console.error('FAIL: the charts test took more than 120 s');
+  cleanup();
+  process.exit(1);
+}, 120_000);
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function startServer() {
+  const agentPort = await freePort();
+  server = spawn(warpscope, ['up', '--simulate', 'healthy-8xh100', '--no-cpu-profiler', '--data-dir', dataDir, '--port', '0', '--agent-port', String(agentPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  server.stderr.on('data', (d) => (err += d));
+  return new Promise((resolve, reject) => {
+    server.stdout.on('data', (d) => {
+      out += d;
+      const m = /web UI\s+(http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
+      if (m) resolve(m[1]);
+    });
+    server.on('exit', (code) => reject(new Error(`warpscope up exited with ${code}:\n${out}\n${err}`)));
+  });
+}
+
+async function api(base, p) {
+  const r = await fetch(base + p);
+  if (!r.ok) throw new Error(`${p}: HTTP ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+async function until(what, probe, timeoutMs = 45_000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe().catch(() => null);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function check(cond, message) {
+  if (!cond) throw new Error(message);
+  console.log(`ok - ${message}`);
+}
+
+const numbers = (text) => [...text.matchAll(/-?\d+(?:\.\d+)?/g)].map((m) => Number(m[0]));
+
+// A tick label is round when its number is 1, 2 or 5 times a power of ten times an integer
+// multiple of the step: the steps between consecutive labels are equal and 1-2-5.
+function roundTicks(labels) {
+  const vals = labels.map((l) => numbers(l)[0]);
+  if (vals.length < 2 || vals.some((v) => v === undefined)) return false;
+  const steps = vals.slice(1).map((v, i) => v - vals[i]).filter((d) => d > 0);
+  if (steps.length === 0) return false;
+  const step = steps[0];
+  const mant = step / Math.pow(10, Math.floor(Math.log10(step) + 1e-9));
+  return [1, 2, 5].some((m) => Math.abs(mant - m) < 1e-6) && vals.every((v) => Math.abs(v / step - Math.round(v / step)) < 1e-6);
+}
+
+async function main() {
+  browser = await chromium.launch({ executablePath: chromiumPath, args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'] });
+  const base = await startServer();
+  const host = await until('the host entity', async () => (await api(base, '/api/v1/entities?kind=host')).entities[0]?.id);
+  await until('two windows of GPU data', async () => {
+    const r = await api(base, '/api/v1/query_range?metric=gpu.power.usage&start=now-5m');
+    return r.series.length === 8 && r.series.every((s) => s.points.length >= 2);
+  });
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 }, colorScheme: 'light' });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  page.on('pageerror', (e) => errors.push(String(e)));
+  const ready = () => page.waitForFunction(() => document.querySelector('main')?.getAttribute('aria-busy') === 'false');
+  const shot = (name) => page.screenshot({ path: path.join(outDir, `${name}.png`), fullPage: true });
+
+  // The default range (1 h) of a server up for under a minute: the charts start at the data.
+  const opened = Date.now() / 1000;
+  await page.goto(`${base}/host/${encodeURIComponent(host)}?tab=gpu&live=1`);
+  await ready();
+  const power = page.locator('[data-testid=widget-power] .chart');
+  await power.locator('canvas').waitFor();
+  const xMin = Number(await power.getAttribute('data-x-min'));
+  check(xMin > opened - 600, `a fresh server's 1 h chart starts at its data (${Math.round(opened - xMin)} s of the hour shown)`);
+
+  // Round ticks in each unit.
+  for (const id of ['power', 'temp', 'util', 'memconsumer', 'pcietx', 'nvlinktx']) {
+    const chart = page.locator(`[data-testid=widget-${id}] .chart`);
+    await chart.locator('canvas').waitFor();
+    const ticks = ((await chart.getAttribute('data-y-ticks')) ?? '').split('|');
+    check(roundTicks(ticks), `the ${id} chart's y ticks are round (${ticks.join(', ')})`);
+  }
+
+  // Limit lines: the power limit and the GPUs' memory total.
+  check(Number(await power.getAttribute('data-limits')) >= 1, 'the power chart draws the power limit');
+  check(Number(await page.locator('[data-testid=widget-memconsumer] .chart').getAttribute('data-limits')) >= 1, 'the memory consumer chart draws the memory total');
+
+  // The legend: min / max / avg / last per line; sorting by max orders the rows.
+  const legend = page.locator('[data-testid=widget-power] [data-testid=legend]');
+  const stats = async (stat) => (await legend.locator(`td[data-stat=${stat}]`).allTextContents()).map((t) => numbers(t)[0]);
+  for (const stat of ['min', 'max', 'avg', 'last']) {
+    const v = await stats(stat);
+    check(v.length === 8 && v.every((x) => x > 500 && x < 800), `the power legend shows each GPU's ${stat} (${v.join(', ')})`);
+  }
+  await legend.locator('button[data-sort=max]').click();
+  const maxDesc = await stats('max');
+  check(maxDesc.every((v, i) => i === 0 || maxDesc[i - 1] >= v), `sorting by max orders the legend (${maxDesc.join(', ')})`);
+  await legend.locator('button[data-sort=max]').click();
+  const maxAsc = await stats('max');
+  check(maxAsc.every((v, i) => i === 0 || maxAsc[i - 1] <= v), `a second click reverses it (${maxAsc.join(', ')})`);
+
+  // Hovering a legend row highlights its line (the others dimmed).
+  const row = legend.locator('tr[data-label="GPU 3"]');
+  await row.hover();
+  check((await power.getAttribute('data-focused')) === 'GPU 3', 'hovering the legend row of GPU 3 focuses its line');
+  check((await legend.locator('tr.dimmed').count()) === 7, 'the other seven rows are dimmed');
+  await shot('charts-01-hover');
+  await page.mouse.move(0, 0);
+
+  // Live mode: the legend's numbers follow the data (the page refreshes every 10 s).
+  const before = (await legend.locator('td[data-stat=avg]').allTextContents()).join('|') + (await legend.locator('td[data-stat=last]').allTextContents()).join('|');
+  await until('the live legend to change', async () => {
+    const now = (await legend.locator('td[data-stat=avg]').allTextContents()).join('|') + (await legend.locator('td[data-stat=last]').allTextContents()).join('|');
+    return now !== before;
+  }, 40_000);
+  check(true, 'live mode updates the legend values');
+
+  // Keyboard: the plot takes focus, the arrows move the crosshair, Enter opens the profile panel.
+  const over = page.locator('[data-testid=widget-power] .u-over');
+  await over.focus();
+  await page.keyboard.press('ArrowLeft');
+  const t1 = Number(await power.getAttribute('data-cursor-time'));
+  await page.keyboard.press('ArrowLeft');
+  const t2 = Number(await power.getAttribute('data-cursor-time'));
+  check(t1 > 0 && t2 < t1, `ArrowLeft moves the crosshair back (${t1} -> ${t2})`);
+  const valueHead = await legend.locator('th.u-value').textContent();
+  check(/\d\d:\d\d:\d\d/.test(valueHead), `the legend names the crosshair's time with seconds (${valueHead})`);
+  await shot('charts-02-keyboard');
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/[?&]p=\d+-\d+/);
+  check(true, 'Enter at the crosshair opens the profile panel of that point');
+
+  // The Host Metrics tab: memory total as a limit line, not a line.
+  await page.goto(`${base}/host/${encodeURIComponent(host)}?tab=host`);
+  await ready();
+  const mem = page.locator('[data-testid=widget-memory] .chart');
+  if ((await mem.count()) > 0) {
+    await mem.locator('canvas').waitFor();
+    const labels = await page.locator('[data-testid=widget-memory] tr[data-label]').evaluateAll((rows) => rows.map((r) => r.dataset.label));
+    check(!labels.includes('memory total') && Number(await mem.getAttribute('data-limits')) === 1, `host memory draws its total as a limit line (${labels.join(', ')})`);
+    const ticks = ((await mem.getAttribute('data-y-ticks')) ?? '').split('|');
+    check(roundTicks(ticks) && ticks.every((t) => /iB$/.test(t)), `host memory ticks are round, in binary units (${ticks.join(', ')})`);
+  }
+  await shot('charts-03-host');
+  check(errors.length === 0, `no console errors (${errors.join('; ')})`);
+}
+
+main()
+  .then(async () => {
+    clearTimeout(deadline);
+    await browser?.close();
+    cleanup();
+    console.log('PASS');
+    process.exit(0);
+  })
+  .catch(async (e) => {
+    console.error(`FAIL: ${e.stack ?? e}`);
+    clearTimeout(deadline);
+    await browser?.close().catch(() => undefined);
+    cleanup();
+    process.exit(1);
+  });
