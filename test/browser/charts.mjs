@@ -74,7 +74,7 @@ function freePort() {
 
 async function startServer() {
   const agentPort = await freePort();
-  server = spawn(warpscope, ['up', '--simulate', 'healthy-8xh100', '--no-cpu-profiler', '--data-dir', dataDir, '--port', '0', '--agent-port', String(agentPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  server = spawn(warpscope, ['up', '--simulate', 'healthy-8xh100', '--workloads', 'none', '--no-cpu-profiler', '--data-dir', dataDir, '--port', '0', '--agent-port', String(agentPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   server.stderr.on('data', (d) => (err += d));
