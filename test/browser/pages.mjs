@@ -20,16 +20,13 @@
 //   node pages.mjs --warpscope <build>/bin/warpscope --out <build>/test-output/browser \
 //        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
 // Exit codes: 0 pass, 1 fail, 77 skipped (no Chromium or no playwright-core; fails with CI=true).
-import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { api, check, setUpBrowserTest, until } from './harness.mjs';
 import { TRAINING_STACKS, encodeCpuProfile } from './pprof.mjs';
 
-const SKIP = 77;
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const arg = (name, fallback) => {
@@ -45,84 +42,10 @@ if (!warpscope || !fs.existsSync(warpscope)) {
   console.error(`--warpscope must name the built warpscope binary (got ${warpscope})`);
   process.exit(1);
 }
-function missingPeer(message) {
-  if (['true', '1'].includes(process.env.CI)) {
-    console.error(`FAIL: ${message} (CI=true: a missing peer fails)`);
-    process.exit(1);
-  }
-  console.log(`SKIP: ${message}`);
-  process.exit(SKIP);
-}
-if (!fs.existsSync(chromiumPath)) missingPeer(`no Chromium at ${chromiumPath} (run scripts/setup.sh --test, or pass --chromium)`);
-let chromium;
-try {
-  chromium = createRequire(path.join(nodeModules, 'noop.js'))('playwright-core').chromium;
-} catch (e) {
-  missingPeer(`playwright-core not found under ${nodeModules} (run npm ci in web/): ${e.message}`);
-}
-
-const deadline = setTimeout(() => {
-  console.error('FAIL: the pages browser test took more than 120 s');
-  cleanup();
-  process.exit(1);
-}, 120_000);
-
-fs.mkdirSync(outDir, { recursive: true });
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'warpscope-pages-test-'));
-let server = null;
+const bt = setUpBrowserTest({ name: 'pages', what: 'the pages browser test', timeoutMs: 120_000, warpscope, outDir, chromiumPath, nodeModules });
+const { chromium, dataDir, cleanup, deadline } = bt;
 let browser = null;
-function cleanup() {
-  if (server && server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
-  fs.rmSync(dataDir, { recursive: true, force: true });
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function startServer() {
-  const agentPort = await freePort();
-  server = spawn(warpscope, ['up', '--simulate', 'healthy-8xh100', '--workloads', 'none', '--no-cpu-profiler', '--data-dir', path.join(dataDir, 'up'), '--port', '0', '--agent-port', String(agentPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  server.stderr.on('data', (d) => (err = (err + d).slice(-8000)));
-  return new Promise((resolve, reject) => {
-    server.stdout.on('data', (d) => {
-      out += d;
-      const m = /web UI\s+(http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
-      if (m) resolve(m[1]);
-    });
-    server.on('exit', (code) => reject(new Error(`warpscope up exited with ${code}:\n${out}\n${err}`)));
-  });
-}
-
-async function api(base, p) {
-  const r = await fetch(base + p);
-  if (!r.ok) throw new Error(`${p}: HTTP ${r.status} ${await r.text()}`);
-  return r.json();
-}
-
-async function until(what, probe, timeoutMs = 45_000) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe().catch(() => null);
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-function check(cond, message) {
-  if (!cond) throw new Error(message);
-  console.log(`ok - ${message}`);
-}
+const startServer = () => bt.startUp(path.join(dataDir, 'up'));
 
 const kv = (o) => Object.entries(o).map(([key, value]) => ({ key, value: String(value) }));
 const ns = (s) => String(Math.round(s * 1e9));
@@ -340,8 +263,8 @@ main()
   .then(async () => {
     clearTimeout(deadline);
     await browser?.close();
-    server?.kill('SIGTERM');
-    await new Promise((r) => (server && server.exitCode === null ? server.once('exit', r) : r()));
+    bt.server?.kill('SIGTERM');
+    await new Promise((r) => (bt.server && bt.server.exitCode === null ? bt.server.once('exit', r) : r()));
     cleanup();
     console.log('PASS');
   })

@@ -13,12 +13,11 @@
 //        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
 // Exit codes: 0 pass, 1 fail, 77 skipped (no Chromium or no playwright-core; CI=true fails).
 import { spawn } from 'node:child_process';
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { api, check, setUpBrowserTest, until } from './harness.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
@@ -38,83 +37,10 @@ for (const [flag, file] of [['--warpscope', warpscope], ['--profile-fixtures', f
     process.exit(1);
   }
 }
-function missingPeer(message) {
-  if (['true', '1'].includes(process.env.CI)) {
-    console.error(`FAIL: ${message} (CI=true: a missing peer fails)`);
-    process.exit(1);
-  }
-  console.log(`SKIP: ${message}`);
-  process.exit(77);
-}
-if (!fs.existsSync(chromiumPath)) missingPeer(`no Chromium at ${chromiumPath} (run scripts/setup.sh --test, or pass --chromium)`);
-let chromium;
-try {
-  chromium = createRequire(path.join(nodeModules, 'noop.js'))('playwright-core').chromium;
-} catch (e) {
-  missingPeer(`playwright-core not found under ${nodeModules} (run npm ci in web/): ${e.message}`);
-}
-
-const deadline = setTimeout(() => {
-  console.error('FAIL: the profile drill-down test took more than 110 s');
-  cleanup();
-  process.exit(1);
-}, 110_000);
-fs.mkdirSync(outDir, { recursive: true });
-const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'warpscope-drill-test-'));
-let server = null;
+const bt = setUpBrowserTest({ name: 'drill', what: 'the profile drill-down test', timeoutMs: 110_000, warpscope, outDir, chromiumPath, nodeModules });
+const { chromium, dataDir, cleanup, deadline } = bt;
 let browser = null;
-function cleanup() {
-  if (server && server.exitCode === null && server.signalCode === null) server.kill('SIGKILL');
-  fs.rmSync(dataDir, { recursive: true, force: true });
-}
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function startServer() {
-  const agentPort = await freePort();
-  server = spawn(warpscope, ['up', '--simulate', 'healthy-8xh100', '--workloads', 'none', '--no-cpu-profiler', '--data-dir', dataDir, '--port', '0', '--agent-port', String(agentPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  server.stderr.on('data', (d) => (err += d));
-  return new Promise((resolve, reject) => {
-    server.stdout.on('data', (d) => {
-      out += d;
-      const m = /web UI\s+(http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
-      if (m) resolve(m[1]);
-    });
-    server.on('exit', (code) => reject(new Error(`warpscope up exited with ${code}:\n${out}\n${err}`)));
-  });
-}
-
-async function api(base, p) {
-  const r = await fetch(base + p);
-  if (!r.ok) throw new Error(`${p}: HTTP ${r.status} ${await r.text()}`);
-  return r.json();
-}
-
-async function until(what, probe, timeoutMs = 45_000) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe().catch(() => null);
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-function check(cond, message) {
-  if (!cond) throw new Error(message);
-  console.log(`ok - ${message}`);
-}
+const startServer = () => bt.startUp(dataDir);
 
 // The fixture's GPU profile for [start, end), posted under `pid`.
 async function postGpuProfile(base, host, token, pid, start, end) {
@@ -144,7 +70,7 @@ async function main() {
   });
   const token = fs.readFileSync(path.join(dataDir, 'token'), 'utf8').trim();
   const now = Math.floor(Date.now() / 1000);
-  const pid = server.pid;
+  const pid = bt.server.pid;
   await postGpuProfile(base, host, token, pid, now - 600, now + 120);
   await postGpuProfile(base, host, token, pid, now - 3 * 3600, now - 3 * 3600 + 60);
 
@@ -264,13 +190,13 @@ main()
     await browser?.close();
     // SIGTERM, then the exit (SIGKILL after 10 s), so that nothing writes to the removed data dir.
     await new Promise((resolve) => {
-      if (server.exitCode !== null || server.signalCode !== null) return resolve();
-      const force = setTimeout(() => server.kill('SIGKILL'), 10_000);
-      server.once('exit', () => {
+      if (bt.server.exitCode !== null || bt.server.signalCode !== null) return resolve();
+      const force = setTimeout(() => bt.server.kill('SIGKILL'), 10_000);
+      bt.server.once('exit', () => {
         clearTimeout(force);
         resolve();
       });
-      server.kill('SIGTERM');
+      bt.server.kill('SIGTERM');
     });
     cleanup();
     console.log('PASS');

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the browser tests share: their peers (Debian's Chromium, playwright-core from the UI's
+// npm ci; missing, they skip with exit 77, or fail under CI=true), a temp data dir, an overall
+// deadline, `warpscope up --simulate healthy-8xh100` on port 0 (without the demo workloads: the
+// tests post their own profiles), and polling and checks.
+import { spawn } from 'node:child_process';
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+export function missingPeer(message) {
+  if (['true', '1'].includes(process.env.CI)) {
+    console.error(`FAIL: ${message} (CI=true: a missing peer fails)`);
+    process.exit(1);
+  }
+  console.log(`SKIP: ${message}`);
+  process.exit(77);
+}
+
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+// The test's context: `chromium` (playwright's), `dataDir`, `server` (the `up` process once
+// started), `startUp(dir)` (resolves to the UI's base URL), `cleanup()` and the `deadline` timer
+// (clear it when done). `name` names the temp dir, `what` the test in the deadline's message.
+export function setUpBrowserTest({ name, what, timeoutMs, warpscope, outDir, chromiumPath, nodeModules }) {
+  if (!fs.existsSync(chromiumPath)) missingPeer(`no Chromium at ${chromiumPath} (run scripts/setup.sh --test, or pass --chromium)`);
+  const t = { chromium: null, server: null };
+  try {
+    t.chromium = createRequire(path.join(nodeModules, 'noop.js'))('playwright-core').chromium;
+  } catch (e) {
+    missingPeer(`playwright-core not found under ${nodeModules} (run npm ci in web/): ${e.message}`);
+  }
+  fs.mkdirSync(outDir, { recursive: true });
+  t.dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `warpscope-${name}-test-`));
+  t.cleanup = () => {
+    if (t.server && t.server.exitCode === null && t.server.signalCode === null) t.server.kill('SIGKILL');
+    fs.rmSync(t.dataDir, { recursive: true, force: true });
+  };
+  t.deadline = setTimeout(() => {
+    console.error(`FAIL: ${what} took more than ${timeoutMs / 1000} s`);
+    t.cleanup();
+    process.exit(1);
+  }, timeoutMs);
+  t.startUp = async (dir) => {
+    const agentPort = await freePort();
+    t.server = spawn(warpscope, ['up', '--simulate', 'healthy-8xh100', '--workloads', 'none', '--no-cpu-profiler', '--data-dir', dir, '--port', '0', '--agent-port', String(agentPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    t.server.stderr.on('data', (d) => (err = (err + d).slice(-8000)));
+    return new Promise((resolve, reject) => {
+      t.server.stdout.on('data', (d) => {
+        out += d;
+        const m = /web UI\s+(http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
+        if (m) resolve(m[1]);
+      });
+      t.server.on('exit', (code) => reject(new Error(`warpscope up exited with ${code}:\n${out}\n${err}`)));
+    });
+  };
+  return t;
+}
+
+export async function api(base, p) {
+  const r = await fetch(base + p);
+  if (!r.ok) throw new Error(`${p}: HTTP ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+// Polls `probe` every 250 ms until it gives a truthy value (returned) or `timeoutMs` passes.
+export async function until(what, probe, timeoutMs = 45_000) {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe().catch(() => null);
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+export function check(cond, message) {
+  if (!cond) throw new Error(message);
+  console.log(`ok - ${message}`);
+}
