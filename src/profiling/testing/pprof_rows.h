@@ -20,9 +20,10 @@ struct PprofFrame {
   std::string name;
   std::string file;
   int64_t line = 0;
+  bool inlined = false;  // a line of a location other than its last
 };
 
-// One sample: frames root first, their names joined with ';', values, numeric and string labels.
+// One sample: frames root first (a location's inlined lines as frames of their own), their names joined with ';', values, numeric and string labels.
 struct PprofRow {
   std::vector<PprofFrame> frames;
   std::string stack;
@@ -65,11 +66,14 @@ inline PprofRows ReadPprofGz(const std::string& gz) {
     PprofRow row;
     for (int i = s.location_id_size() - 1; i >= 0; --i) {  // leaf first on the wire
       const auto* loc = locations.at(s.location_id(i));
-      EXPECT_EQ(loc->line_size(), 1);
-      const auto* fn = functions.at(loc->line(0).function_id());
-      row.frames.push_back(
-          PprofFrame{d.Str(fn->name()), d.Str(fn->filename()), loc->line(0).line()});
-      row.stack += (row.stack.empty() ? "" : ";") + row.frames.back().name;
+      EXPECT_GE(loc->line_size(), 1);
+      // Several lines: functions inlined there, innermost first (the last line is the caller).
+      for (int k = loc->line_size() - 1; k >= 0; --k) {
+        const auto* fn = functions.at(loc->line(k).function_id());
+        row.frames.push_back(PprofFrame{d.Str(fn->name()), d.Str(fn->filename()),
+                                        loc->line(k).line(), k < loc->line_size() - 1});
+        row.stack += (row.stack.empty() ? "" : ";") + row.frames.back().name;
+      }
     }
     row.values.assign(s.value().begin(), s.value().end());
     for (const auto& l : s.label()) {
