@@ -47,6 +47,8 @@ inline constexpr std::string_view kExecutable = "process.executable.name";  // "
 inline constexpr std::string_view kExecutablePath = "process.executable.path";
 inline constexpr std::string_view kCommandLine = "process.command_line";  // bounded
 inline constexpr std::string_view kUser = "process.owner";
+// When the process started, ISO 8601 in UTC with milliseconds: "2026-12-02T07:39:10.120Z".
+inline constexpr std::string_view kCreationTime = "process.creation.time";
 inline constexpr std::string_view kContainerId = "container.id";
 inline constexpr std::string_view kPodUid = "k8s.pod.uid";
 inline constexpr std::string_view kPodNamespace = "k8s.namespace.name";

@@ -3,9 +3,24 @@
 
 #include <fmt/format.h>
 
+#include <time.h>
+
 #include <charconv>
 
 namespace warpscope::model {
+namespace {
+
+// "2026-12-02T07:39:10.120Z" for a Unix time in milliseconds.
+std::string FormatUtcMillis(int64_t unix_ms) {
+  const time_t seconds = static_cast<time_t>(unix_ms / 1000);
+  tm utc{};
+  gmtime_r(&seconds, &utc);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z", utc.tm_year + 1900,
+                     utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+                     unix_ms % 1000);
+}
+
+}  // namespace
 
 std::string ProcessEntityId(const ProcessInfo& info) {
   return fmt::format("pid/{}/{}", info.pid, info.start_ticks);
@@ -49,6 +64,9 @@ Entity MakeProcessEntity(const ProcessInfo& info) {
   }
   if (!info.command_line.empty()) e.attributes.Set(attr::kCommandLine, info.command_line);
   if (!info.user.empty()) e.attributes.Set(attr::kUser, info.user);
+  if (info.start_time_ms > 0) {
+    e.attributes.Set(attr::kCreationTime, FormatUtcMillis(info.start_time_ms));
+  }
   if (!info.container_id.empty()) e.attributes.Set(attr::kContainerId, info.container_id);
   if (!info.pod_uid.empty()) e.attributes.Set(attr::kPodUid, info.pod_uid);
   if (!info.pod_namespace.empty()) e.attributes.Set(attr::kPodNamespace, info.pod_namespace);

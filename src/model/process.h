@@ -29,6 +29,7 @@ struct ProcessInfo {
   std::string pod_uid;          // Kubernetes pod UID from the cgroup path
   std::string pod_namespace;    // when it can be known (kubelet checkpoint); often ""
   std::string slurm_job;        // "1234" from a slurm cgroup path
+  int64_t start_time_ms = 0;    // wall clock (Unix ms) of the start; 0 when not known
 };
 
 // Who a process is: its host pid and its start time. Two processes with one pid (the pid was

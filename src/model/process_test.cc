@@ -51,6 +51,13 @@ TEST(ProcessEntityTest, EntitiesCarryTheAttributionAttributes) {
   EXPECT_EQ(on_host.attributes.Get(attr::kNsPid), "");
 }
 
+TEST(ProcessEntityTest, AKnownStartTimeIsAnIso8601UtcAttribute) {
+  ProcessInfo p = Trainer();
+  EXPECT_EQ(MakeProcessEntity(p).attributes.Get(attr::kCreationTime), "");  // not known
+  p.start_time_ms = 1717003000120;
+  EXPECT_EQ(MakeProcessEntity(p).attributes.Get(attr::kCreationTime), "2024-05-29T17:16:40.120Z");
+}
+
 TEST(ProcessEntityTest, AnEntityIdParsesBackToItsIdentity) {
   ProcessInfo p = Trainer();
   std::optional<ProcessIdentity> identity = ParseProcessEntityId(ProcessEntityId(p));

@@ -115,6 +115,7 @@ async function main() {
   await ready();
   const facts = await page.locator('[data-testid=process-facts]').textContent();
   check(facts.includes('31000') && facts.includes('train.py') && facts.includes('mlops'), `the process page shows pid, command line and user (${facts.slice(0, 120)}…)`);
+  check(/Started.*\d\d:\d\d:\d\d.*\((\d+ (s|min|h)|\d+ d) ago\)/.test(facts) && trainer.attributes['process.creation.time'], `the process page gives the start as a clock time and an age (${/Started[^)]*\)/.exec(facts)?.[0]})`);
   await page.locator('[data-testid=process-gpus] a').first().waitFor();
   const gpuLinks = await page.locator('[data-testid=process-gpus] a').allTextContents();
   check(gpuLinks.length === 1 && /^GPU \d$/.test(gpuLinks[0]), `the process page lists the GPU it uses (${gpuLinks})`);

@@ -6,7 +6,7 @@
 import { getJson } from './api';
 import type { EntityRecord, ProfileMeta, Series } from './api';
 import { h } from './dom';
-import { formatTime, formatValue } from './format';
+import { formatAge, formatTime, formatValue } from './format';
 import { byUrgency, fetchInsights, severityBadge, stateBadge } from './insights_api';
 import { factList, findEntity, hostKnown, pageCharts, runLoaders, unknownCard } from './page_chart';
 import type { OpenProfile, PageChartDef, PageLoader } from './page_chart';
@@ -66,8 +66,7 @@ export async function processView(root: HTMLElement, ctx: ViewContext): Promise<
           ['Container', container ? h('a', { href: ctx.href({ view: 'top', kind: 'container' }), title: container }, container.slice(0, 12)) : 'none (runs on the host)'],
           ['Pod', pod ? `${a['k8s.namespace.name'] ? a['k8s.namespace.name'] + '/' : ''}${pod}` : undefined],
           ['Slurm job', a['slurm.job_id']],
-          // The entity id carries the start time in clock ticks since boot (0: not known).
-          ['Started', ticks && ticks !== '0' ? `${ticks} clock ticks after the host booted` : undefined],
+          ['Started', started(a['process.creation.time'], ticks)],
           ['First seen', formatTime(entity.first_seen)],
           ['Last seen', formatTime(entity.last_seen)],
           ['GPUs', gpuBox],
@@ -156,4 +155,12 @@ async function loadFindings(box: HTMLElement, c: ViewContext, host: string, id: 
       ? h('p.empty', {}, 'No finding about this process in this window.')
       : h('ul.finding-list', {}, ...items.map((f) => h('li', {}, severityBadge(f.severity), ' ', stateBadge(f.state), ' ', h('a', { href: c.href({ view: 'finding', finding: f.id }) }, f.title), h('span.muted', {}, ` · ${f.summary}`)))),
   );
+}
+
+// The start as a clock time and an age (the agent's process.creation.time); from older agents,
+// the entity id's start in clock ticks since boot (0: not known).
+function started(creation: string | undefined, ticks: string | undefined): string | undefined {
+  const ms = creation ? Date.parse(creation) : NaN;
+  if (Number.isFinite(ms)) return `${formatTime(ms / 1000)} (${formatAge(ms / 1000)})`;
+  return ticks && ticks !== '0' ? `${ticks} clock ticks after the host booted` : undefined;
 }

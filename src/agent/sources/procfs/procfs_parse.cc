@@ -184,6 +184,17 @@ std::string_view CpuModeName(size_t mode) {
   return mode < kCpuModeCount ? kNames[mode] : std::string_view("unknown");
 }
 
+std::optional<int64_t> ParseBootTime(std::string_view text) {
+  while (!text.empty()) {
+    std::string_view line = NextLine(text);
+    if (NextToken(line) != "btime") continue;
+    int64_t seconds = 0;
+    if (!ParseInt(NextToken(line), seconds) || seconds <= 0) return std::nullopt;
+    return seconds;
+  }
+  return std::nullopt;
+}
+
 bool ParseCpuStat(std::string_view text, CpuTimes& total, std::vector<CpuTimes>& per_cpu) {
   per_cpu.clear();
   total = CpuTimes();

@@ -61,6 +61,10 @@ struct CpuTimes {
 [[nodiscard]] bool ParseCpuStat(std::string_view text, CpuTimes& total,
                                 std::vector<CpuTimes>& per_cpu);
 
+// The boot time of /proc/stat's "btime" line, in seconds since the Unix epoch; nullopt when the
+// line is absent or its value is not a positive number.
+std::optional<int64_t> ParseBootTime(std::string_view text);
+
 // ---- /proc/meminfo ----------------------------------------------------------------------------
 
 // Values in bytes (the file's kB are KiB). Absent lines, and values whose size in bytes would not

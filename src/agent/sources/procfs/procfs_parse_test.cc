@@ -457,6 +457,15 @@ TEST(ParsersTest, SurviveEveryPrefixOfRealFiles) {
 
 // ---- regressions found by procfs_parse_fuzzer.cc ----------------------------------------------
 
+TEST(ParseBootTimeTest, ReadsBtimeAndRefusesWhatIsNotATime) {
+  EXPECT_EQ(ParseBootTime("cpu  1 2 3 4\nintr 0 1 2\nbtime 1717000000\nprocesses 9\n"),
+            std::optional<int64_t>(1717000000));
+  EXPECT_EQ(ParseBootTime("cpu  1 2 3 4\nprocesses 9\n"), std::nullopt);
+  EXPECT_EQ(ParseBootTime("btime -5\n"), std::nullopt);
+  EXPECT_EQ(ParseBootTime("btime soon\n"), std::nullopt);
+  EXPECT_EQ(ParseBootTime("btimex 12\n"), std::nullopt);
+}
+
 TEST(ParseCpuStatTest, CpuNumberBeyondKMaxCpusIsMalformed) {
   // The source indexes per-CPU state by this number; 2^31-1 would allocate gigabytes.
   CpuTimes total;

@@ -20,11 +20,14 @@ constexpr size_t kMaxCommandLineBytes = 256;
 // Enough cmdline to fill 256 output bytes even after a few leading separators.
 constexpr size_t kMaxCmdlineReadBytes = 1024;
 constexpr size_t kMaxPasswdBytes = 8 << 20;
+// /proc/stat has a line per CPU: ~150 bytes each, 1 MiB covers any machine.
+constexpr size_t kMaxProcStatBytes = 1 << 20;
 
 }  // namespace
 
-ProcfsProcessResolver::ProcfsProcessResolver(std::string_view root)
-    : root_(procfs::NormalizeRoot(root)) {}
+ProcfsProcessResolver::ProcfsProcessResolver(std::string_view root, long ticks_per_second)
+    : root_(procfs::NormalizeRoot(root)),
+      ticks_per_second_(ticks_per_second > 0 ? ticks_per_second : sysconf(_SC_CLK_TCK)) {}
 
 std::string ProcfsProcessResolver::PidPath(int pid, const char* file) const {
   std::string path = root_;
@@ -61,6 +64,7 @@ const model::ProcessInfo* ProcfsProcessResolver::Resolve(int pid) {
   info.pid = pid;
   info.container_pid = pid;
   info.start_ticks = stat->start_ticks;
+  info.start_time_ms = StartTimeMs(stat->start_ticks);
   info.executable.assign(stat->comm);
   Fill(pid, info);
   Entry& entry = cache_[pid];
@@ -98,6 +102,21 @@ void ProcfsProcessResolver::Fill(int pid, model::ProcessInfo& info) {
     info.pod_uid = std::move(ids.pod_uid);
     info.slurm_job = std::move(ids.slurm_job);
   }
+}
+
+int64_t ProcfsProcessResolver::StartTimeMs(uint64_t start_ticks) {
+  // The boot time does not change while the host runs: one read, retried at most once a cycle
+  // while it fails.
+  if (boot_time_s_ == 0 && boot_read_cycle_ != cycle_) {
+    boot_read_cycle_ = cycle_;
+    std::string text;
+    if (procfs::ReadFileBounded((root_ + "/proc/stat").c_str(), kMaxProcStatBytes, text) == 0) {
+      boot_time_s_ = procfs::ParseBootTime(text).value_or(0);
+    }
+  }
+  if (boot_time_s_ == 0 || ticks_per_second_ <= 0) return 0;
+  return boot_time_s_ * 1000 +
+         static_cast<int64_t>(start_ticks * 1000 / static_cast<uint64_t>(ticks_per_second_));
 }
 
 std::string ProcfsProcessResolver::UserName(uint32_t uid) {

@@ -20,6 +20,8 @@ namespace warpscope::agent {
 //   user             effective uid of "Uid:" in /proc/<pid>/status mapped through
 //                    <root>/etc/passwd, or the decimal uid when it has no entry
 //   start_ticks      field 22 of /proc/<pid>/stat
+//   start_time_ms    the start as a wall-clock time: <root>/proc/stat's btime plus start_ticks
+//                    in clock ticks (USER_HZ); 0 when btime cannot be read
 //   container_pid    last value of "NSpid:" in status (the pid inside the innermost pid
 //                    namespace); the host pid when the line is absent
 //   container_id, pod_uid, slurm_job  from /proc/<pid>/cgroup (procfs::ParseCgroupFile)
@@ -32,7 +34,8 @@ class ProcfsProcessResolver : public model::ProcessResolver {
  public:
   // `root` is the directory holding proc/ and etc/ ("/" on a host, "/host" in a container that
   // mounts the host's root there, a snapshot in tests).
-  explicit ProcfsProcessResolver(std::string_view root = "/");
+  // `ticks_per_second` is USER_HZ, the unit of start_ticks (0: sysconf(_SC_CLK_TCK)).
+  explicit ProcfsProcessResolver(std::string_view root = "/", long ticks_per_second = 0);
 
   // nullptr when /proc/<pid>/stat cannot be read or parsed (the process exited).
   const model::ProcessInfo* Resolve(int pid) override;
@@ -48,6 +51,7 @@ class ProcfsProcessResolver : public model::ProcessResolver {
 
   void Fill(int pid, model::ProcessInfo& info);
   std::string UserName(uint32_t uid);
+  int64_t StartTimeMs(uint64_t start_ticks);
   std::string PidPath(int pid, const char* file) const;
 
   std::string root_;  // normalized: "" for "/"
@@ -55,6 +59,9 @@ class ProcfsProcessResolver : public model::ProcessResolver {
   uint64_t cycle_ = 1;
   std::unordered_map<uint32_t, std::string> users_;
   uint64_t passwd_read_cycle_ = 0;  // 0: never read
+  long ticks_per_second_;
+  int64_t boot_time_s_ = 0;         // btime; 0: not read yet, or unreadable
+  uint64_t boot_read_cycle_ = 0;    // the cycle of the last attempt (at most one per cycle)
   std::string buf_;
 };
 

@@ -96,6 +96,30 @@ TEST(ProcfsProcessResolverTest, MissingOrVanishedProcessIsNull) {
   EXPECT_EQ(resolver.Resolve(-1), nullptr);
 }
 
+// btime 1717000000 plus 300000 ticks at 100 Hz: 3000 s after boot.
+TEST(ProcfsProcessResolverTest, StartTimeIsBootTimePlusStartTicks) {
+  ProcfsProcessResolver resolver(SnapshotT0(), 100);
+  const model::ProcessInfo* p = resolver.Resolve(1234);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->start_time_ms, 1717003000000);
+  ProcfsProcessResolver at_250hz(SnapshotT0(), 250);
+  EXPECT_EQ(at_250hz.Resolve(1234)->start_time_ms, 1717001200000);
+}
+
+TEST(ProcfsProcessResolverTest, StartTimeIsUnknownWithoutBtimeUntilItCanBeRead) {
+  SnapshotCopy copy(SnapshotT0());
+  Overwrite(copy.path("proc/stat"), "cpu  1 2 3 4\n");
+  ProcfsProcessResolver resolver(copy.root(), 100);
+  const model::ProcessInfo* p = resolver.Resolve(1234);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->start_time_ms, 0);
+  EXPECT_EQ(p->start_ticks, 300000u);  // the identity is still known
+  // The next cycle reads it again; a process resolved then has its start time.
+  Overwrite(copy.path("proc/stat"), "cpu  1 2 3 4\nbtime 1717000000\n");
+  resolver.BeginCycle();
+  EXPECT_EQ(resolver.Resolve(777)->start_time_ms, 1717000050000);  // 5000 ticks
+}
+
 TEST(ProcfsProcessResolverTest, CachesWithinAndAcrossCyclesWhileStartTimeMatches) {
   SnapshotCopy copy(SnapshotT0());
   ProcfsProcessResolver resolver(copy.root());
