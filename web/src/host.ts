@@ -389,7 +389,7 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
     markers,
     ariaLabel: `${def.title} on ${host}, one line per GPU`,
     onZoom: (a, b) => c.navigate({ from: a, to: b, range: '', live: false }),
-    onPick: pickHandler(c, step, gpuPick(new Map([...gpus.values()].map((g) => [gpuLabel(g, g.uuid), g.index])))),
+    onPick: pickHandler(c, step, gpuPick(host, new Map([...gpus.values()].map((g) => [gpuLabel(g, g.uuid), g])))),
   });
   w.notes.replaceChildren(
     missing.length ? h('p.unavailable', { 'data-testid': 'unavailable' }, `Unavailable on ${missing.map((g) => `GPU ${g.index}`).join(', ')} (not supported or not reported; not zero).`) : '',

@@ -129,9 +129,10 @@ export class ProfilePanel {
     const base: ProfileRef = { start: ref.start, end: ref.end, kind, entity: proc?.entity, pid: proc?.pid, exe: proc ? undefined : ref.exe, thread: ref.thread, search: ref.search, merged: merged || undefined, weight: merged ? ref.weight : undefined, labels: labels.length ? labels : undefined };
     const change = (patch: Partial<ProfileRef>) => this.opts.onChange({ ...base, value: merged ? undefined : tree.value, ...patch });
 
+    // Another kind keeps the process (all processes where it has no profile of that kind).
     const kindSelect = h(
       'select',
-      { 'aria-label': 'Profile kind', disabled: merged, onchange: (e: Event) => this.opts.onChange({ start: ref.start, end: ref.end, kind: (e.target as HTMLSelectElement).value }) },
+      { 'aria-label': 'Profile kind', disabled: merged, onchange: (e: Event) => this.opts.onChange({ start: ref.start, end: ref.end, kind: (e.target as HTMLSelectElement).value, entity: proc?.entity, pid: proc?.pid, search: ref.search }) },
       ...kinds.map((k) => h('option', { value: k, selected: k === kind }, KIND_LABELS[k] ?? k)),
     );
     const procSelect = processSelect(procs, proc, ofKind.length, await commands, (p) =>

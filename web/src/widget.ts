@@ -3,7 +3,7 @@
 // (the profile panel for that bucket: of the clicked GPU, process or executable) and the marks of
 // the windows that have profiles.
 import { getJson } from './api';
-import type { ProfileMeta } from './api';
+import type { ProfileMeta, TopEntry } from './api';
 import { TimeChart } from './chart';
 import type { ChartSpec, Marker } from './chart';
 import { h } from './dom';
@@ -50,28 +50,38 @@ export class Widget {
   }
 }
 
+// What a click on a line adds to the profile it opens (a kind, a process, a label filter),
+// given the line's label and the window; may ask the server first.
+type Refine = (label: string | null, start: number, end: number) => Partial<ProfileRef> | Promise<Partial<ProfileRef>>;
+
 // Opens the profile of the clicked bucket (at least a minute around it); `refine` adds what the
-// clicked line says (a kind, a process).
-export function pickHandler(
-  c: ViewContext,
-  step: number,
-  refine: (label: string | null) => Partial<ProfileRef> = () => ({}),
-): (t: number, label: string | null) => void {
+// clicked line says. A refinement that fails opens the bucket's profile unrefined.
+export function pickHandler(c: ViewContext, step: number, refine: Refine = () => ({})): (t: number, label: string | null) => void {
   return (t: number, label: string | null) => {
     const width = Math.max(step, 60);
     const start = t - (width - step) / 2;
-    c.openProfile({ ...refine(label), start, end: start + width });
+    const end = start + width;
+    void Promise.resolve()
+      .then(() => refine(label, start, end))
+      .catch(() => ({}))
+      .then((more) => c.openProfile({ ...more, start, end }));
   };
 }
 
-// A click on a per-GPU line ("GPU 3"): the GPU profiles' samples of that GPU. The profile's
-// `device` label is the CUDA device ordinal in the launching process, which is NVML's index
-// (the GPU entity's gpu.index) only when the process sees every GPU in PCI bus order (no
-// CUDA_VISIBLE_DEVICES, CUDA_DEVICE_ORDER=PCI_BUS_ID); docs/ui.md says more.
-export function gpuPick(indexByLabel: Map<string, number>): (label: string | null) => Partial<ProfileRef> {
-  return (label) => {
-    const index = label === null ? undefined : indexByLabel.get(label);
-    return index === undefined ? { kind: 'gpu' } : { kind: 'gpu', labels: [`device:${index}`] };
+// A click on a per-GPU line ("GPU 3"): the GPU profiles' samples of that GPU, of its process
+// when one process used the GPU in the window (by its GPU memory). The profile's `device` label
+// is the CUDA device ordinal in the launching process, which is NVML's index (the GPU entity's
+// gpu.index) only when the process sees every GPU in PCI bus order (no CUDA_VISIBLE_DEVICES,
+// CUDA_DEVICE_ORDER=PCI_BUS_ID); docs/ui.md says more.
+export function gpuPick(host: string, gpus: Map<string, { index: number; uuid: string }>): Refine {
+  return async (label, start, end) => {
+    const gpu = label === null ? undefined : gpus.get(label);
+    if (gpu === undefined) return { kind: 'gpu' };
+    const ref: Partial<ProfileRef> = { kind: 'gpu', labels: [`device:${gpu.index}`] };
+    const r = await getJson<{ entries: TopEntry[] }>('/api/v1/top', { metric: 'gpu.process.memory.used', host, 'label.gpu.uuid': gpu.uuid, start: Math.floor(start), end: Math.ceil(end), limit: 2 });
+    if (r.entries.length !== 1) return ref;
+    const pid = Number(r.entries[0].attributes['process.pid']);
+    return { ...ref, entity: r.entries[0].entity, pid: Number.isFinite(pid) ? pid : undefined };
   };
 }
 
