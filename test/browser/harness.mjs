@@ -2,8 +2,7 @@
 // What the browser tests share: their peers (Debian's Chromium, playwright-core from the UI's
 // npm ci; missing, they skip with exit 77, or fail under CI=true), a temp data dir, an overall
 // deadline, `warpscope up --simulate healthy-8xh100` on port 0 (without the demo workloads: the
-// tests post their own profiles; the demo test starts another scenario with them), and polling
-// and checks.
+// tests post their own profiles), and polling and checks.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
@@ -53,15 +52,11 @@ export function setUpBrowserTest({ name, what, timeoutMs, warpscope, outDir, chr
     t.cleanup();
     process.exit(1);
   }, timeoutMs);
-  // `scenario`, and `workloads` (none, all, or GPU indices "0,3") with the CPU profiler on for
-  // the demo's own workloads; `env` adds to the environment. t.stdout() is what `up` printed.
-  t.startUp = async (dir, { scenario = 'healthy-8xh100', workloads = 'none', env = {} } = {}) => {
+  t.startUp = async (dir) => {
     const agentPort = await freePort();
-    const cpu = workloads === 'none' ? ['--no-cpu-profiler'] : [];
-    t.server = spawn(warpscope, ['up', '--simulate', scenario, '--workloads', workloads, ...cpu, '--data-dir', dir, '--port', '0', '--agent-port', String(agentPort)], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    t.server = spawn(warpscope, ['up', '--simulate', 'healthy-8xh100', '--workloads', 'none', '--no-cpu-profiler', '--data-dir', dir, '--port', '0', '--agent-port', String(agentPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    t.stdout = () => out;
     t.server.stderr.on('data', (d) => (err = (err + d).slice(-8000)));
     return new Promise((resolve, reject) => {
       t.server.stdout.on('data', (d) => {
