@@ -24,6 +24,7 @@ using sqlite::Statement;
 using storage_internal::DurationMs;
 using storage_internal::EntityKindOrHost;
 using storage_internal::FromMs;
+using storage_internal::kDirtyMinute;
 using storage_internal::kLastSeenSlackMs;
 using storage_internal::kRateSeedMs;
 using storage_internal::kTables;
@@ -298,6 +299,28 @@ Result<Availability> SqliteStorage::ReadAvailability(Connection& db) {
   a.minute_to = marks.minute_watermark;
   a.hour_from = marks.hour_cutoff != 0 ? marks.hour_cutoff : kAll;
   a.hour_to = marks.hour_watermark;
+  // Rollups that a late window made stale (rebuilt at the next Compact) are not read: the range
+  // from the earliest stale bucket on comes from finer data, so a read sees every stored window
+  // (an agent's backlog after an outage, say) at once. Below the raw cutoff no finer data is
+  // left: the stale rollup is the best there is, and no Compact rebuilds it.
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      Statement stmt,
+      db.Prepare("SELECT resolution, min(from_ms) FROM rollup_dirty GROUP BY resolution"));
+  std::optional<int64_t> stale_minute;
+  std::optional<int64_t> stale_hour;
+  WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
+    (row.ColumnInt(0) == kDirtyMinute ? stale_minute : stale_hour) = row.ColumnInt(1);
+  }));
+  if (stale_minute) {
+    a.minute_to = std::min(a.minute_to, std::max(FloorTo(*stale_minute, kMinuteMs), a.raw_from));
+  }
+  // A stale minute is also stale in its hour (marked dirty only once the minute is rebuilt).
+  std::optional<int64_t> stale_for_hours = stale_minute;
+  if (stale_hour) stale_for_hours = std::min(stale_for_hours.value_or(*stale_hour), *stale_hour);
+  if (stale_for_hours) {
+    const int64_t finer_from = std::min(a.raw_from, a.minute_from);
+    a.hour_to = std::min(a.hour_to, std::max(FloorTo(*stale_for_hours, kHourMs), finer_from));
+  }
   return a;
 }
 

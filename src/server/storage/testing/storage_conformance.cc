@@ -39,7 +39,9 @@ void StorageConformanceTest::Reopen() {
 
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 using std::chrono::hours;
@@ -730,6 +732,43 @@ TEST_P(StorageConformanceTest, LateWindowReachesHourRollupsThatWereAlreadyBuilt)
 
   ASSERT_THAT(r.series, SizeIs(1));
   EXPECT_THAT(r.resolutions, ElementsAre(Resolution::kHour));
+  EXPECT_THAT(Values(r.series[0]), ElementsAre(0.99, 0.5));
+}
+
+// An agent's backlog after an outage lands behind the rollups: reads see it before the next
+// Compact rebuilds them (from finer data), and the same after.
+TEST_P(StorageConformanceTest, LateWindowIsReadBeforeTheNextCompact) {
+  WriteWindows(storage(), "h1", "GPU-a", Utilization(), kT0, minutes(1), 10, 1, Constant);
+  ASSERT_TRUE(storage().Compact(kT0 + minutes(15)).has_value());
+  Batch late("h1", 100, kT0 + minutes(3) + seconds(30), seconds(30));
+  late.Window(Utilization(), "GPU-a", 0.5, 0.5, 0.95, 0.5, 30);
+  Write(storage(), late);
+  const RangeQuery minutes_query =
+      Range("gpu.utilization", kT0, kT0 + minutes(10), minutes(1), Aggregation::kMax);
+  const std::vector<double> want = {0.5, 0.5, 0.5, 0.95, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5};
+
+  RangeResult before = Query(storage(), minutes_query);
+
+  ASSERT_THAT(before.series, SizeIs(1));
+  EXPECT_THAT(Values(before.series[0]), ElementsAreArray(want));
+  EXPECT_THAT(before.resolutions, Contains(Resolution::kRaw));
+  ASSERT_TRUE(storage().Compact(kT0 + minutes(16)).has_value());
+  RangeResult after = Query(storage(), minutes_query);
+  EXPECT_THAT(Values(after.series[0]), ElementsAreArray(want));
+  EXPECT_THAT(after.resolutions, ElementsAre(Resolution::kMinute));
+}
+
+TEST_P(StorageConformanceTest, LateWindowInABuiltHourIsReadBeforeTheNextCompact) {
+  WriteWindows(storage(), "h1", "GPU-a", Utilization(), kT0, minutes(1), 120, 1, Constant);
+  ASSERT_TRUE(storage().Compact(kT0 + hours(3)).has_value());
+  Batch late("h1", 1000, kT0 + minutes(30) + seconds(10), seconds(10));
+  late.Window(Utilization(), "GPU-a", 0.5, 0.5, 0.99, 0.5, 10);
+  Write(storage(), late);
+
+  RangeResult r = Query(storage(), Range("gpu.utilization", kT0, kT0 + hours(2), hours(1),
+                                        Aggregation::kMax));
+
+  ASSERT_THAT(r.series, SizeIs(1));
   EXPECT_THAT(Values(r.series[0]), ElementsAre(0.99, 0.5));
 }
 
