@@ -283,7 +283,7 @@ TEST_F(CudaProfilerE2eTest, KernelsSitUnderTheNativeFramesThatLaunchedThemWithEx
   EXPECT_EQ(listener_->stats().closed_corrupt, 0u);
 }
 
-TEST_F(CudaProfilerE2eTest, PythonFramesSitAboveTheNativeFrames) {
+TEST_F(CudaProfilerE2eTest, PythonFramesTakeTheEvalLoopsPlaceInTheNativeStack) {
   // One launch first, then a pause: the process connects while it runs (the agent reads its
   // maps then), and the Python part runs after the go file appears.
   const std::string go = dir_.path() + "/go";
@@ -309,17 +309,22 @@ TEST_F(CudaProfilerE2eTest, PythonFramesSitAboveTheNativeFrames) {
   const auto py = d.Leaf(kPyKernel);
   ASSERT_FALSE(py.empty());
   for (const Row* r : py) {
-    // fake_cuda_app -> <module> -> train_step -> model_forward -> native ... -> kernel
-    ASSERT_GE(r->frames.size(), 6u) << r->stack;
-    EXPECT_EQ(r->frames[1].name, "<module>") << r->stack;
-    EXPECT_EQ(r->frames[1].file, "fake_train.py");
-    EXPECT_EQ(r->frames[2].name, "train_step") << r->stack;
-    EXPECT_EQ(r->frames[2].line, 6);
-    EXPECT_EQ(r->frames[3].name, "model_forward") << r->stack;
-    EXPECT_EQ(r->frames[3].file, "fake_train.py");
-    EXPECT_EQ(r->frames[3].line, 4);
+    // fake_cuda_app -> _start ... main -> RunPython -> PyEval_EvalCode -> <module> -> train_step
+    // -> model_forward -> libpython's call of a C function -> PyLaunch ... -> kernel: the Python
+    // frames stand where the eval loop ran them, as in the CPU profiler's stacks.
+    const int m = r->IndexOf("<module>");
+    ASSERT_GT(m, r->IndexOf("PyEval_EvalCode")) << r->stack;
+    ASSERT_GT(r->IndexOf("PyEval_EvalCode"), 0) << "the interpreter's entry above: " << r->stack;
+    ASSERT_GE(r->frames.size(), static_cast<size_t>(m) + 6) << r->stack;
+    EXPECT_EQ(r->frames[m].file, "fake_train.py");
+    EXPECT_EQ(r->frames[m + 1].name, "train_step") << r->stack;
+    EXPECT_EQ(r->frames[m + 1].line, 6);
+    EXPECT_EQ(r->frames[m + 2].name, "model_forward") << r->stack;
+    EXPECT_EQ(r->frames[m + 2].file, "fake_train.py");
+    EXPECT_EQ(r->frames[m + 2].line, 4);
+    EXPECT_EQ(r->IndexOf("_PyEval_EvalFrameDefault"), -1) << "the eval loop is replaced: " << r->stack;
     const int site = r->IndexOf("FakeAppLaunchFromPython");
-    EXPECT_GT(site, 3) << "native frames below the Python frames: " << r->stack;
+    EXPECT_GT(site, m + 2) << "native frames below the Python frames: " << r->stack;
     EXPECT_EQ(r->frames[r->frames.size() - 2].name, "cudaLaunchKernel");
   }
   // Launched with the GIL released: native frames only.

@@ -12,6 +12,7 @@
 #include "profiling/elf_symbols.h"
 #include "profiling/folded.h"
 #include "profiling/pprof.h"
+#include "pyframes/splice.h"
 
 namespace warpscope::agent::cuda_profiler {
 namespace {
@@ -66,6 +67,35 @@ LaunchKind KindOf(const KernelActivity& k) {
 LaunchHistory::Limits HistoryLimits(const ProfileBuilder::Options& o) {
   return {o.estimate_history_ns, o.estimate_half_life_ns, o.max_estimate_kernels,
           o.max_estimate_sites_per_kernel};
+}
+
+// The launching thread's Python frames (innermost first) put in place of the interpreter's eval
+// loop in its native frames (root first), as the CPU profiler splices them (pyframes/splice.h),
+// so that a process's CPU and GPU stacks have one shape and line up in the merged CPU + GPU view:
+// _start -> main -> Py_RunMain -> <module> -> train_step -> torch's C++ -> cudaLaunchKernel. The
+// injected library does not send which Python frames each eval-loop call ran, so they form one
+// group: placed exactly when the stack has one eval loop (the common case since 3.11, where
+// Python-to-Python calls stay in one), else in place of the outermost one with the inner ones
+// kept as native frames. No eval loop (a stripped interpreter, a stack cut short): the Python
+// frames go outermost, above all native frames.
+std::vector<Frame> SplicePython(std::vector<Frame> native, const std::vector<Frame>& python) {
+  if (python.empty()) return native;
+  std::vector<pyframes::NativeKind> kinds;  // innermost first
+  kinds.reserve(native.size());
+  for (auto it = native.rbegin(); it != native.rend(); ++it) {
+    kinds.push_back(it->kind != FrameKind::kNative ? pyframes::NativeKind::kOther
+                    : it->system_name.empty()      ? pyframes::ClassifyNativeSymbol(it->function)
+                                                   : pyframes::ClassifyNativeSymbol(it->system_name));
+  }
+  const std::vector<pyframes::PythonFrame> groups(python.size());  // no eval-entry marks
+  std::vector<pyframes::SplicedFrame> merged;
+  pyframes::SpliceStacks(kinds, groups, &merged);
+  std::vector<Frame> out;
+  out.reserve(merged.size());
+  for (auto it = merged.rbegin(); it != merged.rend(); ++it) {
+    out.push_back(it->python ? python[it->index] : std::move(native[native.size() - 1 - it->index]));
+  }
+  return out;
 }
 
 }  // namespace
@@ -156,13 +186,14 @@ profiling::WindowProfile ProcessWindow::Build(int64_t start_ns, int64_t end_ns) 
 void ProcessWindow::ResolveStack(ProcessState::Stack& stack) {
   stack.resolved = true;
   stack.frames.clear();
-  const auto& py = stack.raw.python_frames;
-  for (auto p = py.rbegin(); p != py.rend(); ++p) {
-    Frame f = MakeFrame(FrameKind::kPython, p->function);
-    f.file = p->file;
-    f.line = p->line;
-    stack.frames.push_back(std::move(f));
+  std::vector<Frame> python;  // innermost first, as captured
+  for (const PythonFrame& p : stack.raw.python_frames) {
+    Frame f = MakeFrame(FrameKind::kPython, p.function);
+    f.file = p.file;
+    f.line = p.line;
+    python.push_back(std::move(f));
   }
+  std::vector<Frame> native;  // root first
   std::vector<uint64_t> lookups;
   lookups.reserve(stack.raw.native_pcs.size());
   for (uint64_t pc : stack.raw.native_pcs) {
@@ -197,9 +228,10 @@ void ProcessWindow::ResolveStack(ProcessState::Stack& stack) {
       ++state_.unresolved_frames;
     }
     for (Frame& f : profiling::ProfileFrames(n)) {  // the function, then what is inlined there
-      stack.frames.push_back(std::move(f));
+      native.push_back(std::move(f));
     }
   }
+  stack.frames = SplicePython(std::move(native), python);
 }
 
 uint32_t ProcessWindow::LaunchFrame(std::string_view api) {

@@ -20,7 +20,12 @@
 namespace warpscope_builder_test {
 __attribute__((noinline)) int LaunchSite(int x) { return x * 7 + 1; }
 __attribute__((noinline)) int Outer(int x) { return LaunchSite(x) + 2; }
+__attribute__((noinline)) int Main(int x) { return x + 4; }
 }  // namespace warpscope_builder_test
+// Named like CPython's eval loop, so that the builder splices the Python frames in its place.
+extern "C" __attribute__((noinline)) int _PyEval_EvalFrameDefault(int x) {
+  return warpscope_builder_test::Outer(x) + 3;
+}
 
 namespace warpscope::agent::cuda_profiler {
 namespace {
@@ -123,6 +128,23 @@ TEST_F(ProfileBuilderTest, SampledKernelSitsUnderItsPythonAndNativeLaunchStack) 
   EXPECT_EQ(d.rows[0].values, (std::vector<int64_t>{1500, 1, 0}));
   EXPECT_EQ(d.rows[0].labels,
             (std::map<std::string, int64_t>{{"device", 0}, {"stream", 7}, {"pid", pid_}}));
+}
+
+TEST_F(ProfileBuilderTest, PythonFramesTakeThePlaceOfTheEvalLoopInTheNativeStack) {
+  InternedStack s = PyTorchLikeStack(0xabd);
+  s.native_pcs.push_back(Ret(&_PyEval_EvalFrameDefault));
+  s.native_pcs.push_back(Ret(&warpscope_builder_test::Main));
+  builder_.AddStack(pid_, s);
+  builder_.AddKernel(pid_, Kernel(1, 0xabd, 2'000'000'000, 1500));
+  auto profiles = builder_.FinishWindow(1'990'000'000, 2'010'000'000);
+  ASSERT_EQ(profiles.size(), 1u);
+  Decoded d = Decode(profiles[0].pprof_gz);
+  ASSERT_EQ(d.rows.size(), 1u) << d.Stacks();
+  EXPECT_EQ(d.rows[0].stack,
+            std::string("python3.11;warpscope_builder_test::Main(int);main;Model.forward;"
+                        "warpscope_builder_test::Outer(int);warpscope_builder_test::LaunchSite(int);"
+                        "cudaLaunchKernel;") +
+                kGemmName);
 }
 
 TEST_F(ProfileBuilderTest, DeclaresSampleTypesWindowAndFramesMetadata) {
