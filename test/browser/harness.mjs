@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the browser tests share: their peers (Debian's Chromium, playwright-core from the UI's
 // npm ci; missing, they skip with exit 77, or fail under CI=true), a temp data dir, an overall
-// deadline, `warpscope up --simulate healthy-8xh100` on port 0 (without the demo workloads: the
-// tests post their own profiles), and polling and checks.
+// deadline, `warpscope up --simulate <scenario>` on port 0 (by default healthy-8xh100 without the
+// demo workloads: most tests post their own profiles), and polling and checks.
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
@@ -31,8 +31,10 @@ export function freePort() {
 }
 
 // The test's context: `chromium` (playwright's), `dataDir`, `server` (the `up` process once
-// started), `startUp(dir)` (resolves to the UI's base URL), `cleanup()` and the `deadline` timer
-// (clear it when done). `name` names the temp dir, `what` the test in the deadline's message.
+// started), `startUp(dir, options)` (resolves to the UI's base URL; `stdout` then holds what up
+// printed), `cleanup()` and the `deadline` timer (clear it when done). `name` names the temp dir,
+// `what` the test in the deadline's message. startUp's options: `scenario`, `workloads` (up's
+// --workloads), `cpuProfiler` and `env` (added to the environment).
 export function setUpBrowserTest({ name, what, timeoutMs, warpscope, outDir, chromiumPath, nodeModules }) {
   if (!fs.existsSync(chromiumPath)) missingPeer(`no Chromium at ${chromiumPath} (run scripts/setup.sh --test, or pass --chromium)`);
   const t = { chromium: null, server: null };
@@ -52,15 +54,18 @@ export function setUpBrowserTest({ name, what, timeoutMs, warpscope, outDir, chr
     t.cleanup();
     process.exit(1);
   }, timeoutMs);
-  t.startUp = async (dir) => {
+  t.startUp = async (dir, { scenario = 'healthy-8xh100', workloads = 'none', cpuProfiler = false, env = {} } = {}) => {
     const agentPort = await freePort();
-    t.server = spawn(warpscope, ['up', '--simulate', 'healthy-8xh100', '--workloads', 'none', '--no-cpu-profiler', '--data-dir', dir, '--port', '0', '--agent-port', String(agentPort)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const flags = ['up', '--simulate', scenario, '--workloads', workloads, ...(cpuProfiler ? [] : ['--no-cpu-profiler'])];
+    t.server = spawn(warpscope, [...flags, '--data-dir', dir, '--port', '0', '--agent-port', String(agentPort)], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let out = '';
     let err = '';
+    t.stdout = '';
     t.server.stderr.on('data', (d) => (err = (err + d).slice(-8000)));
     return new Promise((resolve, reject) => {
       t.server.stdout.on('data', (d) => {
         out += d;
+        t.stdout = out;
         const m = /web UI\s+(http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
         if (m) resolve(m[1]);
       });

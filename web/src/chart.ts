@@ -623,7 +623,7 @@ export class TimeChart {
       case ' ':
         if (this.keyIdx >= 0) {
           e.preventDefault();
-          this.pick();
+          this.pick(this.seriesOf(this.keyLine)); // the line the keys chose, even where lines meet
         }
         return;
       default:
@@ -636,16 +636,22 @@ export class TimeChart {
     const top = v === null || v === undefined ? u.over.clientHeight / 2 : u.valToPos(v as number, 'y');
     u.setCursor({ left: u.valToPos(xs[idx], 'x'), top });
     this.el.setAttribute('data-cursor-time', String(xs[idx]));
+    this.el.setAttribute('data-cursor-line', String(u.series[si]?.label ?? ''));
   }
 
-  private pick(): void {
+  // A click at the crosshair: the time under it, and the line `series` (the keyboard's) or else
+  // the line nearest to the pointer at that time.
+  private pick(series?: number): void {
     const u = this.plot;
     if (!u || !this.spec.onPick) return;
     const idx = u.cursor.idx;
     const left = u.cursor.left ?? -1;
     if (idx === null || idx === undefined || left < 0) return;
     const t = u.data[0][idx];
-    // The line nearest to the pointer at that time.
+    if (series !== undefined && u.series[series]) {
+      this.spec.onPick(t, String(u.series[series].label ?? ''));
+      return;
+    }
     let best: string | null = null;
     let bestDist = Infinity;
     const top = u.cursor.top ?? 0;

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+// Browser test of the demo's whole loop, as a new user meets it: `warpscope up --simulate
+// dataloader-bound --workloads 3` runs the scenario's data-loader workload on GPU 3 through the
+// real pipeline (the injected CUDA library over the fake libcupti, the CPU profiler). On the
+// host's GPU tab the user picks GPU 3's line of the utilization chart (with the keyboard
+// crosshair: the eight lines run within a few percent of each other, so a mouse position could
+// land on a neighbour) and opens it: the profile panel shows the kernels of GPU 3's process with
+// their Python launch sites; the profile kind menu then shows the CPU flamegraph of the same
+// process, its image decoding included. Screenshots go to --out.
+//
+//   node demo_loop.mjs --warpscope <build>/bin/warpscope --out <build>/test-output/browser \
+//        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
+// Exit codes: 0 pass, 1 fail, 77 skipped (no Chromium or no playwright-core; CI=true fails).
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { api, check, setUpBrowserTest, until } from './harness.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const args = process.argv.slice(2);
+const arg = (name, fallback) => {
+  const i = args.indexOf(name);
+  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
+};
+const warpscope = arg('--warpscope');
+const outDir = path.resolve(arg('--out', path.join(os.tmpdir(), 'warpscope-browser')));
+const chromiumPath = arg('--chromium', process.env.WARPSCOPE_CHROMIUM ?? '/usr/bin/chromium');
+const nodeModules = path.resolve(arg('--node-modules', path.join(here, '..', '..', 'web', 'node_modules')));
+if (!warpscope || !fs.existsSync(warpscope)) {
+  console.error(`--warpscope must name the built binary (got ${warpscope})`);
+  process.exit(1);
+}
+const bt = setUpBrowserTest({ name: 'demo', what: 'the demo loop test', timeoutMs: 200_000, warpscope, outDir, chromiumPath, nodeModules });
+const { chromium, dataDir, cleanup, deadline } = bt;
+let browser = null;
+
+// The merged tree's node names, depth first.
+function names(node, out = []) {
+  out.push(node.name);
+  for (const c of node.children ?? []) names(c, out);
+  return out;
+}
+
+async function main() {
+  browser = await chromium.launch({
+    executablePath: chromiumPath,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  // The agent's socket and the workload's files stay in the test's own dir.
+  const base = await bt.startUp(dataDir, {
+    scenario: 'dataloader-bound',
+    workloads: '3',
+    cpuProfiler: true,
+    env: { WARPSCOPE_AGENT_SOCKET: path.join(dataDir, 'agent.sock'), TMPDIR: dataDir },
+  });
+  const pid = Number(await until('up to name the workload', async () => /GPU 3 pid (\d+) \(dataloader\)/.exec(bt.stdout)?.[1], 30_000));
+  check(pid > 0, `up runs the data-loader workload on GPU 3 (pid ${pid})`);
+  const host = await until('the host entity', async () => (await api(base, '/api/v1/entities?kind=host')).entities[0]?.id);
+  const merged = (kind) => api(base, `/api/v1/profiles/merged?host=${encodeURIComponent(host)}&kind=${kind}&pid=${pid}&start=now-15m`);
+  // Profiles are sent when their window closes: the first of each kind within a minute or so.
+  const gpuTree = await until('the workload\'s GPU profile', async () => {
+    const r = await merged('gpu');
+    return r.profiles > 0 && names(r.root).some((n) => /gemm/.test(n)) ? r : null;
+  }, 120_000);
+  check(names(gpuTree.root).some((n) => /train\.py/.test(n) || n === 'train_step'), 'the stored GPU profile has the workload\'s Python launch sites');
+  await until('the workload\'s CPU profile', async () => (await merged('cpu')).profiles > 0, 60_000);
+
+  const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
+  const page = await context.newPage();
+  const errors = [];
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  page.on('pageerror', (e) => errors.push(String(e)));
+  const ready = () => page.waitForFunction(() => document.querySelector('main')?.getAttribute('aria-busy') === 'false');
+  const shot = async (name) => {
+    await page.screenshot({ path: path.join(outDir, `${name}.png`) });
+    console.log(`screenshot ${path.join(outDir, name + '.png')}`);
+  };
+  const table = () => page.locator('[data-testid=top-functions]').textContent();
+
+  // GPU 3's line of the utilization chart, at the latest time, with the keyboard crosshair.
+  await page.goto(`${base}/host/${encodeURIComponent(host)}?tab=gpu&range=15m`);
+  await ready();
+  const widget = page.locator('[data-testid=widget-util]');
+  const over = widget.locator('.u-over').first();
+  await over.waitFor();
+  await over.focus();
+  await page.keyboard.press('End');
+  for (let i = 0; i < 8 && (await widget.locator('[data-cursor-line]').first().getAttribute('data-cursor-line')) !== 'GPU 3'; i++) {
+    await page.keyboard.press('ArrowUp');
+  }
+  const line = await widget.locator('[data-cursor-line]').first().getAttribute('data-cursor-line');
+  check(line === 'GPU 3', `the arrow keys reach GPU 3's line of the utilization chart (${line})`);
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/pk=gpu/);
+  await page.locator('[data-testid=flamegraph] canvas').waitFor();
+  const opened = new URL(page.url()).searchParams;
+  check(opened.get('pp') === String(pid) && opened.get('pl') === 'device:3', `opening GPU 3's line opens its process, pid ${pid}, on device 3 (${page.url()})`);
+  await page.waitForFunction(() => /gemm/.test(document.querySelector('[data-testid=top-functions]')?.textContent ?? ''));
+  let t = await table();
+  check(/gemm/.test(t) && /train\.py:\d+/.test(t), `the profile shows GPU 3's kernels and their Python launch sites (${t.slice(0, 300)})`);
+  await shot('demo-01-gpu3-kernels');
+
+  // The same process's CPU flamegraph, from the profile kind menu.
+  await page.locator('select[aria-label="Profile kind"]').selectOption('cpu');
+  await page.waitForURL(/pk=cpu/);
+  await page.locator('[data-testid=flamegraph] canvas').waitFor();
+  check(new URL(page.url()).searchParams.get('pp') === String(pid), `the CPU profile keeps the process (${page.url()})`);
+  await page.waitForFunction(() => /decode|Decode/.test(document.querySelector('[data-testid=top-functions]')?.textContent ?? ''), null, { timeout: 30_000 });
+  t = await table();
+  check(/decode|Decode/.test(t), `the CPU flamegraph of the same process shows its image decoding (${t.slice(0, 300)})`);
+  await shot('demo-02-cpu-same-process');
+
+  check(errors.length === 0, `no console errors (${errors.join(' | ')})`);
+}
+
+main()
+  .then(async () => {
+    clearTimeout(deadline);
+    await browser?.close();
+    // SIGTERM, then the exit (SIGKILL after 10 s): up stops its workload and the agent first.
+    await new Promise((resolve) => {
+      if (bt.server.exitCode !== null || bt.server.signalCode !== null) return resolve();
+      const force = setTimeout(() => bt.server.kill('SIGKILL'), 10_000);
+      bt.server.once('exit', () => {
+        clearTimeout(force);
+        resolve();
+      });
+      bt.server.kill('SIGTERM');
+    });
+    cleanup();
+    console.log('PASS');
+    process.exit(0);
+  })
+  .catch(async (e) => {
+    console.error(`FAIL: ${e.stack ?? e}`);
+    clearTimeout(deadline);
+    await browser?.close().catch(() => undefined);
+    cleanup();
+    process.exit(1);
+  });
