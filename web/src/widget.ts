@@ -78,8 +78,9 @@ export function gpuPick(host: string, gpus: Map<string, { index: number; uuid: s
     const gpu = label === null ? undefined : gpus.get(label);
     if (gpu === undefined) return { kind: 'gpu' };
     const ref: Partial<ProfileRef> = { kind: 'gpu', labels: [`device:${gpu.index}`] };
-    const r = await getJson<{ entries: TopEntry[] }>('/api/v1/top', { metric: 'gpu.process.memory.used', host, 'label.gpu.uuid': gpu.uuid, start: Math.floor(start), end: Math.ceil(end), limit: 2 });
-    if (r.entries.length !== 1) return ref;
+    // Which process used the GPU; should the server not say, the GPU's kernels of every process.
+    const r = await getJson<{ entries: TopEntry[] }>('/api/v1/top', { metric: 'gpu.process.memory.used', host, 'label.gpu.uuid': gpu.uuid, start: Math.floor(start), end: Math.ceil(end), limit: 2 }).catch(() => null);
+    if (r === null || r.entries.length !== 1) return ref;
     const pid = Number(r.entries[0].attributes['process.pid']);
     return { ...ref, entity: r.entries[0].entity, pid: Number.isFinite(pid) ? pid : undefined };
   };
