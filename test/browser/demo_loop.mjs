@@ -11,28 +11,12 @@
 //   node demo_loop.mjs --warpscope <build>/bin/warpscope --out <build>/test-output/browser \
 //        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
 // Exit codes: 0 pass, 1 fail, 77 skipped (no Chromium or no playwright-core; CI=true fails).
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { api, check, setUpBrowserTest, until } from './harness.mjs';
+import { api, browserTestArgs, check, runBrowserTest, setUpBrowserTest, until } from './harness.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-const arg = (name, fallback) => {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
-};
-const warpscope = arg('--warpscope');
-const outDir = path.resolve(arg('--out', path.join(os.tmpdir(), 'warpscope-browser')));
-const chromiumPath = arg('--chromium', process.env.WARPSCOPE_CHROMIUM ?? '/usr/bin/chromium');
-const nodeModules = path.resolve(arg('--node-modules', path.join(here, '..', '..', 'web', 'node_modules')));
-if (!warpscope || !fs.existsSync(warpscope)) {
-  console.error(`--warpscope must name the built binary (got ${warpscope})`);
-  process.exit(1);
-}
+const { warpscope, outDir, chromiumPath, nodeModules } = browserTestArgs([]);
 const bt = setUpBrowserTest({ name: 'demo', what: 'the demo loop test', timeoutMs: 200_000, warpscope, outDir, chromiumPath, nodeModules });
-const { chromium, dataDir, cleanup, deadline } = bt;
+const { dataDir } = bt;
 let browser = null;
 
 // The merged tree's node names, depth first.
@@ -43,10 +27,7 @@ function names(node, out = []) {
 }
 
 async function main() {
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await bt.launchBrowser();
   // The agent's socket and the workload's files stay in the test's own dir.
   const base = await bt.startUp(dataDir, {
     scenario: 'dataloader-bound',
@@ -114,28 +95,4 @@ async function main() {
   check(errors.length === 0, `no console errors (${errors.join(' | ')})`);
 }
 
-main()
-  .then(async () => {
-    clearTimeout(deadline);
-    await browser?.close();
-    // SIGTERM, then the exit (SIGKILL after 10 s): up stops its workload and the agent first.
-    await new Promise((resolve) => {
-      if (bt.server.exitCode !== null || bt.server.signalCode !== null) return resolve();
-      const force = setTimeout(() => bt.server.kill('SIGKILL'), 10_000);
-      bt.server.once('exit', () => {
-        clearTimeout(force);
-        resolve();
-      });
-      bt.server.kill('SIGTERM');
-    });
-    cleanup();
-    console.log('PASS');
-    process.exit(0);
-  })
-  .catch(async (e) => {
-    console.error(`FAIL: ${e.stack ?? e}`);
-    clearTimeout(deadline);
-    await browser?.close().catch(() => undefined);
-    cleanup();
-    process.exit(1);
-  });
+runBrowserTest(bt, main);

@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 
 export function missingPeer(message) {
   if (['true', '1'].includes(process.env.CI)) {
@@ -28,6 +29,32 @@ export function freePort() {
       s.close(() => resolve(port));
     });
   });
+}
+
+// The command line every browser test takes: --warpscope (and the binaries named in `binaries`,
+// e.g. ['--profile-fixtures']) must name built files; --out, --chromium and --node-modules have
+// defaults. Exits 1 with the flag to fix otherwise.
+export function browserTestArgs(binaries = []) {
+  const args = process.argv.slice(2);
+  const arg = (name, fallback) => {
+    const i = args.indexOf(name);
+    return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
+  };
+  for (const flag of ['--warpscope', ...binaries]) {
+    const file = arg(flag);
+    if (!file || !fs.existsSync(file)) {
+      console.error(`${flag} must name the built binary (got ${file})`);
+      process.exit(1);
+    }
+  }
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  return {
+    arg,
+    warpscope: arg('--warpscope'),
+    outDir: path.resolve(arg('--out', path.join(os.tmpdir(), 'warpscope-browser'))),
+    chromiumPath: arg('--chromium', process.env.WARPSCOPE_CHROMIUM ?? '/usr/bin/chromium'),
+    nodeModules: path.resolve(arg('--node-modules', path.join(here, '..', '..', 'web', 'node_modules'))),
+  };
 }
 
 // The test's context: `chromium` (playwright's), `dataDir`, `server` (the `up` process once
@@ -72,7 +99,46 @@ export function setUpBrowserTest({ name, what, timeoutMs, warpscope, outDir, chr
       t.server.on('exit', (code) => reject(new Error(`warpscope up exited with ${code}:\n${out}\n${err}`)));
     });
   };
+  // Headless Chromium, kept in t.browser for runBrowserTest to close.
+  t.launchBrowser = async () => {
+    t.browser = await t.chromium.launch({
+      executablePath: chromiumPath,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    return t.browser;
+  };
   return t;
+}
+
+// Runs the test's `main` and exits: 0 (PASS) once it resolves, after the browser is closed and
+// `up` stopped (SIGTERM, then SIGKILL after 10 s, so that nothing writes to the removed data
+// dir); 1 (FAIL with the error) when it throws.
+export function runBrowserTest(t, main) {
+  main()
+    .then(async () => {
+      clearTimeout(t.deadline);
+      await t.browser?.close();
+      await new Promise((resolve) => {
+        const s = t.server;
+        if (!s || s.exitCode !== null || s.signalCode !== null) return resolve();
+        const force = setTimeout(() => s.kill('SIGKILL'), 10_000);
+        s.once('exit', () => {
+          clearTimeout(force);
+          resolve();
+        });
+        s.kill('SIGTERM');
+      });
+      t.cleanup();
+      console.log('PASS');
+      process.exit(0);
+    })
+    .catch(async (e) => {
+      console.error(`FAIL: ${e.stack ?? e}`);
+      clearTimeout(t.deadline);
+      await t.browser?.close().catch(() => undefined);
+      t.cleanup();
+      process.exit(1);
+    });
 }
 
 export async function api(base, p) {

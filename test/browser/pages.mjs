@@ -21,29 +21,13 @@
 //        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
 // Exit codes: 0 pass, 1 fail, 77 skipped (no Chromium or no playwright-core; fails with CI=true).
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { api, check, setUpBrowserTest, until } from './harness.mjs';
+import { api, browserTestArgs, check, runBrowserTest, setUpBrowserTest, until } from './harness.mjs';
 import { TRAINING_STACKS, encodeCpuProfile } from './pprof.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-const arg = (name, fallback) => {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
-};
-const warpscope = arg('--warpscope');
-const outDir = path.resolve(arg('--out', path.join(os.tmpdir(), 'warpscope-browser')));
-const chromiumPath = arg('--chromium', process.env.WARPSCOPE_CHROMIUM ?? '/usr/bin/chromium');
-const nodeModules = path.resolve(arg('--node-modules', path.join(here, '..', '..', 'web', 'node_modules')));
-
-if (!warpscope || !fs.existsSync(warpscope)) {
-  console.error(`--warpscope must name the built warpscope binary (got ${warpscope})`);
-  process.exit(1);
-}
+const { warpscope, outDir, chromiumPath, nodeModules } = browserTestArgs();
 const bt = setUpBrowserTest({ name: 'pages', what: 'the pages browser test', timeoutMs: 120_000, warpscope, outDir, chromiumPath, nodeModules });
-const { chromium, dataDir, cleanup, deadline } = bt;
+const { dataDir } = bt;
 let browser = null;
 const startServer = () => bt.startUp(path.join(dataDir, 'up'));
 
@@ -51,10 +35,7 @@ const kv = (o) => Object.entries(o).map(([key, value]) => ({ key, value: String(
 const ns = (s) => String(Math.round(s * 1e9));
 
 async function main() {
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await bt.launchBrowser();
   const base = await startServer();
   console.log(`server at ${base}`);
   const host = await until('the host entity', async () => (await api(base, '/api/v1/entities?kind=host')).entities[0]?.id);
@@ -260,19 +241,4 @@ async function main() {
   check(errors.length === 0, `no console errors (${errors.join(' | ')})`);
 }
 
-main()
-  .then(async () => {
-    clearTimeout(deadline);
-    await browser?.close();
-    bt.server?.kill('SIGTERM');
-    await new Promise((r) => (bt.server && bt.server.exitCode === null ? bt.server.once('exit', r) : r()));
-    cleanup();
-    console.log('PASS');
-  })
-  .catch(async (e) => {
-    console.error(`FAIL: ${e.stack ?? e}`);
-    clearTimeout(deadline);
-    await browser?.close().catch(() => undefined);
-    cleanup();
-    process.exit(1);
-  });
+runBrowserTest(bt, main);

@@ -14,31 +14,13 @@
 // Exit codes: 0 pass, 1 fail, 77 skipped (no Chromium or no playwright-core; CI=true fails).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { api, check, setUpBrowserTest, until } from './harness.mjs';
+import { api, browserTestArgs, check, runBrowserTest, setUpBrowserTest, until } from './harness.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const args = process.argv.slice(2);
-const arg = (name, fallback) => {
-  const i = args.indexOf(name);
-  return i >= 0 && i + 1 < args.length ? args[i + 1] : fallback;
-};
-const warpscope = arg('--warpscope');
+const { arg, warpscope, outDir, chromiumPath, nodeModules } = browserTestArgs(['--profile-fixtures']);
 const fixtureWriter = arg('--profile-fixtures');
-const outDir = path.resolve(arg('--out', path.join(os.tmpdir(), 'warpscope-browser')));
-const chromiumPath = arg('--chromium', process.env.WARPSCOPE_CHROMIUM ?? '/usr/bin/chromium');
-const nodeModules = path.resolve(arg('--node-modules', path.join(here, '..', '..', 'web', 'node_modules')));
-
-for (const [flag, file] of [['--warpscope', warpscope], ['--profile-fixtures', fixtureWriter]]) {
-  if (!file || !fs.existsSync(file)) {
-    console.error(`${flag} must name the built binary (got ${file})`);
-    process.exit(1);
-  }
-}
 const bt = setUpBrowserTest({ name: 'drill', what: 'the profile drill-down test', timeoutMs: 110_000, warpscope, outDir, chromiumPath, nodeModules });
-const { chromium, dataDir, cleanup, deadline } = bt;
+const { dataDir } = bt;
 let browser = null;
 const startServer = () => bt.startUp(dataDir);
 
@@ -58,10 +40,7 @@ async function postGpuProfile(base, host, token, pid, start, end) {
 }
 
 async function main() {
-  browser = await chromium.launch({
-    executablePath: chromiumPath,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await bt.launchBrowser();
   const base = await startServer();
   const host = await until('the host entity', async () => (await api(base, '/api/v1/entities?kind=host')).entities[0]?.id);
   await until('two windows of GPU data', async () => {
@@ -184,28 +163,4 @@ async function main() {
   check(errors.length === 0, `no console errors (${errors.join(' | ')})`);
 }
 
-main()
-  .then(async () => {
-    clearTimeout(deadline);
-    await browser?.close();
-    // SIGTERM, then the exit (SIGKILL after 10 s), so that nothing writes to the removed data dir.
-    await new Promise((resolve) => {
-      if (bt.server.exitCode !== null || bt.server.signalCode !== null) return resolve();
-      const force = setTimeout(() => bt.server.kill('SIGKILL'), 10_000);
-      bt.server.once('exit', () => {
-        clearTimeout(force);
-        resolve();
-      });
-      bt.server.kill('SIGTERM');
-    });
-    cleanup();
-    console.log('PASS');
-    process.exit(0);
-  })
-  .catch(async (e) => {
-    console.error(`FAIL: ${e.stack ?? e}`);
-    clearTimeout(deadline);
-    await browser?.close().catch(() => undefined);
-    cleanup();
-    process.exit(1);
-  });
+runBrowserTest(bt, main);
