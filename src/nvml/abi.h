@@ -50,6 +50,11 @@ inline constexpr unsigned kClockGraphics = 0;
 inline constexpr unsigned kClockSm = 1;
 inline constexpr unsigned kClockMem = 2;
 inline constexpr unsigned kTemperatureGpu = 0;
+// nvmlTemperatureThresholds_t values (nvmlDeviceGetTemperatureThreshold).
+inline constexpr unsigned kTemperatureThresholdShutdown = 0;
+inline constexpr unsigned kTemperatureThresholdSlowdown = 1;
+inline constexpr unsigned kTemperatureThresholdMemMax = 2;
+inline constexpr unsigned kTemperatureThresholdGpuMax = 3;
 inline constexpr unsigned kPcieUtilTxBytes = 0;
 inline constexpr unsigned kPcieUtilRxBytes = 1;
 inline constexpr unsigned kMemoryErrorCorrected = 0;
@@ -293,6 +298,8 @@ static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);
                                                         unsigned long long* millijoules))        \
   X(nvmlReturn_t, nvmlDeviceGetTemperature, (nvmlDevice_t device, unsigned int sensor,           \
                                              unsigned int* celsius))                             \
+  X(nvmlReturn_t, nvmlDeviceGetTemperatureThreshold,                                             \
+    (nvmlDevice_t device, unsigned int threshold, unsigned int* celsius))                        \
   X(nvmlReturn_t, nvmlDeviceGetClockInfo, (nvmlDevice_t device, unsigned int type,               \
                                            unsigned int* mhz))                                   \
   X(nvmlReturn_t, nvmlDeviceGetMaxClockInfo, (nvmlDevice_t device, unsigned int type,            \

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Browser test of the charts against a fresh `warpscope up --simulate healthy-8xh100`: round
 // y ticks in every unit, a legend with min / max / avg / last that sorts by a column, hovering
-// highlights one line, the power limit and memory total drawn as limit lines, the default range
-// starting at the data of a fresh server, the live legend's numbers moving, the keyboard moving
-// the crosshair (and Enter opening the profile panel). Screenshots go to --out.
+// highlights one line, the power limit, memory total and temperature thresholds (host page and
+// GPU page) drawn as limit lines, the default range starting at the data of a fresh server, the
+// live legend's numbers moving, the keyboard moving the crosshair (and Enter opening the profile
+// panel). Screenshots go to --out.
 //
 //   node charts.mjs --warpscope <build>/bin/warpscope --out <build>/test-output/browser \
 //        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
@@ -67,6 +68,10 @@ async function main() {
   // Limit lines: the power limit and the GPUs' memory total.
   check(Number(await power.getAttribute('data-limits')) >= 1, 'the power chart draws the power limit');
   check(Number(await page.locator('[data-testid=widget-memconsumer] .chart').getAttribute('data-limits')) >= 1, 'the memory consumer chart draws the memory total');
+  // The temperature chart: the slowdown temperature every GPU reports (the simulator's H100: 89 °C).
+  const temp = page.locator('[data-testid=widget-temp] .chart');
+  const tempLimits = ((await temp.getAttribute('data-limit-labels')) ?? '').split('|');
+  check(Number(await temp.getAttribute('data-limits')) === 1 && tempLimits[0] === 'slowdown 89 °C', `the temperature chart draws the GPUs' slowdown temperature (${tempLimits.join(', ')})`);
 
   // The legend: min / max / avg / last per line; sorting by max orders the rows.
   const legend = page.locator('[data-testid=widget-power] [data-testid=legend]');
@@ -113,6 +118,21 @@ async function main() {
   await page.waitForURL(/[?&]p=\d+-\d+/);
   check(true, 'Enter at the crosshair opens the profile panel of that point');
 
+  // The GPU page: its temperatures against the GPU's four thresholds, each named with its value.
+  const gpus = (await api(base, `/api/v1/entities?kind=gpu&host=${encodeURIComponent(host)}`)).entities;
+  const gpu0 = gpus.find((e) => e.attributes['gpu.index'] === '0');
+  await page.goto(`${base}/host/${encodeURIComponent(host)}/gpu/${encodeURIComponent(gpu0.id)}`);
+  await ready();
+  const gpuTemp = page.locator('[data-testid=widget-g-temp] .chart');
+  await gpuTemp.locator('canvas').waitFor();
+  const gpuLimits = ((await gpuTemp.getAttribute('data-limit-labels')) ?? '').split('|');
+  for (const want of ['GPU max operating 87 °C', 'slowdown 89 °C', 'shutdown 92 °C', 'memory max 95 °C']) {
+    check(gpuLimits.includes(want), `the GPU page's temperature chart draws "${want}" (${gpuLimits.join(', ')})`);
+  }
+  const gpuTempLegend = await page.locator('[data-testid=widget-g-temp] tr[data-label]').evaluateAll((rows) => rows.map((r) => r.dataset.label));
+  check(!gpuTempLegend.some((l) => /slowdown|shutdown|max/.test(l)), `the thresholds are limit lines, not legend lines (${gpuTempLegend.join(', ')})`);
+  await shot('charts-03-gpu-temperatures');
+
   // The Host Metrics tab: memory total as a limit line, not a line.
   await page.goto(`${base}/host/${encodeURIComponent(host)}?tab=host`);
   await ready();
@@ -124,7 +144,7 @@ async function main() {
     const ticks = ((await mem.getAttribute('data-y-ticks')) ?? '').split('|');
     check(roundTicks(ticks) && ticks.every((t) => /iB$/.test(t)), `host memory ticks are round, in binary units (${ticks.join(', ')})`);
   }
-  await shot('charts-03-host');
+  await shot('charts-04-host');
   check(errors.length === 0, `no console errors (${errors.join('; ')})`);
 }
 

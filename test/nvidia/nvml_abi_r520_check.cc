@@ -52,6 +52,10 @@ WS_SAME_VALUE(ours::kClockGraphics, NVML_CLOCK_GRAPHICS);
 WS_SAME_VALUE(ours::kClockSm, NVML_CLOCK_SM);
 WS_SAME_VALUE(ours::kClockMem, NVML_CLOCK_MEM);
 WS_SAME_VALUE(ours::kTemperatureGpu, NVML_TEMPERATURE_GPU);
+WS_SAME_VALUE(ours::kTemperatureThresholdShutdown, NVML_TEMPERATURE_THRESHOLD_SHUTDOWN);
+WS_SAME_VALUE(ours::kTemperatureThresholdSlowdown, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN);
+WS_SAME_VALUE(ours::kTemperatureThresholdMemMax, NVML_TEMPERATURE_THRESHOLD_MEM_MAX);
+WS_SAME_VALUE(ours::kTemperatureThresholdGpuMax, NVML_TEMPERATURE_THRESHOLD_GPU_MAX);
 WS_SAME_VALUE(ours::kPcieUtilTxBytes, NVML_PCIE_UTIL_TX_BYTES);
 WS_SAME_VALUE(ours::kPcieUtilRxBytes, NVML_PCIE_UTIL_RX_BYTES);
 WS_SAME_VALUE(ours::kMemoryErrorCorrected, NVML_MEMORY_ERROR_TYPE_CORRECTED);
@@ -221,6 +225,7 @@ WS_SAME_FIELD(ours::nvmlEventData_t, ::nvmlEventData_t, computeInstanceId);
                               ,                                                                           \
                               nvmlDeviceGetTotalEnergyConsumption, ) X(,                                  \
                                                                        nvmlDeviceGetTemperature, )        \
+                              X(, nvmlDeviceGetTemperatureThreshold, )                                    \
                               X(, nvmlDeviceGetClockInfo, ) X(, nvmlDeviceGetMaxClockInfo, ) X(           \
                                   ,                                                                       \
                                   nvmlDeviceGetPcieThroughput, ) X(,                                      \

@@ -278,7 +278,10 @@ function markersPlugin(getMarkers: () => Marker[], labels: () => string[]): uPlo
   };
 }
 
-// Limit lines: dashed, across the plot, named at their right end.
+// Limit lines: dashed, across the plot, named at their right end; a name
+// that would overlap another's (limits a few units apart: 87, 89 and 92 °C) moves left of it.
+// The chart's element carries how many it drew (data-limits) and their names
+// (data-limit-labels, "|"-separated).
 function limitsPlugin(getLimits: () => Limit[]): uPlot.Plugin {
   return {
     hooks: {
@@ -291,25 +294,47 @@ function limitsPlugin(getLimits: () => Limit[]): uPlot.Plugin {
         const color = cssVar('--fg-muted');
         ctx.save();
         ctx.strokeStyle = color;
-        ctx.fillStyle = color;
         ctx.lineWidth = px;
         ctx.setLineDash([6 * px, 4 * px]);
         ctx.font = `${11 * px}px system-ui, sans-serif`;
         ctx.textAlign = 'right';
         ctx.textBaseline = 'bottom';
-        let drawn = 0;
+        const lineHeight = 13 * px;
+        const placed: { label: string; x0: number; x1: number; y: number }[] = [];
         for (const l of limits) {
           const y = u.valToPos(l.value, 'y', true);
           if (y < top - 1 || y > top + height + 1) continue;
-          drawn++;
           ctx.beginPath();
           ctx.moveTo(left, y);
           ctx.lineTo(left + width, y);
           ctx.stroke();
-          ctx.fillText(l.label, left + width - 4 * px, y - 2 * px);
+          const w = ctx.measureText(l.label).width;
+          let x1 = left + width - 4 * px;
+          for (let moved = true; moved; ) {
+            moved = false;
+            for (const p of placed) {
+              if (Math.abs(p.y - y) < lineHeight && x1 > p.x0 - 8 * px && x1 - w < p.x1 + 8 * px) {
+                x1 = p.x0 - 12 * px;
+                moved = true;
+              }
+            }
+          }
+          placed.push({ label: l.label, x0: x1 - w, x1, y });
+        }
+        // Names after every line, on a veil of the card's colour: another limit's line does not
+        // cross them, and data under them stays visible.
+        const card = cssVar('--card');
+        for (const p of placed) {
+          ctx.globalAlpha = 0.7;
+          ctx.fillStyle = card;
+          ctx.fillRect(p.x0 - 2 * px, p.y - lineHeight, p.x1 - p.x0 + 4 * px, lineHeight - px);
+          ctx.globalAlpha = 1;
+          ctx.fillStyle = color;
+          ctx.fillText(p.label, p.x1, p.y - 2 * px);
         }
         ctx.restore();
-        u.root.parentElement?.setAttribute('data-limits', String(drawn));
+        u.root.parentElement?.setAttribute('data-limits', String(placed.length));
+        u.root.parentElement?.setAttribute('data-limit-labels', placed.map((p) => p.label).join('|'));
       },
     },
   };

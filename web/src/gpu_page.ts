@@ -3,7 +3,7 @@
 // capability, MIG mode), the processes on it, its XID history with each XID's meaning (the
 // agent's message: model/xid.cc), its findings, and charts of what NVML reports of it: clocks
 // against their maximum, throttle reasons, power against its limits, temperatures (die and
-// memory), memory, SM and DRAM activity, the tensor and FP pipes, NVLink per link, PCIe, ECC
+// memory) against the GPU's thresholds, memory, SM and DRAM activity, the tensor and FP pipes, NVLink per link, PCIe, ECC
 // errors and remapped rows.
 import { getJson, knownMetrics } from './api';
 import type { EventRecord, RangeResponse, TopEntry } from './api';
@@ -41,7 +41,19 @@ const GPU_CHARTS: PageChartDef[] = [
   { id: 'g-clocks', title: 'Clocks', note: 'against their maximum', queries: [{ metric: 'gpu.clock.sm', label: one('SM') }, { metric: 'gpu.clock.sm.max', label: one('SM max') }, { metric: 'gpu.clock.memory', label: one('memory') }, { metric: 'gpu.clock.memory.max', label: one('memory max') }], missing: 'No clocks reported.' },
   { id: 'g-throttle', title: 'Throttle reasons', note: '1 while the reason holds the clocks down', yMax: 1, queries: [{ metric: 'gpu.clock.event_reason.active', agg: 'max', label: (s) => s.labels['reason'] ?? 'reason' }], missing: 'No clock event reasons reported.' },
   { id: 'g-power', title: 'Power', note: 'against its limits', queries: [{ metric: 'gpu.power.usage', label: one('draw') }, { metric: 'gpu.power.limit', label: one('limit') }, { metric: 'gpu.power.enforced_limit', label: one('enforced limit') }], missing: 'No power reported.' },
-  { id: 'g-temp', title: 'Temperatures', queries: [{ metric: 'gpu.temperature', label: one('GPU die') }, { metric: 'gpu.memory.temperature', label: one('memory (HBM)') }], missing: 'No temperature reported.' },
+  {
+    id: 'g-temp',
+    title: 'Temperatures',
+    note: 'against the GPU\'s thresholds',
+    queries: [{ metric: 'gpu.temperature', label: one('GPU die') }, { metric: 'gpu.memory.temperature', label: one('memory (HBM)') }],
+    limits: [
+      { metric: 'gpu.temperature.max_operating', label: 'GPU max operating' },
+      { metric: 'gpu.temperature.slowdown', label: 'slowdown' },
+      { metric: 'gpu.temperature.shutdown', label: 'shutdown' },
+      { metric: 'gpu.memory.temperature.max', label: 'memory max' },
+    ],
+    missing: 'No temperature reported.',
+  },
   { id: 'g-memory', title: 'Memory', queries: [{ metric: 'gpu.memory.used', label: one('used') }, { metric: 'gpu.memory.reserved', label: one('reserved') }, { metric: 'gpu.memory.total', label: one('total') }], missing: 'No memory figures reported.' },
   { id: 'g-nvlink-tx', title: 'NVLink TX', note: 'per link', queries: [{ metric: 'gpu.nvlink.transmit.rate', label: (s) => `link ${s.labels['link'] ?? '?'}` }], missing: 'No NVLink throughput reported (no active link, or not supported).' },
   { id: 'g-nvlink-rx', title: 'NVLink RX', note: 'per link', queries: [{ metric: 'gpu.nvlink.receive.rate', label: (s) => `link ${s.labels['link'] ?? '?'}` }], missing: 'No NVLink throughput reported (no active link, or not supported).' },

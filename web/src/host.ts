@@ -33,8 +33,10 @@ interface GpuWidgetDef {
   breakdownTitle?: string;
   yMax?: number;
   note?: string;
-  // A per-GPU metric drawn as limit lines (its latest value on each GPU): the power limit.
-  limit?: { metric: string; label: string };
+  // A per-GPU metric drawn as limit lines (its latest value on each GPU): the power limit. With
+  // `one`, a single line: the value every GPU reports, else the lowest, named so (the slowdown
+  // temperature: the first GPU to reach it slows down).
+  limit?: { metric: string; label: string; one?: boolean };
 }
 
 const GPU_WIDGETS: GpuWidgetDef[] = [
@@ -46,7 +48,7 @@ const GPU_WIDGETS: GpuWidgetDef[] = [
   { id: 'memutil', title: 'Memory utilization', group: 'Memory', metric: 'gpu.memory.utilization', breakdown: 'gpu.process.memory.used', breakdownTitle: 'GPU memory used by executable', yMax: 1 },
   { id: 'memconsumer', title: 'Memory consumer', group: 'Memory', metric: 'gpu.executable.memory.used', consumer: true, breakdown: 'gpu.executable.memory.used', note: 'GPU memory by executable, summed over the GPUs' },
   { id: 'power', title: 'Power', group: 'Hardware', metric: 'gpu.power.usage', limit: { metric: 'gpu.power.limit', label: 'power limit' } },
-  { id: 'temp', title: 'Temperature', group: 'Hardware', metric: 'gpu.temperature' },
+  { id: 'temp', title: 'Temperature', group: 'Hardware', metric: 'gpu.temperature', limit: { metric: 'gpu.temperature.slowdown', label: 'slowdown', one: true } },
   { id: 'pcietx', title: 'PCIe TX (GPU → host)', group: 'Data transfer', metric: 'gpu.pcie.transmit.rate' },
   { id: 'pcierx', title: 'PCIe RX (host → GPU)', group: 'Data transfer', metric: 'gpu.pcie.receive.rate' },
   { id: 'nvlinktx', title: 'NVLink TX', group: 'Data transfer', metric: 'gpu.nvlink.transmit.rate', sumPerGpu: true, total: 'gpu.prof.nvlink.transmit.rate', note: 'all links' },
@@ -97,6 +99,26 @@ async function latestPerGpu(metric: string, c: ViewContext, host: string, q: Que
 function distinctLimits(values: Iterable<number>, label: string, unit: string): Limit[] {
   const distinct = [...new Set([...values].map((v) => Math.round(v * 1000) / 1000))].sort((a, b) => b - a);
   return distinct.slice(0, 3).map((v) => ({ label: `${label} ${formatValue(v, unit)}`, value: v }));
+}
+
+// One limit line for a per-GPU limit: the value every GPU of the host reports ("slowdown 89 °C"),
+// or else the lowest with the GPUs that have it ("lowest slowdown 87 °C (GPU 3)"), or the one
+// value of the GPUs that report one ("slowdown 89 °C (6 of 8 GPUs)").
+function commonOrLowestLimit(values: Map<string, number>, gpus: Map<string, Gpu>, label: string, unit: string): Limit[] {
+  if (values.size === 0) return [];
+  const rounded = new Map([...values].map(([id, v]) => [id, Math.round(v * 1000) / 1000]));
+  const lowest = Math.min(...rounded.values());
+  const text = `${label} ${formatValue(lowest, unit)}`;
+  if (new Set(rounded.values()).size === 1) {
+    return [{ label: values.size >= gpus.size ? text : `${text} (${values.size} of ${gpus.size} GPUs)`, value: lowest }];
+  }
+  const at = [...rounded]
+    .filter(([, v]) => v === lowest)
+    .map(([id]) => ({ id, gpu: gpus.get(id) }))
+    .sort((a, b) => (a.gpu?.index ?? 1e9) - (b.gpu?.index ?? 1e9));
+  const names = at.slice(0, 3).map((a) => gpuLabel(a.gpu, a.id));
+  if (at.length > 3) names.push(`${at.length - 3} more`);
+  return [{ label: `lowest ${text} (${names.join(', ')})`, value: lowest }];
 }
 
 // The GPU memory a per-executable stack may reach (the total of the GPUs it covers), as a limit
@@ -376,7 +398,11 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
     w.unavailable(`Unavailable on ${gpus.size ? 'every GPU of this host' : 'this host'}: no ${def.metric} data in this window.`);
     return;
   }
-  const limits = def.limit ? distinctLimits((await limitValues).values(), def.limit.label, info.unit) : [];
+  const limits = !def.limit
+    ? []
+    : def.limit.one
+      ? commonOrLowestLimit(await limitValues, gpus, def.limit.label, info.unit)
+      : distinctLimits((await limitValues).values(), def.limit.label, info.unit);
   w.show({
     unit: info.unit,
     lines,

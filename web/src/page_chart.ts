@@ -4,8 +4,9 @@
 // entity or its host is not known instead of a page of empty charts.
 import { getJson, knownMetrics, QueryBatcher } from './api';
 import type { EntityRecord, Params, RangeResponse, Series } from './api';
-import type { ChartLine } from './chart';
+import type { ChartLine, Limit } from './chart';
 import { h } from './dom';
+import { formatValue } from './format';
 import type { View, ViewContext } from './view';
 import { Widget } from './widget';
 
@@ -16,11 +17,19 @@ export interface PageQuery {
   label: (s: Series) => string;
 }
 
+// A metric of the chart's unit drawn as a dashed limit line at its latest value in the window
+// (a temperature threshold), named `label` and the value.
+export interface PageLimit {
+  metric: string;
+  label: string;
+}
+
 export interface PageChartDef {
   id: string;
   title: string;
   note?: string;
   queries: PageQuery[];
+  limits?: PageLimit[];
   yMax?: number;
   stacked?: boolean;
   // Said when none of the metrics has been reported by any agent.
@@ -68,9 +77,12 @@ async function loadChart(w: Widget, def: PageChartDef, matchers: Params, c: View
     w.unavailable(def.missing);
     return;
   }
-  const results = await Promise.all(
-    present.map((m) => q.get<RangeResponse>('/api/v1/query_range', { ...matchers, metric: m.metric, agg: m.agg, start: c.start, end: c.end })),
-  );
+  const limitDefs = (def.limits ?? []).filter((l) => known.has(l.metric));
+  // Queried in the same batch as the lines.
+  const [results, limitResults] = await Promise.all([
+    Promise.all(present.map((m) => q.get<RangeResponse>('/api/v1/query_range', { ...matchers, metric: m.metric, agg: m.agg, start: c.start, end: c.end }))),
+    Promise.all(limitDefs.map((l) => q.get<RangeResponse>('/api/v1/query_range', { ...matchers, metric: l.metric, start: c.start, end: c.end }))),
+  ]);
   const lines: ChartLine[] = [];
   let unit = '';
   let step = 60;
@@ -89,9 +101,15 @@ async function loadChart(w: Widget, def: PageChartDef, matchers: Params, c: View
     w.unavailable(`No ${def.title.toLowerCase()} data in this window (${present.map((m) => m.metric).join(', ')}).`);
     return;
   }
+  const limits: Limit[] = [];
+  limitResults.forEach((r, i) => {
+    const v = latestValue(r.series);
+    if (v !== null) limits.push({ label: `${limitDefs[i].label} ${formatValue(v, unit)}`, value: v });
+  });
   w.show({
     unit,
     lines,
+    limits,
     stacked: def.stacked,
     start: c.start,
     end: c.end,
@@ -106,6 +124,18 @@ async function loadChart(w: Widget, def: PageChartDef, matchers: Params, c: View
       open(c, start, start + width);
     },
   });
+}
+
+// The last non-null value of the last series that has one, or null.
+function latestValue(series: Series[]): number | null {
+  for (let i = series.length - 1; i >= 0; i--) {
+    const points = series[i].points;
+    for (let k = points.length - 1; k >= 0; k--) {
+      const v = points[k][1];
+      if (v !== null) return v;
+    }
+  }
+  return null;
 }
 
 // A <dl> of the rows that have a value.

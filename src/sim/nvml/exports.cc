@@ -196,6 +196,11 @@ WARPSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, 
                                                            unsigned int* celsius) {
   return Guard([&] { return Sim().DeviceGetTemperature(device, sensor, celsius); });
 }
+WARPSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
+                                                                    unsigned int threshold,
+                                                                    unsigned int* celsius) {
+  return Guard([&] { return Sim().DeviceGetTemperatureThreshold(device, threshold, celsius); });
+}
 WARPSCOPE_SIM_EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, unsigned int type,
                                                          unsigned int* mhz) {
   return Guard(

@@ -119,6 +119,10 @@ class NvmlSim {
                                                     unsigned long long* millijoules);
   abi::nvmlReturn_t DeviceGetTemperature(abi::nvmlDevice_t device, unsigned sensor,
                                          unsigned* celsius);
+  // Thresholds 0..3 from the device's temperature_thresholds; the acoustic and GPS ones (4..7)
+  // are NOT_SUPPORTED, higher values INVALID_ARGUMENT.
+  abi::nvmlReturn_t DeviceGetTemperatureThreshold(abi::nvmlDevice_t device, unsigned threshold,
+                                                  unsigned* celsius);
   abi::nvmlReturn_t DeviceGetClockInfo(std::string_view fn, abi::nvmlDevice_t device, unsigned type,
                                        unsigned* mhz);
   abi::nvmlReturn_t DeviceGetClockReasons(std::string_view fn, abi::nvmlDevice_t device,

@@ -420,6 +420,28 @@ nvmlReturn_t NvmlSim::DeviceGetTemperature(abi::nvmlDevice_t device, unsigned se
                     });
 }
 
+nvmlReturn_t NvmlSim::DeviceGetTemperatureThreshold(abi::nvmlDevice_t device, unsigned threshold,
+                                                    unsigned* celsius) {
+  // NVML_TEMPERATURE_THRESHOLD_GPS_CURR (7) is the last value any header declares.
+  constexpr unsigned kLastKnownThreshold = 7;
+  return DeviceCall("nvmlDeviceGetTemperatureThreshold", device, HandleUse::kFullGpu,
+                    [&](const Target& target, double) {
+                      if (celsius == nullptr || threshold > kLastKnownThreshold) {
+                        return abi::kErrorInvalidArgument;
+                      }
+                      if (threshold >= kTemperatureThresholdCount) {
+                        return abi::kErrorNotSupported;
+                      }
+                      const std::optional<unsigned>& value =
+                          sim_->device(target.dev).temperature_thresholds[threshold];
+                      if (!value) {
+                        return abi::kErrorNotSupported;
+                      }
+                      *celsius = *value;
+                      return abi::kSuccess;
+                    });
+}
+
 nvmlReturn_t NvmlSim::DeviceGetClockInfo(std::string_view fn, abi::nvmlDevice_t device,
                                          unsigned type, unsigned* mhz) {
   const bool max = fn == "nvmlDeviceGetMaxClockInfo";

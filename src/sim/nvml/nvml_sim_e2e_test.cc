@@ -276,6 +276,48 @@ TEST_F(NvmlSimE2eTest, GaugesMatchTheScenario) {
   EXPECT_EQ(energy, 3000000u);  // 600 W for 5 s
 }
 
+TEST_F(NvmlSimE2eTest, TemperatureThresholdsFromTheScenario) {
+  Start(R"yaml(
+name: thresholds
+devices:
+  - {architecture: hopper}
+  - {architecture: ada, slowdown_temperature: 90}
+  - faults: [{kind: not_supported, what: nvmlDeviceGetTemperatureThreshold, at: 10s}]
+)yaml");
+  unsigned c = 0;
+  abi::nvmlDevice_t h100 = Device(0);
+  ASSERT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, abi::kTemperatureThresholdShutdown, &c),
+            abi::kSuccess);
+  EXPECT_EQ(c, 92u);
+  ASSERT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, abi::kTemperatureThresholdSlowdown, &c),
+            abi::kSuccess);
+  EXPECT_EQ(c, 89u);
+  ASSERT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, abi::kTemperatureThresholdMemMax, &c),
+            abi::kSuccess);
+  EXPECT_EQ(c, 95u);
+  ASSERT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, abi::kTemperatureThresholdGpuMax, &c),
+            abi::kSuccess);
+  EXPECT_EQ(c, 87u);
+  // The acoustic and GPS thresholds (4..7) are not simulated; nothing comes after them.
+  EXPECT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, 4, &c), abi::kErrorNotSupported);
+  EXPECT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, 8, &c), abi::kErrorInvalidArgument);
+  EXPECT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, 1, nullptr), abi::kErrorInvalidArgument);
+
+  abi::nvmlDevice_t l40s = Device(1);
+  ASSERT_EQ(lib.nvmlDeviceGetTemperatureThreshold(l40s, abi::kTemperatureThresholdSlowdown, &c),
+            abi::kSuccess);
+  EXPECT_EQ(c, 90u);
+  EXPECT_EQ(lib.nvmlDeviceGetTemperatureThreshold(l40s, abi::kTemperatureThresholdMemMax, &c),
+            abi::kErrorNotSupported);  // GDDR: no memory threshold
+
+  abi::nvmlDevice_t later = Device(2);
+  EXPECT_EQ(lib.nvmlDeviceGetTemperatureThreshold(later, abi::kTemperatureThresholdSlowdown, &c),
+            abi::kSuccess);
+  At(10);
+  EXPECT_EQ(lib.nvmlDeviceGetTemperatureThreshold(later, abi::kTemperatureThresholdSlowdown, &c),
+            abi::kErrorNotSupported);
+}
+
 TEST_F(NvmlSimE2eTest, RunningProcessesTwoCallProtocol) {
   Start(kTwoH100);
   abi::nvmlDevice_t d = Device(1);
@@ -816,7 +858,7 @@ TEST_F(NvmlSimE2eTest, LegacyVariantLacksNewerSymbols) {
         "nvmlDeviceGetGraphicsRunningProcesses_v2", "nvmlDeviceGetComputeRunningProcesses",
         "nvmlDeviceGetCurrentClocksThrottleReasons", "nvmlSystemGetCudaDriverVersion",
         "nvmlDeviceGetFieldValues", "nvmlEventSetWait_v2", "nvmlDeviceGetMigMode",
-        kSetTimeNsSymbol}) {
+        "nvmlDeviceGetTemperatureThreshold", kSetTimeNsSymbol}) {
     EXPECT_TRUE(old.Has(name)) << name;
   }
   for (const char* name :

@@ -56,6 +56,14 @@ enum class FaultKind {
 // Longest latency a slow fault may add to one call.
 inline constexpr double kMaxSlowLatencySeconds = 3600;
 
+// The temperature thresholds nvmlDeviceGetTemperatureThreshold answers, indexed by their
+// nvmlTemperatureThresholds_t value (shutdown 0, slowdown 1, memory max 2, GPU max 3).
+inline constexpr unsigned kTemperatureThresholdCount = 4;
+// One threshold per entry in °C; absent = the call returns NOT_SUPPORTED for it.
+using TemperatureThresholds = std::array<std::optional<unsigned>, kTemperatureThresholdCount>;
+// The defaults of an architecture (docs/simulator.md lists them).
+TemperatureThresholds DefaultTemperatureThresholds(Architecture arch);
+
 // Optional per-signal specs, indexed by SignalId; absent = documented default.
 using SignalTable = std::array<std::optional<Signal>, kSignalCount>;
 
@@ -147,6 +155,7 @@ struct DeviceSpec {
   double enforced_power_limit_w = 700;
   unsigned max_sm_clock = 1980;  // MHz
   unsigned max_mem_clock = 2619;
+  TemperatureThresholds temperature_thresholds = DefaultTemperatureThresholds(architecture);
   unsigned nvlink_links = 0;
   bool ecc = true;
   SignalTable signals;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // One device of the scenario: model and architecture, identity (UUID, serial, PCI), memory and
-// power, clocks, its signals, MIG and processes (faults are in scenario_faults.cc). Unset
-// identity fields get values derived from the seed and the index, stable across runs.
+// power, clocks, temperature thresholds, its signals, MIG and processes (faults are in
+// scenario_faults.cc). Unset identity fields get values derived from the seed and the index,
+// stable across runs.
 #include <charconv>
 #include <cmath>
 #include <optional>
@@ -17,23 +18,35 @@
 namespace warpscope::sim {
 namespace {
 
+constexpr std::optional<unsigned> kNone = std::nullopt;
+
+// The compute capability and temperature thresholds (°C, in nvmlTemperatureThresholds_t order:
+// shutdown, slowdown, memory max, GPU max) of each architecture's typical datacenter board, as
+// nvidia-smi -q reports them for such boards (plausible values, not a board's specification).
+// Memory max only where the typical board has HBM; GPU max from Volta on.
 struct ArchEntry {
   std::string_view name;
   Architecture arch;
   int cc_major;
   int cc_minor;
+  TemperatureThresholds thresholds;
 };
 constexpr ArchEntry kArchitectures[] = {
-    {"kepler", Architecture::kKepler, 3, 7},
-    {"maxwell", Architecture::kMaxwell, 5, 2},
-    {"pascal", Architecture::kPascal, 6, 0},
-    {"volta", Architecture::kVolta, 7, 0},
-    {"turing", Architecture::kTuring, 7, 5},
-    {"ampere", Architecture::kAmpere, 8, 0},
-    {"ada", Architecture::kAda, 8, 9},
-    {"hopper", Architecture::kHopper, 9, 0},
-    {"blackwell", Architecture::kBlackwell, 10, 0},
+    {"kepler", Architecture::kKepler, 3, 7, {98, 95, kNone, kNone}},
+    {"maxwell", Architecture::kMaxwell, 5, 2, {97, 94, kNone, kNone}},
+    {"pascal", Architecture::kPascal, 6, 0, {85, 82, kNone, kNone}},
+    {"volta", Architecture::kVolta, 7, 0, {90, 87, 85, 83}},
+    {"turing", Architecture::kTuring, 7, 5, {96, 93, kNone, 85}},
+    {"ampere", Architecture::kAmpere, 8, 0, {92, 89, 95, 85}},
+    {"ada", Architecture::kAda, 8, 9, {98, 95, kNone, 89}},
+    {"hopper", Architecture::kHopper, 9, 0, {92, 89, 95, 87}},
+    {"blackwell", Architecture::kBlackwell, 10, 0, {92, 89, 95, 87}},
 };
+
+// Scenario keys of the thresholds, in the same order.
+constexpr const char* kThresholdKeys[kTemperatureThresholdCount] = {
+    "shutdown_temperature", "slowdown_temperature", "memory_max_temperature",
+    "max_operating_temperature"};
 
 // PCI device ids of common datacenter boards, matched as substrings of the device name in this
 // order (more specific names first). Unknown names get 0.
@@ -93,6 +106,15 @@ std::string_view ArchitectureName(Architecture arch) {
   return "unknown";
 }
 
+TemperatureThresholds DefaultTemperatureThresholds(Architecture arch) {
+  for (const auto& e : kArchitectures) {
+    if (e.arch == arch) {
+      return e.thresholds;
+    }
+  }
+  return {};
+}
+
 namespace scenario_internal {
 
 using base::Error;
@@ -120,7 +142,11 @@ Result<DeviceSpec> Parser::ParseDevice(const YAML::Node& n, const std::string& p
                                                 "max_sm_clock",  "max_mem_clock",
                                                 "nvlink_links",  "ecc",
                                                 "signals",       "processes",
-                                                "mig",           "faults"}));
+                                                "mig",           "faults",
+                                                "shutdown_temperature",
+                                                "slowdown_temperature",
+                                                "memory_max_temperature",
+                                                "max_operating_temperature"}));
   DeviceSpec d;
   d.index = index;
   d.minor_number = index;
@@ -129,6 +155,7 @@ Result<DeviceSpec> Parser::ParseDevice(const YAML::Node& n, const std::string& p
   WARPSCOPE_RETURN_IF_ERROR(ParseMemoryAndPower(n, path, d));
   WARPSCOPE_RETURN_IF_ERROR(OptionalUInt(n, path, "max_sm_clock", 1, 10000, d.max_sm_clock));
   WARPSCOPE_RETURN_IF_ERROR(OptionalUInt(n, path, "max_mem_clock", 1, 50000, d.max_mem_clock));
+  WARPSCOPE_RETURN_IF_ERROR(ParseTemperatureThresholds(n, path, d));
   WARPSCOPE_RETURN_IF_ERROR(OptionalUInt(n, path, "nvlink_links", 0, 36, d.nvlink_links));
   if (Present(n["ecc"])) {
     WARPSCOPE_ASSIGN_OR_RETURN(d.ecc, Bool(n["ecc"], Join(path, "ecc")));
@@ -304,6 +331,34 @@ Status Parser::ParsePowerLimit(const YAML::Node& n, const std::string& path, con
     if (out <= 0 || out > 5000) {
       return Err(n[key], Join(path, key), "must be between 1 and 5000 W");
     }
+  }
+  return base::OkStatus();
+}
+
+// The temperature thresholds: the architecture's, each replaced by its key when given (a whole
+// number of °C, or `none`: the board does not report that threshold).
+Status Parser::ParseTemperatureThresholds(const YAML::Node& n, const std::string& path,
+                                          DeviceSpec& d) const {
+  d.temperature_thresholds = DefaultTemperatureThresholds(d.architecture);
+  for (unsigned i = 0; i < kTemperatureThresholdCount; ++i) {
+    const YAML::Node v = n[kThresholdKeys[i]];
+    if (!Present(v)) {
+      continue;
+    }
+    const std::string kpath = Join(path, kThresholdKeys[i]);
+    WARPSCOPE_ASSIGN_OR_RETURN(std::string text, Str(v, kpath));
+    if (Lower(text) == "none") {
+      d.temperature_thresholds[i].reset();
+      continue;
+    }
+    base::Result<double> celsius = ParseNumber(text);
+    if (!celsius || *celsius != std::floor(*celsius) || *celsius < 1 || *celsius > 200) {
+      return Err(v, kpath,
+                 fmt::format("'{}' is not a threshold; write whole degrees Celsius 1..200 (e.g. "
+                             "89), or none when the board does not report it",
+                             text));
+    }
+    d.temperature_thresholds[i] = static_cast<unsigned>(*celsius);
   }
   return base::OkStatus();
 }

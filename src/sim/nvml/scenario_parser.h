@@ -5,8 +5,9 @@
 //   scenario.cc          ParseScenario, LoadScenarioFile; the document, the driver, the device
 //                        list (repeat, overrides), unique UUIDs and PCI bus ids
 //   scenario_signals.cc  signals and the signal table
-//   scenario_device.cc   one device: identity, PCI, memory, power, clocks, MIG, processes;
-//                        ArchitectureName
+//   scenario_device.cc   one device: identity, PCI, memory, power, clocks, temperature
+//                        thresholds, MIG, processes; ArchitectureName,
+//                        DefaultTemperatureThresholds
 //   scenario_faults.cc   faults, including the slow fault
 //   scenario_host.cc     the host side: the simulated host and each process's host side
 // The Parser is used by one thread for one document; every error it returns is InvalidArgument
@@ -158,6 +159,8 @@ class Parser {
                                    DeviceSpec& d) const;
   base::Status ParsePowerLimit(const YAML::Node& n, const std::string& path, const char* key,
                                double& out) const;
+  base::Status ParseTemperatureThresholds(const YAML::Node& n, const std::string& path,
+                                          DeviceSpec& d) const;
   base::Status ParseMig(const YAML::Node& n, const std::string& path, DeviceSpec& d) const;
   base::Status ParseMigInstance(const YAML::Node& m, const std::string& ipath, size_t i,
                                 const DeviceSpec& d, MigInstanceSpec& inst) const;

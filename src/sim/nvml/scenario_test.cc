@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -162,6 +163,33 @@ devices:
   EXPECT_EQ(s->devices[0].signals[static_cast<size_t>(SignalId::kPower)]->kind, SignalKind::kSine);
 }
 
+TEST(ScenarioTest, TemperatureThresholdsDefaultPerArchitectureAndCanBeAbsent) {
+  auto s = ParseScenario(R"yaml(
+name: t
+devices:
+  - {}
+  - {architecture: ada, name: "NVIDIA L40S"}
+  - {architecture: pascal}
+  - repeat: 2
+    architecture: ampere
+    slowdown_temperature: 87
+    memory_max_temperature: none
+    overrides:
+      "4": {max_operating_temperature: none, shutdown_temperature: 90}
+)yaml",
+                         "t.yaml");
+  ASSERT_TRUE(s) << s.error().ToString();
+  // In nvmlTemperatureThresholds_t order: shutdown, slowdown, memory max, GPU max.
+  using T = TemperatureThresholds;
+  EXPECT_EQ(s->devices[0].temperature_thresholds, (T{92, 89, 95, 87}));  // hopper
+  EXPECT_EQ(s->devices[1].temperature_thresholds, (T{98, 95, std::nullopt, 89}));
+  EXPECT_EQ(s->devices[2].temperature_thresholds, (T{85, 82, std::nullopt, std::nullopt}));
+  EXPECT_EQ(s->devices[3].temperature_thresholds, (T{92, 87, std::nullopt, 85}));
+  EXPECT_EQ(s->devices[4].temperature_thresholds, (T{90, 87, std::nullopt, std::nullopt}));
+  EXPECT_EQ(DeviceSpec{}.temperature_thresholds,
+            DefaultTemperatureThresholds(Architecture::kHopper));
+}
+
 TEST(ScenarioTest, SignalKindsParse) {
   auto s = ParseScenario(R"yaml(
 name: kinds
@@ -294,6 +322,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadCase{"piecewise unsorted",
                 "name: x\ndevices: [{signals: {gpu_util: {piecewise: [[1m, 1], [0s, 2]]}}}]\n",
                 "devices[0].signals.gpu_util.piecewise[1]", "increase strictly"},
+        BadCase{"threshold not a temperature",
+                "name: x\ndevices: [{slowdown_temperature: hot}]\n",
+                "devices[0].slowdown_temperature", "or none when the board does not report it"},
+        BadCase{"threshold out of range", "name: x\ndevices: [{shutdown_temperature: 250}]\n",
+                "devices[0].shutdown_temperature", "1..200"},
         BadCase{"bad size unit", "name: x\ndevices: [{memory_total: 80Gb}]\n",
                 "devices[0].memory_total", "GiB"},
         BadCase{"duration without unit",

@@ -134,12 +134,17 @@ void GpuPoller::InitGpu() {
   InitStatic();
 }
 
-// Everything re-probed when a GPU recovers: support flags, clocks, MIG, NVLink, GPM.
+// Everything re-probed when a GPU recovers: support flags, clocks, temperature thresholds (at
+// the next poll), MIG, NVLink, GPM.
 void GpuPoller::InitStatic() {
   const NvmlLibrary& lib = lib_;
   g_.unsupported.reset();
   g_.error_streak = 0;
   g_.last_util_timestamp = 0;
+  for (auto& threshold : g_.temperature_thresholds) {
+    threshold.reset();
+  }
+  g_.thresholds_read_at.reset();  // read at the next poll
   unsigned mhz = 0;
   g_.max_sm_hz.reset();
   g_.max_mem_hz.reset();

@@ -106,11 +106,17 @@ void GpuPoller::Poll(base::TimePoint now, base::Duration mono, model::SampleSink
   out.AddValue(m::kInfo, g_.entity.id, 1);
   using Step = void (GpuPoller::*)(model::SampleSink&);
   static constexpr Step kSteps[] = {
-      &GpuPoller::PollUtilization, &GpuPoller::PollMemory,
-      &GpuPoller::PollPower,       &GpuPoller::PollThermalsAndClocks,
-      &GpuPoller::PollPcie,        &GpuPoller::PollFields,
-      &GpuPoller::PollErrors,      &GpuPoller::PollGpm,
-      &GpuPoller::PollMig,         &GpuPoller::PollProcesses,
+      &GpuPoller::PollUtilization,
+      &GpuPoller::PollMemory,
+      &GpuPoller::PollPower,
+      &GpuPoller::PollThermalsAndClocks,
+      &GpuPoller::PollTemperatureThresholds,
+      &GpuPoller::PollPcie,
+      &GpuPoller::PollFields,
+      &GpuPoller::PollErrors,
+      &GpuPoller::PollGpm,
+      &GpuPoller::PollMig,
+      &GpuPoller::PollProcesses,
   };
   for (Step step : kSteps) {
     if (g_.degraded) {
@@ -253,6 +259,52 @@ void GpuPoller::PollThermalsAndClocks(model::SampleSink& out) {
     for (size_t i = 0; i < kClockReasonCount; ++i) {
       out.AddValue(m::kClockEventReasonActive, id, ctx_.reason_labels[i],
                    (reasons & kClockReasons[i].bit) != 0 ? 1 : 0);
+    }
+  }
+}
+
+// Static values: read when due (first poll, recovery, every kThresholdRereadInterval), the last
+// answers written on every poll so that each window has them.
+void GpuPoller::PollTemperatureThresholds(model::SampleSink& out) {
+  struct ThresholdQuery {
+    unsigned threshold;
+    Query q;
+    const model::MetricDesc* desc;
+  };
+  static constexpr ThresholdQuery kThresholds[] = {
+      {abi::kTemperatureThresholdShutdown, kQShutdownTemperature, &m::kTemperatureShutdown},
+      {abi::kTemperatureThresholdSlowdown, kQSlowdownTemperature, &m::kTemperatureSlowdown},
+      {abi::kTemperatureThresholdMemMax, kQMemoryMaxTemperature, &m::kMemoryTemperatureMax},
+      {abi::kTemperatureThresholdGpuMax, kQGpuMaxTemperature, &m::kTemperatureMaxOperating},
+  };
+  const bool due =
+      !g_.thresholds_read_at || mono_ - *g_.thresholds_read_at >= kThresholdRereadInterval;
+  if (due) {
+    g_.thresholds_read_at = mono_;
+    for (const auto& t : kThresholds) {
+      if (g_.degraded) {
+        return;
+      }
+      std::optional<double>& value = g_.temperature_thresholds[t.threshold];
+      unsigned celsius = 0;
+      if (g_.unsupported[t.q]) {
+        value.reset();
+      } else if (Check(g_.unsupported, t.q,
+                       WARPSCOPE_NVML_CALL(lib_, nvmlDeviceGetTemperatureThreshold, g_.handle,
+                                           t.threshold, &celsius))) {
+        value.reset();
+        if (celsius > 0 && celsius <= kMaxPlausibleCelsius) {
+          value = celsius;
+        }
+      } else if (g_.unsupported[t.q]) {
+        value.reset();
+      }
+      // Any other error keeps the last answer: a threshold does not change between reads.
+    }
+  }
+  for (const auto& t : kThresholds) {
+    if (const std::optional<double>& value = g_.temperature_thresholds[t.threshold]) {
+      out.AddValue(*t.desc, g_.entity.id, *value);
     }
   }
 }

@@ -3,7 +3,8 @@
 //
 // Its code is spread over files by concern:
 //   gpu_poller.cc     one poll: the per-metric groups (utilisation, memory, power, thermals and
-//                     clocks, PCIe, field values and NVLink, ECC and remapped rows, MIG)
+//                     clocks, temperature thresholds, PCIe, field values and NVLink, ECC and
+//                     remapped rows, MIG)
 //   gpu_identity.cc   enumeration: identity, static properties, NVLink links, MIG instances
 //   gpu_degraded.cc   the error policy: unsupported queries, degraded GPUs and their recovery
 //   gpm_sampler.cc    GPM sampling
@@ -120,6 +121,7 @@ class GpuPoller {
                   model::SampleSink& out);
   void PollPower(model::SampleSink& out);
   void PollThermalsAndClocks(model::SampleSink& out);
+  void PollTemperatureThresholds(model::SampleSink& out);
   void PollPcie(model::SampleSink& out);
   void PollFields(model::SampleSink& out);
   void EmitNvlink(model::SampleSink& out);

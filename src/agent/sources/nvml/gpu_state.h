@@ -81,6 +81,11 @@ struct GpuState {
 
   std::optional<double> max_sm_hz;
   std::optional<double> max_mem_hz;
+  // Temperature thresholds in °C, in nvmlTemperatureThresholds_t order (shutdown, slowdown,
+  // memory max, GPU max), as last read; unset while not supported. Read again at the first poll
+  // after thresholds_read_at is unset (start, recovery) or kThresholdRereadInterval old.
+  std::optional<double> temperature_thresholds[4];
+  std::optional<base::Duration> thresholds_read_at;
   std::optional<bool> mig_enabled;
   std::vector<std::unique_ptr<MigState>> migs;
 

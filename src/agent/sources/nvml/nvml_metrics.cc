@@ -230,6 +230,68 @@ const MetricDesc kMemoryTemperature{
     .otel_attrs = "hw.type=gpu;hw.sensor_location=memory",
 };
 
+const MetricDesc kTemperatureSlowdown{
+    .key = "gpu.temperature.slowdown",
+    .entity = EntityKind::kGpu,
+    .kind = MetricKind::kGauge,
+    .unit = "Cel",
+    .help =
+        "GPU temperature in degrees Celsius at which the GPU begins hardware slowdown "
+        "(nvmlDeviceGetTemperatureThreshold(NVML_TEMPERATURE_THRESHOLD_SLOWDOWN); static: read "
+        "at the first poll and every 5 minutes; absent where NVML does not report it).",
+    .prom_name = "DCGM_FI_DEV_SLOWDOWN_TEMP",
+    .prom_scale = 1,
+    .otel_name = "hw.temperature.limit",
+    .otel_attrs = "hw.type=gpu;hw.sensor_location=gpu;hw.limit_type=throttled",
+};
+
+const MetricDesc kTemperatureShutdown{
+    .key = "gpu.temperature.shutdown",
+    .entity = EntityKind::kGpu,
+    .kind = MetricKind::kGauge,
+    .unit = "Cel",
+    .help =
+        "GPU temperature in degrees Celsius at which the GPU shuts down to protect the hardware "
+        "(nvmlDeviceGetTemperatureThreshold(NVML_TEMPERATURE_THRESHOLD_SHUTDOWN); static: read "
+        "at the first poll and every 5 minutes; absent where NVML does not report it).",
+    .prom_name = "DCGM_FI_DEV_SHUTDOWN_TEMP",
+    .prom_scale = 1,
+    .otel_name = "hw.temperature.limit",
+    .otel_attrs = "hw.type=gpu;hw.sensor_location=gpu;hw.limit_type=high.critical",
+};
+
+const MetricDesc kTemperatureMaxOperating{
+    .key = "gpu.temperature.max_operating",
+    .entity = EntityKind::kGpu,
+    .kind = MetricKind::kGauge,
+    .unit = "Cel",
+    .help =
+        "Maximum operating temperature of the GPU in degrees Celsius: above it the GPU may be "
+        "throttled below its base clock (nvmlDeviceGetTemperatureThreshold("
+        "NVML_TEMPERATURE_THRESHOLD_GPU_MAX); static: read at the first poll and every 5 "
+        "minutes; absent where NVML does not report it).",
+    .prom_name = "DCGM_FI_DEV_GPU_MAX_OP_TEMP",
+    .prom_scale = 1,
+    .otel_name = "hw.temperature.limit",
+    .otel_attrs = "hw.type=gpu;hw.sensor_location=gpu;hw.limit_type=max",
+};
+
+const MetricDesc kMemoryTemperatureMax{
+    .key = "gpu.memory.temperature.max",
+    .entity = EntityKind::kGpu,
+    .kind = MetricKind::kGauge,
+    .unit = "Cel",
+    .help =
+        "Maximum operating temperature of the memory (HBM) in degrees Celsius: above it the "
+        "GPU begins software slowdown (nvmlDeviceGetTemperatureThreshold("
+        "NVML_TEMPERATURE_THRESHOLD_MEM_MAX); static: read at the first poll and every 5 "
+        "minutes; absent where NVML does not report it, as on GDDR boards).",
+    .prom_name = "DCGM_FI_DEV_MEM_MAX_OP_TEMP",
+    .prom_scale = 1,
+    .otel_name = "hw.temperature.limit",
+    .otel_attrs = "hw.type=gpu;hw.sensor_location=memory;hw.limit_type=max",
+};
+
 // --- GPU: clocks --------------------------------------------------------------------------------
 
 const MetricDesc kSmClock{
@@ -808,6 +870,10 @@ constexpr const MetricDesc* kAll[] = {
     &kEnergyConsumed,
     &kTemperature,
     &kMemoryTemperature,
+    &kTemperatureSlowdown,
+    &kTemperatureShutdown,
+    &kTemperatureMaxOperating,
+    &kMemoryTemperatureMax,
     &kSmClock,
     &kMemoryClock,
     &kMaxSmClock,

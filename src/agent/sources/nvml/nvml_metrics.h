@@ -48,6 +48,11 @@ extern const model::MetricDesc kEnforcedPowerLimit;
 extern const model::MetricDesc kEnergyConsumed;
 extern const model::MetricDesc kTemperature;
 extern const model::MetricDesc kMemoryTemperature;
+// Temperature thresholds (static; nvmlDeviceGetTemperatureThreshold).
+extern const model::MetricDesc kTemperatureSlowdown;
+extern const model::MetricDesc kTemperatureShutdown;
+extern const model::MetricDesc kTemperatureMaxOperating;
+extern const model::MetricDesc kMemoryTemperatureMax;
 // --- GPU: clocks ------------------------------------------------------------------------------
 extern const model::MetricDesc kSmClock;
 extern const model::MetricDesc kMemoryClock;

@@ -61,6 +61,15 @@ TEST(NvmlMetricsTest, WarpscopeNamesFollowPrometheusConventions) {
   }
 }
 
+// Metrics that share an OpenTelemetry name differ in their fixed attributes.
+TEST(NvmlMetricsTest, OtelNameAndAttributesTellMetricsApart) {
+  std::set<std::string> seen;
+  for (const model::MetricDesc* d : AllNvmlMetrics()) {
+    std::string id = std::string(d->otel_name) + "{" + std::string(d->otel_attrs) + "}";
+    EXPECT_TRUE(seen.insert(id).second) << id << " (" << d->key << ")";
+  }
+}
+
 TEST(NvmlMetricsTest, DcgmScalesConvertBaseUnitsToDcgmUnits) {
   EXPECT_EQ(kGpuUtilization.prom_scale, 100);                 // ratio -> %
   EXPECT_DOUBLE_EQ(kMemoryUsed.prom_scale * 1048576.0, 1.0);  // bytes -> MiB
@@ -86,6 +95,15 @@ TEST(NvmlMetricsTest, OtelSemanticConventionsWhereTheyExist) {
   EXPECT_NE(kEccUncorrectedVolatile.otel_attrs.find("error.type=uncorrected"),
             std::string_view::npos);
   EXPECT_EQ(kNvlinkReceiveBytes.otel_name, "hw.gpu.io");
+  for (const model::MetricDesc* d : {&kTemperatureSlowdown, &kTemperatureShutdown,
+                                     &kTemperatureMaxOperating, &kMemoryTemperatureMax}) {
+    EXPECT_EQ(d->otel_name, "hw.temperature.limit") << d->key;
+    EXPECT_NE(d->otel_attrs.find("hw.limit_type="), std::string_view::npos) << d->key;
+  }
+  EXPECT_NE(kTemperatureSlowdown.otel_attrs.find("hw.limit_type=throttled"),
+            std::string_view::npos);
+  EXPECT_NE(kMemoryTemperatureMax.otel_attrs.find("hw.sensor_location=memory"),
+            std::string_view::npos);
   for (const model::MetricDesc* d : AllNvmlMetrics()) {
     std::string_view n = d->otel_name;
     EXPECT_TRUE(n.substr(0, 3) == "hw." || n.substr(0, 14) == "warpscope.gpu.") << n;

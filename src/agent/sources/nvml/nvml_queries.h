@@ -5,6 +5,7 @@
 #define WARPSCOPE_AGENT_SOURCES_NVML_NVML_QUERIES_H_
 
 #include <bitset>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -25,6 +26,10 @@ enum Query : uint8_t {
   kQEnergy,
   kQTemperature,
   kQMemoryTemperature,
+  kQShutdownTemperature,  // the four nvmlDeviceGetTemperatureThreshold queries, in
+  kQSlowdownTemperature,  // nvmlTemperatureThresholds_t order
+  kQMemoryMaxTemperature,
+  kQGpuMaxTemperature,
   kQSmClock,
   kQMemClock,
   kQClockReasons,
@@ -59,6 +64,10 @@ inline constexpr std::string_view kQueryNames[kQueryCount] = {
     "nvmlDeviceGetTotalEnergyConsumption",
     "nvmlDeviceGetTemperature",
     "memory temperature (field 82)",
+    "nvmlDeviceGetTemperatureThreshold(SHUTDOWN)",
+    "nvmlDeviceGetTemperatureThreshold(SLOWDOWN)",
+    "nvmlDeviceGetTemperatureThreshold(MEM_MAX)",
+    "nvmlDeviceGetTemperatureThreshold(GPU_MAX)",
     "nvmlDeviceGetClockInfo(SM)",
     "nvmlDeviceGetClockInfo(MEM)",
     "nvmlDeviceGetCurrentClocksEventReasons",
@@ -96,6 +105,9 @@ inline constexpr size_t kClockReasonCount = sizeof(kClockReasons) / sizeof(kCloc
 inline constexpr unsigned kMaxNvlinkLinks = 36;
 // NVML reports temperatures above this as garbage on some boards (DCGM discards them too).
 inline constexpr double kMaxPlausibleCelsius = 200;
+// Temperature thresholds are static: read at the first poll, then again this often (and after a
+// GPU recovers), the last answer written on every poll in between.
+inline constexpr std::chrono::minutes kThresholdRereadInterval{5};
 
 // A NUL-terminated (or full) NVML string buffer as a std::string.
 inline std::string CopyString(const char* buf, size_t size) {

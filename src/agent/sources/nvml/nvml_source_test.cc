@@ -235,6 +235,8 @@ TEST_F(NvmlSourceTest, ReportsScenarioValuesInBaseUnits) {
   EXPECT_NEAR(*Value(m::kEnergyConsumed, kUuid0), 600 * 10, 0.01);  // J after 10 s at 600 W
   EXPECT_EQ(Value(m::kTemperature, kUuid0), 62);
   EXPECT_EQ(Value(m::kMemoryTemperature, kUuid0), 70);
+  EXPECT_EQ(Value(m::kTemperatureSlowdown, kUuid0), 89);  // the simulator's hopper defaults
+  EXPECT_EQ(Value(m::kMemoryTemperatureMax, kUuid0), 95);
   EXPECT_EQ(Value(m::kSmClock, kUuid0), 1980e6);
   EXPECT_EQ(Value(m::kMemoryClock, kUuid0), 2619e6);
   EXPECT_EQ(Value(m::kMaxSmClock, kUuid0), 1980e6);
@@ -297,6 +299,79 @@ devices:
   EXPECT_FALSE(Value(m::kMemoryTemperature, kUuid0));
   EXPECT_FALSE(Value(m::kPowerUsage, kUuid0));
   EXPECT_EQ(source_->error_count("not_supported"), after_first);  // remembered, not re-asked
+}
+
+TEST_F(NvmlSourceTest, TemperatureThresholdsAreReadAtTheFirstPollAndEveryFiveMinutes) {
+  // The thresholds stop being supported at 2 minutes: the agent notices at its next read only.
+  StartWith(R"yaml(
+name: thresholds
+devices:
+  - name: "NVIDIA H100 80GB HBM3"
+    architecture: hopper
+    uuid: "GPU-00000000-0000-4000-8000-000000000000"
+    slowdown_temperature: 88
+    signals: {temperature: 62}
+    faults:
+      - {kind: not_supported, what: nvmlDeviceGetTemperatureThreshold, at: 2m}
+)yaml");
+  PollAt(1);
+  EXPECT_EQ(Value(m::kTemperatureSlowdown, kUuid0), 88);
+  EXPECT_EQ(Value(m::kTemperatureShutdown, kUuid0), 92);
+  EXPECT_EQ(Value(m::kTemperatureMaxOperating, kUuid0), 87);
+  EXPECT_EQ(Value(m::kMemoryTemperatureMax, kUuid0), 95);
+  const uint64_t before = source_->error_count("not_supported");  // no NVLink on this GPU
+  PollAt(200);  // not read again yet: the last answers, on every poll
+  EXPECT_EQ(Value(m::kTemperatureSlowdown, kUuid0), 88);
+  EXPECT_EQ(Value(m::kMemoryTemperatureMax, kUuid0), 95);
+  EXPECT_EQ(source_->error_count("not_supported"), before);
+  PollAt(302);  // five minutes after the first read
+  EXPECT_FALSE(Value(m::kTemperatureSlowdown, kUuid0));
+  EXPECT_FALSE(Value(m::kTemperatureShutdown, kUuid0));
+  EXPECT_FALSE(Value(m::kTemperatureMaxOperating, kUuid0));
+  EXPECT_FALSE(Value(m::kMemoryTemperatureMax, kUuid0));
+  EXPECT_EQ(source_->error_count("not_supported"), before + 4);
+  EXPECT_EQ(Value(m::kTemperature, kUuid0), 62);
+  PollAt(700);
+  EXPECT_FALSE(Value(m::kTemperatureSlowdown, kUuid0));
+  EXPECT_EQ(source_->error_count("not_supported"), before + 4);  // remembered, not asked again
+}
+
+TEST_F(NvmlSourceTest, TemperatureThresholdsABoardDoesNotReportAreAbsent) {
+  StartWith(R"yaml(
+name: gddr
+devices:
+  - repeat: 2
+    name: "NVIDIA L40S"
+    architecture: ada
+    uuid: "GPU-00000000-0000-4000-8000-00000000000{i}"
+    overrides:
+      "1": {slowdown_temperature: none}
+)yaml");
+  PollAt(1);
+  EXPECT_EQ(Value(m::kTemperatureSlowdown, kUuid0), 95);
+  EXPECT_EQ(Value(m::kTemperatureShutdown, kUuid0), 98);
+  EXPECT_EQ(Value(m::kTemperatureMaxOperating, kUuid0), 89);
+  EXPECT_FALSE(Value(m::kMemoryTemperatureMax, kUuid0));  // no HBM
+  EXPECT_FALSE(Value(m::kTemperatureSlowdown, kUuid1));
+  EXPECT_EQ(Value(m::kTemperatureShutdown, kUuid1), 98);
+}
+
+TEST_F(NvmlSourceTest, DriverWithoutTheThresholdCallHasNoThresholds) {
+  StartWith(R"yaml(
+name: old
+driver: {missing_symbols: [nvmlDeviceGetTemperatureThreshold]}
+devices:
+  - uuid: "GPU-00000000-0000-4000-8000-000000000000"
+    signals: {temperature: 55}
+)yaml");
+  PollAt(1);
+  PollAt(400);
+  EXPECT_EQ(Value(m::kTemperature, kUuid0), 55);
+  for (const model::MetricDesc* d : {&m::kTemperatureSlowdown, &m::kTemperatureShutdown,
+                                     &m::kTemperatureMaxOperating, &m::kMemoryTemperatureMax}) {
+    EXPECT_FALSE(Value(*d, kUuid0)) << d->key;
+  }
+  EXPECT_EQ(Value(m::kDegraded, kUuid0), 0);
 }
 
 constexpr char kTwoGpusOneLost[] = R"yaml(
