@@ -286,18 +286,17 @@ devices:
 )yaml");
   unsigned c = 0;
   abi::nvmlDevice_t h100 = Device(0);
-  ASSERT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, abi::kTemperatureThresholdShutdown, &c),
-            abi::kSuccess);
-  EXPECT_EQ(c, 92u);
-  ASSERT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, abi::kTemperatureThresholdSlowdown, &c),
-            abi::kSuccess);
-  EXPECT_EQ(c, 89u);
-  ASSERT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, abi::kTemperatureThresholdMemMax, &c),
-            abi::kSuccess);
-  EXPECT_EQ(c, 95u);
-  ASSERT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, abi::kTemperatureThresholdGpuMax, &c),
-            abi::kSuccess);
-  EXPECT_EQ(c, 87u);
+  const std::pair<unsigned, unsigned> hopper_defaults[] = {
+      {abi::kTemperatureThresholdShutdown, 92},
+      {abi::kTemperatureThresholdSlowdown, 89},
+      {abi::kTemperatureThresholdMemMax, 95},
+      {abi::kTemperatureThresholdGpuMax, 87},
+  };
+  for (const auto& [threshold, celsius] : hopper_defaults) {
+    SCOPED_TRACE(threshold);
+    ASSERT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, threshold, &c), abi::kSuccess);
+    EXPECT_EQ(c, celsius);
+  }
   // The acoustic and GPS thresholds (4..7) are not simulated; nothing comes after them.
   EXPECT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, 4, &c), abi::kErrorNotSupported);
   EXPECT_EQ(lib.nvmlDeviceGetTemperatureThreshold(h100, 8, &c), abi::kErrorInvalidArgument);

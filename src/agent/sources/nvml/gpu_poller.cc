@@ -287,17 +287,14 @@ void GpuPoller::PollTemperatureThresholds(model::SampleSink& out) {
       }
       std::optional<double>& value = g_.temperature_thresholds[t.threshold];
       unsigned celsius = 0;
-      if (g_.unsupported[t.q]) {
+      if (!g_.unsupported[t.q] &&
+          Check(g_.unsupported, t.q,
+                WARPSCOPE_NVML_CALL(lib_, nvmlDeviceGetTemperatureThreshold, g_.handle,
+                                    t.threshold, &celsius))) {
         value.reset();
-      } else if (Check(g_.unsupported, t.q,
-                       WARPSCOPE_NVML_CALL(lib_, nvmlDeviceGetTemperatureThreshold, g_.handle,
-                                           t.threshold, &celsius))) {
-        value.reset();
-        if (celsius > 0 && celsius <= kMaxPlausibleCelsius) {
-          value = celsius;
-        }
+        if (celsius > 0 && celsius <= kMaxPlausibleCelsius) value = celsius;
       } else if (g_.unsupported[t.q]) {
-        value.reset();
+        value.reset();  // not supported (now or since an earlier read)
       }
       // Any other error keeps the last answer: a threshold does not change between reads.
     }
