@@ -56,6 +56,10 @@ struct UpOptions {
   std::string simulate;  // scenario name or path; "" = real NVML only with enable_gpu_metrics
   bool enable_gpu_metrics = false;
   bool cpu_profiler = true;  // --no-cpu-profiler turns it off
+  // CUDA PC sampling (stall reasons): on with `simulate` unless --no-cuda-pc-sampling, else
+  // only with --cuda-pc-sampling (a real GPU needs the driver's profiling permission).
+  bool cuda_pc_sampling = false;
+  bool no_cuda_pc_sampling = false;
   std::string data_dir;
   int server_port = 9410;
   int agent_port = 9400;

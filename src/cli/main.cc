@@ -58,6 +58,13 @@ int main(int argc, char** argv) {
                    "Collect real GPU metrics through NVML");
   up_cmd->add_flag("!--no-cpu-profiler", up_options.cpu_profiler,
                    "Do not sample this machine's CPUs (the CPU profiler is on by default)");
+  auto* pc_on = up_cmd->add_flag(
+      "--cuda-pc-sampling", up_options.cuda_pc_sampling,
+      "PC sampling (warp stall reasons per SASS instruction) in the CUDA profiles of injected "
+      "applications; on by default with --simulate");
+  up_cmd->add_flag("--no-cuda-pc-sampling", up_options.no_cuda_pc_sampling,
+                   "No PC sampling, not even with --simulate")
+      ->excludes(pc_on);
   up_cmd->add_option("--data-dir", up_options.data_dir, "Database, token and spool")
       ->envname("WARPSCOPE_UP_DATA_DIR")
       ->capture_default_str();

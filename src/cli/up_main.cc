@@ -123,6 +123,9 @@ int RunUp(const UpOptions& options) {
   // CUDA kernel profiles of injected applications go to the local server too.
   agent_config.enable_cuda_profiler = true;
   agent_config.cuda_profile_interval = std::chrono::seconds(10);
+  // The simulated processes' kernels come with PC samples of the demo cubin (docs/simulator.md).
+  agent_config.cuda_pc_sampling =
+      options.cuda_pc_sampling || (!options.simulate.empty() && !options.no_cuda_pc_sampling);
   // WARPSCOPE_AGENT_SOCKET, the injected library's own variable, moves both ends.
   const char* socket = ::getenv("WARPSCOPE_AGENT_SOCKET");
   agent_config.cuda_profiler_socket = socket != nullptr && *socket == '/'

@@ -2,7 +2,8 @@
 // `warpscope up --simulate dataloader-bound` end to end: the demo workload of GPU 3 runs
 // through the real injected library (over the CUPTI simulator) and the real CPU profiler, its
 // pid is the one the simulator reports for GPU 3's process, the server gets a GPU profile of it
-// with Python launch frames and a CPU profile of the same pid, and stopping `up` (Ctrl-C, or a
+// with Python launch frames and PC samples (SASS offsets of the demo cubin, stall reasons) and a
+// CPU profile of the same pid, and stopping `up` (Ctrl-C, or a
 // kill -9) leaves no workload process behind.
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -15,6 +16,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "integration/child_process.h"
@@ -123,6 +125,33 @@ TEST(DemoUpTest, WorkloadOfGpu3HasGpuAndCpuProfilesAndStopsWithUp) {
     for (const auto& v : key["values"]) device3 |= v["value"] == 3;
   }
   EXPECT_TRUE(device3) << gpu["labels"].dump();
+
+  // PC samples of the demo cubin's GEMMs (up turns PC sampling on with --simulate): a GEMM
+  // kernel → its SASS instruction offsets → stall reasons, under the Python launch frames.
+  std::set<std::string> stalls, sass;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        if (!tree_of("gpu", gpu)) return false;
+        stalls.clear();
+        CollectNames(gpu["root"], "stall", stalls);
+        return !stalls.empty();
+      },
+      120s))
+      << "no PC samples in the GPU profiles of pid " << pid << "\nstderr:\n"
+      << up.process->Stderr();
+  EXPECT_TRUE(stalls.contains("[stall] long_scoreboard")) << testing::PrintToString(stalls);
+  EXPECT_TRUE(stalls.contains("[stall] barrier")) << testing::PrintToString(stalls);
+  std::function<void(const nlohmann::json&, bool)> sass_under_gemm = [&](const nlohmann::json& n,
+                                                                         bool in_gemm) {
+    const std::string name = n.value("name", "");
+    in_gemm |= n.value("kind", "") == "kernel" && name.starts_with("sm90_xmma_gemm_bf16");
+    if (in_gemm && n.value("kind", "") == "sass") sass.insert(name);
+    for (const auto& c : n["children"]) sass_under_gemm(c, in_gemm);
+  };
+  sass_under_gemm(gpu["root"], false);
+  ASSERT_FALSE(sass.empty()) << gpu.dump().substr(0, 4000);
+  static const std::regex kSass(R"(\[sass\] 0x[0-9a-f]{4}.*)");
+  EXPECT_TRUE(std::regex_match(*sass.begin(), kSass)) << *sass.begin();
 
   nlohmann::json cpu;
   ASSERT_TRUE(WaitFor([&] { return tree_of("cpu", cpu); }, 120s))

@@ -7,7 +7,10 @@
 // WARPSCOPE_CUPTI_LIBRARY (the same file the injected library loads), which fires the launch
 // callbacks on the calling thread and queues one kernel record per launch on a simulated GPU
 // timeline; so the injected library sees real launch stacks (Python frames included) and
-// kernel records, and reports them to the agent like any application's.
+// kernel records, and reports them to the agent like any application's. When the demo cubin
+// (warpscope-demo-kernels.cubin, next to the fake libcupti) is there, it is loaded as the
+// context's module and, while the profiler has a PC-sampling window open, the GPU time of its
+// kernels turns into PC samples at its real instruction offsets (pc_sample_mix.h).
 //
 // Usage: warpscope-demo-workload --workload NAME --device N
 //   NAME: sim/nvml/workloads.h. N: the NVML index of the simulated GPU, the device of every
@@ -19,19 +22,25 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
 #include "cupti/abi.h"
 #include "sim/nvml/workloads.h"
+#include "sim/workload/pc_sample_mix.h"
 #include "sim/workload/train_script.h"
 
 namespace {
@@ -44,6 +53,12 @@ using AddKernelFn = void (*)(uint32_t corr, const char* name, uint32_t device, u
                              uint64_t start_ns, uint64_t end_ns, uint32_t graph_id,
                              uint64_t graph_node_id);
 using ContextCreatedFn = void (*)(void* context);
+using ModuleLoadedFn = void (*)(void* context, uint32_t module_id, const void* cubin, size_t size);
+using AddPcSampleFn = void (*)(void* context, uint64_t cubin_crc, const char* function,
+                               uint64_t pc_offset, uint32_t stall_reason_index, uint32_t samples);
+using PcActiveFn = int (*)(void* context);
+using StallIndexFn = uint32_t (*)(const char* name);
+using CubinCrcFn = abi::CUptiResult (*)(abi::CUpti_GetCubinCrcParams* params);
 
 LaunchFn g_launch = nullptr;
 AddKernelFn g_add_kernel = nullptr;
@@ -79,6 +94,95 @@ const char* Intern(const char* name) {
   return names->emplace(name).first->c_str();
 }
 
+// PC samples of the demo cubin's kernels. A kernel's GPU time accrues while a sampling window
+// is open; the sampler thread turns it into samples every tick (one per kNsPerSample, spread
+// over the kernel's sites) and queues them with the fake libcupti, which hands them to the
+// injected library's next cuptiPCSamplingGetData.
+constexpr uint64_t kNsPerSample = 1000;
+constexpr auto kSamplerTick = std::chrono::milliseconds(50);
+
+struct SampledKernel {
+  const char* name = nullptr;  // interned: launches compare pointers
+  std::vector<warpscope::sim::workload::PcSite> sites;
+  std::atomic<uint64_t> pending_ns{0};
+};
+
+std::vector<std::unique_ptr<SampledKernel>> g_sampled;
+std::atomic<bool> g_window_open{false};
+uint64_t g_cubin_crc = 0;
+AddPcSampleFn g_add_pc_sample = nullptr;
+PcActiveFn g_pc_active = nullptr;
+
+void AccruePcTime(const char* kernel, uint64_t duration_ns) {
+  if (!g_window_open.load(std::memory_order_relaxed)) return;
+  for (const auto& k : g_sampled) {
+    if (k->name == kernel) {
+      k->pending_ns.fetch_add(duration_ns, std::memory_order_relaxed);
+      return;
+    }
+  }
+}
+
+void SamplerLoop() {
+  while (!g_stop.load()) {
+    std::this_thread::sleep_for(kSamplerTick);  // a sampling period, not a synchronisation
+    const bool open = g_pc_active(kContext) != 0;
+    g_window_open.store(open);
+    for (const auto& k : g_sampled) {
+      const uint64_t ns = k->pending_ns.exchange(0);
+      if (!open || ns < kNsPerSample) continue;
+      const std::vector<uint64_t> counts =
+          warpscope::sim::workload::SplitSamples(ns / kNsPerSample, k->sites);
+      for (size_t i = 0; i < counts.size(); ++i) {
+        if (counts[i] == 0) continue;
+        g_add_pc_sample(kContext, g_cubin_crc, k->name, k->sites[i].offset,
+                        k->sites[i].reason_index,
+                        static_cast<uint32_t>(std::min<uint64_t>(counts[i], UINT32_MAX)));
+      }
+    }
+  }
+}
+
+// Loads the demo cubin next to the fake libcupti as the context's module and prepares the
+// sites of the workload's kernels that it holds. Returns why PC samples are off, or "".
+std::string LoadDemoCubin(void* cupti, const std::string& cupti_path) {
+  auto module_loaded = reinterpret_cast<ModuleLoadedFn>(dlsym(cupti, "FakeCuptiModuleLoaded"));
+  auto stall_index = reinterpret_cast<StallIndexFn>(dlsym(cupti, "FakeCuptiStallReasonIndex"));
+  auto crc = reinterpret_cast<CubinCrcFn>(dlsym(cupti, "cuptiGetCubinCrc"));
+  g_add_pc_sample = reinterpret_cast<AddPcSampleFn>(dlsym(cupti, "FakeCuptiAddPcSample"));
+  g_pc_active = reinterpret_cast<PcActiveFn>(dlsym(cupti, "FakeCuptiPcSamplingActive"));
+  if (module_loaded == nullptr || stall_index == nullptr || crc == nullptr ||
+      g_add_pc_sample == nullptr || g_pc_active == nullptr) {
+    return "the CUPTI simulator has no PC-sampling hooks";
+  }
+  const std::string path =
+      cupti_path.substr(0, cupti_path.rfind('/') + 1) + "warpscope-demo-kernels.cubin";
+  std::ifstream in(path, std::ios::binary);
+  // Kept for the life of the process: CUPTI's module callbacks lend the cubin, they do not copy.
+  static std::string* cubin = new std::string(std::istreambuf_iterator<char>(in), {});
+  if (cubin->empty()) {
+    return "no " + path + " (the build makes it with the CUDA toolkit's ptxas)";
+  }
+  auto functions = warpscope::sim::workload::CubinFunctions(*cubin);
+  if (!functions) return path + ": " + functions.error().message();
+  abi::CUpti_GetCubinCrcParams params{};
+  params.size = sizeof(params);
+  params.cubinSize = cubin->size();
+  params.cubin = cubin->data();
+  if (crc(&params) != abi::kSuccess) return "cuptiGetCubinCrc failed on " + path;
+  g_cubin_crc = params.cubinCrc;
+  const auto mix = warpscope::sim::workload::StallMixOf(g_workload);
+  for (const auto& fn : *functions) {
+    auto k = std::make_unique<SampledKernel>();
+    k->name = Intern(fn.name.c_str());
+    k->sites = warpscope::sim::workload::PcSitesOf(
+        fn, mix, [&](std::string_view r) { return stall_index(std::string(r).c_str()); });
+    if (!k->sites.empty()) g_sampled.push_back(std::move(k));
+  }
+  module_loaded(kContext, 1, cubin->data(), cubin->size());
+  return g_sampled.empty() ? path + " has no function to sample" : "";
+}
+
 }  // namespace
 
 // The launching functions: native frames between the Python caller and the launch API, named
@@ -89,6 +193,7 @@ extern "C" __attribute__((noinline, visibility("default"))) uint32_t SimLaunchKe
   const uint32_t corr = g_launch(abi::kDomainRuntimeApi, abi::kCbidCudaLaunchKernel, kernel, kContext);
   const uint64_t start = QueueKernel(duration_ns);
   g_add_kernel(corr, kernel, g_device, stream, start, start + duration_ns, 0, 0);
+  AccruePcTime(kernel, duration_ns);
   asm volatile("" ::: "memory");
   return corr;
 }
@@ -241,6 +346,10 @@ int main(int argc, char** argv) {
     return 3;
   }
   context_created(kContext);
+  const std::string no_pc = LoadDemoCubin(cupti, std::getenv("WARPSCOPE_CUPTI_LIBRARY"));
+  if (!no_pc.empty()) std::fprintf(stderr, "warpscope-demo-workload: no PC samples: %s\n", no_pc.c_str());
+  std::thread sampler;
+  if (no_pc.empty()) sampler = std::thread(SamplerLoop);
 
   PyImport_AppendInittab("simcuda", &InitModule);
   Py_Initialize();
@@ -259,5 +368,7 @@ int main(int argc, char** argv) {
   if (!ok) PyErr_Print();
   Py_XDECREF(result);
   Py_FinalizeEx();
+  g_stop.store(true);
+  if (sampler.joinable()) sampler.join();
   return ok ? 0 : 4;
 }

@@ -16,7 +16,7 @@ TEST_F(CuptiE2eTest, PcSamplesStallReasonsAndCubin) {
   ASSERT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 1); }, 20s));
   Received r = Index(agent.Snapshot()[0]);
   ASSERT_FALSE(r.stall_reasons.empty());
-  ASSERT_EQ(r.stall_reasons[0].reasons.size(), 4u);
+  ASSERT_EQ(r.stall_reasons[0].reasons.size(), 9u);
   EXPECT_EQ(r.stall_reasons[0].reasons[1].index, 7u);
   EXPECT_EQ(r.stall_reasons[0].reasons[1].name, "smsp__pcsamp_warps_issue_stalled_long_scoreboard");
   ASSERT_EQ(r.pc_samples.size(), 2u);

@@ -39,6 +39,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -58,17 +59,26 @@ struct PcSample {
 
 struct PcContext {
   bool enabled = false;
-  bool started = false;
+  bool started = false;  // a window was opened once (GetData delivers from then on)
+  bool open = false;     // between Start and Stop
   std::vector<PcSample> samples;
 };
 
-constexpr uint32_t kStallIndices[] = {3, 7, 12, 20};
+// Indices are CUPTI's choice per device (not ordered by name); the names are the ones CUPTI 12
+// reports.
+constexpr uint32_t kStallIndices[] = {3, 7, 12, 20, 14, 9, 18, 13, 8};
 constexpr const char* kStallNames[] = {
     "smsp__pcsamp_warps_issue_stalled_barrier",
     "smsp__pcsamp_warps_issue_stalled_long_scoreboard",
     "smsp__pcsamp_warps_issue_stalled_math_pipe_throttle",
     "smsp__pcsamp_warps_issue_stalled_selected",
+    "smsp__pcsamp_warps_issue_stalled_short_scoreboard",
+    "smsp__pcsamp_warps_issue_stalled_mio_throttle",
+    "smsp__pcsamp_warps_issue_stalled_wait",
+    "smsp__pcsamp_warps_issue_stalled_not_selected",
+    "smsp__pcsamp_warps_issue_stalled_lg_throttle",
 };
+static_assert(std::size(kStallIndices) == std::size(kStallNames));
 
 constexpr abi::CUptiResult kErrorInvalidContext = 3;  // CUPTI_ERROR_INVALID_CONTEXT
 
@@ -506,6 +516,7 @@ abi::CUptiResult cuptiPCSamplingStart(abi::CUpti_PCSamplingContextParams* p) {
     return abi::kErrorInvalidParameter;
   }
   pc.started = true;
+  pc.open = true;
   S().pc_starts.fetch_add(1);
   return abi::kSuccess;
 }
@@ -519,6 +530,7 @@ abi::CUptiResult cuptiPCSamplingStop(abi::CUpti_PCSamplingContextParams* p) {
   if (!pc.enabled) {
     return abi::kErrorInvalidParameter;
   }
+  pc.open = false;
   return abi::kSuccess;
 }
 
@@ -791,6 +803,20 @@ void FakeCuptiAddPcSample(void* context, uint64_t cubin_crc, const char* functio
 }
 
 int FakeCuptiPcSamplingStarts(void) { return S().pc_starts.load(); }
+
+uint32_t FakeCuptiStallReasonIndex(const char* name) {
+  constexpr std::string_view kPrefix = "smsp__pcsamp_warps_issue_stalled_";
+  for (size_t i = 0; i < std::size(kStallNames); ++i) {
+    if (std::string_view(kStallNames[i]).substr(kPrefix.size()) == name) return kStallIndices[i];
+  }
+  return UINT32_MAX;
+}
+
+int FakeCuptiPcSamplingActive(void* context) {
+  std::lock_guard lock(S().mu);
+  auto it = S().pc.find(context);
+  return it != S().pc.end() && it->second.enabled && it->second.open ? 1 : 0;
+}
 
 int FakeCuptiPcErrors(void) { return S().pc_context_errors.load() + S().pc_layout_errors.load(); }
 

@@ -57,6 +57,12 @@ void FakeCuptiAddPcSample(void* context, uint64_t cubin_crc, const char* functio
                           uint64_t pc_offset, uint32_t stall_reason_index, uint32_t samples);
 // Number of Start calls seen on any context (duty-cycle windows opened).
 int FakeCuptiPcSamplingStarts(void);
+// 1 while PC sampling is enabled and started on the context (a window is open), else 0: a
+// simulated application queues samples only then, as a GPU samples only then.
+int FakeCuptiPcSamplingActive(void* context);
+// The stall reason index of a reason named without CUPTI's prefix ("long_scoreboard"), or
+// UINT32_MAX when the simulated device has no such reason.
+uint32_t FakeCuptiStallReasonIndex(const char* name);
 // PC-sampling calls refused for want of a current context or for a wrong record/data size.
 int FakeCuptiPcErrors(void);
 // What cuptiGetVersion reports from now on (default WARPSCOPE_FAKE_CUPTI_VERSION or 130001).
