@@ -5,6 +5,8 @@
 //   - a process row of the host page opens the process page: pid, command line, user, its GPU
 //     with a link, its GPU utilization and memory, CPU and RSS charts, the CUDA runtime charts'
 //     "no CUDA profiler" note, its profiles with a link into the host page's profile panel;
+//   - the CPU-by-process chart's "others" line opens the CPU profiles of every process but the
+//     7 drawn on their own (ten worker processes' CPU and two of their profiles posted);
 //   - Top entities link processes and GPUs to their pages; the host page links its GPUs;
 //   - the GPU page: identity (UUID, bus id, serial, driver, CUDA, compute capability, MIG mode),
 //     clocks, throttle reasons, power, temperatures, DRAM, pipes, NVLink per link, ECC and
@@ -33,6 +35,57 @@ const startServer = () => bt.startUp(path.join(dataDir, 'up'));
 
 const kv = (o) => Object.entries(o).map(([key, value]) => ({ key, value: String(value) }));
 const ns = (s) => String(Math.round(s * 1e9));
+
+// The CPU-by-process chart's "others" line: ten worker processes' CPU (the busiest far above
+// everything, the rest far below) and CPU profiles of the busiest and the idlest, posted as an
+// agent would. The chart draws the top 7 and "others"; opening "others" (keyboard crosshair,
+// Enter) excludes the 7 drawn processes: the idlest worker's frames show, the busiest's do not.
+async function checkOthersLine(page, ready, base, host, auth, now) {
+  const workers = Array.from({ length: 10 }, (_, i) => ({ pid: 50000 + i, id: `pid/${50000 + i}/0`, cpu: i === 0 ? 8 : 0.002 * (10 - i) }));
+  const batch = {
+    version: 1, agentId: 'pages-workers', sequence: '1', startUnixNano: ns(now - 30), endUnixNano: ns(now - 20), host,
+    entities: workers.map((w) => ({ kind: 'ENTITY_KIND_PROCESS', id: w.id, parent: host, attributes: kv({ 'process.pid': w.pid, 'process.executable.name': 'worker' }) })),
+    metrics: [{ key: 'process.cpu.utilization', kind: 'METRIC_KIND_GAUGE', unit: '1', entityKind: 'ENTITY_KIND_PROCESS' }],
+    series: workers.map((w) => ({ metric: 0, entity: w.id, avg: w.cpu, min: w.cpu, max: w.cpu, last: w.cpu, count: 1, lastTimeUnixNano: ns(now - 21) })),
+    events: [],
+  };
+  const r = await fetch(`${base}/api/v1/ingest/batch`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' }, body: JSON.stringify(batch) });
+  check(r.ok, `ten worker processes' CPU stored (${r.status} ${r.ok ? '' : await r.text()})`);
+  for (const [w, fn] of [[workers[0], 'busiest_work'], [workers[9], 'idlest_work']]) {
+    const posted = await fetch(`${base}/api/v1/ingest/profile?host=${encodeURIComponent(host)}&kind=cpu&entity=${encodeURIComponent(w.id)}&pid=${w.pid}&executable=worker&start=${Math.floor(now - 120)}&end=${Math.ceil(now + 60)}`, {
+      method: 'POST',
+      headers: { ...auth, 'Content-Type': 'application/octet-stream' },
+      body: encodeCpuProfile([{ frames: ['worker', 'main', fn], count: 50 }]),
+    });
+    check(posted.ok, `CPU profile of worker ${w.pid} stored (${posted.status})`);
+  }
+  const merged = [];
+  const onRequest = (q) => q.url().includes('/api/v1/profiles/merged') && merged.push(new URL(q.url()));
+  page.on('request', onRequest);
+  await page.goto(`${base}/host/${encodeURIComponent(host)}?range=15m`);
+  await ready();
+  const widget = page.locator('[data-testid=widget-cpu-processes]');
+  await page.waitForFunction(() => /others \(\d+\)/.test(document.querySelector('[data-testid=widget-cpu-processes] .u-legend')?.textContent ?? ''));
+  const over = widget.locator('.u-over').first();
+  await over.focus();
+  await page.keyboard.press('End');
+  const line = () => widget.locator('[data-cursor-line]').first().getAttribute('data-cursor-line');
+  for (let i = 0; i < 10 && !(await line())?.startsWith('others'); i++) await page.keyboard.press('ArrowDown');
+  check((await line())?.startsWith('others'), `the arrow keys reach the "others" line (${await line()})`);
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/pxp=/);
+  await page.locator('[data-testid=flamegraph] canvas').waitFor();
+  const left = (new URL(page.url()).searchParams.get('pxp') ?? '').split(',');
+  check(left.length === 7 && left.includes('50000') && !left.includes('50009'), `"others" leaves out the 7 processes drawn on their own, the busiest worker among them (pxp=${left})`);
+  const request = merged[merged.length - 1];
+  check(request.searchParams.getAll('exclude_pid').includes('50000') && !request.searchParams.has('pid'), `the merged profile is asked without them (${request.search})`);
+  const option = await page.locator('[data-testid=profile-process] option:checked').textContent();
+  check(option === 'others: all but 7 processes', `the process menu says what is shown (${option})`);
+  await page.waitForFunction(() => /idlest_work/.test(document.querySelector('[data-testid=top-functions]')?.textContent ?? ''));
+  check(!(await page.locator('[data-testid=top-functions]').textContent()).includes('busiest_work'), 'the idlest worker\'s frames show, not the busiest\'s');
+  await page.screenshot({ path: path.join(outDir, 'pages-others.png') });
+  page.off('request', onRequest);
+}
 
 async function main() {
   browser = await bt.launchBrowser();
@@ -115,7 +168,10 @@ async function main() {
   check(url().pathname === `/host/${encodeURIComponent(host)}` && url().searchParams.get('pk') === 'cpu', `its profile opens the host page's profile panel (${url().search})`);
   check(await page.evaluate(() => document.querySelector('[data-testid=profile-panel]')?.contains(document.activeElement) ?? false), 'focus moves into the profile panel');
 
-  // 2. Links to the pages from Top entities and the host page.
+  // 2. The "others" line of CPU by process.
+  await checkOthersLine(page, ready, base, host, auth, now);
+
+  // 3. Links to the pages from Top entities and the host page.
   await page.goto(`${base}/top?kind=process&range=15m`);
   await ready();
   const procHref = await page.locator('table a', { hasText: 'pid' }).first().getAttribute('href');
@@ -131,7 +187,7 @@ async function main() {
   await ready();
   check(url().pathname === `/host/${encodeURIComponent(host)}/gpu/${encodeURIComponent(gpu3.id)}`, `a GPU link opens the GPU page (${url().pathname})`);
 
-  // 3. The GPU page.
+  // 4. The GPU page.
   const gfacts = await page.locator('[data-testid=gpu-facts]').textContent();
   for (const want of [gpu3.id, gpu3.attributes['gpu.pci_bus_id'], gpu3.attributes['gpu.serial'], '550.127.08', '12.4', '9.0']) {
     check(gfacts.includes(want), `the GPU page shows ${want}`);
@@ -160,7 +216,7 @@ async function main() {
   await ready();
   check(/\/gpu\//.test(await page.locator('[data-testid=finding-entity]').getAttribute('href')), 'the finding page links its GPU to the GPU page');
 
-  // 4. Wrong paths and parameters.
+  // 5. Wrong paths and parameters.
   await page.goto(`${base}/nope`);
   await ready();
   check(await page.locator('[data-testid=not-found]').isVisible(), 'an unknown path shows "Page not found"');
@@ -190,7 +246,7 @@ async function main() {
   const refusal = await page.locator('[data-testid=range-error]').textContent();
   check(page.url() === before && /after its start/.test(refusal), `an inverted custom range is refused (${refusal})`);
 
-  // 5. Keyboard: arrow keys on the tabs, focus into the profile panel and back.
+  // 6. Keyboard: arrow keys on the tabs, focus into the profile panel and back.
   await page.goto(`${base}/host/${encodeURIComponent(host)}?range=15m`);
   await ready();
   await page.locator('#tab-host').focus();
@@ -208,7 +264,7 @@ async function main() {
   await page.waitForFunction(() => !document.querySelector('[data-testid=profile-panel]') && document.activeElement?.textContent === 'Profile' && document.activeElement.closest('[data-testid=widget-power]'));
   check(true, 'Escape closes the panel and focus returns to the button that opened it');
 
-  // 6. 800 px.
+  // 7. 800 px.
   await page.setViewportSize({ width: 800, height: 900 });
   const fits = () => page.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth + 1);
   for (const [name, p, drawn] of [

@@ -18,6 +18,8 @@ export interface ChartLine {
   label: string;
   points: Point[];
   color?: string;
+  // The "others" line: the labels of the lines drawn on their own (what it leaves out).
+  shown?: string[];
 }
 
 export interface Marker {
@@ -65,8 +67,9 @@ export interface ChartSpec {
   yMax?: number;
   // Drag over the x axis: the new window.
   onZoom?: (start: number, end: number) => void;
-  // Click on the plot: the time of the nearest point and the nearest line's label.
-  onPick?: (time: number, label: string | null) => void;
+  // Click on the plot: the time of the nearest point and the nearest line's label; for the
+  // "others" line, `shown` lists the lines drawn on their own (the ones it leaves out).
+  onPick?: (time: number, label: string | null, shown?: string[]) => void;
   ariaLabel: string;
 }
 
@@ -89,8 +92,9 @@ export function topLines(lines: ChartLine[], max = MAX_LINES): ChartLine[] {
   const rest = lines.filter((_, i) => !keep.has(i));
   const sum = new Map<number, number>();
   for (const l of rest) for (const [t, v] of l.points) if (v !== null) sum.set(t, (sum.get(t) ?? 0) + v);
-  const others: ChartLine = { label: `others (${rest.length})`, points: [...sum.entries()].sort((a, b) => a[0] - b[0]), color: '#9a9a9a' };
-  return [...lines.filter((_, i) => keep.has(i)), others];
+  const shown = lines.filter((_, i) => keep.has(i));
+  const others: ChartLine = { label: `others (${rest.length})`, points: [...sum.entries()].sort((a, b) => a[0] - b[0]), color: '#9a9a9a', shown: shown.map((l) => l.label) };
+  return [...shown, others];
 }
 
 // A qualitative palette that reads on light and dark backgrounds (Okabe-Ito based, extended).
@@ -673,8 +677,9 @@ export class TimeChart {
     const left = u.cursor.left ?? -1;
     if (idx === null || idx === undefined || left < 0) return;
     const t = u.data[0][idx];
+    const emit = (label: string | null) => this.spec.onPick?.(t, label, this.lines.find((l) => l.label === label)?.shown);
     if (series !== undefined && u.series[series]) {
-      this.spec.onPick(t, String(u.series[series].label ?? ''));
+      emit(String(u.series[series].label ?? ''));
       return;
     }
     let best: string | null = null;
@@ -689,6 +694,6 @@ export class TimeChart {
         best = String(u.series[si].label ?? '');
       }
     }
-    this.spec.onPick(t, best);
+    emit(best);
   }
 }

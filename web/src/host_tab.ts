@@ -158,7 +158,8 @@ async function loadHostChart(w: Widget, def: HostChartDef, c: ViewContext, host:
 }
 
 // The CPU of the host's busiest processes (process.cpu.utilization, one line each); a click
-// opens that process's CPU profile of the bucket.
+// opens that process's CPU profile of the bucket, on "others" that of every process but the ones
+// shown.
 async function loadProcessCpuChart(w: Widget, c: ViewContext, host: string, markers: Marker[], q: QueryBatcher): Promise<void> {
   const known = await knownMetrics();
   if (!known.has('process.cpu.utilization')) {
@@ -191,6 +192,9 @@ async function loadProcessCpuChart(w: Widget, c: ViewContext, host: string, mark
     markers,
     ariaLabel: `CPU by process on ${host}`,
     onZoom: (a, b) => c.navigate({ from: a, to: b, range: '', live: false }),
-    onPick: pickHandler(c, r.step, (label) => (label && byLabel.get(label)) || { kind: 'cpu' }),
+    onPick: pickHandler(c, r.step, (label, _start, _end, shown) => {
+      if (shown) return { kind: 'cpu', notPids: shown.flatMap((l) => byLabel.get(l)?.pid ?? []) };
+      return (label && byLabel.get(label)) || { kind: 'cpu' };
+    }),
   });
 }

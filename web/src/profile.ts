@@ -11,7 +11,7 @@ import { FlameGraph } from './flame';
 import type { CoreShare } from './flame';
 import { kindLegend } from './flame_kinds';
 import { formatDuration, formatPercent, formatSample, formatTime } from './format';
-import { commandLines, labelChips, nearestLink, nearestProfile, pickProcess, processesOf, processSelect } from './profile_filters';
+import { commandLines, excludedPids, labelChips, nearestLink, nearestProfile, pickProcess, processesOf, processSelect } from './profile_filters';
 import { functionsTable } from './profile_table';
 import type { ProfileRef, ProfileWeight } from './state';
 
@@ -105,6 +105,8 @@ export class ProfilePanel {
     const ofKind = list.filter((p) => p.kind === kind);
     const procs = processesOf(ofKind);
     const proc = pickProcess(procs, ref);
+    // A chart's "others": every process but the ones it showed on their own.
+    const excluded = proc ? [] : excludedPids(processesOf(list), ref);
     // A GPU process: CPU and other (GPU) profiles of one process in the window.
     const procKinds = proc ? (processesOf(list).get(proc.key)?.kinds ?? proc.kinds) : new Set<string>();
     const gpuKinds = [...procKinds].filter((k) => k !== 'cpu').sort();
@@ -112,7 +114,7 @@ export class ProfilePanel {
     const merged = mergeable && !!ref.merged;
     const weight: ProfileWeight = ref.weight ?? 'cpu';
     // The process by its entity when its profiles have one (else by pid).
-    const scope: Params = { host, start: ref.start, end: ref.end, entity: proc?.entity, pid: proc?.entity ? undefined : proc?.pid };
+    const scope: Params = { host, start: ref.start, end: ref.end, entity: proc?.entity, pid: proc?.entity ? undefined : proc?.pid, exclude_pid: excluded.length ? excluded.map(String) : undefined };
     const labels = ref.labels ?? [];
     const params: Params = { ...scope, kind: merged ? ['cpu', ...gpuKinds].join('+') : kind, thread: ref.thread, label: labels };
     const value = merged ? (weight === 'gpu' ? 'gpu_time' : 'cpu') : ref.value;
@@ -126,17 +128,18 @@ export class ProfilePanel {
       else this.fail(`Cannot load the profile: ${(e as Error).message}`);
       return;
     }
-    const base: ProfileRef = { start: ref.start, end: ref.end, kind, entity: proc?.entity, pid: proc?.pid, exe: proc ? undefined : ref.exe, thread: ref.thread, search: ref.search, merged: merged || undefined, weight: merged ? ref.weight : undefined, labels: labels.length ? labels : undefined };
+    const base: ProfileRef = { start: ref.start, end: ref.end, kind, entity: proc?.entity, pid: proc?.pid, exe: proc ? undefined : ref.exe, thread: ref.thread, search: ref.search, merged: merged || undefined, weight: merged ? ref.weight : undefined, labels: labels.length ? labels : undefined, notPids: excluded.length ? ref.notPids : undefined, notExes: excluded.length ? ref.notExes : undefined };
     const change = (patch: Partial<ProfileRef>) => this.opts.onChange({ ...base, value: merged ? undefined : tree.value, ...patch });
 
     // Another kind keeps the process (all processes where it has no profile of that kind).
     const kindSelect = h(
       'select',
-      { 'aria-label': 'Profile kind', disabled: merged, onchange: (e: Event) => this.opts.onChange({ start: ref.start, end: ref.end, kind: (e.target as HTMLSelectElement).value, entity: proc?.entity, pid: proc?.pid, search: ref.search }) },
+      { 'aria-label': 'Profile kind', disabled: merged, onchange: (e: Event) => this.opts.onChange({ start: ref.start, end: ref.end, kind: (e.target as HTMLSelectElement).value, entity: proc?.entity, pid: proc?.pid, search: ref.search, notPids: base.notPids, notExes: base.notExes }) },
       ...kinds.map((k) => h('option', { value: k, selected: k === kind }, KIND_LABELS[k] ?? k)),
     );
     const procSelect = processSelect(procs, proc, ofKind.length, await commands, (p) =>
       this.opts.onChange({ start: ref.start, end: ref.end, kind, entity: p?.entity, pid: p?.pid, search: ref.search, labels: ref.labels }),
+      excluded,
     );
     const chips = labelChips(tree, labels, (next) => change({ labels: next.length ? next : undefined }));
     const threads = tree.threads ?? [];

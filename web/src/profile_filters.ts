@@ -31,6 +31,20 @@ export function processesOf(list: ProfileMeta[]): Map<string, Proc> {
 
 const baseName = (path: string) => path.slice(path.lastIndexOf('/') + 1);
 
+// The process selector's value for a chart's "others".
+const OTHERS = '\u0000others';
+
+// The pids a chart's "others" leaves out: the ref's pids and those of the window's processes of
+// its executables (by path or base name); empty when the ref names one process.
+export function excludedPids(procs: Map<string, Proc>, ref: ProfileRef): number[] {
+  const out = new Set(ref.notPids ?? []);
+  const exes = new Set(ref.notExes ?? []);
+  for (const p of procs.values()) {
+    if (p.pid !== undefined && (exes.has(p.executable) || exes.has(baseName(p.executable)))) out.add(p.pid);
+  }
+  return [...out].sort((a, b) => a - b);
+}
+
 // The process the ref names: by entity, else by pid (a host chart's process line gives both),
 // else the only process of the executable a chart line named.
 export function pickProcess(procs: Map<string, Proc>, ref: ProfileRef): Proc | undefined {
@@ -61,7 +75,8 @@ export async function commandLines(host: string, signal: AbortSignal): Promise<M
 }
 
 // The process selector: "all processes", then each executable's processes (pid · command).
-export function processSelect(procs: Map<string, Proc>, current: Proc | undefined, profiles: number, commands: Map<number, string>, onPick: (p: Proc | undefined) => void): HTMLElement {
+// A chart's "others" (`excluded`: the processes left out) is one more option, selected.
+export function processSelect(procs: Map<string, Proc>, current: Proc | undefined, profiles: number, commands: Map<number, string>, onPick: (p: Proc | undefined) => void, excluded: number[] = []): HTMLElement {
   const byExe = new Map<string, Proc[]>();
   for (const p of procs.values()) byExe.set(p.executable, [...(byExe.get(p.executable) ?? []), p]);
   const short = (s: string) => (s.length > 60 ? `${s.slice(0, 57)}…` : s);
@@ -84,6 +99,7 @@ export function processSelect(procs: Map<string, Proc>, current: Proc | undefine
     'select',
     { 'aria-label': 'Process', 'data-testid': 'profile-process', onchange: (e: Event) => onPick(procs.get((e.target as HTMLSelectElement).value)) },
     h('option', { value: '' }, `all processes (${profiles} profiles)`),
+    ...(excluded.length ? [h('option', { value: OTHERS, selected: true, title: `pids ${excluded.join(', ')}` }, `others: all but ${excluded.length} process${excluded.length === 1 ? '' : 'es'}`)] : []),
     ...groups,
   );
 }

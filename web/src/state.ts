@@ -16,8 +16,10 @@
 //                             pq=<search>, pt=<tid> (one thread), pm=1 (the merged CPU + GPU
 //                             view of the process) and pw=cpu|gpu|both (its weight),
 //                             pl=<KEY:VALUE> (a sample label filter, repeatable: device:0,
-//                             stream:7, nvtx:forward*, attribution:measured) and px=<executable>
-//                             (its process, when the clicked line named an executable)
+//                             stream:7, nvtx:forward*, attribution:measured), px=<executable>
+//                             (its process, when the clicked line named an executable), and
+//                             for a chart's "others" line pxp=<pid,pid,...> and pxx=<executable>
+//                             (repeatable): every process but those
 // Any other path is the "not found" view; a parameter that cannot be read is reported in
 // ViewState.problems (and the view uses its default).
 
@@ -39,6 +41,9 @@ export interface ProfileRef {
   weight?: ProfileWeight;
   labels?: string[];
   exe?: string;
+  // The "others" of a chart: every process but these pids, and but those of these executables.
+  notPids?: number[];
+  notExes?: string[];
 }
 
 const WEIGHTS: ProfileWeight[] = ['cpu', 'gpu', 'both'];
@@ -190,6 +195,14 @@ export function parseUrl(loc: { pathname: string; search: string }): ViewState {
       const labels = q.getAll('pl').filter((l) => /^[^:]+:.+$/.test(l));
       if (labels.length) state.profile.labels = labels;
       if (q.get('px')) state.profile.exe = q.get('px')!;
+      const notPids = q.get('pxp');
+      if (notPids) {
+        const pids = notPids.split(',').map(Number);
+        if (pids.every((n) => Number.isInteger(n) && n > 0)) state.profile.notPids = pids;
+        else problems.push(`pxp=${notPids} is not a list of process ids: every process is shown.`);
+      }
+      const notExes = q.getAll('pxx').filter((x) => x !== '');
+      if (notExes.length) state.profile.notExes = notExes;
     }
   }
   if (problems.length) state.problems = problems;
@@ -237,6 +250,8 @@ export function buildUrl(s: ViewState): string {
     if (s.profile.weight) q.set('pw', s.profile.weight);
     for (const l of s.profile.labels ?? []) q.append('pl', l);
     if (s.profile.exe) q.set('px', s.profile.exe);
+    if (s.profile.notPids?.length) q.set('pxp', s.profile.notPids.join(','));
+    for (const x of s.profile.notExes ?? []) q.append('pxx', x);
   }
   const qs = q.toString();
   return qs ? `${path}?${qs}` : path;

@@ -51,18 +51,19 @@ export class Widget {
 }
 
 // What a click on a line adds to the profile it opens (a kind, a process, a label filter),
-// given the line's label and the window; may ask the server first.
-type Refine = (label: string | null, start: number, end: number) => Partial<ProfileRef> | Promise<Partial<ProfileRef>>;
+// given the line's label, the window and, for the "others" line, the lines shown on their own;
+// may ask the server first.
+type Refine = (label: string | null, start: number, end: number, shown?: string[]) => Partial<ProfileRef> | Promise<Partial<ProfileRef>>;
 
 // Opens the profile of the clicked bucket (at least a minute around it); `refine` adds what the
 // clicked line says. A refinement that fails opens the bucket's profile unrefined.
-export function pickHandler(c: ViewContext, step: number, refine: Refine = () => ({})): (t: number, label: string | null) => void {
-  return (t: number, label: string | null) => {
+export function pickHandler(c: ViewContext, step: number, refine: Refine = () => ({})): (t: number, label: string | null, shown?: string[]) => void {
+  return (t: number, label: string | null, shown?: string[]) => {
     const width = Math.max(step, 60);
     const start = t - (width - step) / 2;
     const end = start + width;
     void Promise.resolve()
-      .then(() => refine(label, start, end))
+      .then(() => refine(label, start, end, shown))
       .catch(() => ({}))
       .then((more) => c.openProfile({ ...more, start, end }));
   };
@@ -87,11 +88,12 @@ export function gpuPick(host: string, gpus: Map<string, { index: number; uuid: s
 }
 
 // A click on a line of GPU use by executable: that executable's GPU profiles, of one GPU when
-// the chart shows one.
-export function executablePick(gpuIndex?: number): (label: string | null) => Partial<ProfileRef> {
-  return (label) => ({
+// the chart shows one; on "others", the GPU profiles of every executable but the ones shown.
+export function executablePick(gpuIndex?: number): Refine {
+  return (label, _start, _end, shown) => ({
     kind: 'gpu',
-    exe: label && label !== 'others' ? label : undefined,
+    exe: label && !shown ? label : undefined,
+    notExes: shown,
     labels: gpuIndex === undefined ? undefined : [`device:${gpuIndex}`],
   });
 }

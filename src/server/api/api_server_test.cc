@@ -725,6 +725,41 @@ TEST_F(MergedProfileTest, BadMergeParametersAre400NamingTheFix) {
   EXPECT_EQ(list->status, 400);
 }
 
+// A chart's "others": exclude_pid= leaves those processes out of the list and the tree.
+TEST_F(MergedProfileTest, ExcludedProcessesAreLeftOutOfTheListAndTheTree) {
+  Upload(ThreadedCpuPprof(30, 10), "cpu", 1700000000, "&pid=42");
+  Upload(ThreadedCpuPprof(500, 500), "cpu", 1700000000, "&pid=43");
+  Upload(ThreadedCpuPprof(7, 3), "cpu", 1700000000, "&pid=44");
+  auto get = [&](const std::string& path, const std::string& query) {
+    auto res = client_->Get(path + "?" + query + "&" + kWindow);
+    EXPECT_TRUE(res);
+    return res ? std::make_pair(res->status, json::parse(res->body)) : std::make_pair(0, json());
+  };
+  auto samples = [&](const std::string& query) {
+    auto [status, body] = get("/api/v1/profiles/merged", "kind=cpu&" + query);
+    EXPECT_EQ(status, 200) << query << ": " << body.dump();
+    return status == 200 ? body["root"]["total"][0].get<int64_t>() : -1;
+  };
+  EXPECT_EQ(samples(""), 1050);
+  EXPECT_EQ(samples("exclude_pid=43"), 50);
+  EXPECT_EQ(samples("exclude_pid=42,43"), 10);
+  EXPECT_EQ(samples("exclude_pid=42&exclude_pid=43"), 10);
+  EXPECT_EQ(get("/api/v1/profiles", "exclude_pid=43").second["profiles"].size(), 2u);
+
+  auto error_of = [&](const std::string& query) {
+    auto [status, body] = get("/api/v1/profiles/merged", "kind=cpu&" + query);
+    EXPECT_EQ(status, 400) << query;
+    return body.value("error", "");
+  };
+  EXPECT_NE(error_of("exclude_pid=4x").find("exclude_pid=4242,4243"), std::string::npos);
+  EXPECT_NE(error_of("exclude_pid=42,").find("exclude_pid=42,"), std::string::npos);
+  EXPECT_NE(error_of("exclude_pid=42&pid=43").find("drop one"), std::string::npos);
+  std::string many = "exclude_pid=1";
+  for (int pid = 2; pid <= 257; ++pid) many += "," + std::to_string(pid);
+  EXPECT_NE(error_of(many).find("more than 256"), std::string::npos);
+  EXPECT_EQ(get("/api/v1/profiles", "exclude_pid=0").first, 400);
+}
+
 }  // namespace
 }  // namespace warpscope::server
 

@@ -370,6 +370,43 @@ base::Result<int64_t> ParsePid(const Params& params) {
   return pid;
 }
 
+// The most exclude_pid= values one request takes (a chart's "others" leaves out ten or so).
+constexpr size_t kMaxExcludedPids = 256;
+
+// exclude_pid= of the profile endpoints: every process but these (repeatable, or comma-separated:
+// exclude_pid=1,2&exclude_pid=3). Not with pid=, which names one process already.
+base::Status ParseExcludePids(const Params& params, ProfileQuery& query) {
+  auto [begin, end] = params.equal_range("exclude_pid");
+  for (auto it = begin; it != end; ++it) {
+    std::string_view text = it->second;
+    while (true) {
+      const size_t comma = text.find(',');
+      const std::string_view part = text.substr(0, comma);
+      int64_t pid = 0;
+      auto [ptr, ec] = std::from_chars(part.data(), part.data() + part.size(), pid);
+      if (ec != std::errc() || ptr != part.data() + part.size() || pid <= 0) {
+        return base::InvalidArgument(
+            "exclude_pid={}: not a list of process ids; give positive numbers "
+            "(exclude_pid=4242,4243)",
+            it->second);
+      }
+      if (query.exclude_pids.size() == kMaxExcludedPids) {
+        return base::InvalidArgument(
+            "exclude_pid=: more than {} processes; leave fewer out, or name one with pid=",
+            kMaxExcludedPids);
+      }
+      query.exclude_pids.push_back(pid);
+      if (comma == std::string_view::npos) break;
+      text.remove_prefix(comma + 1);
+    }
+  }
+  if (!query.exclude_pids.empty() && query.pid != 0) {
+    return base::InvalidArgument(
+        "pid= and exclude_pid= together: pid= names one process; drop one of them");
+  }
+  return base::OkStatus();
+}
+
 // kind= of the merged profile: one kind, or several joined by '+' (a space once URL-decoded)
 // or ',', e.g. kind=cpu+gpu, which merge one process's profiles (entity= or pid= required).
 base::Status ParseMergeKinds(const Params& params, query::MergeRequest& request) {
@@ -441,6 +478,9 @@ void ApiServer::Profiles(const httplib::Request& req, httplib::Response& res) {
     return SendError(res, 400, pid.error().message());
   }
   q.pid = *pid;
+  if (base::Status st = ParseExcludePids(params, q); !st.ok()) {
+    return SendError(res, 400, st.message());
+  }
   SendList(res, storage_.ListProfiles(q), "profiles", query::ProfileMetaJson);
 }
 
@@ -487,6 +527,9 @@ void ApiServer::MergedProfile(const httplib::Request& req, httplib::Response& re
     return SendError(res, 400, pid.error().message());
   }
   request.query.pid = *pid;
+  if (base::Status st = ParseExcludePids(params, request.query); !st.ok()) {
+    return SendError(res, 400, st.message());
+  }
   if (base::Status st = ParseMergeKinds(params, request); !st.ok()) {
     return SendError(res, 400, st.message());
   }

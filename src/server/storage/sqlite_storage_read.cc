@@ -549,9 +549,17 @@ Result<std::vector<ProfileMeta>> SqliteStorage::ListProfiles(const ProfileQuery&
                        " FROM profiles p JOIN hosts h ON h.id = p.host_id "
                        "WHERE p.start_ms < ?2 AND p.end_ms > ?1 AND (?3 = '' OR h.name = ?3) "
                        "AND (?4 = '' OR p.entity = ?4) AND (?5 = '' OR p.kind = ?5) "
-                       "AND (?6 = 0 OR p.pid = ?6) ORDER BY p.start_ms DESC, p.id DESC LIMIT ?7"));
+                       "AND (?6 = 0 OR p.pid = ?6) "
+                       "AND (?8 = '' OR instr(?8, ',' || p.pid || ',') = 0) "
+                       "ORDER BY p.start_ms DESC, p.id DESC LIMIT ?7"));
+        // The excluded pids as ",1,2,3,": a pid is excluded when ",<pid>," occurs in it.
+        std::string excluded;
+        for (int64_t pid : query.exclude_pids) {
+          excluded += (excluded.empty() ? "," : "") + std::to_string(pid) + ",";
+        }
         stmt.Bind(ToMs(query.start), ToMs(query.end), query.host, query.entity, query.kind,
-                  query.pid, static_cast<int64_t>(std::min<size_t>(query.limit, INT64_MAX)));
+                  query.pid, static_cast<int64_t>(std::min<size_t>(query.limit, INT64_MAX)),
+                  excluded);
         std::vector<ProfileMeta> out;
         WARPSCOPE_RETURN_IF_ERROR(
             stmt.ForEachRow([&](const Statement& row) { out.push_back(ReadProfileMeta(row)); }));

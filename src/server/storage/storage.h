@@ -237,6 +237,7 @@ struct ProfileQuery {
   std::string entity;
   std::string kind;
   int64_t pid = 0;
+  std::vector<int64_t> exclude_pids;  // none of these processes' profiles (a chart's "others")
   base::TimePoint start;
   base::TimePoint end;
   size_t limit = 100;  // the newest `limit` (by window start)
