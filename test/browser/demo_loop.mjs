@@ -5,8 +5,9 @@
 // host's GPU tab the user picks GPU 3's line of the utilization chart (with the keyboard
 // crosshair: the eight lines run within a few percent of each other, so a mouse position could
 // land on a neighbour) and opens it: the profile panel shows the kernels of GPU 3's process with
-// their Python launch sites; the profile kind menu then shows the CPU flamegraph of the same
-// process, its image decoding included. Screenshots go to --out.
+// their Python launch sites, and by PC samples their SASS instructions and stall reasons; the
+// profile kind menu then shows the CPU flamegraph of the same process, its image decoding
+// included. Screenshots go to --out.
 //
 //   node demo_loop.mjs --warpscope <build>/bin/warpscope --out <build>/test-output/browser \
 //        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
@@ -46,6 +47,8 @@ async function main() {
   }, 120_000);
   check(names(gpuTree.root).some((n) => /train\.py/.test(n) || n === 'train_step'), 'the stored GPU profile has the workload\'s Python launch sites');
   await until('the workload\'s CPU profile', async () => (await merged('cpu')).profiles > 0, 60_000);
+  // PC samples of its GEMMs (up samples PCs with --simulate): the third sample type.
+  await until('PC samples in the workload\'s GPU profile', async () => ((await merged('gpu')).root.total[2] ?? 0) > 0, 60_000);
 
   const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, colorScheme: 'light' });
   const page = await context.newPage();
@@ -81,6 +84,19 @@ async function main() {
   let t = await table();
   check(/gemm/.test(t) && /train\.py:\d+/.test(t), `the profile shows GPU 3's kernels and their Python launch sites (${t.slice(0, 300)})`);
   await shot('demo-01-gpu3-kernels');
+
+  // The same kernels by PC samples: SASS instructions and the warps' stall reasons under them.
+  await page.locator('select[aria-label="Sample type"]').selectOption({ label: 'pc_samples (count)' });
+  await page.waitForURL(/pv=2/);
+  await page.waitForFunction(() => /\[stall\] /.test(document.querySelector('[data-testid=top-functions]')?.textContent ?? ''));
+  t = await table();
+  check(/\[stall\] long_scoreboard/.test(t), `by PC samples the stall reasons lead the top functions (${t.slice(0, 300)})`);
+  // Every PC sample is under a SASS instruction of a GEMM: searching for them matches it all.
+  await page.locator('[data-testid=flame-search]').fill('^\\[sass\\] 0x[0-9a-f]{4}');
+  await page.waitForFunction(() => /100 % of the window matches/.test(document.querySelector('[data-testid=profile-panel]')?.textContent ?? ''));
+  check(true, 'every PC sample is under a SASS instruction offset ([sass] 0x....)');
+  await shot('demo-01b-gpu3-stalls');
+  await page.locator('[data-testid=flame-search]').fill('');
 
   // The same process's CPU flamegraph, from the profile kind menu.
   await page.locator('select[aria-label="Profile kind"]').selectOption('cpu');
