@@ -85,18 +85,7 @@ async function main() {
   check(/gemm/.test(t) && /train\.py:\d+/.test(t), `the profile shows GPU 3's kernels and their Python launch sites (${t.slice(0, 300)})`);
   await shot('demo-01-gpu3-kernels');
 
-  // The same kernels by PC samples: SASS instructions and the warps' stall reasons under them.
-  await page.locator('select[aria-label="Sample type"]').selectOption({ label: 'pc_samples (count)' });
-  await page.waitForURL(/pv=2/);
-  await page.waitForFunction(() => /\[stall\] /.test(document.querySelector('[data-testid=top-functions]')?.textContent ?? ''));
-  t = await table();
-  check(/\[stall\] long_scoreboard/.test(t), `by PC samples the stall reasons lead the top functions (${t.slice(0, 300)})`);
-  // Every PC sample is under a SASS instruction of a GEMM: searching for them matches it all.
-  await page.locator('[data-testid=flame-search]').fill('^\\[sass\\] 0x[0-9a-f]{4}');
-  await page.waitForFunction(() => /100 % of the window matches/.test(document.querySelector('[data-testid=profile-panel]')?.textContent ?? ''));
-  check(true, 'every PC sample is under a SASS instruction offset ([sass] 0x....)');
-  await shot('demo-01b-gpu3-stalls');
-  await page.locator('[data-testid=flame-search]').fill('');
+  const gpuView = new URL(page.url());
 
   // The same process's CPU flamegraph, from the profile kind menu.
   await page.locator('select[aria-label="Profile kind"]').selectOption('cpu');
@@ -107,6 +96,20 @@ async function main() {
   t = await table();
   check(/decode|Decode/.test(t), `the CPU flamegraph of the same process shows its image decoding (${t.slice(0, 300)})`);
   await shot('demo-02-cpu-same-process');
+
+  // The same kernels by PC samples: SASS instructions and the warps' stall reasons under them.
+  await page.goto(gpuView.href);
+  await page.locator('[data-testid=flamegraph] canvas').waitFor();
+  await page.locator('select[aria-label="Sample type"]').selectOption({ label: 'pc_samples (count)' });
+  await page.waitForURL(/pv=2/);
+  await page.waitForFunction(() => /\[stall\] /.test(document.querySelector('[data-testid=top-functions]')?.textContent ?? ''));
+  t = await table();
+  check(/\[stall\] long_scoreboard/.test(t), `by PC samples the stall reasons lead the top functions (${t.slice(0, 300)})`);
+  // Every PC sample is under a SASS instruction of a GEMM: searching for them matches it all.
+  await page.locator('[data-testid=flame-search]').fill('^\\[sass\\] 0x[0-9a-f]{4}');
+  await page.waitForFunction(() => /100 % of the window matches/.test(document.querySelector('[data-testid=profile-panel]')?.textContent ?? ''));
+  check(true, 'every PC sample is under a SASS instruction offset ([sass] 0x....)');
+  await shot('demo-03-gpu3-stalls');
 
   check(errors.length === 0, `no console errors (${errors.join(' | ')})`);
 }

@@ -250,7 +250,8 @@ export class ProfilePanel {
     search.addEventListener('input', () => {
       for (const f of this.flames) f.setSearch(search.value);
       window.clearTimeout(timer);
-      timer = window.setTimeout(() => change({ search: search.value || undefined }), 400);
+      // A panel closed or replaced since (another kind, process, filter) keeps its new URL.
+      timer = window.setTimeout(() => this.aborter.signal.aborted || change({ search: search.value || undefined }), 400);
     });
     if (ref.search) for (const f of this.flames) f.setSearch(ref.search);
   }
