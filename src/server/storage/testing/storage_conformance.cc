@@ -48,8 +48,6 @@ using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-// A whole hour (2023-11-14T22:00:00Z), so minute and hour buckets line up with the windows.
-const base::TimePoint kT0 = base::FromUnixNanos(1'699'999'200'000'000'000);
 
 MetricInfo Utilization() {
   return MetricInfo{"gpu.utilization",  model::MetricKind::kGauge, "1",

@@ -23,6 +23,7 @@
 
 #include "base/status.h"
 #include "base/testing/temp_dir.h"
+#include "base/time.h"
 #include "server/storage/storage.h"
 
 namespace warpscope::server {
@@ -43,6 +44,11 @@ void PrintTo(const StorageBackend& backend, std::ostream* os);
 std::string StorageBackendName(const ::testing::TestParamInfo<StorageBackend>& info);
 
 class StorageConformanceTest : public ::testing::TestWithParam<StorageBackend> {
+ public:
+  // The suite's epoch: a whole hour (2023-11-14T22:00:00Z), so minute and hour buckets line up
+  // with the windows.
+  static inline const base::TimePoint kT0 = base::FromUnixNanos(1'699'999'200'000'000'000);
+
  protected:
   void SetUp() override;
   void TearDown() override;

@@ -18,8 +18,6 @@ using std::chrono::hours;
 using std::chrono::minutes;
 using std::chrono::seconds;
 
-// A whole hour (2023-11-14T22:00:00Z), as in storage_conformance.cc.
-const base::TimePoint kT0 = base::FromUnixNanos(1'699'999'200'000'000'000);
 
 TEST_P(StorageConformanceTest, ProfilesRoundTrip) {
   std::string data("\x1f\x8b\x00binary\xff", 10);
