@@ -355,6 +355,8 @@ export class TimeChart {
   // The keyboard's crosshair: the x index and the line it is on.
   private keyIdx = -1;
   private keyLine = 0;
+  // Whether the plot has drawn since it was built (uPlot draws in a microtask after the build).
+  private drawn = false;
 
   constructor(private readonly el: HTMLElement, spec: ChartSpec) {
     this.spec = spec;
@@ -397,9 +399,11 @@ export class TimeChart {
     this.refreshLegend(aligned.clamped);
   }
 
-  // Draws again (e.g. after markers were added to the spec's list).
+  // Draws again (e.g. after markers were added to the spec's list). A chart not drawn yet reads
+  // the list when it draws; uPlot's redraw(false) then would also drop the pending first layout
+  // of its axes (it clears the size convergence that the build queued).
   redraw(): void {
-    this.plot?.redraw(false);
+    if (this.drawn) this.plot?.redraw(false);
   }
 
   destroy(): void {
@@ -474,6 +478,7 @@ export class TimeChart {
     this.plot?.destroy();
     this.el.textContent = '';
     this.keyIdx = -1;
+    this.drawn = false;
     const spec = this.spec;
     this.lines = topLines(spec.lines, spec.maxLines);
     const stacked = !!spec.stacked;
@@ -556,6 +561,11 @@ export class TimeChart {
       legend: { show: false },
       plugins: [markersPlugin(() => this.spec.markers ?? [], () => this.lines.map((l) => l.label)), limitsPlugin(() => this.spec.limits ?? [])],
       hooks: {
+        draw: [
+          () => {
+            this.drawn = true;
+          },
+        ],
         setCursor: [
           (u: uPlot) => {
             this.showValues();

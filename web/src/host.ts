@@ -214,21 +214,19 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
     // six connections to a host: seventeen separate requests would go in waves).
     const q = new QueryBatcher();
     const markers: Marker[] = [];
-    const withMarkers = loadMarkers(c, host, gpus, eventsBox, q).then((list) => {
+    // Markers join the charts' list as soon as they come; the charts drawn before draw again.
+    const addMarkers = (list: Marker[]) => {
       markers.push(...list);
       if (list.length) widgets.forEach((w) => w.chart?.redraw());
-    });
+    };
+    const withMarkers = loadMarkers(c, host, gpus, eventsBox, q, addMarkers);
     // Findings: a strip above the charts and bands on them.
     const withFindings = findingMarkers(c, host, (id) => gpuLabel(gpus.get(id), id)).then(({ open, bands }) => {
       findingsStrip(findingsBox, open, c);
-      markers.push(...bands);
-      if (bands.length) widgets.forEach((w) => w.chart?.redraw());
+      addMarkers(bands);
     });
     // The windows that have profiles: a strip under every chart.
-    const withProfiles = profileMarks(host, c.start, c.end).then((list) => {
-      markers.push(...list);
-      if (list.length) widgets.forEach((w) => w.chart?.redraw());
-    }).catch(() => undefined);
+    const withProfiles = profileMarks(host, c.start, c.end).then(addMarkers).catch(() => undefined);
     await Promise.all([withMarkers, withFindings, withProfiles, ...loaders.map((l) => l(c, markers, q))]);
   };
   await render(ctx);
@@ -238,8 +236,10 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
   };
 }
 
-// XID and other events from the events API, throttling from the clock event reasons.
-async function loadMarkers(c: ViewContext, host: string, gpus: Map<string, Gpu>, box: HTMLElement, q: QueryBatcher): Promise<Marker[]> {
+// XID and other events from the events API, throttling from the clock event reasons, given to
+// `add` in the same microtask as the batch answer that carries the throttling: the charts that
+// answer builds have not drawn yet and draw them the first time (no second draw of every chart).
+async function loadMarkers(c: ViewContext, host: string, gpus: Map<string, Gpu>, box: HTMLElement, q: QueryBatcher, add: (list: Marker[]) => void): Promise<void> {
   const known = await knownMetrics();
   const [events, throttle] = await Promise.all([
     getJson<{ events: EventRecord[] }>('/api/v1/events', { host, start: c.start, end: c.end, limit: 200 }),
@@ -266,6 +266,7 @@ async function loadMarkers(c: ViewContext, host: string, gpus: Map<string, Gpu>,
   }
   for (const [t, set] of throttled) markers.push({ time: t, kind: 'throttle', label: `Clocks throttled: ${[...set].join(', ')}` });
   markers.sort((a, b) => a.time - b.time);
+  add(markers);
   if (markers.length === 0) {
     box.replaceChildren();
   } else {
@@ -279,7 +280,6 @@ async function loadMarkers(c: ViewContext, host: string, gpus: Map<string, Gpu>,
       ),
     );
   }
-  return markers;
 }
 
 function buildGpuTab(
