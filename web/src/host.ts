@@ -77,11 +77,16 @@ function sumPoints(lists: Point[][]): Point[] {
   return [...m.entries()].sort((a, b) => a[0] - b[0]);
 }
 
+// The step of a read of latest values: an hour's buckets come from the hourly rollups, so a
+// day's read is 25 points per GPU instead of the chart step's 300 (of which one is used).
+const LATEST_STEP_S = 3600;
+
 // The latest value of a per-GPU metric on each GPU of the host (all of them, or `gpu` alone).
 async function latestPerGpu(metric: string, c: ViewContext, host: string, q: QueryBatcher, gpu?: string): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   if (!(await knownMetrics()).has(metric)) return out;
-  const r = await q.get<RangeResponse>('/api/v1/query_range', { metric, host, kind: 'gpu', start: c.start, end: c.end });
+  const step = `${Math.min(LATEST_STEP_S, Math.max(10, Math.ceil(c.end - c.start)))}s`;
+  const r = await q.get<RangeResponse>('/api/v1/query_range', { metric, host, kind: 'gpu', start: c.start, end: c.end, step, agg: 'last' });
   for (const s of r.series) {
     if (gpu && s.entity !== gpu) continue;
     for (let k = s.points.length - 1; k >= 0; k--) {
