@@ -151,6 +151,9 @@ async function stackBounds(unit: string, c: ViewContext, host: string, q: QueryB
 export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<View> {
   const host = ctx.state.host!;
   const tab = ctx.state.tab;
+  // Every chart reads the metric list before its query: asked for with the GPU list, not after it
+  // (a round trip less before the charts' batch goes out). A failure shows in the charts' own call.
+  knownMetrics().catch(() => undefined);
   const gpuEntities = await getJson<{ entities: EntityRecord[] }>('/api/v1/entities', { host, kind: 'gpu', limit: 1000 });
   if (gpuEntities.entities.length === 0 && !(await hostKnown(host))) {
     return unknownCard(root, ctx, 'Unknown host', `The server has no data from a host named ${host}: check the name, or whether its agent sends to this server (warpscope agent --server).`);
