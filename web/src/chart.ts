@@ -103,8 +103,17 @@ export function paletteColor(i: number): string {
   return PALETTE[i % PALETTE.length];
 }
 
+// The theme's colours, read once per theme: getComputedStyle brings the page's style up to date
+// first, and a view builds and draws a dozen charts, each changing the page, in one task.
+const themeColors = new Map<string, string>();
+
 function cssVar(name: string): string {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
+  const key = `${document.documentElement.dataset.theme ?? ''}:${name}`;
+  const known = themeColors.get(key);
+  if (known !== undefined) return known;
+  const v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  if (v) themeColors.set(key, v); // none yet (the style sheet still loading): read again next time
+  return v || '#888';
 }
 
 // One x axis for every line (the union of their times), gaps as null (absent is never zero).
