@@ -107,8 +107,17 @@ export function paletteColor(i: number): string {
   return PALETTE[i % PALETTE.length];
 }
 
+// The theme's colours, read once per theme: getComputedStyle brings the page's style up to date
+// first, and a view builds and draws a dozen charts, each changing the page, in one task.
+const themeColors = new Map<string, string>();
+
 function cssVar(name: string): string {
-  return getComputedStyle(document.documentElement).getPropertyValue(name).trim() || '#888';
+  const key = `${document.documentElement.dataset.theme ?? ''}:${name}`;
+  const known = themeColors.get(key);
+  if (known !== undefined) return known;
+  const v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
+  if (v) themeColors.set(key, v); // none yet (the style sheet still loading): read again next time
+  return v || '#888';
 }
 
 // One x axis for every line (the union of their times), gaps as null (absent is never zero).
@@ -116,16 +125,7 @@ function cssVar(name: string): string {
 // leaves the stack (its line stops) instead of running on along the lines below it. With a cap,
 // cumulative sums above it are clamped to it; `clamped` lists the x indexes where that happened.
 function align(lines: ChartLine[], stacked: boolean, cap?: number): { data: uPlot.AlignedData; clamped: number[] } {
-  const times = new Set<number>();
-  for (const l of lines) for (const p of l.points) times.add(p[0]);
-  const xs = Float64Array.from([...times].sort((a, b) => a - b));
-  const index = new Map<number, number>();
-  xs.forEach((t, i) => index.set(t, i));
-  const ys: (number | null)[][] = lines.map((l) => {
-    const y: (number | null)[] = new Array(xs.length).fill(null);
-    for (const [t, v] of l.points) y[index.get(t)!] = v;
-    return y;
-  });
+  const { xs, ys } = alignedValues(lines);
   const clamped = new Set<number>();
   if (stacked) {
     // Cumulative sums, drawn top line first so each area is visible above the next.
@@ -144,6 +144,39 @@ function align(lines: ChartLine[], stacked: boolean, cap?: number): { data: uPlo
     return { data: [xs as unknown as number[], ...cum.reverse()] as uPlot.AlignedData, clamped: [...clamped].sort((a, b) => a - b) };
   }
   return { data: [xs as unknown as number[], ...ys] as uPlot.AlignedData, clamped: [] };
+}
+
+// The union of the lines' times, and each line's values at them (null where it has none).
+function alignedValues(lines: ChartLine[]): { xs: Float64Array; ys: (number | null)[][] } {
+  const first = lines[0]?.points ?? [];
+  // Usually every line has the same times (one series per GPU from one query, bucketed alike):
+  // they are the axis as they are. A view aligns a dozen charts while its code is still cold,
+  // where the general way's set, sort and map cost milliseconds a chart.
+  if (increasing(first) && lines.every((l) => sameTimes(l.points, first))) {
+    return { xs: Float64Array.from(first, (p) => p[0]), ys: lines.map((l) => l.points.map((p) => p[1])) };
+  }
+  const times = new Set<number>();
+  for (const l of lines) for (const p of l.points) times.add(p[0]);
+  const xs = Float64Array.from([...times].sort((a, b) => a - b));
+  const index = new Map<number, number>();
+  xs.forEach((t, i) => index.set(t, i));
+  const ys = lines.map((l) => {
+    const y: (number | null)[] = new Array(xs.length).fill(null);
+    for (const [t, v] of l.points) y[index.get(t)!] = v;
+    return y;
+  });
+  return { xs, ys };
+}
+
+function increasing(points: Point[]): boolean {
+  for (let i = 1; i < points.length; i++) if (!(points[i][0] > points[i - 1][0])) return false;
+  return true;
+}
+
+function sameTimes(a: Point[], b: Point[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i][0] !== b[i][0]) return false;
+  return true;
 }
 
 // What a legend shows without a cursor: the line's value at the chart's latest time (its last
@@ -359,6 +392,8 @@ export class TimeChart {
   // The keyboard's crosshair: the x index and the line it is on.
   private keyIdx = -1;
   private keyLine = 0;
+  // Whether the plot has drawn since it was built (uPlot draws in a microtask after the build).
+  private drawn = false;
 
   constructor(private readonly el: HTMLElement, spec: ChartSpec) {
     this.spec = spec;
@@ -401,9 +436,11 @@ export class TimeChart {
     this.refreshLegend(aligned.clamped);
   }
 
-  // Draws again (e.g. after markers were added to the spec's list).
+  // Draws again (e.g. after markers were added to the spec's list). A chart not drawn yet reads
+  // the list when it draws; uPlot's redraw(false) then would also drop the pending first layout
+  // of its axes (it clears the size convergence that the build queued).
   redraw(): void {
-    this.plot?.redraw(false);
+    if (this.drawn) this.plot?.redraw(false);
   }
 
   destroy(): void {
@@ -478,6 +515,7 @@ export class TimeChart {
     this.plot?.destroy();
     this.el.textContent = '';
     this.keyIdx = -1;
+    this.drawn = false;
     const spec = this.spec;
     this.lines = topLines(spec.lines, spec.maxLines);
     const stacked = !!spec.stacked;
@@ -560,6 +598,11 @@ export class TimeChart {
       legend: { show: false },
       plugins: [markersPlugin(() => this.spec.markers ?? [], () => this.lines.map((l) => l.label)), limitsPlugin(() => this.spec.limits ?? [])],
       hooks: {
+        draw: [
+          () => {
+            this.drawn = true;
+          },
+        ],
         setCursor: [
           (u: uPlot) => {
             this.showValues();

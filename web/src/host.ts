@@ -77,11 +77,16 @@ function sumPoints(lists: Point[][]): Point[] {
   return [...m.entries()].sort((a, b) => a[0] - b[0]);
 }
 
+// The step of a read of latest values: an hour's buckets come from the hourly rollups, so a
+// day's read is 25 points per GPU instead of the chart step's 300 (of which one is used).
+const LATEST_STEP_S = 3600;
+
 // The latest value of a per-GPU metric on each GPU of the host (all of them, or `gpu` alone).
 async function latestPerGpu(metric: string, c: ViewContext, host: string, q: QueryBatcher, gpu?: string): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   if (!(await knownMetrics()).has(metric)) return out;
-  const r = await q.get<RangeResponse>('/api/v1/query_range', { metric, host, kind: 'gpu', start: c.start, end: c.end });
+  const step = `${Math.min(LATEST_STEP_S, Math.max(10, Math.ceil(c.end - c.start)))}s`;
+  const r = await q.get<RangeResponse>('/api/v1/query_range', { metric, host, kind: 'gpu', start: c.start, end: c.end, step, agg: 'last' });
   for (const s of r.series) {
     if (gpu && s.entity !== gpu) continue;
     for (let k = s.points.length - 1; k >= 0; k--) {
@@ -146,6 +151,9 @@ async function stackBounds(unit: string, c: ViewContext, host: string, q: QueryB
 export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<View> {
   const host = ctx.state.host!;
   const tab = ctx.state.tab;
+  // Every chart reads the metric list before its query: asked for with the GPU list, not after it
+  // (a round trip less before the charts' batch goes out). A failure shows in the charts' own call.
+  knownMetrics().catch(() => undefined);
   const gpuEntities = await getJson<{ entities: EntityRecord[] }>('/api/v1/entities', { host, kind: 'gpu', limit: 1000 });
   if (gpuEntities.entities.length === 0 && !(await hostKnown(host))) {
     return unknownCard(root, ctx, 'Unknown host', `The server has no data from a host named ${host}: check the name, or whether its agent sends to this server (warpscope agent --server).`);
@@ -214,21 +222,19 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
     // six connections to a host: seventeen separate requests would go in waves).
     const q = new QueryBatcher();
     const markers: Marker[] = [];
-    const withMarkers = loadMarkers(c, host, gpus, eventsBox, q).then((list) => {
+    // Markers join the charts' list as soon as they come; the charts drawn before draw again.
+    const addMarkers = (list: Marker[]) => {
       markers.push(...list);
       if (list.length) widgets.forEach((w) => w.chart?.redraw());
-    });
+    };
+    const withMarkers = loadMarkers(c, host, gpus, eventsBox, q, addMarkers);
     // Findings: a strip above the charts and bands on them.
     const withFindings = findingMarkers(c, host, (id) => gpuLabel(gpus.get(id), id)).then(({ open, bands }) => {
       findingsStrip(findingsBox, open, c);
-      markers.push(...bands);
-      if (bands.length) widgets.forEach((w) => w.chart?.redraw());
+      addMarkers(bands);
     });
     // The windows that have profiles: a strip under every chart.
-    const withProfiles = profileMarks(host, c.start, c.end).then((list) => {
-      markers.push(...list);
-      if (list.length) widgets.forEach((w) => w.chart?.redraw());
-    }).catch(() => undefined);
+    const withProfiles = profileMarks(host, c.start, c.end).then(addMarkers).catch(() => undefined);
     await Promise.all([withMarkers, withFindings, withProfiles, ...loaders.map((l) => l(c, markers, q))]);
   };
   await render(ctx);
@@ -238,8 +244,10 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
   };
 }
 
-// XID and other events from the events API, throttling from the clock event reasons.
-async function loadMarkers(c: ViewContext, host: string, gpus: Map<string, Gpu>, box: HTMLElement, q: QueryBatcher): Promise<Marker[]> {
+// XID and other events from the events API, throttling from the clock event reasons, given to
+// `add` in the same microtask as the batch answer that carries the throttling: the charts that
+// answer builds have not drawn yet and draw them the first time (no second draw of every chart).
+async function loadMarkers(c: ViewContext, host: string, gpus: Map<string, Gpu>, box: HTMLElement, q: QueryBatcher, add: (list: Marker[]) => void): Promise<void> {
   const known = await knownMetrics();
   const [events, throttle] = await Promise.all([
     getJson<{ events: EventRecord[] }>('/api/v1/events', { host, start: c.start, end: c.end, limit: 200 }),
@@ -266,6 +274,7 @@ async function loadMarkers(c: ViewContext, host: string, gpus: Map<string, Gpu>,
   }
   for (const [t, set] of throttled) markers.push({ time: t, kind: 'throttle', label: `Clocks throttled: ${[...set].join(', ')}` });
   markers.sort((a, b) => a.time - b.time);
+  add(markers);
   if (markers.length === 0) {
     box.replaceChildren();
   } else {
@@ -279,7 +288,6 @@ async function loadMarkers(c: ViewContext, host: string, gpus: Map<string, Gpu>,
       ),
     );
   }
-  return markers;
 }
 
 function buildGpuTab(
