@@ -11,7 +11,7 @@ build_pkgs=(cmake ninja-build g++ pkg-config libcpp-httplib-dev nlohmann-json3-d
   libcli11-dev libfmt-dev libexpected-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libsqlite3-dev libsnappy-dev libssl-dev libelf-dev libdw-dev
   python3-dev)
-test_pkgs=(prometheus prometheus-node-exporter curl chromium gdb linux-perf)
+test_pkgs=(prometheus prometheus-alertmanager prometheus-node-exporter curl chromium gdb linux-perf)
 
 want=("${build_pkgs[@]}")
 # The web UI is built with npm; Debian's nodejs/npm when the machine has no npm of its own.

@@ -38,6 +38,10 @@ namespace insights {
 class FindingStore;
 class InsightEngine;
 }  // namespace insights
+namespace alerts {
+class AlertNotifier;
+class AlertSender;
+}  // namespace alerts
 }  // namespace warpscope::server
 
 namespace warpscope::cli {
@@ -65,6 +69,8 @@ struct UpOptions {
   int agent_port = 9400;
   // With `simulate`: the scenario's demo workloads to run, "all", "none" or GPU indices.
   std::string workloads = "all";
+  // Alertmanagers the server pushes findings to (docs/alerts.md).
+  std::vector<std::string> alertmanager_urls;
 };
 int RunUp(const UpOptions& options);
 std::string DefaultUpDataDir();
@@ -140,12 +146,17 @@ class ServerProcess {
   ServerProcess(base::TaskRunner& runner, const base::Clock& clock);
   void ScheduleCompaction();
   void ScheduleInsights();
+  // After an evaluation: the alerts due now go to Alertmanager.
+  void NotifyAlerts();
 
   base::TaskRunner& runner_;
   const base::Clock& clock_;
   std::unique_ptr<server::SqliteStorage> storage_;
   std::unique_ptr<server::insights::FindingStore> finding_store_;
   std::unique_ptr<server::insights::InsightEngine> insights_;  // null when insights are off
+  // Null without --alertmanager-url.
+  std::unique_ptr<server::alerts::AlertNotifier> alert_notifier_;
+  std::unique_ptr<server::alerts::AlertSender> alert_sender_;
   std::unique_ptr<server::ApiServer> api_;
   int port_ = 0;
   base::Duration compact_interval_{0};

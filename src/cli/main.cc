@@ -10,6 +10,7 @@
 #include "cli/commands.h"
 #include "cli/profile_flags.h"
 #include "cli/server_flags.h"
+#include "server/alerts/alert_sender.h"
 
 namespace {
 
@@ -62,8 +63,9 @@ int main(int argc, char** argv) {
       "--cuda-pc-sampling", up_options.cuda_pc_sampling,
       "PC sampling (warp stall reasons per SASS instruction) in the CUDA profiles of injected "
       "applications; on by default with --simulate");
-  up_cmd->add_flag("--no-cuda-pc-sampling", up_options.no_cuda_pc_sampling,
-                   "No PC sampling, not even with --simulate")
+  up_cmd
+      ->add_flag("--no-cuda-pc-sampling", up_options.no_cuda_pc_sampling,
+                 "No PC sampling, not even with --simulate")
       ->excludes(pc_on);
   up_cmd->add_option("--data-dir", up_options.data_dir, "Database, token and spool")
       ->envname("WARPSCOPE_UP_DATA_DIR")
@@ -80,6 +82,11 @@ int main(int argc, char** argv) {
                    "as 0,3)")
       ->envname("WARPSCOPE_UP_WORKLOADS")
       ->capture_default_str();
+  up_cmd
+      ->add_option("--alertmanager-url", up_options.alertmanager_urls,
+                   "Push findings as alerts to this Alertmanager (http://host:9093; repeatable)")
+      ->envname("WARPSCOPE_ALERTMANAGER_URL")
+      ->delimiter(',');
 
   CLI::App* profile_cmd = app.add_subcommand(
       "profile",
@@ -121,6 +128,13 @@ int main(int argc, char** argv) {
     return warpscope::cli::RunProfile(options);
   }
   if (*up_cmd) {
+    for (const std::string& url : up_options.alertmanager_urls) {
+      warpscope::base::Status st = warpscope::server::alerts::ValidateAlertmanagerUrl(url);
+      if (!st.ok()) {
+        std::fprintf(stderr, "warpscope up: %s\n", st.message().c_str());
+        return 2;
+      }
+    }
     return warpscope::cli::RunUp(up_options);
   }
   if (*server_cmd) {

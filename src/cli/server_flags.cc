@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/server_flags.h"
 
+#include "server/alerts/alert_sender.h"
+
 namespace warpscope::cli {
 namespace {
 
@@ -15,8 +17,7 @@ class InsightSectionReader final : public CLI::ConfigTOML {
   std::vector<CLI::ConfigItem> from_config(std::istream& input) const override {
     std::vector<CLI::ConfigItem> items = CLI::ConfigTOML::from_config(input);
     std::erase_if(items, [&](const CLI::ConfigItem& item) {
-      if (item.parents.size() < 2 || item.parents[0] != "server" ||
-          item.parents[1] != "insights") {
+      if (item.parents.size() < 2 || item.parents[0] != "server" || item.parents[1] != "insights") {
         return false;
       }
       // "++" and "--" open and close the section; a key of a deeper section is named in full.
@@ -93,6 +94,22 @@ void ServerFlags::Register(CLI::App& sub) {
                  "Price of one GPU-hour, for the cost of the GPU time each finding loses")
       ->envname("WARPSCOPE_GPU_HOUR_PRICE")
       ->capture_default_str();
+  sub.add_option("--alertmanager-url", alertmanager_urls_,
+                 "Push findings as alerts to this Alertmanager (http://host:9093; repeatable)")
+      ->envname("WARPSCOPE_ALERTMANAGER_URL")
+      ->delimiter(',');
+  sub.add_option("--alert-severity", alert_severity_,
+                 "Lowest severity of findings sent as alerts: page, ticket or info")
+      ->envname("WARPSCOPE_ALERT_SEVERITY")
+      ->capture_default_str();
+  sub.add_option("--alert-resend-interval", alert_resend_interval_,
+                 "How often firing and recently resolved alerts are sent again")
+      ->envname("WARPSCOPE_ALERT_RESEND_INTERVAL")
+      ->capture_default_str();
+  sub.add_option("--external-url", external_url_,
+                 "The web UI's address as people reach it, for the links in alerts (default: "
+                 "http:// and --listen-address)")
+      ->envname("WARPSCOPE_EXTERNAL_URL");
 }
 
 server::insights::EngineOptions InsightEngineOptions(const server::ServerConfig& config) {
@@ -114,6 +131,12 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
   config.max_body_bytes = max_body_bytes_;
   config.max_series_per_host = max_series_per_host_;
   config.gpu_hour_price = gpu_hour_price_;
+  config.alertmanager_urls = alertmanager_urls_;
+  config.alert_severity = alert_severity_;
+  config.external_url = external_url_;
+  for (const std::string& url : config.alertmanager_urls) {
+    WARPSCOPE_RETURN_IF_ERROR(server::alerts::ValidateAlertmanagerUrl(url));
+  }
   for (const auto& [key, value] : *insight_settings_) {
     WARPSCOPE_RETURN_IF_ERROR(server::insights::SetInsightConfig(config.insights, key, value));
   }
@@ -121,11 +144,13 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
     const std::string& text;
     const char* flag;
     base::Duration* out;
-  } durations[] = {{retention_raw_, "--retention-raw", &config.raw_retention},
-                   {retention_1m_, "--retention-1m", &config.minute_retention},
-                   {retention_1h_, "--retention-1h", &config.hour_retention},
-                   {compact_interval_, "--compact-interval", &config.compact_interval},
-                   {insights_interval_, "--insights-interval", &config.insights_interval}};
+  } durations[] = {
+      {retention_raw_, "--retention-raw", &config.raw_retention},
+      {retention_1m_, "--retention-1m", &config.minute_retention},
+      {retention_1h_, "--retention-1h", &config.hour_retention},
+      {compact_interval_, "--compact-interval", &config.compact_interval},
+      {insights_interval_, "--insights-interval", &config.insights_interval},
+      {alert_resend_interval_, "--alert-resend-interval", &config.alert_resend_interval}};
   for (auto& d : durations) {
     auto parsed = base::ParseDuration(d.text);
     if (!parsed) return parsed.error().WithContext(d.flag);

@@ -44,6 +44,10 @@ class ServerFlags {
   std::string compact_interval_ = "1m";
   std::string insights_interval_ = "10s";
   double gpu_hour_price_ = defaults_.gpu_hour_price;
+  std::vector<std::string> alertmanager_urls_;
+  std::string alert_severity_ = defaults_.alert_severity;
+  std::string alert_resend_interval_ = "1m";
+  std::string external_url_;
 };
 
 // The insights engine's options for `config`: its thresholds and the price of a GPU-hour.

@@ -67,10 +67,9 @@ fleet-drop = 0.2   # twenty points
 TEST(ServerFlagsTest, AThresholdOutOfRangeNamesTheKeyItsValueAndTheRange) {
   base::TempDir dir;
   server::ServerConfig config;
-  base::Status st =
-      Parse({"--config=" + ConfigFile(dir, "[server.insights]\nthermal-outlier-c = 0.1\n"),
-             "server"},
-            config);
+  base::Status st = Parse(
+      {"--config=" + ConfigFile(dir, "[server.insights]\nthermal-outlier-c = 0.1\n"), "server"},
+      config);
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.code(), base::StatusCode::kInvalidArgument);
   EXPECT_NE(st.message().find("thermal-outlier-c = 0.1"), std::string::npos) << st.message();
@@ -85,10 +84,9 @@ TEST(ServerFlagsTest, AThresholdOutOfRangeNamesTheKeyItsValueAndTheRange) {
 TEST(ServerFlagsTest, AnUnknownInsightKeyNamesTheClosestValidOne) {
   base::TempDir dir;
   server::ServerConfig config;
-  base::Status st =
-      Parse({"--config=" + ConfigFile(dir, "[server.insights]\nthermal-outliers-c = 6\n"),
-             "server"},
-            config);
+  base::Status st = Parse(
+      {"--config=" + ConfigFile(dir, "[server.insights]\nthermal-outliers-c = 6\n"), "server"},
+      config);
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.message().find("\"thermal-outliers-c\""), std::string::npos) << st.message();
   EXPECT_NE(st.message().find("did you mean \"thermal-outlier-c\""), std::string::npos)
@@ -97,6 +95,40 @@ TEST(ServerFlagsTest, AnUnknownInsightKeyNamesTheClosestValidOne) {
   EXPECT_FALSE(
       Parse({"--config=" + ConfigFile(dir, "[server]\ndata-dri = \"/x\"\n"), "server"}, config)
           .ok());
+}
+
+TEST(ServerFlagsTest, AlertmanagerFlagsReachTheConfig) {
+  server::ServerConfig config;
+  base::Status st = Parse({"server", "--alertmanager-url=http://127.0.0.1:9093",
+                           "--alertmanager-url=http://am2:9093/prefix", "--alert-severity=ticket",
+                           "--alert-resend-interval=30s", "--external-url=https://ws.example"},
+                          config);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(config.alertmanager_urls,
+            (std::vector<std::string>{"http://127.0.0.1:9093", "http://am2:9093/prefix"}));
+  EXPECT_EQ(config.alert_severity, "ticket");
+  EXPECT_EQ(config.alert_resend_interval, std::chrono::seconds(30));
+  EXPECT_EQ(config.external_url, "https://ws.example");
+}
+
+TEST(ServerFlagsTest, BadAlertSettingsAreRefusedNamingTheFlag) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string flag;
+  } const cases[] = {
+      {{"server", "--alertmanager-url=ftp://am:9093"}, "--alertmanager-url"},
+      {{"server", "--alertmanager-url=http://am:9093", "--insights-interval=0s"},
+       "--alertmanager-url"},
+      {{"server", "--alert-severity=urgent"}, "--alert-severity"},
+      {{"server", "--alert-resend-interval=0s"}, "--alert-resend-interval"},
+      {{"server", "--external-url=ws.example"}, "--external-url"},
+  };
+  for (const Case& c : cases) {
+    server::ServerConfig config;
+    base::Status st = Parse(c.args, config);
+    ASSERT_FALSE(st.ok()) << c.args.back();
+    EXPECT_NE(st.message().find(c.flag), std::string::npos) << st.message();
+  }
 }
 
 }  // namespace

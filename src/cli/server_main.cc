@@ -1,22 +1,46 @@
 // SPDX-License-Identifier: Apache-2.0
 // Wiring of `warpscope server`: storage, the insights engine, HTTP API; periodic compaction and
 // insight evaluations on the main sequence.
+#include <fmt/format.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <thread>
 
+#include "base/listen_address.h"
 #include "base/logging.h"
 #include "base/task_runner.h"
 #include "base/token_file.h"
 #include "cli/commands.h"
 #include "cli/server_flags.h"
+#include "server/alerts/alert_notifier.h"
+#include "server/alerts/alert_sender.h"
 #include "server/api/api_server.h"
 #include "server/insights/finding_store.h"
 #include "server/insights/insight_engine.h"
 #include "server/storage/sqlite_storage.h"
 
 namespace warpscope::cli {
+namespace {
+
+// Where people reach the UI, for the links in alerts: --external-url, else the listen address
+// (this machine's name in place of an any-interface address; the port bound for port 0).
+std::string ExternalUrl(const server::ServerConfig& config, int port) {
+  if (!config.external_url.empty()) return config.external_url;
+  auto addr = base::ParseListenAddress(config.listen_address);
+  std::string host = addr ? addr->host : "127.0.0.1";
+  if (host.empty() || host == "0.0.0.0" || host == "::") {
+    char name[256] = {};
+    host = gethostname(name, sizeof(name) - 1) == 0 && name[0] != '\0' ? name : "localhost";
+  } else if (host.find(':') != std::string::npos) {
+    host = "[" + host + "]";
+  }
+  const char* scheme = config.tls_cert_file.empty() ? "http" : "https";
+  return fmt::format("{}://{}:{}", scheme, host, port);
+}
+
+}  // namespace
 
 base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     const server::ServerConfig& config, base::TaskRunner& runner, const base::Clock& clock) {
@@ -43,6 +67,11 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
                                                                        p->finding_store_.get()));
   }
 
+  if (p->insights_ && !config.alertmanager_urls.empty()) {
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        p->alert_sender_, server::alerts::AlertSender::Create({.urls = config.alertmanager_urls}));
+  }
+
   server::ApiServer::Options api_options;
   api_options.listen_address = config.listen_address;
   api_options.auth_token = token;
@@ -52,6 +81,7 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   api_options.remote_write_default_host = config.remote_write_default_host;
   api_options.max_body_bytes = config.max_body_bytes;
   api_options.insight_engine = p->insights_.get();
+  api_options.alert_sender = p->alert_sender_.get();
   p->api_ = std::make_unique<server::ApiServer>(api_options, *p->storage_, clock);
   WARPSCOPE_ASSIGN_OR_RETURN(p->port_, p->api_->Start());
   if (token.empty()) {
@@ -60,6 +90,17 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   }
   WARPSCOPE_LOG(INFO, "server listening on {} (port {}), data in {}", config.listen_address,
                 p->port_, config.data_dir);
+  if (p->alert_sender_) {
+    WARPSCOPE_ASSIGN_OR_RETURN(server::insights::Severity min_severity,
+                               server::insights::ParseSeverity(config.alert_severity));
+    p->alert_notifier_ = std::make_unique<server::alerts::AlertNotifier>(
+        server::alerts::NotifierOptions{.min_severity = min_severity,
+                                        .resend = config.alert_resend_interval,
+                                        .evaluation_interval = config.insights_interval,
+                                        .external_url = ExternalUrl(config, p->port_)});
+    WARPSCOPE_LOG(INFO, "findings of severity {} and above go to Alertmanager at {}",
+                  config.alert_severity, fmt::join(config.alertmanager_urls, ", "));
+  }
   p->compact_interval_ = config.compact_interval;
   p->ScheduleCompaction();
   p->insights_interval_ = config.insights_interval;
@@ -97,14 +138,24 @@ void ServerProcess::ScheduleInsights() {
         if (!st.ok()) {
           WARPSCOPE_LOG_EVERY_N(ERROR, 10, "insights evaluation failed: {}", st.message());
         }
+        NotifyAlerts();
         ScheduleInsights();
       },
       insights_interval_);
 }
 
+void ServerProcess::NotifyAlerts() {
+  if (!alert_notifier_) return;
+  std::vector<server::insights::Finding> findings = insights_->Findings();
+  alert_sender_->Offer(alert_notifier_->Update(findings, clock_.Now()));
+}
+
 void ServerProcess::Stop() {
   *alive_ = false;
   if (api_) api_->Stop();
+  // Alerts still waiting get a moment; Alertmanager resolves the firing ones by itself when
+  // their lease ends.
+  if (alert_sender_) alert_sender_->Shutdown(std::chrono::seconds(2));
 }
 
 int RunServer(const server::ServerConfig& config) {

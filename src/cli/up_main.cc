@@ -105,6 +105,7 @@ int RunUp(const UpOptions& options) {
   server_config.listen_address = "127.0.0.1:" + std::to_string(options.server_port);
   server_config.data_dir = options.data_dir + "/data";
   server_config.auth_token_file = token_file;
+  server_config.alertmanager_urls = options.alertmanager_urls;
   auto server = ServerProcess::Start(server_config, runner, clock);
   if (!server) {
     std::fprintf(stderr, "warpscope up: %s\n", server.error().message().c_str());

@@ -45,6 +45,23 @@ base::Status ServerConfig::Validate() const {
     return base::InvalidArgument("--gpu-hour-price={}: give the price of one GPU-hour, 0 to 1e6",
                                  gpu_hour_price);
   }
+  if (alert_severity != "page" && alert_severity != "ticket" && alert_severity != "info") {
+    return base::InvalidArgument("--alert-severity={}: use page, ticket or info", alert_severity);
+  }
+  if (alert_resend_interval < std::chrono::seconds(1)) {
+    return base::InvalidArgument("--alert-resend-interval must be at least 1s");
+  }
+  if (!alertmanager_urls.empty() && insights_interval == base::Duration::zero()) {
+    return base::InvalidArgument(
+        "--alertmanager-url needs the insights engine, which --insights-interval=0s turns off");
+  }
+  if (!external_url.empty() && !external_url.starts_with("http://") &&
+      !external_url.starts_with("https://")) {
+    return base::InvalidArgument(
+        "--external-url={}: give the UI's address as people reach it, e.g. "
+        "http://warpscope.example:9410",
+        external_url);
+  }
   return insights.Validate();
 }
 

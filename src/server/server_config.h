@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "base/time.h"
@@ -37,6 +38,16 @@ struct ServerConfig {
   base::Duration insights_interval = std::chrono::seconds(10);
   // Price of one GPU-hour, for the cost of each finding's lost GPU time; 0: not priced.
   double gpu_hour_price = 0;
+  // Alertmanagers (base URLs, "http://127.0.0.1:9093") that findings are pushed to as alerts
+  // (docs/alerts.md); none: no alerts are sent.
+  std::vector<std::string> alertmanager_urls;
+  // The lowest severity of findings sent as alerts: "page" (the default), "ticket" or "info".
+  std::string alert_severity = "page";
+  // How often a firing (or recently resolved) alert is sent again.
+  base::Duration alert_resend_interval = std::chrono::minutes(1);
+  // The web UI's address as people reach it, for the links in alerts; empty: http:// and the
+  // listen address.
+  std::string external_url;
   // The insight rules' thresholds: the config file's [server.insights] section (gpu_hour_price
   // above is the one that counts; this one's is not used).
   insights::InsightConfig insights;

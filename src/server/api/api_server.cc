@@ -13,6 +13,7 @@
 
 #include "base/listen_address.h"
 #include "base/logging.h"
+#include "server/alerts/alert_sender.h"
 #include "server/api/http_reply.h"
 #include "server/ui/ui_handler.h"
 #include "web/assets.h"
@@ -29,6 +30,39 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   unsigned char diff = 0;
   for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   return diff == 0;
+}
+
+// The Alertmanager senders' counters, one series per --alertmanager-url.
+void AppendAlertMetrics(const alerts::AlertSender& sender, std::string& out) {
+  const std::vector<alerts::AlertSender::TargetStats> stats = sender.stats();
+  struct {
+    const char* name;
+    const char* type;
+    const char* help;
+    uint64_t alerts::AlertSender::TargetStats::*field;
+  } const rows[] = {
+      {"warpscope_server_alerts_sent_total", "counter", "Alerts Alertmanager accepted.",
+       &alerts::AlertSender::TargetStats::sent},
+      {"warpscope_server_alert_posts_failed_total", "counter",
+       "POSTs to Alertmanager that failed and are retried.",
+       &alerts::AlertSender::TargetStats::failed_posts},
+      {"warpscope_server_alerts_rejected_total", "counter",
+       "Alerts Alertmanager refused with a 4xx (not retried).",
+       &alerts::AlertSender::TargetStats::rejected},
+      {"warpscope_server_alerts_dropped_total", "counter",
+       "Alerts dropped unsent: too many waiting for a down Alertmanager, or at shutdown.",
+       &alerts::AlertSender::TargetStats::dropped},
+      {"warpscope_server_alerts_pending", "gauge", "Alerts waiting to be sent.",
+       &alerts::AlertSender::TargetStats::pending},
+  };
+  for (const auto& row : rows) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", row.name, row.help, row.name, row.type);
+    for (const auto& s : stats) {
+      std::string url = s.url;
+      std::erase_if(url, [](char c) { return c == '"' || c == '\\' || c == '\n'; });
+      out += fmt::format("{}{{alertmanager=\"{}\"}} {}\n", row.name, url, s.*row.field);
+    }
+  }
 }
 
 }  // namespace
@@ -235,6 +269,7 @@ void ApiServer::SelfMetrics(const httplib::Request&, httplib::Response& res) {
   counter("warpscope_server_skipped_points_total",
           "OTLP data points and remote write samples left out (NaN, stale marker, no value).",
           s.skipped_points);
+  if (options_.alert_sender != nullptr) AppendAlertMetrics(*options_.alert_sender, out);
   res.status = 200;
   res.set_content(out, "text/plain; version=0.0.4; charset=utf-8");
 }

@@ -25,6 +25,9 @@ namespace warpscope::server {
 namespace insights {
 class InsightEngine;
 }  // namespace insights
+namespace alerts {
+class AlertSender;
+}  // namespace alerts
 
 // The server's HTTP front: ingest endpoints, the JSON query API (docs/api.md), health and
 // self-metrics. Request threads call the Storage (through server/query for the query API; both
@@ -55,6 +58,9 @@ class ApiServer {
     // The server's insights engine, answering /api/v1/insights; null when insights are off.
     // Must outlive the ApiServer.
     const insights::InsightEngine* insight_engine = nullptr;
+    // Delivers findings to Alertmanager; its counters join /metrics. Null without
+    // --alertmanager-url. Must outlive the ApiServer.
+    const alerts::AlertSender* alert_sender = nullptr;
   };
   struct Stats {
     uint64_t batches = 0;  // stored
