@@ -11,7 +11,7 @@
 #include "base/logging.h"
 #include "server/api/api_server.h"
 #include "server/api/http_reply.h"
-#include "server/api/query_params.h"
+#include "server/query/query_params.h"
 #include "server/ingest/native_batch.h"
 #include "server/ingest/otlp_metrics.h"
 #include "server/ingest/remote_write.h"

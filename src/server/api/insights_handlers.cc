@@ -8,7 +8,7 @@
 
 #include "server/api/api_server.h"
 #include "server/api/http_reply.h"
-#include "server/api/query_params.h"
+#include "server/query/query_params.h"
 #include "server/insights/insight_engine.h"
 
 namespace warpscope::server {

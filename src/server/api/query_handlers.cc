@@ -16,7 +16,7 @@
 #include "profiling/pprof.h"
 #include "server/api/api_server.h"
 #include "server/api/http_reply.h"
-#include "server/api/query_params.h"
+#include "server/query/query_params.h"
 #include "server/query/batch.h"
 #include "server/query/fleet.h"
 #include "server/query/json_format.h"
