@@ -75,11 +75,8 @@ void ApiServer::Mcp(const httplib::Request& req, httplib::Response& res) {
   if (!context.protocol_version.empty() &&
       !mcp::IsSupportedProtocolVersion(context.protocol_version)) {
     return SendRpc(res, 400,
-                   mcp::RpcError(nullptr, mcp::kInvalidRequest,
-                                 fmt::format("unsupported MCP-Protocol-Version \"{}\": this "
-                                             "server speaks {}",
-                                             context.protocol_version.substr(0, 64),
-                                             mcp::SupportedProtocolVersionsText())));
+                   mcp::UnsupportedVersionReply(nullptr, "the MCP-Protocol-Version header",
+                                                context.protocol_version));
   }
   std::optional<json> message = mcp::ParseJson(req.body);
   if (!message) {

@@ -40,14 +40,6 @@ json VersionList() {
   return list;
 }
 
-json UnsupportedVersion(const json& id, std::string_view where, std::string_view version) {
-  return RpcError(
-      id, kInvalidParams,
-      fmt::format("unsupported protocol version \"{}\" in {}: this server speaks {}",
-                  version.substr(0, 64), where, SupportedProtocolVersionsText()),
-      json{{"supported", VersionList()}, {"requested", std::string(version.substr(0, 64))}});
-}
-
 // The protocol version of a request from its _meta, or the reply refusing it.
 struct MetaVersion {
   std::string version;  // "" when none
@@ -76,7 +68,7 @@ MetaVersion ReadMetaVersion(const json& id, const json& params) {
   }
   out.version = v->get<std::string>();
   if (!IsSupportedProtocolVersion(out.version)) {
-    out.error = UnsupportedVersion(id, "params._meta", out.version);
+    out.error = UnsupportedVersionReply(id, "params._meta", out.version);
   }
   return out;
 }
@@ -130,6 +122,14 @@ bool IsSupportedProtocolVersion(std::string_view version) {
     if (v == version) return true;
   }
   return false;
+}
+
+json UnsupportedVersionReply(const json& id, std::string_view where, std::string_view version) {
+  return RpcError(
+      id, kInvalidParams,
+      fmt::format("unsupported protocol version \"{}\" in {}: this server speaks {}",
+                  version.substr(0, 64), where, SupportedProtocolVersionsText()),
+      json{{"supported", VersionList()}, {"requested", std::string(version.substr(0, 64))}});
 }
 
 std::string SupportedProtocolVersionsText() {
@@ -241,7 +241,8 @@ std::optional<json> McpServer::HandleOne(const json& message,
   }
   if (!context.protocol_version.empty()) {
     if (!IsSupportedProtocolVersion(context.protocol_version)) {
-      return UnsupportedVersion(id, "the MCP-Protocol-Version header", context.protocol_version);
+      return UnsupportedVersionReply(id, "the MCP-Protocol-Version header",
+                                     context.protocol_version);
     }
     if (!meta.version.empty() && meta.version != context.protocol_version) {
       return RpcError(id, kInvalidRequest,

@@ -48,6 +48,11 @@ bool IsSupportedProtocolVersion(std::string_view version);
 // "2026-07-28, 2025-11-25, ...": for error messages.
 std::string SupportedProtocolVersionsText();
 
+// The error reply (-32602, with the served versions in its data) to a request whose version
+// `version`, read from `where` ("params._meta", a header), is not served.
+nlohmann::json UnsupportedVersionReply(const nlohmann::json& id, std::string_view where,
+                                       std::string_view version);
+
 // What the transport knows of a request.
 struct McpRequestContext {
   // The protocol version the transport carried (HTTP: the MCP-Protocol-Version header); empty
