@@ -144,6 +144,19 @@ TEST_F(McpServerTest, TextThatIsNotJsonIsAParseError) {
   }
 }
 
+TEST_F(McpServerTest, DeeplyNestedInputIsAnsweredWithoutRecursingIntoIt) {
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  std::optional<json> reply = HandleText(deep);
+  ASSERT_TRUE(reply);
+  ASSERT_TRUE(reply->is_array());
+  EXPECT_EQ(Code((*reply)[0]), kInvalidRequest);
+  std::optional<json> params = HandleText(R"({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+      "params": {"name": "top_entities", "arguments": {"metric": )" +
+                                          deep + "}}}");
+  ASSERT_TRUE(params);
+  EXPECT_TRUE((*params)["result"]["isError"].get<bool>()) << "metric must be a string";
+}
+
 TEST_F(McpServerTest, MalformedRequestsAreInvalidRequests) {
   const char* cases[] = {
       "42",
