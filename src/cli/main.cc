@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "cli/agent_flags.h"
 #include "cli/commands.h"
+#include "cli/mcp_main.h"
 #include "cli/profile_flags.h"
 #include "cli/server_flags.h"
 #include "server/alerts/alert_sender.h"
@@ -102,6 +103,19 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"markdown", "tsv"}))
       ->capture_default_str();
 
+  CLI::App* mcp_cmd = app.add_subcommand(
+      "mcp",
+      "MCP over stdio for AI agents: one JSON-RPC message per line, forwarded to a "
+      "server's /mcp (docs/mcp.md)");
+  warpscope::cli::McpOptions mcp_options;
+  mcp_cmd->add_option("--server", mcp_options.server, "The warpscope server's URL")
+      ->envname("WARPSCOPE_SERVER")
+      ->capture_default_str();
+  mcp_cmd->add_option("--auth-token-file", mcp_options.auth_token_file,
+                      "File with the server's bearer token (needed when it has one)");
+  mcp_cmd->add_option("--tls-ca-file", mcp_options.tls_ca_file,
+                      "PEM file of the CAs to trust for an https server");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -112,6 +126,9 @@ int main(int argc, char** argv) {
     return rc;
   }
 
+  if (*mcp_cmd) {
+    return warpscope::cli::RunMcp(mcp_options, std::cin, std::cout);
+  }
   if (*metrics_cmd) {
     std::cout << warpscope::cli::MetricsReference(metrics_format);
     return 0;

@@ -150,6 +150,9 @@ void ApiServer::InstallRoutes() {
   http_->Get(R"(/api/v1/profiles/(\d+))", bind(&ApiServer::ProfileData));
   http_->Get("/api/v1/insights", bind(&ApiServer::Insights));
   http_->Get(R"(/api/v1/insights/([A-Za-z0-9]+))", bind(&ApiServer::InsightById));
+  http_->Post("/mcp", bind(&ApiServer::Mcp));
+  http_->Get("/mcp", bind(&ApiServer::McpNotAllowed));
+  http_->Delete("/mcp", bind(&ApiServer::McpNotAllowed));
   http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
     SendJson(res, 200, json{{"status", "ok"}});
   });

@@ -136,6 +136,11 @@ class ApiServer {
   void Insights(const httplib::Request& req, httplib::Response& res);
   void InsightById(const httplib::Request& req, httplib::Response& res);
 
+  // MCP for AI agents (mcp_handlers.cc): POST /mcp answers JSON-RPC messages with
+  // server/mcp; GET and DELETE /mcp get 405 (no SSE stream, no session state).
+  void Mcp(const httplib::Request& req, httplib::Response& res);
+  void McpNotAllowed(const httplib::Request& req, httplib::Response& res);
+
   // GET on any other path: the web UI (server/ui/ui_handler.h).
   void Ui(const httplib::Request& req, httplib::Response& res);
   void Ready(const httplib::Request& req, httplib::Response& res);

@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "base/status.h"
-#include "server/api/query_params.h"
+#include "server/query/query_params.h"
 
 namespace warpscope::server::api_internal {
 

@@ -11,11 +11,11 @@
 #include "base/logging.h"
 #include "server/api/api_server.h"
 #include "server/api/http_reply.h"
-#include "server/api/query_params.h"
 #include "server/ingest/native_batch.h"
 #include "server/ingest/otlp_metrics.h"
 #include "server/ingest/remote_write.h"
 #include "server/ingest/request_body.h"
+#include "server/query/query_params.h"
 #include "warpscope/v1/batch.pb.h"
 
 namespace warpscope::server {

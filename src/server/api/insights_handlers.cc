@@ -8,8 +8,8 @@
 
 #include "server/api/api_server.h"
 #include "server/api/http_reply.h"
-#include "server/api/query_params.h"
 #include "server/insights/insight_engine.h"
+#include "server/query/query_params.h"
 
 namespace warpscope::server {
 namespace {

@@ -16,11 +16,11 @@
 #include "profiling/pprof.h"
 #include "server/api/api_server.h"
 #include "server/api/http_reply.h"
-#include "server/api/query_params.h"
 #include "server/query/batch.h"
 #include "server/query/fleet.h"
 #include "server/query/json_format.h"
 #include "server/query/profiles.h"
+#include "server/query/query_params.h"
 #include "server/query/range.h"
 #include "server/query/summary.h"
 

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#ifndef WARPSCOPE_SERVER_API_QUERY_PARAMS_H_
-#define WARPSCOPE_SERVER_API_QUERY_PARAMS_H_
+// The parameters of the query API as name -> value strings (times, ranges, series matchers,
+// counts, steps): what the HTTP handlers parse their query strings with, and what other callers
+// of server/query (the MCP tools) read the same values with.
+#ifndef WARPSCOPE_SERVER_QUERY_QUERY_PARAMS_H_
+#define WARPSCOPE_SERVER_QUERY_QUERY_PARAMS_H_
 
 #include <map>
 #include <optional>
@@ -69,4 +72,4 @@ base::Status FillScopedQuery(const Params& params, base::TimePoint now, base::Du
 
 }  // namespace warpscope::server
 
-#endif  // WARPSCOPE_SERVER_API_QUERY_PARAMS_H_
+#endif  // WARPSCOPE_SERVER_QUERY_QUERY_PARAMS_H_

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server/api/query_params.h"
+#include "server/query/query_params.h"
 
 #include <gtest/gtest.h>
 
@@ -23,6 +23,14 @@ TEST(ParseTimeTest, RejectsWithAMessage) {
     auto t = ParseTime(bad, kNow);
     ASSERT_FALSE(t) << bad;
     EXPECT_EQ(t.error().code(), base::StatusCode::kInvalidArgument);
+  }
+}
+
+TEST(ParseTimeTest, RejectsTimesBeyondTheClockRange) {
+  for (const char* bad : {"now-1000000h", "now+99999d", "99999999999999", "9999-01-01T00:00:00Z"}) {
+    auto t = ParseTime(bad, kNow);
+    ASSERT_FALSE(t) << bad;
+    EXPECT_EQ(t.error().code(), base::StatusCode::kInvalidArgument) << bad;
   }
 }
 

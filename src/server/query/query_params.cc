@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "server/api/query_params.h"
+#include "server/query/query_params.h"
 
 #include <time.h>
 
@@ -8,6 +8,13 @@
 #include <cmath>
 
 namespace warpscope::server {
+namespace {
+
+// Times must fit base::TimePoint's int64 nanoseconds (±292 years around 1970).
+constexpr int64_t kMaxUnixSeconds = 9'000'000'000;  // the year 2255
+constexpr base::Duration kMaxTimeOffset = std::chrono::hours(24 * 365 * 100);
+
+}  // namespace
 
 std::optional<std::string_view> Param(const Params& params, std::string_view name) {
   auto it = params.find(std::string(name));
@@ -26,13 +33,19 @@ base::Result<base::TimePoint> ParseTime(std::string_view text, base::TimePoint n
     }
     auto d = base::ParseDuration(rest.substr(1));
     if (!d) return base::Error(d.error().WithContext(fmt::format("bad time '{}'", text)));
+    // TimePoint arithmetic must not overflow: offsets beyond a century are no one's query.
+    if (*d > kMaxTimeOffset) {
+      return base::Error(
+          base::InvalidArgument("bad time '{}': more than 100 years from now", text));
+    }
     return rest[0] == '-' ? now - *d : now + *d;
   }
   bool numeric = text.find_first_not_of("0123456789.") == std::string_view::npos;
   if (numeric) {
     double seconds = 0;
     auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), seconds);
-    if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(seconds)) {
+    if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(seconds) ||
+        seconds > static_cast<double>(kMaxUnixSeconds)) {
       return base::Error(base::InvalidArgument("bad time '{}': not a number of seconds", text));
     }
     return base::FromUnixNanos(static_cast<int64_t>(std::llround(seconds * 1e9)));
@@ -59,6 +72,9 @@ base::Result<base::TimePoint> ParseTime(std::string_view text, base::TimePoint n
     return base::Error(base::InvalidArgument("bad time '{}': only UTC ('Z') is accepted", text));
   }
   int64_t secs = timegm(&parts);
+  if (secs < -kMaxUnixSeconds || secs > kMaxUnixSeconds) {
+    return base::Error(base::InvalidArgument("bad time '{}': the year is out of range", text));
+  }
   return base::FromUnixNanos(secs * 1'000'000'000 + nanos);
 }
 
