@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "cli/agent_flags.h"
 #include "cli/commands.h"
+#include "cli/export_flags.h"
 #include "cli/profile_flags.h"
 #include "cli/server_flags.h"
 
@@ -88,6 +89,12 @@ int main(int argc, char** argv) {
   warpscope::cli::ProfileFlags profile_flags;
   profile_flags.Register(*profile_cmd);
 
+  CLI::App* export_cmd = app.add_subcommand(
+      "export",
+      "Prometheus alerting rules and Grafana dashboards for an existing monitoring stack");
+  warpscope::cli::ExportFlags export_flags;
+  export_flags.Register(*export_cmd);
+
   CLI::App* metrics_cmd =
       app.add_subcommand("metrics", "Print the reference of every metric warpscope can produce");
   std::string metrics_format = "markdown";
@@ -105,6 +112,9 @@ int main(int argc, char** argv) {
     return rc;
   }
 
+  if (*export_cmd) {
+    return warpscope::cli::RunExport(export_flags, server_flags, std::cout, std::cerr);
+  }
   if (*metrics_cmd) {
     std::cout << warpscope::cli::MetricsReference(metrics_format);
     return 0;
