@@ -17,7 +17,6 @@ constexpr std::string_view kFleetSel = R"(Hostname=~"$Hostname")";
 constexpr std::string_view kHostSel = R"(Hostname="$Hostname")";
 constexpr std::string_view kHostGpusSel = R"(Hostname="$Hostname", gpu=~"$gpu")";
 constexpr std::string_view kGpuSel = R"(Hostname="$Hostname", gpu="$gpu")";
-constexpr std::string_view kProcGpuSel = R"(Hostname="$Hostname", gpu_index="$gpu")";
 
 json Datasource() { return {{"type", "prometheus"}, {"uid", "${datasource}"}}; }
 
@@ -190,6 +189,13 @@ std::string Sel(std::string_view metric, std::string_view selector) {
   return fmt::format("{}{{{}}}", metric, selector);
 }
 
+// The XIDs of `counter` (warpscope_gpu_xid_errors_total with a selector) within `range`, per
+// series. A series is born with its first XID, which increase() cannot see: one absent `range`
+// ago counts with its whole value.
+std::string XidsWithin(const std::string& counter, std::string_view range) {
+  return fmt::format("(increase({0}[{1}]) > 0 or ({0} unless {0} offset {1}))", counter, range);
+}
+
 GrafanaDashboard Fleet() {
   Dashboard d(kFleetDashboardUid, "warpscope / Fleet",
               "Every host and GPU: where to look first. Click a host or a GPU to open it.");
@@ -220,8 +226,8 @@ GrafanaDashboard Fleet() {
   d.Add({"stat",
          "XID errors in range",
          "none",
-         {{fmt::format("sum(increase({}[$__range])) or vector(0)",
-                       s("warpscope_gpu_xid_errors_total")),
+         {{fmt::format("sum({}) or vector(0)",
+                       XidsWithin(s("warpscope_gpu_xid_errors_total"), "$__range")),
            ""}},
          5,
          4});
@@ -275,8 +281,8 @@ GrafanaDashboard Fleet() {
   d.Add({"table",
          "GPUs with XID errors in range",
          "none",
-         {{fmt::format("sum by (Hostname, gpu, xid) (increase({}[$__range])) > 0",
-                       s("warpscope_gpu_xid_errors_total")),
+         {{fmt::format("sum by (Hostname, gpu, xid) ({})",
+                       XidsWithin(s("warpscope_gpu_xid_errors_total"), "$__range")),
            ""}},
          8,
          8,
@@ -328,16 +334,15 @@ GrafanaDashboard Host() {
   d.Add({"table",
          "Processes' GPU memory",
          "bytes",
-         {{fmt::format("sum by (gpu_index, pid, executable) ({})",
+         {{fmt::format("sum by (gpu, pid, executable) ({})",
                        h("warpscope_gpu_process_memory_used_bytes")),
            ""}},
          12,
          8});
   d.Add({"timeseries",
-         "XID errors",
+         "XID errors since the agent started",
          "none",
-         {{fmt::format("sum by (gpu, xid) (increase({}[$__rate_interval]))",
-                       g("warpscope_gpu_xid_errors_total")),
+         {{fmt::format("sum by (gpu, xid) ({})", g("warpscope_gpu_xid_errors_total")),
            "GPU {{gpu}} XID {{xid}}"}},
          12,
          8,
@@ -439,8 +444,7 @@ GrafanaDashboard Gpu() {
            "corrected ECC"},
           {fmt::format("increase({}[$__rate_interval])", s("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL")),
            "uncorrected ECC"},
-          {fmt::format("increase({}[$__rate_interval])", s("warpscope_gpu_xid_errors_total")),
-           "XID {{xid}}"},
+          {s("warpscope_gpu_xid_errors_total"), "XID {{xid}} since the agent started"},
           {s("DCGM_FI_DEV_ROW_REMAP_FAILURE"), "row remap failure"}}});
   d.Add({"timeseries",
          "NVLink and PCIe throughput",
@@ -454,7 +458,7 @@ GrafanaDashboard Gpu() {
   d.Add({"table",
          "Processes",
          "bytes",
-         {{Sel("warpscope_gpu_process_memory_used_bytes", kProcGpuSel), ""}},
+         {{Sel("warpscope_gpu_process_memory_used_bytes", kGpuSel), ""}},
          24,
          8});
   return std::move(d).Finish("warpscope-gpu.json");

@@ -240,7 +240,7 @@ const Spec kSpecs[] = {
      [](const InsightConfig&) {
        return std::string(
            "GPU memory leak: {{ $labels.executable }} (pid {{ $labels.pid }}) on GPU "
-           "{{ $labels.gpu_index }} of {{ $labels.Hostname }}");
+           "{{ $labels.gpu }} of {{ $labels.Hostname }}");
      },
      [](const InsightConfig& c) {
        return fmt::format(

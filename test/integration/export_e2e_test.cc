@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `warpscope export` against the real peers: the exported alerting rules pass `promtool check
 // rules`, and a real Prometheus that loads them while scraping the simulated agent fires the
-// cooling-failure alert on the GPU whose cooling fails, not on its neighbour; every query of the
+// cooling-failure alert on the GPU whose cooling fails, not on its neighbours, and the idle,
+// XID, power-drop, ECC and row-remapping alerts each on its own GPU; every query of the
 // exported Grafana dashboards is valid PromQL to that Prometheus, and the key panels have data.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -9,8 +10,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <regex>
+#include <set>
 
 #include "base/file_util.h"
 #include "base/testing/peer.h"
@@ -26,33 +29,84 @@ using std::chrono::seconds;
 
 constexpr const char* kPromtool = "/usr/bin/promtool";
 constexpr char kHost[] = "export-node";
+constexpr size_t kGpus = 6;  // of kScenario
 
-// GPU 1 heats at 25 °C/min from the start; GPU 0 stays at 60 °C.
+// One GPU per exported alert that can fire within a minute, and GPU 0 healthy: GPU 1 heats at
+// 25 °C/min; GPU 2 is held idle by a notebook and its process hits XID 31 (an application's page
+// fault); GPU 3 reports XID 48 (a double-bit ECC error); GPU 4 is throttled at 45 s (power and
+// SM clock fall while busy); GPU 5's uncorrectable ECC counter climbs and a row remapping fails.
 constexpr char kScenario[] = R"(
-name: cooling-now
+name: export-alerts
 devices:
-  - repeat: 2
+  - repeat: 6
     name: "NVIDIA H100 80GB HBM3"
     architecture: hopper
     memory_total: 80GiB
     power_limit: 700
+    max_sm_clock: 1980
     signals:
       gpu_util: 95
       memory_used: 60GiB
       power: 650
       temperature: 60
+      sm_clock: 1950
+    processes:
+      - {pid: "4100{i}", name: python3, memory: 8GiB, sm_util: 90, mem_util: 40}
     overrides:
       "1":
         signals:
           temperature: {piecewise: [[0s, 60], [2m, 110]]}
+      "2":
+        signals:
+          gpu_util: 0
+          memory_used: 10GiB
+          power: 80
+        faults:
+          - {kind: xid, at: 5s, code: 31}
+      "3":
+        faults:
+          - {kind: xid, at: 5s, code: 48}
+      "4":
+        signals:
+          power: {piecewise: [[0s, 650], [45s, 650], [46s, 250]]}
+          sm_clock: {piecewise: [[0s, 1950], [45s, 1950], [46s, 1200]]}
+      "5":
+        signals:
+          ecc_dbe_rate: {step: {before: 0, after: 0.5, at: 10s}}
+          remap_failure: {step: {before: 0, after: 1, at: 10s}}
 )";
 
-// Short windows, so that the test's two minutes hold them: the same keys the server reads.
+// Short windows, so that a test of a minute or two holds them: the keys the server reads.
 constexpr char kConfig[] = R"(
 [server.insights]
 cooling-window = "30s"
 cooling-min-rise-c = 4
+idle-window = "20s"
 )";
+
+// The alerts of an /api/v1/alerts answer as "alertname gpu=N state", sorted.
+std::set<std::string> ActiveAlerts(const std::string& body) {
+  std::set<std::string> out;
+  json doc = json::parse(body, nullptr, false);
+  if (!doc.is_object() || !doc["data"]["alerts"].is_array()) return out;
+  for (const json& a : doc["data"]["alerts"]) {
+    out.insert(a["labels"].value("alertname", "") + " gpu=" + a["labels"].value("gpu", "") + " " +
+               a.value("state", ""));
+  }
+  return out;
+}
+
+// The alerts `GpuCoolingFailure` and the others each fire on their GPU, and nothing else fires.
+const std::set<std::string> kFiring = {
+    "GpuCoolingFailure gpu=1 firing", "GpuIdleAllocated gpu=2 firing",
+    "GpuApplicationXid gpu=2 firing", "GpuXidError gpu=3 firing",
+    "GpuPowerDrop gpu=4 firing",      "GpuUncorrectableEccErrors gpu=5 firing",
+    "GpuRowRemapFailure gpu=5 firing"};
+
+bool AllFiring(const std::string& body) {
+  const std::set<std::string> active = ActiveAlerts(body);
+  return std::includes(active.begin(), active.end(), kFiring.begin(), kFiring.end());
+}
 
 // The alerts of /api/v1/alerts named `name`.
 std::vector<json> Alerts(const std::string& body, std::string_view name) {
@@ -65,20 +119,14 @@ std::vector<json> Alerts(const std::string& body, std::string_view name) {
   return out;
 }
 
-bool FiringOnGpu(const std::string& body, std::string_view gpu) {
-  for (const json& a : Alerts(body, "GpuCoolingFailure")) {
-    if (a["state"] == "firing" && a["labels"].value("gpu", "") == gpu) return true;
-  }
-  return false;
-}
-
-// `expr` as Grafana sends it for host kHost and GPU 1 ($__rate_interval: 1m, $__range: 5m).
+// `expr` as Grafana sends it for host kHost and GPU 2, the one with a process, an XID and idle
+// memory ($__rate_interval: 1m, $__range: 5m).
 std::string Substitute(std::string expr) {
   const std::pair<const char*, const char*> vars[] = {{"${Hostname}", kHost},
                                                       {"$Hostname", kHost},
                                                       {"$__rate_interval", "1m"},
                                                       {"$__range", "5m"},
-                                                      {"$gpu", "1"}};
+                                                      {"$gpu", "2"}};
   for (const auto& [from, to] : vars) {
     for (size_t at = expr.find(from); at != std::string::npos; at = expr.find(from, at)) {
       expr.replace(at, std::string_view(from).size(), to);
@@ -114,7 +162,7 @@ class ExportE2ETest : public ::testing::Test {
   std::string bin_;
 };
 
-TEST_F(ExportE2ETest, RulesPassPromtoolAndFireOnTheHeatingGpuOnly) {
+TEST_F(ExportE2ETest, RulesPassPromtoolAndFireOnTheirGpusOnly) {
   const std::string rules = tmp_.path() + "/warpscope-rules.yml";
   RunWarpscope({"export", "prometheus-rules", "--config", tmp_.path() + "/warpscope.toml",
                 "--output", rules});
@@ -148,13 +196,21 @@ TEST_F(ExportE2ETest, RulesPassPromtoolAndFireOnTheHeatingGpuOnly) {
   auto peer = PrometheusPeer::Start(o);
   ASSERT_TRUE(peer) << peer.error().ToString();
 
-  // 4 °C of rise at 25 °C/min takes 10 s; bounded at 90 s.
-  const std::string body =
-      WaitForHttp((*peer)->port(), "/api/v1/alerts",
-                  [](const std::string& b) { return FiringOnGpu(b, "1"); }, 900);
-  ASSERT_TRUE(FiringOnGpu(body, "1"))
-      << body << "\n"
-      << (*peer)->LogTail() << "\nagent: " << (*agent)->Stderr().substr(0, 2000);
+  // 4 °C of rise at 25 °C/min takes 10 s, the power drop comes at 45 s; bounded at 150 s.
+  const std::string body = WaitForHttp((*peer)->port(), "/api/v1/alerts", AllFiring, 1500);
+  const std::set<std::string> active = ActiveAlerts(body);
+  EXPECT_TRUE(AllFiring(body)) << ::testing::PrintToString(active) << "\n"
+                               << (*peer)->LogTail()
+                               << "\nagent: " << (*agent)->Stderr().substr(0, 2000);
+  // Nothing else fires, and none of these alerts is even pending on another GPU.
+  for (const std::string& a : active) {
+    const std::string name = a.substr(0, a.find(' '));
+    const bool expected_name = std::any_of(
+        kFiring.begin(), kFiring.end(), [&](const auto& f) { return f.starts_with(name + " "); });
+    if (a.ends_with(" firing") || expected_name) {
+      EXPECT_TRUE(kFiring.contains(a)) << "unexpected alert: " << a;
+    }
+  }
   for (const json& a : Alerts(body, "GpuCoolingFailure")) {
     EXPECT_EQ(a["labels"]["gpu"], "1") << a.dump();
     EXPECT_EQ(a["labels"]["Hostname"], kHost);
@@ -163,6 +219,14 @@ TEST_F(ExportE2ETest, RulesPassPromtoolAndFireOnTheHeatingGpuOnly) {
     EXPECT_THAT(a["annotations"]["summary"].get<std::string>(),
                 ::testing::HasSubstr("GPU 1 of export-node"));
     EXPECT_THAT(a["annotations"]["description"].get<std::string>(), ::testing::HasSubstr("°C/min"));
+  }
+  for (const json& a : Alerts(body, "GpuApplicationXid")) {
+    EXPECT_EQ(a["labels"]["xid"], "31") << a.dump();
+    EXPECT_EQ(a["labels"]["severity"], "ticket");
+  }
+  for (const json& a : Alerts(body, "GpuIdleAllocated")) {
+    EXPECT_EQ(a["labels"]["severity"], "ticket");
+    EXPECT_EQ(a["labels"]["rule"], "idle_allocated");
   }
   // Every rule was evaluated without an error.
   const std::string rule_state =
@@ -195,15 +259,20 @@ TEST_F(ExportE2ETest, EveryDashboardQueryIsValidAndTheKeyPanelsHaveData) {
   o.targets = {{"warpscope", "127.0.0.1:" + std::to_string(agent_port)}};
   auto peer = PrometheusPeer::Start(o);
   ASSERT_TRUE(peer) << peer.error().ToString();
-  // Two scrapes of both GPUs, so that rates and increases have their samples.
+  // Two scrapes of every GPU, so that rates and increases have their samples.
   auto ready = (*peer)->WaitForQuery(
       "count_over_time(DCGM_FI_DEV_GPU_UTIL[1m])",
-      [](const json& r) { return r.size() == 2 && r[0]["value"][1].get<std::string>() != "1"; },
+      [](const json& r) { return r.size() == kGpus && r[0]["value"][1].get<std::string>() != "1"; },
       seconds(60));
   ASSERT_TRUE(ready) << ready.error().ToString();
+  auto xids = (*peer)->WaitForQuery(
+      "warpscope_gpu_xid_errors_total", [](const json& r) { return r.size() == 2; }, seconds(60));
+  ASSERT_TRUE(xids) << xids.error().ToString();
 
   // The key metrics of each level: their panels must show data.
-  const std::regex kKey(R"(DCGM_FI_DEV_(GPU_UTIL|POWER_USAGE|GPU_TEMP|FB_USED)\b)");
+  const std::regex kKey(
+      R"(DCGM_FI_DEV_(GPU_UTIL|POWER_USAGE|GPU_TEMP|FB_USED)\b|warpscope_gpu_process_memory|)"
+      R"(warpscope_gpu_xid|warpscope_host_(cpu|memory))");
   const std::regex kLabelValues(R"(^label_values\((.*), *(\w+)\)$)");
   int queries = 0;
   for (const char* name : {"warpscope-fleet.json", "warpscope-host.json", "warpscope-gpu.json"}) {
@@ -228,7 +297,7 @@ TEST_F(ExportE2ETest, EveryDashboardQueryIsValidAndTheKeyPanelsHaveData) {
         auto r = (*peer)->Query(expr);
         ++queries;
         ASSERT_TRUE(r) << r.error().ToString();
-        if (std::regex_search(expr, kKey) && expr.find("xid") == std::string::npos) {
+        if (std::regex_search(expr, kKey)) {
           EXPECT_FALSE(r->empty()) << "a key panel without data";
         }
       }
