@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "cli/agent_flags.h"
 #include "cli/commands.h"
+#include "cli/export_flags.h"
 #include "cli/mcp_main.h"
 #include "cli/profile_flags.h"
 #include "cli/server_flags.h"
@@ -96,6 +97,12 @@ int main(int argc, char** argv) {
   warpscope::cli::ProfileFlags profile_flags;
   profile_flags.Register(*profile_cmd);
 
+  CLI::App* export_cmd = app.add_subcommand(
+      "export",
+      "Prometheus alerting rules and Grafana dashboards for an existing monitoring stack");
+  warpscope::cli::ExportFlags export_flags;
+  export_flags.Register(*export_cmd);
+
   CLI::App* metrics_cmd =
       app.add_subcommand("metrics", "Print the reference of every metric warpscope can produce");
   std::string metrics_format = "markdown";
@@ -128,6 +135,9 @@ int main(int argc, char** argv) {
 
   if (*mcp_cmd) {
     return warpscope::cli::RunMcp(mcp_options, std::cin, std::cout);
+  }
+  if (*export_cmd) {
+    return warpscope::cli::RunExport(export_flags, server_flags, std::cout, std::cerr);
   }
   if (*metrics_cmd) {
     std::cout << warpscope::cli::MetricsReference(metrics_format);

@@ -70,8 +70,18 @@ base::Result<std::unique_ptr<PrometheusPeer>> PrometheusPeer::Start(Options opti
 
   std::string config = "global:\n  scrape_interval: " + SecondsString(options.scrape_interval) +
                        "\n  scrape_timeout: " + SecondsString(options.scrape_interval) +
-                       "\n  evaluation_interval: " + SecondsString(options.scrape_interval) +
-                       "\nscrape_configs:\n";
+                       "\n  evaluation_interval: " +
+                       SecondsString(options.evaluation_interval > base::Duration::zero()
+                                         ? options.evaluation_interval
+                                         : options.scrape_interval) +
+                       "\n";
+  if (!options.rule_files.empty()) {
+    config += "rule_files:\n";
+    for (const auto& f : options.rule_files) {
+      config += "  - '" + f + "'\n";
+    }
+  }
+  config += "scrape_configs:\n";
   for (const auto& t : options.targets) {
     config += "  - job_name: '" + t.job + "'\n    metrics_path: '" + t.metrics_path +
               "'\n    static_configs:\n      - targets: ['" + t.address + "']\n";
@@ -81,8 +91,8 @@ base::Result<std::unique_ptr<PrometheusPeer>> PrometheusPeer::Start(Options opti
               "'\n    queue_config:\n      batch_send_deadline: 1s\n      min_backoff: 100ms\n"
               "      max_backoff: 1s\n";
     if (!options.remote_write_bearer_token.empty()) {
-      config += "    authorization:\n      credentials: '" + options.remote_write_bearer_token +
-                "'\n";
+      config +=
+          "    authorization:\n      credentials: '" + options.remote_write_bearer_token + "'\n";
     }
   }
   if (base::Status st = base::WriteFile(peer->dir_ + "/prometheus.yml", config); !st.ok()) {

@@ -38,6 +38,10 @@ class PrometheusPeer {
     std::string remote_write_url;
     // Sent as "Authorization: Bearer <token>" on remote write requests when non-empty.
     std::string remote_write_bearer_token;
+    // Rule files (alerting or recording rules) Prometheus loads, evaluated every
+    // `evaluation_interval` (zero: every `scrape_interval`).
+    std::vector<std::string> rule_files;
+    base::Duration evaluation_interval{};
   };
 
   // True when `binary` exists and is executable; tests WARPSCOPE_REQUIRE_PEER it.

@@ -4,7 +4,9 @@
 #ifndef WARPSCOPE_SERVER_INSIGHTS_RULES_H_
 #define WARPSCOPE_SERVER_INSIGHTS_RULES_H_
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "server/insights/rule.h"
@@ -39,6 +41,10 @@ model::Labels GpuAttributes(const GpuInput& gpu);
 Observation OnGpu(const GpuInput& gpu);
 // The GPU's full-load power (gpu_models.h), from its model and its latest power limit.
 double FullLoadWatts(const GpuInput& gpu);
+// The XIDs an application's own bug raises (an illegal memory access, a fault in its kernel, a
+// cancelled context): hardware_errors makes them a ticket for the application's owner, not a
+// page for the operator.
+std::span<const int64_t> ApplicationXids();
 // "GPU 2 (NVIDIA H100 80GB HBM3) of node-1" for summaries.
 std::string GpuName(const GpuInput& gpu);
 

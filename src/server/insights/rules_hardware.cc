@@ -11,6 +11,18 @@
 #include "server/insights/series_math.h"
 
 namespace warpscope::server::insights {
+
+std::span<const int64_t> ApplicationXids() {
+  static constexpr int64_t kCodes[] = {
+      13,  // graphics engine exception, e.g. an out-of-range access in a kernel
+      31,  // GPU memory page fault
+      43,  // GPU stopped processing: the application's context was torn down
+      45,  // preemptive cleanup after an earlier error or a killed process
+      68,  // video processor exception
+  };
+  return kCodes;
+}
+
 namespace {
 
 constexpr RuleInfo kHardwareErrors{
@@ -25,19 +37,8 @@ constexpr RuleInfo kHardwareErrors{
         "uncorrectable errors or remapping failures repeat.",
 };
 
-// XIDs an application's own bug raises (an illegal memory access, a fault in its kernel, a
-// cancelled context): worth a ticket to its owner, not a page for the operator.
 bool ApplicationXid(int64_t code) {
-  switch (code) {
-    case 13:  // graphics engine exception, e.g. an out-of-range access in a kernel
-    case 31:  // GPU memory page fault
-    case 43:  // GPU stopped processing: the application's context was torn down
-    case 45:  // preemptive cleanup after an earlier error or a killed process
-    case 68:  // video processor exception
-      return true;
-    default:
-      return false;
-  }
+  return std::ranges::find(ApplicationXids(), code) != ApplicationXids().end();
 }
 
 // Increases of a cumulative counter over `s`, counting a decrease as a reset to 0.
