@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <map>
 #include <set>
 
 #include "server/insights/finding.h"
@@ -158,6 +159,20 @@ TEST(PrometheusRulesTest, ThresholdsFollowTheConfig) {
               HasSubstr("max_over_time(warpscope_gpu_process_memory_used_bytes[30m])"));
   EXPECT_THAT(Find(rules, "GpuProcessMemoryLeak").expr, HasSubstr("offset 10m"));  // tail third
   EXPECT_THAT(Find(rules, "GpuProcessMemoryLeak").expr, HasSubstr("offset 33m"));  // + warm-up
+}
+
+TEST(PrometheusRulesTest, AlertNamesAreTheOnesAlertmanagerGetsFromTheEngine) {
+  // A rule exported as one alert has the engine's alertname, so that routes and silences match
+  // both; hardware_errors is split by kind under the same `rule` label.
+  std::map<std::string_view, int> per_rule;
+  const auto alerts = PrometheusAlertRules(InsightConfig{});
+  for (const AlertRule& a : alerts) ++per_rule[a.rule];
+  for (const AlertRule& a : alerts) {
+    if (per_rule[a.rule] == 1) EXPECT_EQ(a.alert, server::insights::AlertName(a.rule));
+  }
+  EXPECT_EQ(server::insights::AlertName("cooling_failure"), "GpuCoolingFailure");
+  EXPECT_EQ(server::insights::AlertName("hardware_errors"), "GpuHardwareError");
+  EXPECT_GT(per_rule["hardware_errors"], 1);
 }
 
 TEST(PrometheusRulesTest, ApplicationXidsAreTicketsAndTheRestPages) {

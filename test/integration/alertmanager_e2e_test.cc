@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Findings reach a real Alertmanager (Debian's prometheus-alertmanager, on loopback) and resolve
-// there: a simulated GPU whose cooling fails for half a minute becomes a CoolingFailure alert
+// there: a simulated GPU whose cooling fails for half a minute becomes a GpuCoolingFailure alert
 // with the finding's labels and a link into the UI, delivered even though Alertmanager starts
 // only after the finding fired (the server retries), and the alert leaves Alertmanager's active
 // list once the finding resolves.
@@ -59,13 +59,13 @@ receivers:
   - name: nobody
 )";
 
-// The CoolingFailure alerts of a GET /api/v2/alerts answer.
+// The GpuCoolingFailure alerts of a GET /api/v2/alerts answer.
 std::vector<json> CoolingAlerts(const std::string& body) {
   std::vector<json> out;
   json doc = json::parse(body, nullptr, false);
   if (!doc.is_array()) return out;
   for (const json& a : doc) {
-    if (a.is_object() && a["labels"].is_object() && a["labels"]["alertname"] == "CoolingFailure") {
+    if (a.is_object() && a["labels"].is_object() && a["labels"]["alertname"] == "GpuCoolingFailure") {
       out.push_back(a);
     }
   }

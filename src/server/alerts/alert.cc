@@ -3,8 +3,9 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
 #include <ctime>
+
+#include "server/insights/rule.h"
 
 namespace warpscope::server::alerts {
 namespace {
@@ -13,23 +14,9 @@ constexpr size_t kMaxEvidenceBytes = 4096;
 
 }  // namespace
 
-std::string AlertName(std::string_view rule) {
-  std::string out;
-  bool upper = true;
-  for (char c : rule) {
-    if (c == '_' || c == '-' || c == '.') {
-      upper = true;
-      continue;
-    }
-    out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
-    upper = false;
-  }
-  return out;
-}
-
 Alert AlertOfFinding(const insights::Finding& f, std::string_view external_url) {
   Alert a;
-  a.labels["alertname"] = AlertName(f.rule);
+  a.labels["alertname"] = insights::AlertName(f.rule);
   a.labels["severity"] = std::string(insights::SeverityName(f.severity));
   a.labels["rule"] = f.rule;
   a.labels["host"] = f.host;

@@ -26,11 +26,8 @@ struct Alert {
   std::string generator_url;
 };
 
-// The alertname of an insight rule: its name in CamelCase ("cooling_failure" ->
-// "CoolingFailure"), the same in the exported Prometheus rules.
-std::string AlertName(std::string_view rule);
-
-// The alert of `f` (times left unset: the notifier decides them). Labels: alertname, severity,
+// The alert of `f` (times left unset: the notifier decides them). Labels: alertname (the rule's,
+// insights::AlertName: "GpuCoolingFailure", as in the exported Prometheus rules), severity,
 // rule, host, and where the finding's entity has them gpu (its index), UUID, pid and cluster.
 // Annotations: summary, description (title, summary and the suggested fix), evidence (its JSON,
 // cut at 4 KiB), finding_id, and the GPU-hours lost. `external_url`: the UI's base URL; the

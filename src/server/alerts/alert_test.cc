@@ -23,15 +23,9 @@ insights::Finding CoolingFinding() {
   return f;
 }
 
-TEST(AlertTest, AlertNameIsTheRuleInCamelCase) {
-  EXPECT_EQ(AlertName("cooling_failure"), "CoolingFailure");
-  EXPECT_EQ(AlertName("hardware_errors"), "HardwareErrors");
-  EXPECT_EQ(AlertName("x"), "X");
-}
-
 TEST(AlertTest, AFindingsAlertCarriesItsIdentityEvidenceAndLink) {
   Alert a = AlertOfFinding(CoolingFinding(), "http://ui.example:9410/");
-  EXPECT_EQ(a.labels.at("alertname"), "CoolingFailure");
+  EXPECT_EQ(a.labels.at("alertname"), "GpuCoolingFailure");
   EXPECT_EQ(a.labels.at("severity"), "page");
   EXPECT_EQ(a.labels.at("rule"), "cooling_failure");
   EXPECT_EQ(a.labels.at("host"), "node-7");
@@ -75,7 +69,7 @@ TEST(AlertTest, TheBodyIsAlertmanagersV2Array) {
   EXPECT_EQ(body[0]["startsAt"], "2025-12-05T09:38:19.123Z");
   EXPECT_EQ(body[0]["endsAt"], "2025-12-05T09:42:19.123Z");
   EXPECT_EQ(body[0]["generatorURL"], "http://x/insights/f0123456789abcdef");
-  EXPECT_EQ(body[0]["labels"]["alertname"], "CoolingFailure");
+  EXPECT_EQ(body[0]["labels"]["alertname"], "GpuCoolingFailure");
   EXPECT_TRUE(body[0]["annotations"]["summary"].is_string());
 }
 

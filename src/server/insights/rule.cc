@@ -2,6 +2,7 @@
 #include "server/insights/rule.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 
 #include "fmt/format.h"
@@ -72,18 +73,35 @@ std::string GpuName(const GpuInput& gpu) {
 
 std::vector<std::unique_ptr<Rule>> DefaultRules() {
   std::vector<std::unique_ptr<Rule>> rules;
-  rules.push_back(MakeInputBoundRule());      // 1
-  rules.push_back(MakeMemoryBoundRule());     // 2
+  rules.push_back(MakeInputBoundRule());       // 1
+  rules.push_back(MakeMemoryBoundRule());      // 2
   rules.push_back(MakeTensorCoresIdleRule());  // 3
-  rules.push_back(MakeUnderpoweredRule());    // 4
-  rules.push_back(MakeThermalOutlierRule());  // 5
-  rules.push_back(MakeCoolingFailureRule());  // 6
-  rules.push_back(MakePowerDropRule());       // 7
-  rules.push_back(MakeHardwareErrorsRule());  // 8
-  rules.push_back(MakeMemoryLeakRule());      // 12
-  rules.push_back(MakeIdleAllocatedRule());   // 14
+  rules.push_back(MakeUnderpoweredRule());     // 4
+  rules.push_back(MakeThermalOutlierRule());   // 5
+  rules.push_back(MakeCoolingFailureRule());   // 6
+  rules.push_back(MakePowerDropRule());        // 7
+  rules.push_back(MakeHardwareErrorsRule());   // 8
+  rules.push_back(MakeMemoryLeakRule());       // 12
+  rules.push_back(MakeIdleAllocatedRule());    // 14
   rules.push_back(MakeFleetRegressionRule());  // 15
   return rules;
+}
+
+std::string AlertName(std::string_view rule) {
+  if (rule == "memory_leak") return "GpuProcessMemoryLeak";
+  if (rule == "fleet_regression") return "FleetRegression";
+  if (rule == "hardware_errors") return "GpuHardwareError";
+  std::string out = "Gpu";
+  bool upper = true;
+  for (char c : rule) {
+    if (c == '_') {
+      upper = true;
+      continue;
+    }
+    out += upper ? static_cast<char>(std::toupper(static_cast<unsigned char>(c))) : c;
+    upper = false;
+  }
+  return out;
 }
 
 }  // namespace warpscope::server::insights

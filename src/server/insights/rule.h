@@ -87,6 +87,14 @@ nlohmann::json SeriesEvidence(base::TimePoint start, base::Duration step, std::s
 // registers a rule.
 std::vector<std::unique_ptr<Rule>> DefaultRules();
 
+// The alertname of a rule's findings in Alertmanager (server/alerts) and of its twin in the
+// exported Prometheus rules (integrations/): "Gpu" and the rule in CamelCase
+// ("cooling_failure" -> "GpuCoolingFailure"); a process's leak is "GpuProcessMemoryLeak", a
+// cluster's regression "FleetRegression". hardware_errors is "GpuHardwareError" here; the
+// exported rules split it by kind (XID, application XID, ECC, row remapping) under the same
+// `rule` label.
+std::string AlertName(std::string_view rule);
+
 }  // namespace warpscope::server::insights
 
 #endif  // WARPSCOPE_SERVER_INSIGHTS_RULE_H_
