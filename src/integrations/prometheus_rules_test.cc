@@ -168,7 +168,9 @@ TEST(PrometheusRulesTest, AlertNamesAreTheOnesAlertmanagerGetsFromTheEngine) {
   const auto alerts = PrometheusAlertRules(InsightConfig{});
   for (const AlertRule& a : alerts) ++per_rule[a.rule];
   for (const AlertRule& a : alerts) {
-    if (per_rule[a.rule] == 1) EXPECT_EQ(a.alert, server::insights::AlertName(a.rule));
+    if (per_rule[a.rule] == 1) {
+      EXPECT_EQ(a.alert, server::insights::AlertName(a.rule));
+    }
   }
   EXPECT_EQ(server::insights::AlertName("cooling_failure"), "GpuCoolingFailure");
   EXPECT_EQ(server::insights::AlertName("hardware_errors"), "GpuHardwareError");

@@ -25,26 +25,6 @@ using std::chrono::seconds;
 
 constexpr char kAlertmanager[] = "/usr/bin/prometheus-alertmanager";
 
-// GPU 1 heats at 30 °C/min for a minute, then holds; GPU 0 stays at 60 °C.
-constexpr char kScenario[] = R"(
-name: cooling-then-steady
-devices:
-  - repeat: 2
-    name: "NVIDIA H100 80GB HBM3"
-    architecture: hopper
-    memory_total: 80GiB
-    power_limit: 700
-    signals:
-      gpu_util: 95
-      memory_used: 60GiB
-      power: 650
-      temperature: 60
-    overrides:
-      "1":
-        signals:
-          temperature: {piecewise: [[0s, 60], [60s, 90], [1h, 90]]}
-)";
-
 // A 30 s slope window (three 10 s buckets, the fewest the rule reads): the finding's condition
 // ends soon after the climb does.
 constexpr char kServerConfig[] = R"([server.insights]
@@ -65,7 +45,8 @@ std::vector<json> CoolingAlerts(const std::string& body) {
   json doc = json::parse(body, nullptr, false);
   if (!doc.is_array()) return out;
   for (const json& a : doc) {
-    if (a.is_object() && a["labels"].is_object() && a["labels"]["alertname"] == "GpuCoolingFailure") {
+    if (a.is_object() && a["labels"].is_object() &&
+        a["labels"]["alertname"] == "GpuCoolingFailure") {
       out.push_back(a);
     }
   }
@@ -87,7 +68,10 @@ TEST(AlertmanagerE2ETest, ACoolingFailureFiresInAlertmanagerAndResolvesThere) {
   if (IsSkipped() || HasFatalFailure()) return;
   TempDir tmp;
   const std::string bin = WarpscopeBinary();
-  const AgentServerFiles files = PrepareAgentAndServer(tmp, kScenario);
+  // GPU 1 heats at 30 °C/min for a minute, then holds; GPU 0 stays at 60 °C.
+  const AgentServerFiles files = PrepareAgentAndServer(
+      tmp,
+      TwoGpuCoolingScenario("cooling-then-steady", "{piecewise: [[0s, 60], [60s, 90], [1h, 90]]}"));
   ASSERT_TRUE(files.ok);
   const std::string config = tmp.path() + "/server.toml";
   const std::string am_config = tmp.path() + "/alertmanager.yml";

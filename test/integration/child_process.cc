@@ -3,6 +3,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -119,6 +120,28 @@ AgentServerFiles PrepareAgentAndServer(const TempDir& dir, std::string_view scen
   f.server_port = PickFreePort();
   f.agent_port = PickFreePort();
   return f;
+}
+
+std::string TwoGpuCoolingScenario(std::string_view name, std::string_view gpu1_temperature) {
+  return fmt::format(R"(
+name: {}
+devices:
+  - repeat: 2
+    name: "NVIDIA H100 80GB HBM3"
+    architecture: hopper
+    memory_total: 80GiB
+    power_limit: 700
+    signals:
+      gpu_util: 95
+      memory_used: 60GiB
+      power: 650
+      temperature: 60
+    overrides:
+      "1":
+        signals:
+          temperature: {}
+)",
+                     name, gpu1_temperature);
 }
 
 }  // namespace warpscope::test

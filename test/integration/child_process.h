@@ -63,6 +63,11 @@ struct AgentServerFiles {
 };
 AgentServerFiles PrepareAgentAndServer(const TempDir& dir, std::string_view scenario_yaml);
 
+// A simulator scenario of two busy H100s at 60 °C, named `name`, whose GPU 1 follows
+// `gpu1_temperature` (a signal, e.g. "{piecewise: [[0s, 60], [2m, 110]]}"): the cooling
+// failure of the insights and alert tests.
+std::string TwoGpuCoolingScenario(std::string_view name, std::string_view gpu1_temperature);
+
 }  // namespace warpscope::test
 
 #endif  // WARPSCOPE_TEST_INTEGRATION_CHILD_PROCESS_H_

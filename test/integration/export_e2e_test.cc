@@ -158,6 +158,25 @@ class ExportE2ETest : public ::testing::Test {
     return (*child)->Stdout();
   }
 
+  // `warpscope agent` on kScenario with `extra` flags, serving /metrics on a free port, which
+  // `agent_port` receives.
+  base::Result<std::unique_ptr<ChildProcess>> StartAgent(std::vector<std::string> extra,
+                                                         int& agent_port) {
+    const std::string scenario = tmp_.path() + "/scenario.yaml";
+    WARPSCOPE_RETURN_IF_ERROR(base::WriteFile(scenario, kScenario));
+    agent_port = PickFreePort();
+    std::vector<std::string> argv = {bin_,
+                                     "agent",
+                                     "--simulate",
+                                     scenario,
+                                     "--collect-metrics-interval=500ms",
+                                     "--export-metrics-interval=1s",
+                                     "--listen-address=127.0.0.1:" + std::to_string(agent_port),
+                                     std::string("--hostname=") + kHost};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    return ChildProcess::Start(argv, tmp_.path());
+  }
+
   TempDir tmp_;
   std::string bin_;
 };
@@ -180,14 +199,8 @@ TEST_F(ExportE2ETest, RulesPassPromtoolAndFireOnTheirGpusOnly) {
   const int status = pclose(p);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << report;
 
-  const std::string scenario = tmp_.path() + "/scenario.yaml";
-  ASSERT_TRUE(base::WriteFile(scenario, kScenario).ok());
-  const int agent_port = PickFreePort();
-  auto agent = ChildProcess::Start(
-      {bin_, "agent", "--simulate", scenario, "--collect-metrics-interval=500ms",
-       "--export-metrics-interval=1s", "--listen-address=127.0.0.1:" + std::to_string(agent_port),
-       std::string("--hostname=") + kHost, "--tags=cluster:ci"},
-      tmp_.path());
+  int agent_port = 0;
+  auto agent = StartAgent({"--tags=cluster:ci"}, agent_port);
   ASSERT_TRUE(agent) << agent.error().message();
   PrometheusPeer::Options o;
   o.targets = {{"warpscope", "127.0.0.1:" + std::to_string(agent_port)}};
@@ -246,14 +259,8 @@ TEST_F(ExportE2ETest, EveryDashboardQueryIsValidAndTheKeyPanelsHaveData) {
   RunWarpscope({"export", "grafana", "--output-dir", dir});
   ASSERT_FALSE(HasFailure());
 
-  const std::string scenario = tmp_.path() + "/scenario.yaml";
-  ASSERT_TRUE(base::WriteFile(scenario, kScenario).ok());
-  const int agent_port = PickFreePort();
-  auto agent = ChildProcess::Start(
-      {bin_, "agent", "--simulate", scenario, "--collect-metrics-interval=500ms",
-       "--export-metrics-interval=1s", "--listen-address=127.0.0.1:" + std::to_string(agent_port),
-       std::string("--hostname=") + kHost},
-      tmp_.path());
+  int agent_port = 0;
+  auto agent = StartAgent({}, agent_port);
   ASSERT_TRUE(agent) << agent.error().message();
   PrometheusPeer::Options o;
   o.targets = {{"warpscope", "127.0.0.1:" + std::to_string(agent_port)}};

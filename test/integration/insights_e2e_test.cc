@@ -19,26 +19,6 @@ namespace {
 using nlohmann::json;
 using std::chrono::seconds;
 
-// GPU 1 heats at 25 °C/min from the start; GPU 0 stays at 60 °C.
-constexpr char kScenario[] = R"(
-name: cooling-now
-devices:
-  - repeat: 2
-    name: "NVIDIA H100 80GB HBM3"
-    architecture: hopper
-    memory_total: 80GiB
-    power_limit: 700
-    signals:
-      gpu_util: 95
-      memory_used: 60GiB
-      power: 650
-      temperature: 60
-    overrides:
-      "1":
-        signals:
-          temperature: {piecewise: [[0s, 60], [2m, 110]]}
-)";
-
 // The first cooling_failure finding in `body` (a /api/v1/insights answer) that is firing.
 std::optional<json> FiringCoolingFailure(const std::string& body) {
   json doc = json::parse(body, nullptr, false);
@@ -52,7 +32,9 @@ std::optional<json> FiringCoolingFailure(const std::string& body) {
 TEST(InsightsE2ETest, ACoolingFailureFiresOnItsGpuAndSurvivesAServerRestart) {
   TempDir tmp;
   const std::string bin = WarpscopeBinary();
-  const AgentServerFiles files = PrepareAgentAndServer(tmp, kScenario);
+  // GPU 1 heats at 25 °C/min from the start; GPU 0 stays at 60 °C.
+  const AgentServerFiles files = PrepareAgentAndServer(
+      tmp, TwoGpuCoolingScenario("cooling-now", "{piecewise: [[0s, 60], [2m, 110]]}"));
   ASSERT_TRUE(files.ok);
   const std::vector<std::string> server_argv = {
       bin,
