@@ -14,12 +14,12 @@ constexpr size_t kMaxEvidenceBytes = 4096;
 
 }  // namespace
 
-Alert AlertOfFinding(const insights::Finding& f, std::string_view external_url) {
-  Alert a;
-  a.labels["alertname"] = insights::AlertName(f.rule);
-  a.labels["severity"] = std::string(insights::SeverityName(f.severity));
-  a.labels["rule"] = f.rule;
-  a.labels["host"] = f.host;
+std::map<std::string, std::string> AlertLabels(const insights::Finding& f) {
+  std::map<std::string, std::string> labels;
+  labels["alertname"] = insights::AlertName(f.rule);
+  labels["severity"] = std::string(insights::SeverityName(f.severity));
+  labels["rule"] = f.rule;
+  labels["host"] = f.host;
   struct {
     std::string_view attribute;
     const char* label;
@@ -27,8 +27,14 @@ Alert AlertOfFinding(const insights::Finding& f, std::string_view external_url) 
       {"gpu.index", "gpu"}, {"gpu.uuid", "UUID"}, {"process.pid", "pid"}, {"cluster", "cluster"}};
   for (const auto& [attribute, label] : from_attributes) {
     std::string_view v = f.attributes.Get(attribute);
-    if (!v.empty()) a.labels[label] = std::string(v);
+    if (!v.empty()) labels[label] = std::string(v);
   }
+  return labels;
+}
+
+Alert AlertOfFinding(const insights::Finding& f, std::string_view external_url) {
+  Alert a;
+  a.labels = AlertLabels(f);
   a.annotations["summary"] = f.summary.empty() ? f.title : f.summary;
   std::string description = f.title;
   if (!f.summary.empty()) description += ": " + f.summary;
@@ -50,9 +56,11 @@ Alert AlertOfFinding(const insights::Finding& f, std::string_view external_url) 
   return a;
 }
 
-std::string AlertKey(const Alert& a) {
+std::string AlertKey(const Alert& a) { return AlertKey(a.labels); }
+
+std::string AlertKey(const std::map<std::string, std::string>& labels) {
   std::string key;
-  for (const auto& [k, v] : a.labels) {
+  for (const auto& [k, v] : labels) {
     key += k;
     key += '\x1f';
     key += v;

@@ -34,8 +34,12 @@ struct Alert {
 // alert links to the finding's page there (`<external_url>/insights/<id>`).
 Alert AlertOfFinding(const insights::Finding& f, std::string_view external_url);
 
+// The labels alone of AlertOfFinding(f): what identifies its alert, cheap to build.
+std::map<std::string, std::string> AlertLabels(const insights::Finding& f);
+
 // A stable key of the alert's label set (Alertmanager's identity of an alert).
 std::string AlertKey(const Alert& a);
+std::string AlertKey(const std::map<std::string, std::string>& labels);
 
 // The request body of `POST /api/v2/alerts`: a JSON array, times in RFC 3339 (UTC, ms).
 nlohmann::json AlertsJson(std::span<const Alert> alerts);

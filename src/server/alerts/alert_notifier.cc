@@ -22,15 +22,15 @@ std::vector<Alert> AlertNotifier::Update(std::span<const Finding> findings, base
   // Firing findings first: a new finding on the same labels takes the place of an old one.
   for (const Finding& f : findings) {
     if (f.state != FindingState::kFiring || f.severity < options_.min_severity) continue;
-    Alert alert = AlertOfFinding(f, options_.external_url);
-    std::string key = AlertKey(alert);
+    std::string key = AlertKey(AlertLabels(f));
     firing.insert(key);
     Tracked& t = tracked_[key];
     if (t.finding_id != f.id || t.resolved) t = Tracked{.finding_id = f.id};
-    alert.starts_at = f.start;
-    alert.ends_at = now + lease;
-    t.alert = std::move(alert);
-    if (Due(t, now)) send(t);
+    if (!Due(t, now)) continue;  // its annotations are built only when it goes out
+    t.alert = AlertOfFinding(f, options_.external_url);
+    t.alert.starts_at = f.start;
+    t.alert.ends_at = now + lease;
+    send(t);
   }
 
   // Resolved findings: the ones sent firing, and others resolved recently (a restart may have
@@ -40,8 +40,7 @@ std::vector<Alert> AlertNotifier::Update(std::span<const Finding> findings, base
     if (f.state != FindingState::kResolved || f.severity < options_.min_severity) continue;
     // Resolved long ago: neither tracked nor to be sent (most of the engine's 1,000 kept).
     if (now - f.updated >= options_.resolved_resend_for) continue;
-    Alert alert = AlertOfFinding(f, options_.external_url);
-    std::string key = AlertKey(alert);
+    std::string key = AlertKey(AlertLabels(f));
     if (firing.contains(key) || !resolved_seen.insert(key).second) continue;
     auto it = tracked_.find(key);
     if (it == tracked_.end()) {
@@ -55,9 +54,10 @@ std::vector<Alert> AlertNotifier::Update(std::span<const Finding> findings, base
       t.resolved_at = f.updated;
       t.sent = false;  // the resolution goes out now
     }
-    alert.starts_at = f.start;
-    alert.ends_at = t.resolved_at;
-    t.alert = std::move(alert);
+    if (!Due(t, now)) continue;
+    t.alert = AlertOfFinding(f, options_.external_url);
+    t.alert.starts_at = f.start;
+    t.alert.ends_at = t.resolved_at;
   }
 
   for (auto it = tracked_.begin(); it != tracked_.end();) {
