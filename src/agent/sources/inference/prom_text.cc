@@ -165,6 +165,21 @@ struct Cursor {
   std::string Next() const { return AtEnd() ? "the end of the line" : Q(Rest().substr(0, 16)); }
 };
 
+// The suffixes by which a sample joins the family of a histogram, summary or counter.
+struct Suffix {
+  std::string_view text;
+  bool histogram, summary, counter;
+  bool Allows(MetricType t) const {
+    return (t == MetricType::kHistogram && histogram) || (t == MetricType::kSummary && summary) ||
+           (t == MetricType::kCounter && counter);
+  }
+};
+constexpr Suffix kSuffixes[] = {{"_bucket", true, false, false},
+                                {"_sum", true, true, false},
+                                {"_count", true, true, false},
+                                {"_total", false, false, true},
+                                {"_created", true, true, true}};
+
 struct FamilyState {
   size_t type_line = 0;  // 0: no TYPE line yet
   size_t help_line = 0;
@@ -237,7 +252,7 @@ base::Result<Exposition> Parser::Run(std::string_view text) {
 
 size_t Parser::NewFamily(std::string_view name) {
   size_t i = out_.families.size();
-  out_.families.push_back(Family{.name = std::string(name)});
+  out_.families.push_back(Family{.name = std::string(name), .line = line_});
   state_.emplace_back();
   index_.emplace(std::string(name), i);
   return i;
@@ -290,9 +305,6 @@ base::Status Parser::ParseComment(Cursor c) {
   if (state.type_line != 0) {
     return Err("second TYPE for {} (the first is on line {})", name, state.type_line);
   }
-  if (!family.samples.empty()) {
-    return Err("TYPE for {} comes after its samples (line {})", name, family.samples.front().line);
-  }
   std::string_view type = c.Token();
   c.SkipBlanks();
   if (type.empty()) {
@@ -310,6 +322,17 @@ base::Status Parser::ParseComment(Cursor c) {
     return Err("unknown type {} for {} (counter, gauge, histogram, summary or untyped)", Q(type),
                name);
   }
+  if (!family.samples.empty()) {
+    return Err("TYPE for {} comes after its samples (line {})", name, family.samples.front().line);
+  }
+  // Samples that this type would have claimed by their suffix came first, too.
+  for (const Suffix& s : kSuffixes) {
+    auto it = index_.find(std::string(name) + std::string(s.text));
+    if (s.Allows(*found) && it != index_.end() && !out_.families[it->second].samples.empty()) {
+      return Err("TYPE for {} comes after its samples (line {})", name,
+                 out_.families[it->second].samples.front().line);
+    }
+  }
   state.type_line = line_;
   family.type = *found;
   return base::OkStatus();
@@ -319,15 +342,6 @@ size_t Parser::FamilyOf(std::string_view sample_name) {
   if (auto it = index_.find(sample_name); it != index_.end()) {
     return it->second;
   }
-  struct Suffix {
-    std::string_view text;
-    bool histogram, summary, counter;
-  };
-  constexpr Suffix kSuffixes[] = {{"_bucket", true, false, false},
-                                  {"_sum", true, true, false},
-                                  {"_count", true, true, false},
-                                  {"_total", false, false, true},
-                                  {"_created", true, true, true}};
   for (const Suffix& s : kSuffixes) {
     if (!sample_name.ends_with(s.text)) {
       continue;
@@ -336,9 +350,7 @@ size_t Parser::FamilyOf(std::string_view sample_name) {
     if (it == index_.end()) {
       continue;
     }
-    MetricType t = out_.families[it->second].type;
-    if ((t == MetricType::kHistogram && s.histogram) || (t == MetricType::kSummary && s.summary) ||
-        (t == MetricType::kCounter && s.counter)) {
+    if (s.Allows(out_.families[it->second].type)) {
       return it->second;
     }
   }

@@ -55,6 +55,7 @@ struct Family {
   MetricType type = MetricType::kUntyped;
   std::string help;             // unescaped; empty without a HELP line
   std::vector<Sample> samples;  // in input order
+  size_t line = 0;              // 1-based line of its first HELP, TYPE or sample line
 };
 
 struct Exposition {

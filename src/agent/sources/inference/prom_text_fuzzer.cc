@@ -84,20 +84,45 @@ std::string Escape(std::string_view s, bool quote) {
   return out;
 }
 
+std::string RenderSample(const Sample& s) {
+  std::string out = s.name + "{";
+  for (const Label& l : s.labels) {
+    out += fmt::format("{}=\"{}\",", l.name, Escape(l.value, true));
+  }
+  out += std::isnan(s.value) ? std::string("} NaN") : fmt::format("}} {}", s.value);
+  return out + (s.timestamp_ms ? fmt::format(" {}\n", *s.timestamp_ms) : std::string("\n"));
+}
+
+// The exposition as text, its lines in the order of the input: each family's HELP and TYPE where
+// its first line was, each sample at its line. A TYPE line that came later in the input moves up
+// to the family's first line; the parser only accepts an input where that changes nothing (no
+// sample its type would claim came before it).
 std::string Render(const Exposition& e) {
-  std::string out;
+  struct Event {
+    size_t line;
+    size_t sample;  // 0: the family's header, k: its sample k - 1
+    const Family* family;
+  };
+  std::vector<Event> events;
   for (const Family& f : e.families) {
+    events.push_back(Event{f.line, 0, &f});
+    for (size_t k = 0; k < f.samples.size(); ++k) {
+      events.push_back(Event{f.samples[k].line, k + 1, &f});
+    }
+  }
+  std::stable_sort(events.begin(), events.end(), [](const Event& a, const Event& b) {
+    return a.line != b.line ? a.line < b.line : (a.sample == 0) > (b.sample == 0);
+  });
+  std::string out;
+  for (const Event& ev : events) {
+    const Family& f = *ev.family;
+    if (ev.sample > 0) {
+      out += RenderSample(f.samples[ev.sample - 1]);
+      continue;
+    }
     out += fmt::format("# HELP {} {}\n", f.name, Escape(f.help, false));
     if (f.type != MetricType::kUntyped) {
       out += fmt::format("# TYPE {} {}\n", f.name, inference::MetricTypeName(f.type));
-    }
-    for (const Sample& s : f.samples) {
-      out += s.name + "{";
-      for (const Label& l : s.labels) {
-        out += fmt::format("{}=\"{}\",", l.name, Escape(l.value, true));
-      }
-      out += std::isnan(s.value) ? std::string("} NaN") : fmt::format("}} {}", s.value);
-      out += s.timestamp_ms ? fmt::format(" {}\n", *s.timestamp_ms) : std::string("\n");
     }
   }
   return out;
@@ -146,10 +171,12 @@ void CheckError(const warpscope::base::Status& status, std::string_view text) {
 
 void CheckAccepted(const Exposition& e, const ParseLimits& limits, std::string_view text) {
   size_t samples = 0;
-  size_t last_line = 0;
   std::vector<std::string_view> names;
   for (const Family& f : e.families) {
     WARPSCOPE_FUZZ_CHECK(IsName(f.name, true), "family name {}", Quote(f.name));
+    WARPSCOPE_FUZZ_CHECK(f.line >= 1 && (f.samples.empty() || f.line <= f.samples[0].line),
+                         "family {} on line {}, first sample on line {}", f.name, f.line,
+                         f.samples.empty() ? 0 : f.samples[0].line);
     names.push_back(f.name);
     for (const Sample& s : f.samples) {
       ++samples;
@@ -170,16 +197,15 @@ void CheckAccepted(const Exposition& e, const ParseLimits& limits, std::string_v
     for (size_t k = 1; k < f.samples.size(); ++k) {
       WARPSCOPE_FUZZ_CHECK(f.samples[k - 1].line < f.samples[k].line, "sample lines of {}", f.name);
     }
-    if (!f.samples.empty()) {
-      last_line = std::max(last_line, f.samples.back().line);
-    }
   }
   WARPSCOPE_FUZZ_CHECK(samples <= limits.max_samples, "{} samples, limit {}", samples,
                        limits.max_samples);
+  for (size_t i = 1; i < e.families.size(); ++i) {
+    WARPSCOPE_FUZZ_CHECK(e.families[i - 1].line < e.families[i].line, "families out of order");
+  }
   std::sort(names.begin(), names.end());
   WARPSCOPE_FUZZ_CHECK(std::adjacent_find(names.begin(), names.end()) == names.end(),
                        "a family name twice in {}", Quote(text));
-  (void)last_line;
 }
 
 template <typename Series>

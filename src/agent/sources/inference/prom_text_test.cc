@@ -80,6 +80,7 @@ TEST(ParsePromTextTest, VllmExposition) {
   EXPECT_EQ(running.samples[0].value, 3.0);
   EXPECT_FALSE(running.samples[0].timestamp_ms.has_value());
   EXPECT_EQ(running.samples[0].line, 3u);
+  EXPECT_EQ(running.line, 1u);
 
   EXPECT_EQ(e.families[1].name, "vllm:prompt_tokens_total");
   EXPECT_EQ(e.families[1].type, MetricType::kCounter);
@@ -88,6 +89,7 @@ TEST(ParsePromTextTest, VllmExposition) {
   const Family& ttft = e.families[2];
   EXPECT_EQ(ttft.name, "vllm:time_to_first_token_seconds");
   EXPECT_EQ(ttft.type, MetricType::kHistogram);
+  EXPECT_EQ(ttft.line, 7u);
   ASSERT_EQ(ttft.samples.size(), 6u);
   EXPECT_EQ(ttft.samples[0].name, "vllm:time_to_first_token_seconds_bucket");
   EXPECT_EQ(
@@ -99,6 +101,7 @@ TEST(ParsePromTextTest, VllmExposition) {
   // prometheus_client gives _created its own gauge family in the 0.0.4 format.
   EXPECT_EQ(e.families[3].name, "vllm:time_to_first_token_seconds_created");
   EXPECT_EQ(e.families[3].type, MetricType::kGauge);
+  EXPECT_EQ(e.families[3].line, 15u);
   EXPECT_EQ(e.families[3].samples.at(0).value, 1.7333e9);
 
   base::Result<std::vector<HistogramSeries>> h = AssembleHistograms(ttft);
@@ -302,7 +305,8 @@ TEST(ParsePromTextTest, SyntaxErrorsNameTheLineAndTheProblem) {
       {"m{1a=\"x\"} 1\n", "line 1: expected a label name or } in the labels of m, found \"1a"},
       {"m{,} 1\n", "line 1: expected a label name or } in the labels of m"},
       {"m{a=\"x\" b=\"y\"} 1\n", "line 1: expected , or } after the value of label a of m"},
-      {"m{a=\"x\"", "line 1: expected , or } after the value of label a of m, found the end of the"},
+      {"m{a=\"x\"",
+       "line 1: expected , or } after the value of label a of m, found the end of the"},
       {"m{a=\"x\",", "line 1: expected a label name or } in the labels of m, found the end of the"},
       {"m{a=\"1\",a=\"2\"} 1\n", "line 1: label a appears twice in m"},
       {"m{a=\"\xff\"} 1\n", "line 1: value of label a of m is not valid UTF-8"},
@@ -322,6 +326,9 @@ TEST(ParsePromTextTest, SyntaxErrorsNameTheLineAndTheProblem) {
       {"# TYPE m gauge\n# TYPE m counter\n", "line 2: second TYPE for m (the first is on line 1)"},
       {"# HELP m a\n# HELP m b\n", "line 2: second HELP for m (the first is on line 1)"},
       {"m 1\n# TYPE m gauge\n", "line 2: TYPE for m comes after its samples (line 1)"},
+      {"# HELP h x\nh_sum 1\nh_count 2\n# TYPE h histogram\n",
+       "line 4: TYPE for h comes after its samples (line 2)"},
+      {"c_total 1\n# TYPE c counter\n", "line 2: TYPE for c comes after its samples (line 1)"},
       {"# TYPE m\n", "line 1: TYPE for m has no type"},
       {"# TYPE m gauge extra\n", "line 1: TYPE for m has text after the type: \"extra\""},
       {"# TYPE m timer\n", "line 1: unknown type \"timer\" for m"},
