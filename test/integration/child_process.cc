@@ -122,6 +122,21 @@ AgentServerFiles PrepareAgentAndServer(const TempDir& dir, std::string_view scen
   return f;
 }
 
+std::vector<std::string> PushingAgentArgv(const AgentServerFiles& files,
+                                          std::string_view hostname) {
+  return {WarpscopeBinary(),
+          "agent",
+          "--simulate",
+          files.scenario,
+          "--enable-host-metrics=false",
+          "--collect-metrics-interval=500ms",
+          "--export-metrics-interval=1s",
+          "--listen-address=127.0.0.1:" + std::to_string(files.agent_port),
+          "--hostname=" + std::string(hostname),
+          "--server=http://127.0.0.1:" + std::to_string(files.server_port),
+          "--auth-token-file=" + files.token};
+}
+
 std::string TwoGpuCoolingScenario(std::string_view name, std::string_view gpu1_temperature) {
   return fmt::format(R"(
 name: {}

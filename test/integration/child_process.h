@@ -63,6 +63,10 @@ struct AgentServerFiles {
 };
 AgentServerFiles PrepareAgentAndServer(const TempDir& dir, std::string_view scenario_yaml);
 
+// `warpscope agent` on `files.scenario` as `hostname`, collecting every 500 ms, closing a window
+// every second and pushing it to the server of `files` with its token (no host metrics).
+std::vector<std::string> PushingAgentArgv(const AgentServerFiles& files, std::string_view hostname);
+
 // A simulator scenario of two busy H100s at 60 °C, named `name`, whose GPU 1 follows
 // `gpu1_temperature` (a signal, e.g. "{piecewise: [[0s, 60], [2m, 110]]}"): the cooling
 // failure of the insights and alert tests.

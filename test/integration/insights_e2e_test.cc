@@ -47,13 +47,7 @@ TEST(InsightsE2ETest, ACoolingFailureFiresOnItsGpuAndSurvivesAServerRestart) {
   auto server = ChildProcess::Start(server_argv, tmp.path());
   ASSERT_TRUE(server);
   WaitForHttp(files.server_port, "/healthz", [](const std::string&) { return true; });
-  auto agent = ChildProcess::Start(
-      {bin, "agent", "--simulate", files.scenario, "--enable-host-metrics=false",
-       "--collect-metrics-interval=500ms", "--export-metrics-interval=1s",
-       "--listen-address=127.0.0.1:" + std::to_string(files.agent_port), "--hostname=hot-node",
-       "--server=http://127.0.0.1:" + std::to_string(files.server_port),
-       "--auth-token-file=" + files.token},
-      tmp.path());
+  auto agent = ChildProcess::Start(PushingAgentArgv(files, "hot-node"), tmp.path());
   ASSERT_TRUE(agent);
 
   // Three 10-second buckets of the climb are enough: bounded at 90 s.
