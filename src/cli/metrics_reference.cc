@@ -8,6 +8,7 @@
 #include "agent/self_stats.h"
 #include "agent/sources/cpu_profiler/cpu_profiler_metrics.h"
 #include "agent/sources/cuda_profiler/cuda_profiler_metrics.h"
+#include "agent/sources/inference/inference_metrics.h"
 #include "agent/sources/nvml/nvml_metrics.h"
 #include "agent/sources/procfs/host_metrics.h"
 #include "cli/commands.h"
@@ -83,6 +84,10 @@ std::vector<MetricCatalog> AllMetricCatalogs() {
       {"CPU profiler",
        "On the host entity, written by the `cpu_profiler` source (`--enable-cpu-profiler`).",
        agent::cpu_profiler_metrics::AllCpuProfilerMetrics()},
+      {"Inference serving",
+       "On the process entity of each inference server the agent scrapes (vLLM, SGLang, "
+       "TensorRT-LLM, TGI), written by the `inference` source (docs/design/inference.md).",
+       agent::inference_metrics::AllInferenceMetrics()},
       {"Agent self-metrics", "The agent's own health, on the host entity.",
        agent::AllSelfMetrics()},
   };
