@@ -3,7 +3,8 @@
 // "GPU Metrics" (one widget per metric, one line per GPU, grouped Performance / Memory /
 // Hardware / Data transfer; expanding a widget shows its per-process breakdown stacked by
 // executable). Clicking a point opens the profile panel for that window: the CPU charts open the
-// CPU profile, of the host or of the process whose line was clicked.
+// CPU profile, of the host or of the process whose line was clicked. Hosts that serve models
+// have a third tab, "Inference" (inference_tab.ts).
 import { getJson, knownMetrics, QueryBatcher } from './api';
 import type { BreakdownResponse, EntityRecord, EventRecord, MetricInfo, Point, RangeResponse, Series } from './api';
 import type { ChartLine, Limit, Marker, StackCap } from './chart';
@@ -11,6 +12,9 @@ import { h } from './dom';
 import { formatTime, formatValue } from './format';
 import { buildHostTab } from './host_tab';
 import { findingMarkers, findingsStrip } from './host_findings';
+import { findServing } from './inference_api';
+import { buildInferenceTab } from './inference_tab';
+import type { HostTab } from './state';
 import { hostKnown, unknownCard } from './page_chart';
 import type { View, ViewContext } from './view';
 import { executablePick, gpuPick, pickHandler, profileMarks, Widget } from './widget';
@@ -154,7 +158,11 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
   // Every chart reads the metric list before its query: asked for with the GPU list, not after it
   // (a round trip less before the charts' batch goes out). A failure shows in the charts' own call.
   knownMetrics().catch(() => undefined);
-  const gpuEntities = await getJson<{ entities: EntityRecord[] }>('/api/v1/entities', { host, kind: 'gpu', limit: 1000 });
+  // Whether the host serves models (the Inference tab) is asked for next to its GPUs.
+  const [gpuEntities, serving] = await Promise.all([
+    getJson<{ entities: EntityRecord[] }>('/api/v1/entities', { host, kind: 'gpu', limit: 1000 }),
+    findServing({ host }, ctx.start, ctx.end).catch(() => []),
+  ]);
   if (gpuEntities.entities.length === 0 && !(await hostKnown(host))) {
     return unknownCard(root, ctx, 'Unknown host', `The server has no data from a host named ${host}: check the name, or whether its agent sends to this server (warpscope agent --server).`);
   }
@@ -163,7 +171,7 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
     gpus.set(e.id, { uuid: e.id, index: Number(e.attributes['gpu.index'] ?? gpus.size), model: e.attributes['gpu.model'] ?? 'GPU' });
   }
   const models = [...new Set([...gpus.values()].map((g) => g.model))];
-  const tabButton = (id: 'host' | 'gpu', label: string) =>
+  const tabButton = (id: HostTab, label: string) =>
     h(
       'a.tab',
       {
@@ -176,12 +184,16 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
       },
       label,
     );
-  const tablist = h('div.tabs', { role: 'tablist', 'aria-label': 'Host page' }, tabButton('host', 'Host Metrics'), tabButton('gpu', 'GPU Metrics'));
+  // The Inference tab on hosts that serve models in the window (and when the URL asks for it).
+  const tabs: HostTab[] = serving.length || tab === 'inference' ? ['host', 'gpu', 'inference'] : ['host', 'gpu'];
+  const tabNames: Record<HostTab, string> = { host: 'Host Metrics', gpu: 'GPU Metrics', inference: 'Inference' };
+  const tablist = h('div.tabs', { role: 'tablist', 'aria-label': 'Host page' }, ...tabs.map((t) => tabButton(t, tabNames[t])));
   tablist.addEventListener('keydown', (e) => {
     if (e.key === 'ArrowRight' || e.key === 'ArrowLeft') {
       e.preventDefault();
       focusTab = true;
-      ctx.navigate({ tab: tab === 'host' ? 'gpu' : 'host', expand: undefined });
+      const i = tabs.indexOf(tab) + (e.key === 'ArrowRight' ? 1 : -1);
+      ctx.navigate({ tab: tabs[(i + tabs.length) % tabs.length], expand: undefined });
     }
   });
   const eventsBox = h('div.events');
@@ -214,6 +226,7 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
   const loaders: ((c: ViewContext, markers: Marker[], q: QueryBatcher) => Promise<void>)[] = [];
 
   if (tab === 'gpu') buildGpuTab(panel, ctx, host, gpus, widgets, loaders);
+  else if (tab === 'inference') buildInferenceTab(panel, ctx, host, serving, widgets, loaders);
   else buildHostTab(panel, ctx, host, widgets, loaders);
 
   const render = async (c: ViewContext) => {

@@ -8,6 +8,7 @@ import { findingView } from './finding';
 import { fleetView } from './fleet';
 import { gpuView } from './gpu_page';
 import { hostView } from './host';
+import { inferenceView, modelView } from './inference_page';
 import { insightsView } from './insights';
 import { notFoundView, urlProblems } from './not_found';
 import { processView } from './process_page';
@@ -70,6 +71,7 @@ function href(patch: Partial<ViewState>): string {
     if (!('insights' in patch)) next.insights = undefined;
     if (!('process' in patch)) next.process = undefined;
     if (!('gpu' in patch)) next.gpu = undefined;
+    if (!('model' in patch)) next.model = undefined;
   }
   return buildUrl(next);
 }
@@ -97,6 +99,7 @@ function topBar(s: ViewState): HTMLElement {
     h('a', { href: href({ view: 'fleet' }), 'aria-current': s.view === 'fleet' ? 'page' : undefined, title: 'Fleet overview (f)' }, 'Fleet'),
     h('a', { href: href({ view: 'top' }), 'aria-current': s.view === 'top' ? 'page' : undefined, title: 'Top entities (t)' }, 'Top entities'),
     h('a', { href: href({ view: 'insights' }), 'aria-current': s.view === 'insights' ? 'page' : undefined, title: 'Insights: what is wrong (i)', 'data-testid': 'nav-insights' }, 'Insights'),
+    h('a', { href: href({ view: 'inference' }), 'aria-current': s.view === 'inference' ? 'page' : undefined, title: 'Models served across hosts (n)', 'data-testid': 'nav-inference' }, 'Inference'),
     s.view === 'host' && s.host ? h('span.crumb', { 'aria-current': 'page' }, `Host ${s.host}`) : null,
     (s.view === 'process' || s.view === 'gpu') && s.host ? h('a.crumb', { href: href({ view: 'host', host: s.host, tab: s.view === 'gpu' ? 'gpu' : 'host' }) }, `Host ${s.host}`) : null,
   );
@@ -197,6 +200,7 @@ function showHelp(): void {
     ['f', 'fleet overview'],
     ['t', 'top entities'],
     ['i', 'insights'],
+    ['n', 'inference: models served across hosts'],
     ['h / g', 'host page: Host Metrics / GPU Metrics tab'],
     ['1 … 5', 'last 15 min, 1 h, 6 h, 24 h, 7 d'],
     ['l', 'live mode on/off'],
@@ -367,6 +371,8 @@ const VIEWS: Record<ViewState['view'], (root: HTMLElement, ctx: ViewContext) => 
   finding: findingView,
   process: processView,
   gpu: gpuView,
+  inference: inferenceView,
+  model: modelView,
   notfound: notFoundView,
 };
 const TITLES: Partial<Record<ViewState['view'], string>> = {
@@ -376,6 +382,7 @@ const TITLES: Partial<Record<ViewState['view'], string>> = {
   finding: 'Finding',
   process: 'Process',
   gpu: 'GPU',
+  inference: 'Inference',
   notfound: 'Not found',
 };
 
@@ -428,7 +435,7 @@ async function render(): Promise<void> {
     document.body.dataset.ready = String(seq);
     return;
   }
-  document.title = TITLES[s.view] ? `${TITLES[s.view]} · warpscope` : `${s.host} · warpscope`;
+  document.title = TITLES[s.view] ? `${TITLES[s.view]} · warpscope` : `${s.view === 'model' ? s.model : s.host} · warpscope`;
   if (s.problems?.length) main.append(urlProblems(s.problems));
   try {
     const view = await VIEWS[s.view](main, ctx);
@@ -482,6 +489,9 @@ function onKey(e: KeyboardEvent): void {
       break;
     case 'i':
       navigate({ view: 'insights', profile: undefined });
+      break;
+    case 'n':
+      navigate({ view: 'inference', profile: undefined });
       break;
     case 'h':
     case 'g':

@@ -3,11 +3,13 @@
 //   /                         fleet overview
 //   /top?kind=gpu&sort=gpu.utilization&dir=desc     (kind: host, gpu, executable, process,
 //                                                   container, pod)
-//   /host/<host>?tab=host|gpu&expand=<widget>&bgpu=<uuid>
+//   /host/<host>?tab=host|gpu|inference&expand=<widget>&bgpu=<uuid>
 //   /host/<host>/process/<entity id>   one process (entity id "pid/<pid>/<start ticks>")
 //   /host/<host>/gpu/<uuid>            one GPU
 //   /insights?severity=page|ticket|info&state=firing|pending|resolved&rule=<rule>&host=<host>
 //   /insights/<finding id>        one finding with its evidence
+//   /inference                    the served models across hosts
+//   /inference/<model>            one model: its serving processes, their latency and load
 // plus, on every view:
 //   range=15m|1h|6h|24h|7d      a window ending now (default 1h), or from=<unix s>&to=<unix s>
 //   live=1                    refresh every 10 s (relative ranges only)
@@ -23,7 +25,9 @@
 // Any other path is the "not found" view; a parameter that cannot be read is reported in
 // ViewState.problems (and the view uses its default).
 
-export type ViewName = 'fleet' | 'top' | 'host' | 'insights' | 'finding' | 'process' | 'gpu' | 'notfound';
+export type ViewName = 'fleet' | 'top' | 'host' | 'insights' | 'finding' | 'process' | 'gpu' | 'inference' | 'model' | 'notfound';
+export type HostTab = 'host' | 'gpu' | 'inference';
+const HOST_TABS: HostTab[] = ['host', 'gpu', 'inference'];
 export type TopKind = 'host' | 'gpu' | 'executable' | 'process' | 'container' | 'pod';
 
 export type ProfileWeight = 'cpu' | 'gpu' | 'both';
@@ -51,7 +55,7 @@ const WEIGHTS: ProfileWeight[] = ['cpu', 'gpu', 'both'];
 export interface ViewState {
   view: ViewName;
   host?: string;
-  tab: 'host' | 'gpu';
+  tab: HostTab;
   kind: TopKind;
   sort?: string;
   dir: 'asc' | 'desc';
@@ -65,9 +69,10 @@ export interface ViewState {
   // The Insights page's filters; the finding page's finding.
   insights?: InsightFilters;
   finding?: string;
-  // The process page's process entity id; the GPU page's GPU UUID.
+  // The process page's process entity id; the GPU page's GPU UUID; the model page's model.
   process?: string;
   gpu?: string;
+  model?: string;
   // URL parameters that could not be read, each with what the view does instead.
   problems?: string[];
 }
@@ -106,7 +111,7 @@ function decode(part: string): string | undefined {
 }
 
 // The view a path names, with its host, finding, process or GPU; 'notfound' for any other path.
-function parsePath(pathname: string): Pick<ViewState, 'view' | 'host' | 'finding' | 'process' | 'gpu'> {
+function parsePath(pathname: string): Pick<ViewState, 'view' | 'host' | 'finding' | 'process' | 'gpu' | 'model'> {
   const parts = pathname.split('/').filter((p) => p !== '');
   const decoded = parts.map(decode);
   if (decoded.some((p) => p === undefined)) return { view: 'notfound' };
@@ -115,6 +120,9 @@ function parsePath(pathname: string): Pick<ViewState, 'view' | 'host' | 'finding
   if (first === 'top' && parts.length === 1) return { view: 'top' };
   if (first === 'insights' && parts.length === 1) return { view: 'insights' };
   if (first === 'insights') return { view: 'finding', finding: (decoded as string[]).slice(1).join('/') };
+  if (first === 'inference' && parts.length === 1) return { view: 'inference' };
+  // A model name may hold slashes (meta-llama/Llama-3.1-8B-Instruct), escaped or not.
+  if (first === 'inference') return { view: 'model', model: (decoded as string[]).slice(1).join('/') };
   if (first === 'host' && parts.length === 2) return { view: 'host', host };
   if (first === 'host' && parts.length === 4 && sub === 'process') return { view: 'process', host, process: id };
   if (first === 'host' && parts.length === 4 && sub === 'gpu') return { view: 'gpu', host, gpu: id };
@@ -123,7 +131,7 @@ function parsePath(pathname: string): Pick<ViewState, 'view' | 'host' | 'finding
 
 export function parseUrl(loc: { pathname: string; search: string }): ViewState {
   const q = new URLSearchParams(loc.search);
-  const { view, host, finding, process, gpu } = parsePath(loc.pathname);
+  const { view, host, finding, process, gpu, model } = parsePath(loc.pathname);
   const problems: string[] = [];
   const presets = RANGE_PRESETS.map((p) => p.id).join(', ');
   const kind = q.get('kind') as TopKind | null;
@@ -146,8 +154,9 @@ export function parseUrl(loc: { pathname: string; search: string }): ViewState {
     range = '1h';
   }
   const tab = q.get('tab');
-  if (view === 'host' && tab !== null && tab !== 'host' && tab !== 'gpu') {
-    problems.push(`tab=${tab} is not host or gpu: showing Host Metrics.`);
+  const hostTab = HOST_TABS.find((t) => t === tab);
+  if (view === 'host' && tab !== null && !hostTab) {
+    problems.push(`tab=${tab} is not host, gpu or inference: showing Host Metrics.`);
   }
   const dir = q.get('dir');
   if (dir !== null && dir !== 'asc' && dir !== 'desc') problems.push(`dir=${dir} is not asc or desc: sorting descending.`);
@@ -156,7 +165,7 @@ export function parseUrl(loc: { pathname: string; search: string }): ViewState {
   const state: ViewState = {
     view,
     host,
-    tab: tab === 'gpu' ? 'gpu' : 'host',
+    tab: hostTab ?? 'host',
     kind: kind && TOP_KINDS.includes(kind) ? kind : 'gpu',
     sort: q.get('sort') ?? undefined,
     dir: dir === 'asc' ? 'asc' : 'desc',
@@ -175,6 +184,7 @@ export function parseUrl(loc: { pathname: string; search: string }): ViewState {
   if (finding) state.finding = finding;
   if (process) state.process = process;
   if (gpu) state.gpu = gpu;
+  if (model !== undefined) state.model = model;
   const p = q.get('p');
   if (p) {
     const m = /^(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)$/.exec(p);
@@ -217,12 +227,14 @@ export function buildUrl(s: ViewState): string {
   if (s.view === 'finding' && s.finding) path = `/insights/${encodeURIComponent(s.finding)}`;
   if (s.view === 'process' && s.host && s.process) path = `/host/${encodeURIComponent(s.host)}/process/${encodeURIComponent(s.process)}`;
   if (s.view === 'gpu' && s.host && s.gpu) path = `/host/${encodeURIComponent(s.host)}/gpu/${encodeURIComponent(s.gpu)}`;
+  if (s.view === 'inference') path = '/inference';
+  if (s.view === 'model' && s.model !== undefined) path = `/inference/${encodeURIComponent(s.model)}`;
   const q = new URLSearchParams();
   if (s.view === 'insights' && s.insights) {
     for (const k of INSIGHT_FILTERS) if (s.insights[k]) q.set(k, s.insights[k]!);
   }
   if (s.view === 'host') {
-    if (s.tab === 'gpu') q.set('tab', 'gpu');
+    if (s.tab !== 'host') q.set('tab', s.tab);
     if (s.expand) q.set('expand', s.expand);
     if (s.bgpu) q.set('bgpu', s.bgpu);
   }
