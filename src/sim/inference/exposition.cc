@@ -72,9 +72,14 @@ class Writer {
   void Head(const std::string& name, const char* type, const char* help) {
     out_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
   }
+  // Python's multiprocess collector writes `le` first (as vLLM's and SGLang's documented
+  // outputs show); other extra labels follow the family's.
   void Sample(const std::string& name, double v, const std::string& extra = "") {
     std::string labels = labels_;
-    if (!extra.empty()) labels += (labels.empty() ? "" : ",") + extra;
+    if (!extra.empty()) {
+      const bool first = python_ && extra.starts_with("le=");
+      labels = labels.empty() ? extra : first ? extra + "," + labels : labels + "," + extra;
+    }
     out_ += name;
     if (!labels.empty()) out_ += "{" + labels + "}";
     out_ += " " + Number(v) + "\n";
