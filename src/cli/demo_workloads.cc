@@ -132,7 +132,8 @@ base::Result<int> WaitForPort(const std::string& path, pid_t server) {
     std::ifstream in(path);
     int port = 0;
     if (in >> port && port > 0) return port;
-    if (waitpid(server, nullptr, WNOHANG) == server || std::chrono::steady_clock::now() > deadline) {
+    if (waitpid(server, nullptr, WNOHANG) == server ||
+        std::chrono::steady_clock::now() > deadline) {
       return base::Error(base::Unavailable(
           "the fake vLLM (pid {}) reported no port in {}; see its log beside it", server, path));
     }
@@ -143,10 +144,18 @@ base::Result<int> WaitForPort(const std::string& path, pid_t server) {
 }  // namespace
 
 std::vector<std::string> InferenceServerArgv() {
-  return {"vllm",         "serve",          "meta-llama/Llama-3.1-8B-Instruct",
-          "--host",       "127.0.0.1",      "--port",
-          "0",            "--max-num-seqs", "256",
-          "--max-num-batched-tokens", "8192", "--gpu-memory-utilization",
+  return {"vllm",
+          "serve",
+          "meta-llama/Llama-3.1-8B-Instruct",
+          "--host",
+          "127.0.0.1",
+          "--port",
+          "0",
+          "--max-num-seqs",
+          "256",
+          "--max-num-batched-tokens",
+          "8192",
+          "--gpu-memory-utilization",
           "0.9"};
 }
 
@@ -273,10 +282,9 @@ base::Result<std::unique_ptr<DemoWorkloads>> DemoWorkloads::Start(
   }
   for (DemoWorkload& w : self->workloads_) {
     if (w.server_pid == 0) continue;
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        w.server_port,
-        WaitForPort(options.log_dir + "/inference-gpu" + std::to_string(w.device) + ".port",
-                    w.server_pid));
+    WARPSCOPE_ASSIGN_OR_RETURN(w.server_port, WaitForPort(options.log_dir + "/inference-gpu" +
+                                                              std::to_string(w.device) + ".port",
+                                                          w.server_pid));
   }
   return self;
 }

@@ -202,15 +202,15 @@ TEST(DemoUpTest, InferenceScenarioServesVllmMetricsAboveItsGpuWorkload) {
   auto child = ChildProcess::Start(
       {WarpscopeBinary(), "up", "--simulate", "inference-overprovisioned", "--workloads", "0",
        "--port", "0", "--agent-port", "0", "--data-dir", dir.path() + "/up"},
-      dir.path(),
-      {"TMPDIR=" + dir.path(), "WARPSCOPE_AGENT_SOCKET=" + dir.path() + "/cupti.sock"});
+      dir.path(), {"TMPDIR=" + dir.path(), "WARPSCOPE_AGENT_SOCKET=" + dir.path() + "/cupti.sock"});
   ASSERT_TRUE(child) << child.error().message();
   pid_t server = 0, worker = 0;
   int port = 0;
   ASSERT_TRUE(WaitFor(
       [&] {
         const std::string out = (*child)->Stdout();
-        static const std::regex kServer(R"(GPU 0 vllm pid (\d+) http://127\.0\.0\.1:(\d+)/metrics)");
+        static const std::regex kServer(
+            R"(GPU 0 vllm pid (\d+) http://127\.0\.0\.1:(\d+)/metrics)");
         static const std::regex kWorker(R"(GPU 0 pid (\d+) \(inference\))");
         std::smatch s, w;
         if (!std::regex_search(out, s, kServer) || !std::regex_search(out, w, kWorker)) {
@@ -222,7 +222,9 @@ TEST(DemoUpTest, InferenceScenarioServesVllmMetricsAboveItsGpuWorkload) {
         return true;
       },
       60s))
-      << "stdout:\n" << (*child)->Stdout() << "\nstderr:\n" << (*child)->Stderr();
+      << "stdout:\n"
+      << (*child)->Stdout() << "\nstderr:\n"
+      << (*child)->Stderr();
 
   // It looks like vLLM's API server, and the GPU process is its child.
   std::string cmdline = ReadFile("/proc/" + std::to_string(server) + "/cmdline");

@@ -87,10 +87,14 @@ base::Result<std::pair<Engine, size_t>> Recognise(const std::vector<std::string>
 
 std::string_view EngineName(Engine engine) {
   switch (engine) {
-    case Engine::kVllm: return "vllm";
-    case Engine::kSglang: return "sglang";
-    case Engine::kTrtllm: return "trtllm";
-    case Engine::kTgi: return "tgi";
+    case Engine::kVllm:
+      return "vllm";
+    case Engine::kSglang:
+      return "sglang";
+    case Engine::kTrtllm:
+      return "trtllm";
+    case Engine::kTgi:
+      return "tgi";
   }
   return "";
 }
@@ -115,9 +119,11 @@ base::Result<EngineCommand> ParseEngineCommand(const std::vector<std::string>& a
       c.max_num_batched_tokens = 8192;
       if (auto name = Get(o, {"--served-model-name"})) c.model = *name;
       st = ReadUint(o, {"--max-num-seqs"}, 1 << 20, c.max_num_seqs);
-      if (st.ok()) st = ReadUint(o, {"--max-num-batched-tokens"}, 1 << 24, c.max_num_batched_tokens);
+      if (st.ok())
+        st = ReadUint(o, {"--max-num-batched-tokens"}, 1 << 24, c.max_num_batched_tokens);
       if (st.ok()) st = ReadUint(o, {"--max-model-len"}, 1 << 24, c.max_model_len);
-      if (st.ok()) st = ReadUint(o, {"--tensor-parallel-size", "-tp"}, 1024, c.tensor_parallel_size);
+      if (st.ok())
+        st = ReadUint(o, {"--tensor-parallel-size", "-tp"}, 1024, c.tensor_parallel_size);
       break;
     case Engine::kSglang:
       c.model = Get(o, {"--model-path", "--model"}).value_or("");
@@ -145,7 +151,8 @@ base::Result<EngineCommand> ParseEngineCommand(const std::vector<std::string>& a
       c.max_num_batched_tokens = 4096;
       if (auto host = Get(o, {"--hostname"})) c.host = *host;
       st = ReadUint(o, {"--max-concurrent-requests"}, 1 << 20, c.max_num_seqs);
-      if (st.ok()) st = ReadUint(o, {"--max-batch-prefill-tokens"}, 1 << 24, c.max_num_batched_tokens);
+      if (st.ok())
+        st = ReadUint(o, {"--max-batch-prefill-tokens"}, 1 << 24, c.max_num_batched_tokens);
       if (st.ok()) st = ReadUint(o, {"--num-shard"}, 1024, c.tensor_parallel_size);
       break;
   }

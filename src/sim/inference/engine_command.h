@@ -23,12 +23,12 @@ std::string_view MetricsPath(Engine engine);
 
 struct EngineCommand {
   Engine engine = Engine::kVllm;
-  std::string model;                // what the engine reports as the model name
+  std::string model;  // what the engine reports as the model name
   std::string host = "0.0.0.0";
-  int port = 0;                     // 0: any free port
-  uint32_t max_num_seqs = 0;        // the batch limit in sequences (requests)
+  int port = 0;                         // 0: any free port
+  uint32_t max_num_seqs = 0;            // the batch limit in sequences (requests)
   uint32_t max_num_batched_tokens = 0;  // the batch limit in tokens per step
-  uint32_t max_model_len = 8192;    // vLLM's token-count histogram range
+  uint32_t max_model_len = 8192;        // vLLM's token-count histogram range
   uint32_t tensor_parallel_size = 1;
 };
 

@@ -7,8 +7,8 @@ namespace warpscope::sim::inference {
 namespace {
 
 TEST(EngineCommandTest, ReadsVllmServe) {
-  auto c = ParseEngineCommand({"vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--port",
-                               "0", "--max-num-seqs", "64", "--max-num-batched-tokens=4096",
+  auto c = ParseEngineCommand({"vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct", "--port", "0",
+                               "--max-num-seqs", "64", "--max-num-batched-tokens=4096",
                                "--gpu-memory-utilization", "0.9", "--enable-prefix-caching"});
   ASSERT_TRUE(c.has_value()) << c.error().message();
   EXPECT_EQ(c->engine, Engine::kVllm);
@@ -40,8 +40,8 @@ TEST(EngineCommandTest, ReadsTheOtherEngines) {
   EXPECT_EQ(t->engine, Engine::kTrtllm);
   EXPECT_EQ(t->max_num_seqs, 8u);
   EXPECT_EQ(MetricsPath(t->engine), "/prometheus/metrics");
-  auto g = ParseEngineCommand({"text-generation-launcher", "--model-id", "m", "--hostname",
-                               "127.0.0.1", "--port", "0"});
+  auto g = ParseEngineCommand(
+      {"text-generation-launcher", "--model-id", "m", "--hostname", "127.0.0.1", "--port", "0"});
   ASSERT_TRUE(g.has_value()) << g.error().message();
   EXPECT_EQ(g->engine, Engine::kTgi);
   EXPECT_EQ(g->host, "127.0.0.1");

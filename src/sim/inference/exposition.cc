@@ -10,14 +10,14 @@ namespace warpscope::sim::inference {
 namespace {
 
 // vLLM V1 (vllm/v1/metrics/loggers.py); TensorRT-LLM's collector copies the same lists.
-const std::vector<double> kVllmTtft = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
-                                       0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0,
+const std::vector<double> kVllmTtft = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                       0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
                                        20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
 const std::vector<double> kVllmPerToken = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,
                                            0.3,  0.4,   0.5,  0.75,  1.0, 2.5,  5.0,
                                            7.5,  10.0,  20.0, 40.0,  80.0};
-const std::vector<double> kVllmRequestLatency = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,
-                                                 5.0,  10.0, 15.0, 20.0, 30.0,  40.0,  50.0,
+const std::vector<double> kVllmRequestLatency = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                                 5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
                                                  60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
 const std::vector<double> kVllmIterationTokens = {1,   8,    16,   32,   64,   128,  256,
                                                   512, 1024, 2048, 4096, 8192, 16384};
@@ -139,8 +139,7 @@ std::string Escape(const std::string& s) {
 void RenderVllm(const ExpositionOptions& o, const TrafficTotals& t, Writer& w) {
   const auto specs = EngineHistograms(o);
   const bool v1 = o.vllm_names == VllmNames::kV1;
-  w.Gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
-          t.running);
+  w.Gauge("vllm:num_requests_running", "Number of requests in model execution batches.", t.running);
   w.Gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.", t.waiting);
   if (v1) {
     w.Gauge("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.",
@@ -155,13 +154,13 @@ void RenderVllm(const ExpositionOptions& o, const TrafficTotals& t, Writer& w) {
     w.Gauge("vllm:gpu_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.",
             t.kv_cache_usage);
   }
-  w.Counter("vllm:prompt_tokens", "vllm:prompt_tokens_total",
-            "Number of prefill tokens processed.", static_cast<double>(t.prompt_tokens));
+  w.Counter("vllm:prompt_tokens", "vllm:prompt_tokens_total", "Number of prefill tokens processed.",
+            static_cast<double>(t.prompt_tokens));
   w.Counter("vllm:generation_tokens", "vllm:generation_tokens_total",
             "Number of generation tokens processed.", static_cast<double>(t.generation_tokens));
   w.Counter("vllm:request_success", "vllm:request_success_total",
-            "Count of successfully processed requests.",
-            static_cast<double>(t.requests_finished), "finished_reason=\"stop\"");
+            "Count of successfully processed requests.", static_cast<double>(t.requests_finished),
+            "finished_reason=\"stop\"");
   w.Histogram(Find(specs, Observed::kPromptTokens), "Number of prefill tokens processed.",
               t.request_prompt_tokens);
   w.Histogram(Find(specs, Observed::kOutputTokens), "Number of generation tokens processed.",
@@ -170,19 +169,16 @@ void RenderVllm(const ExpositionOptions& o, const TrafficTotals& t, Writer& w) {
     w.Histogram(Find(specs, Observed::kIterationTokens),
                 "Histogram of number of tokens per engine_step.", t.iteration_tokens);
   }
-  w.Histogram(Find(specs, Observed::kTtft), "Histogram of time to first token in seconds.",
-              t.ttft);
+  w.Histogram(Find(specs, Observed::kTtft), "Histogram of time to first token in seconds.", t.ttft);
   if (v1) {
-    w.Histogram(Find(specs, Observed::kItl), "Histogram of inter-token latency in seconds.",
-                t.itl);
+    w.Histogram(Find(specs, Observed::kItl), "Histogram of inter-token latency in seconds.", t.itl);
     w.Histogram(Find(specs, Observed::kTpot),
                 "Histogram of time_per_output_token_seconds per request.", t.tpot);
   } else {
     w.Histogram(Find(specs, Observed::kItl), "Histogram of time per output token in seconds.",
                 t.itl);
   }
-  w.Histogram(Find(specs, Observed::kE2e), "Histogram of e2e request latency in seconds.",
-              t.e2e);
+  w.Histogram(Find(specs, Observed::kE2e), "Histogram of e2e request latency in seconds.", t.e2e);
   w.Histogram(Find(specs, Observed::kQueue),
               "Histogram of time spent in WAITING phase for request.", t.queue);
   w.Histogram(Find(specs, Observed::kInference),
@@ -198,19 +194,18 @@ void RenderSglang(const ExpositionOptions& o, const TrafficTotals& t, Writer& w)
   w.Gauge("sglang:token_usage", "The token usage.", t.kv_cache_usage);
   w.Gauge("sglang:num_queue_reqs", "The number of requests in the waiting queue.", t.waiting);
   w.Gauge("sglang:cache_hit_rate", "The prefix cache hit rate.",
-          t.prefix_queries == 0 ? 0.0
-                                : static_cast<double>(t.prefix_hits) /
-                                      static_cast<double>(t.prefix_queries));
+          t.prefix_queries == 0
+              ? 0.0
+              : static_cast<double>(t.prefix_hits) / static_cast<double>(t.prefix_queries));
   w.Counter("sglang:prompt_tokens", "sglang:prompt_tokens_total",
             "Number of prefill tokens processed.", static_cast<double>(t.prompt_tokens));
   w.Counter("sglang:generation_tokens", "sglang:generation_tokens_total",
             "Number of generation tokens processed.", static_cast<double>(t.generation_tokens));
-  w.Counter("sglang:cached_tokens", "sglang:cached_tokens_total",
-            "Number of cached prompt tokens.", static_cast<double>(t.prefix_hits));
+  w.Counter("sglang:cached_tokens", "sglang:cached_tokens_total", "Number of cached prompt tokens.",
+            static_cast<double>(t.prefix_hits));
   w.Counter("sglang:num_requests", "sglang:num_requests_total", "Number of requests processed.",
             static_cast<double>(t.requests_finished));
-  w.Histogram(Find(specs, Observed::kTtft), "Histogram of time to first token in seconds.",
-              t.ttft);
+  w.Histogram(Find(specs, Observed::kTtft), "Histogram of time to first token in seconds.", t.ttft);
   w.Histogram(Find(specs, Observed::kItl), "Histogram of inter-token latency in seconds.", t.itl);
   w.Histogram(Find(specs, Observed::kE2e), "Histogram of End-to-end request latency in seconds",
               t.e2e);
@@ -219,12 +214,11 @@ void RenderSglang(const ExpositionOptions& o, const TrafficTotals& t, Writer& w)
 void RenderTrtllm(const ExpositionOptions& o, const TrafficTotals& t, Writer& w) {
   const auto specs = EngineHistograms(o);
   w.Counter("trtllm_request_success", "trtllm_request_success_total",
-            "Count of successfully processed requests.",
-            static_cast<double>(t.requests_finished), "finished_reason=\"stop\"");
+            "Count of successfully processed requests.", static_cast<double>(t.requests_finished),
+            "finished_reason=\"stop\"");
   w.Histogram(Find(specs, Observed::kE2e), "Histogram of end to end request latency in seconds.",
               t.e2e);
-  w.Histogram(Find(specs, Observed::kTtft), "Histogram of time to first token in seconds.",
-              t.ttft);
+  w.Histogram(Find(specs, Observed::kTtft), "Histogram of time to first token in seconds.", t.ttft);
   w.Histogram(Find(specs, Observed::kTpot), "Histogram of time per output token in seconds.",
               t.tpot);
   w.Histogram(Find(specs, Observed::kQueue),
@@ -236,9 +230,9 @@ void RenderTrtllm(const ExpositionOptions& o, const TrafficTotals& t, Writer& w)
             "Cumulative number of generation (output) tokens produced.",
             static_cast<double>(t.generation_tokens));
   w.Gauge("trtllm_kv_cache_hit_rate", "KV cache hit rate",
-          t.prefix_queries == 0 ? 0.0
-                                : static_cast<double>(t.prefix_hits) /
-                                      static_cast<double>(t.prefix_queries));
+          t.prefix_queries == 0
+              ? 0.0
+              : static_cast<double>(t.prefix_hits) / static_cast<double>(t.prefix_queries));
   w.Gauge("trtllm_kv_cache_utilization", "KV cache utilization", t.kv_cache_usage);
   w.Gauge("trtllm_num_requests_running", "Number of active requests", t.running);
   w.Gauge("trtllm_num_requests_waiting", "Number of queued requests", t.waiting);
@@ -287,15 +281,24 @@ std::string PythonNumber(double v) {
 
 const ValueCounts& Observations(const TrafficTotals& t, Observed what) {
   switch (what) {
-    case Observed::kTtft: return t.ttft;
-    case Observed::kItl: return t.itl;
-    case Observed::kTpot: return t.tpot;
-    case Observed::kE2e: return t.e2e;
-    case Observed::kQueue: return t.queue;
-    case Observed::kInference: return t.inference;
-    case Observed::kIterationTokens: return t.iteration_tokens;
-    case Observed::kPromptTokens: return t.request_prompt_tokens;
-    case Observed::kOutputTokens: return t.request_output_tokens;
+    case Observed::kTtft:
+      return t.ttft;
+    case Observed::kItl:
+      return t.itl;
+    case Observed::kTpot:
+      return t.tpot;
+    case Observed::kE2e:
+      return t.e2e;
+    case Observed::kQueue:
+      return t.queue;
+    case Observed::kInference:
+      return t.inference;
+    case Observed::kIterationTokens:
+      return t.iteration_tokens;
+    case Observed::kPromptTokens:
+      return t.request_prompt_tokens;
+    case Observed::kOutputTokens:
+      return t.request_output_tokens;
   }
   return t.ttft;
 }
@@ -313,8 +316,7 @@ std::vector<HistogramSpec> EngineHistograms(const ExpositionOptions& o) {
                 {"vllm:request_time_per_output_token_seconds", Observed::kTpot, kVllmPerToken},
                 {"vllm:e2e_request_latency_seconds", Observed::kE2e, kVllmRequestLatency},
                 {"vllm:request_queue_time_seconds", Observed::kQueue, kVllmRequestLatency},
-                {"vllm:request_inference_time_seconds", Observed::kInference,
-                 kVllmRequestLatency}};
+                {"vllm:request_inference_time_seconds", Observed::kInference, kVllmRequestLatency}};
       }
       return {{"vllm:request_prompt_tokens", Observed::kPromptTokens, OneTwoFive(len)},
               {"vllm:request_generation_tokens", Observed::kOutputTokens, OneTwoFive(len)},
@@ -322,8 +324,7 @@ std::vector<HistogramSpec> EngineHistograms(const ExpositionOptions& o) {
               {"vllm:time_per_output_token_seconds", Observed::kItl, kVllmPerToken},
               {"vllm:e2e_request_latency_seconds", Observed::kE2e, kVllmRequestLatency},
               {"vllm:request_queue_time_seconds", Observed::kQueue, kVllmRequestLatency},
-              {"vllm:request_inference_time_seconds", Observed::kInference,
-               kVllmRequestLatency}};
+              {"vllm:request_inference_time_seconds", Observed::kInference, kVllmRequestLatency}};
     case Engine::kSglang:
       return {{"sglang:time_to_first_token_seconds", Observed::kTtft, kSglangTtft},
               {"sglang:inter_token_latency_seconds", Observed::kItl, kSglangItl},

@@ -26,7 +26,15 @@ struct ExpositionOptions {
 
 // What a histogram observes.
 enum class Observed {
-  kTtft, kItl, kTpot, kE2e, kQueue, kInference, kIterationTokens, kPromptTokens, kOutputTokens
+  kTtft,
+  kItl,
+  kTpot,
+  kE2e,
+  kQueue,
+  kInference,
+  kIterationTokens,
+  kPromptTokens,
+  kOutputTokens
 };
 const ValueCounts& Observations(const TrafficTotals& totals, Observed what);
 

@@ -156,6 +156,25 @@ TEST(ExpositionTest, CountersGrowBetweenScrapes) {
   }
 }
 
+// What a scraper computes from two scrapes (the mean tokens per engine step from the
+// iteration histogram's _sum and _count deltas) is the model's batch efficiency.
+TEST(ExpositionTest, BatchEfficiencyFromTwoScrapesIsTheModels) {
+  const ExpositionOptions o = Options(Engine::kVllm);
+  TrafficModel model{TrafficConfig{}};
+  const TrafficTotals t0 = model.Totals(10);
+  const TrafficTotals t1 = model.Totals(40);
+  const prom::Exposition a = Parse(RenderExposition(o, t0));
+  const prom::Exposition b = Parse(RenderExposition(o, t1));
+  const std::string family = "vllm:iteration_tokens_total";
+  const double sum = Value(b, family, family + "_sum") - Value(a, family, family + "_sum");
+  const double count = Value(b, family, family + "_count") - Value(a, family, family + "_count");
+  const ValueCounts window = Subtract(t1.iteration_tokens, t0.iteration_tokens);
+  ASSERT_GT(count, 0);
+  EXPECT_DOUBLE_EQ(count, static_cast<double>(Count(window)));
+  EXPECT_NEAR(sum / count / 8192, Sum(window) / static_cast<double>(Count(window)) / 8192, 1e-12);
+  EXPECT_LT(sum / count / 8192, 0.30);
+}
+
 TEST(ExpositionTest, PythonNumbersLookLikePrometheusClients) {
   EXPECT_EQ(PythonNumber(1), "1.0");
   EXPECT_EQ(PythonNumber(0.25), "0.25");

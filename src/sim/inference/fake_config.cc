@@ -94,8 +94,8 @@ base::Result<FakeConfig> ParseFakeConfig(std::string_view json_text) {
       }
       c.manual_clock = value == "manual";
     } else {
-      return base::Error(base::InvalidArgument(
-          "{}: unknown key; known keys: traffic, vllm_names, clock", key));
+      return base::Error(
+          base::InvalidArgument("{}: unknown key; known keys: traffic, vllm_names, clock", key));
     }
   }
   if (base::Status st = c.traffic.Validate(); !st.ok()) return base::Error(st);

@@ -56,7 +56,7 @@ base::Result<FakeConfig> LoadConfig() {
 // temporary file and a rename, so that a reader never sees half a number.
 bool WritePort(const char* path, int port) {
   const std::string text = std::to_string(port) + "\n";
-  struct stat st{};
+  struct stat st {};
   const bool fifo = stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
   const std::string target = fifo ? std::string(path) : std::string(path) + ".tmp";
   const int fd = open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -118,7 +118,7 @@ class FakeEngine {
   const ExpositionOptions options_;
   const bool manual_clock_;
   std::mutex mu_;
-  TrafficModel model_;  // guarded by mu_
+  TrafficModel model_;   // guarded by mu_
   double manual_t_ = 0;  // guarded by mu_
   const std::chrono::steady_clock::time_point start_;
 };
@@ -145,10 +145,9 @@ int Run(int argc, char** argv) {
   FakeEngine engine(*command, *config);
   httplib::Server server;
   engine.Install(server);
-  const int port = command->port == 0 ? server.bind_to_any_port(command->host)
-                                      : (server.bind_to_port(command->host, command->port)
-                                             ? command->port
-                                             : -1);
+  const int port = command->port == 0
+                       ? server.bind_to_any_port(command->host)
+                       : (server.bind_to_port(command->host, command->port) ? command->port : -1);
   if (port <= 0) {
     std::fprintf(stderr, "warpscope-fake-inference: cannot listen on %s:%d; pick a free --port\n",
                  command->host.c_str(), command->port);

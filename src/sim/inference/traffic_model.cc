@@ -37,11 +37,12 @@ base::Status CheckTimes(const char* field, const std::vector<double>& v) {
 base::Status TrafficConfig::Validate() const {
   if (!(requests_per_second > 0) || !std::isfinite(requests_per_second)) {
     return base::InvalidArgument(
-        "traffic.requests_per_second: {} must be a positive number (e.g. 2.5)", requests_per_second);
+        "traffic.requests_per_second: {} must be a positive number (e.g. 2.5)",
+        requests_per_second);
   }
-  for (const auto& [field, v] : {std::pair{"queue_seconds", &queue_seconds},
-                                 std::pair{"ttft_seconds", &ttft_seconds},
-                                 std::pair{"itl_seconds", &itl_seconds}}) {
+  for (const auto& [field, v] :
+       {std::pair{"queue_seconds", &queue_seconds}, std::pair{"ttft_seconds", &ttft_seconds},
+        std::pair{"itl_seconds", &itl_seconds}}) {
     if (base::Status st = CheckTimes(field, *v); !st.ok()) return st;
   }
   double min_ttft = std::numeric_limits<double>::infinity();
@@ -59,7 +60,8 @@ base::Status TrafficConfig::Validate() const {
         "traffic.prompt_tokens and traffic.output_tokens need at least one value each");
   }
   for (uint32_t n : output_tokens) {
-    if (n == 0) return base::InvalidArgument("traffic.output_tokens: 0; a request yields >= 1 token");
+    if (n == 0)
+      return base::InvalidArgument("traffic.output_tokens: 0; a request yields >= 1 token");
   }
   if (prefix_hit_percent > 100) {
     return base::InvalidArgument("traffic.prefix_hit_percent: {} is above 100", prefix_hit_percent);
@@ -69,7 +71,8 @@ base::Status TrafficConfig::Validate() const {
                                  step_seconds);
   }
   if (kv_cache_tokens == 0) {
-    return base::InvalidArgument("traffic.kv_cache_tokens: 0; give the KV-cache capacity in tokens");
+    return base::InvalidArgument(
+        "traffic.kv_cache_tokens: 0; give the KV-cache capacity in tokens");
   }
   return base::OkStatus();
 }

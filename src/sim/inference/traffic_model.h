@@ -39,8 +39,8 @@ struct TrafficConfig {
   std::vector<double> itl_seconds = {0.015, 0.020};
   std::vector<uint32_t> prompt_tokens = {512, 1024};
   std::vector<uint32_t> output_tokens = {128, 256};
-  uint32_t prefix_hit_percent = 25;  // of each request's prompt tokens, found in the prefix cache
-  double step_seconds = 0.020;       // the engine's step period
+  uint32_t prefix_hit_percent = 25;   // of each request's prompt tokens, found in the prefix cache
+  double step_seconds = 0.020;        // the engine's step period
   uint64_t kv_cache_tokens = 200000;  // KV-cache capacity; usage = tokens held by running requests
 
   // Every pattern non-empty, times positive and finite, each queue time below the smallest TTFT,
@@ -71,8 +71,8 @@ struct TrafficTotals {
   uint64_t prefix_queries = 0;
   uint64_t prefix_hits = 0;
   uint64_t steps = 0;
-  uint32_t running = 0;  // scheduled, not finished
-  uint32_t waiting = 0;  // arrived, not scheduled
+  uint32_t running = 0;       // scheduled, not finished
+  uint32_t waiting = 0;       // arrived, not scheduled
   double kv_cache_usage = 0;  // 0..1: prompt + output tokens of running requests / capacity
   // Seconds. tpot: each finished request's mean time per output token after the first (its
   // itl, for requests of >= 2 tokens); inference: e2e minus queue time.
@@ -106,10 +106,10 @@ class TrafficModel {
   void Reset();
 
   TrafficConfig config_;
-  TrafficTotals settled_;    // full contributions of requests [0, settled_k_) and steps so far
-  uint64_t settled_k_ = 0;   // every request below it has finished
+  TrafficTotals settled_;      // full contributions of requests [0, settled_k_) and steps so far
+  uint64_t settled_k_ = 0;     // every request below it has finished
   uint64_t settled_work_ = 0;  // WorkBy contribution of those requests
-  uint64_t next_step_ = 1;   // the next engine step to count (step j at j * step_seconds)
+  uint64_t next_step_ = 1;     // the next engine step to count (step j at j * step_seconds)
   uint64_t last_step_work_ = 0;
   double last_t_ = 0;
 };

@@ -40,9 +40,10 @@ double SampleValue(const prom::Exposition& e, const std::string& name) {
 TEST(FakeEngineProcessTest, LooksAndScrapesLikeVllm) {
   base::TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  const std::vector<std::string> argv = {"vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
-                                         "--host", "127.0.0.1", "--port", "0",
-                                         "--max-num-seqs", "256"};
+  const std::vector<std::string> argv = {
+      "vllm",   "serve",          "meta-llama/Llama-3.1-8B-Instruct",
+      "--host", "127.0.0.1",      "--port",
+      "0",      "--max-num-seqs", "256"};
   auto engine = FakeEngineProcess::Start(
       {.argv = argv,
        .config_json = R"({"clock": "manual", "traffic": {"requests_per_second": 1,
@@ -74,10 +75,10 @@ TEST(FakeEngineProcessTest, LooksAndScrapesLikeVllm) {
 TEST(FakeEngineProcessTest, TrtllmServesOnItsOwnPath) {
   base::TempDir dir;
   ASSERT_FALSE(dir.path().empty());
-  auto engine = FakeEngineProcess::Start(
-      {.argv = {"trtllm-serve", "nvidia/Llama-3.1-8B-Instruct-FP8", "--host", "127.0.0.1",
-                "--port", "0"},
-       .dir = dir.path()});
+  auto engine =
+      FakeEngineProcess::Start({.argv = {"trtllm-serve", "nvidia/Llama-3.1-8B-Instruct-FP8",
+                                         "--host", "127.0.0.1", "--port", "0"},
+                                .dir = dir.path()});
   ASSERT_TRUE(engine.has_value()) << engine.error().message();
   EXPECT_EQ((*engine)->metrics_path(), "/prometheus/metrics");
   httplib::Client client("127.0.0.1", (*engine)->port());
