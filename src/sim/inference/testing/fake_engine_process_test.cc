@@ -91,6 +91,29 @@ TEST(FakeEngineProcessTest, TrtllmServesOnItsOwnPath) {
   EXPECT_EQ(other->status, 404);
 }
 
+TEST(FakeEngineProcessTest, SglangAndTgiCommandLines) {
+  base::TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const std::vector<std::vector<std::string>> argvs = {
+      {"python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2.5-7B-Instruct",
+       "--host", "127.0.0.1", "--port", "0", "--enable-metrics"},
+      {"text-generation-launcher", "--model-id", "mistralai/Mistral-7B-Instruct-v0.3",
+       "--hostname", "127.0.0.1", "--port", "0"}};
+  for (const auto& argv : argvs) {
+    SCOPED_TRACE(argv[0]);
+    auto engine = FakeEngineProcess::Start({.argv = argv, .dir = dir.path()});
+    ASSERT_TRUE(engine.has_value()) << engine.error().message();
+    EXPECT_EQ(Cmdline((*engine)->pid()), argv);
+    httplib::Client client("127.0.0.1", (*engine)->port());
+    auto res = client.Get("/metrics");
+    ASSERT_TRUE(res) << httplib::to_string(res.error());
+    auto e = prom::ParsePromText(res->body);
+    ASSERT_TRUE(e.has_value()) << e.error().message();
+    const std::string prefix = argv[0] == "python3" ? "sglang:" : "tgi_";
+    for (const prom::Family& f : e->families) EXPECT_TRUE(f.name.starts_with(prefix)) << f.name;
+  }
+}
+
 TEST(FakeEngineProcessTest, BadCommandLineFailsWithTheReason) {
   base::TempDir dir;
   ASSERT_FALSE(dir.path().empty());
