@@ -97,8 +97,8 @@ TEST(FakeEngineProcessTest, SglangAndTgiCommandLines) {
   const std::vector<std::vector<std::string>> argvs = {
       {"python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2.5-7B-Instruct",
        "--host", "127.0.0.1", "--port", "0", "--enable-metrics"},
-      {"text-generation-launcher", "--model-id", "mistralai/Mistral-7B-Instruct-v0.3",
-       "--hostname", "127.0.0.1", "--port", "0"}};
+      {"text-generation-launcher", "--model-id", "mistralai/Mistral-7B-Instruct-v0.3", "--hostname",
+       "127.0.0.1", "--port", "0"}};
   for (const auto& argv : argvs) {
     SCOPED_TRACE(argv[0]);
     auto engine = FakeEngineProcess::Start({.argv = argv, .dir = dir.path()});
