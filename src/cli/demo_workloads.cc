@@ -11,6 +11,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -89,70 +90,201 @@ base::Result<std::vector<DemoWorkload>> SelectDemoWorkloads(const std::vector<De
   return out;
 }
 
+namespace {
+
+// warpscope-fake-inference's environment (sim/inference/fake_config.h), repeated here: cli runs
+// the binary and includes nothing of it.
+constexpr char kFakeConfigEnv[] = "WARPSCOPE_FAKE_INFERENCE_CONFIG";
+constexpr char kFakePortFileEnv[] = "WARPSCOPE_FAKE_INFERENCE_PORT_FILE";
+constexpr char kInferenceWorkload[] = "inference";
+
+struct Argv {
+  explicit Argv(std::vector<std::string> a) : strings(std::move(a)) {
+    for (std::string& s : strings) pointers.push_back(s.data());
+    pointers.push_back(nullptr);
+  }
+  std::vector<std::string> strings;
+  std::vector<char*> pointers;
+};
+
+// The first steps of every child, right after fork: only async-signal-safe calls.
+void EnterChild(pid_t group, pid_t parent, const char* log) {
+  setpgid(0, group);
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(127);  // the parent died before the request took effect
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_UNBLOCK, &all, nullptr);  // `up` blocks SIGINT/SIGTERM for its own wait
+  const int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int out = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (in >= 0) dup2(in, 0);
+  if (out >= 0) {
+    dup2(out, 1);
+    dup2(out, 2);
+  }
+}
+
+// Waits up to 10 s for the port the fake engine writes once it listens (it starts in
+// milliseconds; 20 ms steps cost nothing beside that bound).
+base::Result<int> WaitForPort(const std::string& path, pid_t server) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  for (;;) {
+    std::ifstream in(path);
+    int port = 0;
+    if (in >> port && port > 0) return port;
+    if (waitpid(server, nullptr, WNOHANG) == server ||
+        std::chrono::steady_clock::now() > deadline) {
+      return base::Error(base::Unavailable(
+          "the fake vLLM (pid {}) reported no port in {}; see its log beside it", server, path));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> InferenceServerArgv() {
+  return {"vllm",
+          "serve",
+          "meta-llama/Llama-3.1-8B-Instruct",
+          "--host",
+          "127.0.0.1",
+          "--port",
+          "0",
+          "--max-num-seqs",
+          "256",
+          "--max-num-batched-tokens",
+          "8192",
+          "--gpu-memory-utilization",
+          "0.9"};
+}
+
+std::string InferenceServerConfigJson() {
+  // ~1.5 requests/s of ~700 prompt and ~190 output tokens at ~24 ms per token: e2e ~4.6 s, so
+  // ~7 requests run at a time (Little's law): ~3 % of 256 sequences, ~0.3 % of 8192 tokens per
+  // 20 ms step. TTFT p95 0.25 s, below the 500 ms paging target.
+  return R"({"traffic": {"requests_per_second": 1.5,
+    "queue_seconds": [0.004, 0.006, 0.008, 0.012],
+    "ttft_seconds": [0.045, 0.06, 0.07, 0.08, 0.09, 0.11, 0.13, 0.15, 0.18, 0.25],
+    "itl_seconds": [0.018, 0.022, 0.025, 0.03],
+    "prompt_tokens": [350, 620, 800, 1100],
+    "output_tokens": [96, 160, 224, 288],
+    "prefix_hit_percent": 35, "step_seconds": 0.02, "kv_cache_tokens": 196608}})";
+}
+
 base::Result<std::unique_ptr<DemoWorkloads>> DemoWorkloads::Start(
     const Options& options, std::vector<DemoWorkload> workloads) {
   std::unique_ptr<DemoWorkloads> self(new DemoWorkloads());
   if (workloads.empty()) return self;
-  for (const std::string* f : {&options.program, &options.inject_library, &options.cupti_library}) {
+  std::vector<const std::string*> needed = {&options.program, &options.inject_library,
+                                            &options.cupti_library};
+  bool inference = false;
+  for (const DemoWorkload& w : workloads) inference |= w.workload == kInferenceWorkload;
+  if (inference) needed.push_back(&options.inference_program);
+  for (const std::string* f : needed) {
     if (access(f->c_str(), R_OK) != 0) {
       return base::Error(base::NotFound(
           "{} is missing; rebuild warpscope (targets warpscope_demo_workload, warpscope_cupti, "
-          "warpscope_sim_cupti) or run `up --workloads none`",
-          *f));
+          "warpscope_sim_cupti, warpscope_fake_inference) or run `up --workloads none`",
+          f->empty() ? std::string("warpscope-fake-inference") : *f));
     }
   }
-  // Everything the child needs is built before fork: after it, only async-signal-safe calls.
-  std::vector<std::string> env_strings;
+  const std::string config = options.log_dir + "/inference.json";
+  if (inference) {
+    std::ofstream out(config);
+    out << InferenceServerConfigJson();
+    if (!out) return base::Error(base::Unavailable("cannot write {}", config));
+  }
+  // Everything the children need is built before fork: after it, only async-signal-safe calls.
+  std::vector<std::string> base_env;
   for (char** e = environ; *e != nullptr; ++e) {
     const std::string_view v(*e);
     if (v.starts_with("CUDA_INJECTION64_PATH=") || v.starts_with("WARPSCOPE_CUPTI_LIBRARY=") ||
-        v.starts_with("WARPSCOPE_AGENT_SOCKET=")) {
+        v.starts_with("WARPSCOPE_AGENT_SOCKET=") || v.starts_with(kFakeConfigEnv) ||
+        v.starts_with(kFakePortFileEnv)) {
       continue;
     }
-    env_strings.emplace_back(v);
+    base_env.emplace_back(v);
   }
-  env_strings.push_back("CUDA_INJECTION64_PATH=" + options.inject_library);
-  env_strings.push_back("WARPSCOPE_CUPTI_LIBRARY=" + options.cupti_library);
-  env_strings.push_back("WARPSCOPE_AGENT_SOCKET=" + options.agent_socket);
-  std::vector<char*> envp;
-  for (std::string& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
+  std::vector<std::string> workload_env = base_env;
+  workload_env.push_back("CUDA_INJECTION64_PATH=" + options.inject_library);
+  workload_env.push_back("WARPSCOPE_CUPTI_LIBRARY=" + options.cupti_library);
+  workload_env.push_back("WARPSCOPE_AGENT_SOCKET=" + options.agent_socket);
+  Argv envp(std::move(workload_env));
   const pid_t parent = getpid();
   self->workloads_ = std::move(workloads);
   for (DemoWorkload& w : self->workloads_) {
-    std::string device = std::to_string(w.device);
-    std::string log = options.log_dir + "/workload-gpu" + device + ".log";
-    std::vector<std::string> args = {options.program, "--workload", w.workload, "--device",
-                                     device};
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
+    const std::string device = std::to_string(w.device);
+    const std::string log = options.log_dir + "/workload-gpu" + device + ".log";
+    Argv argv({options.program, "--workload", w.workload, "--device", device});
+    const bool serve = w.workload == kInferenceWorkload;
+    const std::string server_log = options.log_dir + "/inference-gpu" + device + ".log";
+    const std::string port_file = options.log_dir + "/inference-gpu" + device + ".port";
+    std::vector<std::string> server_env = base_env;
+    server_env.push_back(std::string(kFakeConfigEnv) + "=" + config);
+    server_env.push_back(std::string(kFakePortFileEnv) + "=" + port_file);
+    Argv server_envp(std::move(server_env));
+    Argv server_argv(InferenceServerArgv());
+    int pipe_fds[2] = {-1, -1};
+    if (serve) {
+      unlink(port_file.c_str());
+      if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+        return base::Error(base::Unavailable("pipe: {}", std::strerror(errno)));
+      }
+    }
     const pid_t group = self->group_;
     const pid_t pid = fork();
     if (pid < 0) {
       return base::Error(base::Unavailable("fork for the demo workload of GPU {}: {}", w.device,
                                            std::strerror(errno)));
     }
+    if (pid == 0 && !serve) {
+      EnterChild(group, parent, log.c_str());
+      execve(argv.pointers[0], argv.pointers.data(), envp.pointers.data());
+      _exit(127);
+    }
     if (pid == 0) {
-      setpgid(0, group);
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(127);  // `up` died before the request took effect
-      sigset_t all;
-      sigfillset(&all);
-      sigprocmask(SIG_UNBLOCK, &all, nullptr);  // `up` blocks SIGINT/SIGTERM for its own wait
-      const int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
-      const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (in >= 0) dup2(in, 0);
-      if (out >= 0) {
-        dup2(out, 1);
-        dup2(out, 2);
+      // The fake vLLM: fork its GPU worker, tell `up` the worker's pid, become the server.
+      EnterChild(group, parent, server_log.c_str());
+      const pid_t server = getpid();
+      const pid_t worker = fork();
+      if (worker == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != server) _exit(127);
+        const int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (out >= 0) {
+          dup2(out, 1);
+          dup2(out, 2);
+        }
+        execve(argv.pointers[0], argv.pointers.data(), envp.pointers.data());
+        _exit(127);
       }
-      execve(argv[0], argv.data(), envp.data());
+      if (write(pipe_fds[1], &worker, sizeof(worker)) != sizeof(worker) || worker < 0) _exit(127);
+      execve(options.inference_program.c_str(), server_argv.pointers.data(),
+             server_envp.pointers.data());
       _exit(127);
     }
     setpgid(pid, group);  // also here: whichever of parent and child runs first
     if (self->group_ == 0) self->group_ = pid;
     w.pid = pid;
+    if (serve) {
+      close(pipe_fds[1]);
+      pid_t worker = -1;
+      const ssize_t n = read(pipe_fds[0], &worker, sizeof(worker));
+      close(pipe_fds[0]);
+      w.server_pid = pid;
+      w.pid = n == sizeof(worker) && worker > 0 ? worker : 0;
+      if (w.pid == 0) {
+        return base::Error(base::Unavailable(
+            "the fake vLLM of GPU {} could not start its worker; see {}", w.device, server_log));
+      }
+    }
+  }
+  for (DemoWorkload& w : self->workloads_) {
+    if (w.server_pid == 0) continue;
+    WARPSCOPE_ASSIGN_OR_RETURN(w.server_port, WaitForPort(options.log_dir + "/inference-gpu" +
+                                                              std::to_string(w.device) + ".port",
+                                                          w.server_pid));
   }
   return self;
 }
@@ -170,7 +302,10 @@ void DemoWorkloads::Stop() {
   if (group_ == 0) return;
   kill(-group_, SIGTERM);
   std::set<pid_t> running;
-  for (const DemoWorkload& w : workloads_) running.insert(w.pid);
+  for (const DemoWorkload& w : workloads_) {
+    running.insert(w.pid);  // a fake vLLM's worker is its child: ECHILD here, reaped by it
+    if (w.server_pid > 0) running.insert(w.server_pid);
+  }
   // Polls waitpid: a child has no way to wake a thread that waits for several children with a
   // deadline; 20 ms steps cost nothing beside a 5 s bound.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);

@@ -4,6 +4,12 @@
 // so that the simulator reports their pids (WARPSCOPE_SIM_PIDS) and metrics, processes and
 // profiles of one GPU name one process.
 //
+// A workload `inference` runs under a fake vLLM (warpscope-fake-inference started as `vllm serve
+// ...`, src/sim/inference/): the fake is the parent of the workload process, as vLLM's API server
+// is of its engine and GPU worker, and serves vLLM's metrics of a traffic that matches the
+// scenario (low load: batch efficiency far below 30 %). Its log is inference-gpu<N>.log and its
+// port is written to inference-gpu<N>.port in the log directory.
+//
 // Lifetime: the processes form one process group of their own (a terminal's Ctrl-C reaches
 // `up` only, which stops them); each asks the kernel for SIGKILL when `up` dies
 // (PR_SET_PDEATHSIG), so not even a `kill -9` of `up` leaves one behind. Stop() (also run by
@@ -28,7 +34,15 @@ struct DemoWorkload {
   unsigned device = 0;        // its GPU's NVML index
   std::string workload;       // sim/nvml/workloads.h
   pid_t pid = 0;              // the process running it (0 before Start)
+  pid_t server_pid = 0;       // `inference`: the fake vLLM, the workload's parent
+  int server_port = 0;        // `inference`: the port it serves /metrics on
 };
+
+// The argv and the JSON config (sim/inference/fake_config.h) of the fake vLLM of an `inference`
+// workload: Llama 3.1 8B served with vLLM's defaults on 127.0.0.1, a free port, and ~1.5
+// requests per second: about 7 requests running of --max-num-seqs 256.
+std::vector<std::string> InferenceServerArgv();
+std::string InferenceServerConfigJson();
 
 // Which workloads `up --workloads` runs: "all", "none" or GPU indices ("3" or "0,3").
 // Returns the subset of `all` selected, or an error naming the bad value.
@@ -48,6 +62,8 @@ class DemoWorkloads {
     std::string cupti_library;   // the CUPTI simulator (WARPSCOPE_CUPTI_LIBRARY)
     std::string agent_socket;    // WARPSCOPE_AGENT_SOCKET
     std::string log_dir;         // each process's stdout and stderr: workload-gpu<N>.log
+    // warpscope-fake-inference, needed when a workload is `inference`
+    std::string inference_program;
   };
   [[nodiscard]] static base::Result<std::unique_ptr<DemoWorkloads>> Start(
       const Options& options, std::vector<DemoWorkload> workloads);

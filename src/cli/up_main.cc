@@ -58,10 +58,12 @@ base::Result<std::unique_ptr<DemoWorkloads>> StartWorkloads(const UpOptions& opt
   o.cupti_library = (bin.parent_path() / "lib" / "sim" / "libcupti.so").string();
   o.agent_socket = agent_socket;
   o.log_dir = options.data_dir;
+  o.inference_program = (bin / "warpscope-fake-inference").string();
   return DemoWorkloads::Start(o, std::move(*selected));
 }
 
-// "  workloads      GPU 3 pid 4242 (dataloader), ...\n", or "" without any.
+// "  workloads      GPU 3 pid 4242 (dataloader) ...\n" and, for inference workloads,
+// "  inference      GPU 0 vllm pid 4240 http://127.0.0.1:PORT/metrics ...\n"; "" without any.
 std::string DescribeWorkloads(const std::vector<DemoWorkload>& workloads) {
   if (workloads.empty()) return "";
   std::string out = "  workloads     ";
@@ -69,7 +71,16 @@ std::string DescribeWorkloads(const std::vector<DemoWorkload>& workloads) {
     out += " GPU " + std::to_string(w.device) + " pid " + std::to_string(w.pid) + " (" +
            w.workload + ")";
   }
-  return out + "\n";
+  out += "\n";
+  // The fake vLLM servers of `inference` workloads (the workload is the server's child).
+  std::string servers;
+  for (const DemoWorkload& w : workloads) {
+    if (w.server_pid == 0) continue;
+    servers += " GPU " + std::to_string(w.device) + " vllm pid " + std::to_string(w.server_pid) +
+               " http://127.0.0.1:" + std::to_string(w.server_port) + "/metrics";
+  }
+  if (!servers.empty()) out += "  inference     " + servers + "\n";
+  return out;
 }
 
 }  // namespace

@@ -4,12 +4,14 @@
 // pid is the one the simulator reports for GPU 3's process, the server gets a GPU profile of it
 // with Python launch frames and PC samples (SASS offsets of the demo cubin, stall reasons) and a
 // CPU profile of the same pid, and stopping `up` (Ctrl-C, or a
-// kill -9) leaves no workload process behind.
+// kill -9) leaves no workload process behind. `up --simulate inference-overprovisioned` runs each
+// GPU's inference workload under a fake vLLM, its parent, that serves vLLM's metrics.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "integration/child_process.h"
@@ -175,6 +178,85 @@ TEST(DemoUpTest, KillNineOfUpTakesTheWorkloadsWithIt) {
   up.process->Signal(SIGKILL, 10s);
   EXPECT_TRUE(WaitFor([&] { return Gone(up.gpu3_pid); }, 10s))
       << "workload " << up.gpu3_pid << " outlived a kill -9 of up";
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// The parent pid from /proc/<pid>/stat (field 4, after the command in parentheses).
+pid_t ParentOf(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return 0;
+  std::istringstream rest(stat.substr(paren + 2));
+  std::string state;
+  pid_t ppid = 0;
+  rest >> state >> ppid;
+  return ppid;
+}
+
+TEST(DemoUpTest, InferenceScenarioServesVllmMetricsAboveItsGpuWorkload) {
+  TempDir dir;
+  auto child = ChildProcess::Start(
+      {WarpscopeBinary(), "up", "--simulate", "inference-overprovisioned", "--workloads", "0",
+       "--port", "0", "--agent-port", "0", "--data-dir", dir.path() + "/up"},
+      dir.path(), {"TMPDIR=" + dir.path(), "WARPSCOPE_AGENT_SOCKET=" + dir.path() + "/cupti.sock"});
+  ASSERT_TRUE(child) << child.error().message();
+  pid_t server = 0, worker = 0;
+  int port = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string out = (*child)->Stdout();
+        static const std::regex kServer(
+            R"(GPU 0 vllm pid (\d+) http://127\.0\.0\.1:(\d+)/metrics)");
+        static const std::regex kWorker(R"(GPU 0 pid (\d+) \(inference\))");
+        std::smatch s, w;
+        if (!std::regex_search(out, s, kServer) || !std::regex_search(out, w, kWorker)) {
+          return false;
+        }
+        server = std::stoi(s[1]);
+        port = std::stoi(s[2]);
+        worker = std::stoi(w[1]);
+        return true;
+      },
+      60s))
+      << "stdout:\n"
+      << (*child)->Stdout() << "\nstderr:\n"
+      << (*child)->Stderr();
+
+  // It looks like vLLM's API server, and the GPU process is its child.
+  std::string cmdline = ReadFile("/proc/" + std::to_string(server) + "/cmdline");
+  std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+  EXPECT_TRUE(cmdline.starts_with("vllm serve meta-llama/Llama-3.1-8B-Instruct ")) << cmdline;
+  EXPECT_NE(cmdline.find("--max-num-seqs 256"), std::string::npos) << cmdline;
+  EXPECT_EQ(ParentOf(worker), server);
+
+  // vLLM's metrics, with a batch far below the limit: the over-provisioned serving of the
+  // scenario (a few running requests of --max-num-seqs 256).
+  httplib::Client client("127.0.0.1", port);
+  std::string body;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto res = client.Get("/metrics");
+        if (!res || res->status != 200) return false;
+        body = res->body;
+        return body.find("vllm:request_success_total{") != std::string::npos &&
+               body.find("finished_reason=\"stop\"} 0.0") == std::string::npos;
+      },
+      30s))
+      << body;
+  std::smatch m;
+  static const std::regex kRunning(R"(vllm:num_requests_running\{[^}]*\} (\d+)\.0)");
+  ASSERT_TRUE(std::regex_search(body, m, kRunning)) << body;
+  EXPECT_LT(std::stoi(m[1]), 256 * 30 / 100);
+  EXPECT_NE(body.find("vllm:time_to_first_token_seconds_bucket{"), std::string::npos);
+
+  const int status = (*child)->Signal(SIGINT, 30s);
+  ASSERT_NE(status, -1) << "up did not stop within 30 s of SIGINT";
+  EXPECT_TRUE(WaitFor([&] { return Gone(server) && Gone(worker); }, 10s))
+      << "the fake vLLM " << server << " or its worker " << worker << " outlived up";
 }
 
 }  // namespace
