@@ -73,7 +73,8 @@ std::optional<std::pair<Engine, size_t>> FindCommand(std::span<const std::string
       return std::pair(Engine::kTrtllm, next == "serve" ? i + 2 : i + 1);
     }
     if (base == "text-generation-launcher") return std::pair(Engine::kTgi, i + 1);
-    if (base == "text-generation-server") return std::pair(Engine::kTgi, next == "serve" ? i + 2 : i + 1);
+    if (base == "text-generation-server")
+      return std::pair(Engine::kTgi, next == "serve" ? i + 2 : i + 1);
   }
   return std::nullopt;
 }
@@ -157,8 +158,7 @@ void SocketInodes(const std::string& dir, std::set<uint64_t>& inodes) {
 }
 
 // The LISTEN sockets (state 0A) of a net/tcp or net/tcp6 table whose inode is in `inodes`.
-void ListenPorts(const std::string& table, const std::set<uint64_t>& inodes,
-                 std::set<int>& ports) {
+void ListenPorts(const std::string& table, const std::set<uint64_t>& inodes, std::set<int>& ports) {
   std::istringstream in(ReadFile(table));
   std::string line;
   std::getline(in, line);  // the header
@@ -268,8 +268,8 @@ std::vector<ServingProcess> DiscoverServingProcesses(const std::string& proc_roo
     ListenPorts(net + "tcp6", inodes, ports);
     p.listen_ports.assign(ports.begin(), ports.end());
     if (!ports.empty()) {
-      const int port = p.command.port && ports.contains(*p.command.port) ? *p.command.port
-                                                                         : *ports.begin();
+      const int port =
+          p.command.port && ports.contains(*p.command.port) ? *p.command.port : *ports.begin();
       p.url = "http://127.0.0.1:" + std::to_string(port) + p.command.metrics_path;
     }
     found.push_back(std::move(p));

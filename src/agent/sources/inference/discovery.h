@@ -36,7 +36,7 @@ struct ServingProcess {
   std::string comm;          // /proc/<pid>/stat field 2
   std::string command_line;  // argv joined by spaces
   ServerCommand command;
-  std::vector<int> descendants;  // sorted
+  std::vector<int> descendants;   // sorted
   std::vector<int> listen_ports;  // of the process and its descendants, sorted
   std::string url;                // http://127.0.0.1:<port><metrics path>; "" when not listening
 };

@@ -48,11 +48,11 @@ class FakeProc {
     int sl = 0;
     for (const auto& [port, state, inode] : rows) {
       char local[64];
-      std::snprintf(local, sizeof(local), v6 ? "00000000000000000000000000000000:%04X"
-                                             : "00000000:%04X", port);
+      std::snprintf(local, sizeof(local),
+                    v6 ? "00000000000000000000000000000000:%04X" : "00000000:%04X", port);
       out << "   " << sl++ << ": " << local << " " << (v6 ? std::string(32, '0') : "00000000")
-          << ":0000 " << state << " 00000000:00000000 00:00000000 00000000  1000        0 "
-          << inode << " 1 0000000000000000 100 0 0 10 0\n";
+          << ":0000 " << state << " 00000000:00000000 00:00000000 00000000  1000        0 " << inode
+          << " 1 0000000000000000 100 0 0 10 0\n";
     }
   }
 
@@ -68,9 +68,9 @@ const ServingProcess* Find(const std::vector<ServingProcess>& found, int pid) {
 }
 
 TEST(ParseServerCommandTest, ReadsEachEngine) {
-  const std::vector<std::string> vllm = {"/usr/bin/python3", "/usr/local/bin/vllm", "serve",
-                                         "meta-llama/Llama-3.1-8B-Instruct", "--port=8100",
-                                         "--max_num_seqs", "64"};
+  const std::vector<std::string> vllm = {
+      "/usr/bin/python3", "/usr/local/bin/vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
+      "--port=8100",      "--max_num_seqs",      "64"};
   auto c = ParseServerCommand(vllm);
   ASSERT_TRUE(c.has_value());
   EXPECT_EQ(c->engine, Engine::kVllm);
@@ -80,12 +80,13 @@ TEST(ParseServerCommandTest, ReadsEachEngine) {
   EXPECT_EQ(c->limits.max_num_batched_tokens, 2048);  // the documented default
   EXPECT_EQ(c->metrics_path, "/metrics");
 
-  const std::vector<std::string> api = {"python", "-m", "vllm.entrypoints.openai.api_server",
-                                        "--model", "m1", "--served-model-name", "chat"};
+  const std::vector<std::string> api = {"python",  "-m", "vllm.entrypoints.openai.api_server",
+                                        "--model", "m1", "--served-model-name",
+                                        "chat"};
   EXPECT_EQ(ParseServerCommand(api)->model, "chat");
 
-  const std::vector<std::string> trt = {"trtllm-serve", "serve", "/models/llama", "--port",
-                                        "8080", "--max_batch_size", "512"};
+  const std::vector<std::string> trt = {
+      "trtllm-serve", "serve", "/models/llama", "--port", "8080", "--max_batch_size", "512"};
   c = ParseServerCommand(trt);
   EXPECT_EQ(c->engine, Engine::kTrtllm);
   EXPECT_EQ(c->model, "/models/llama");
@@ -108,20 +109,24 @@ TEST(DiscoveryTest, FindsServersAndTheirListeningPorts) {
   FakeProc proc(tmp.path());
   // vLLM: the API server listens on 8000 (tcp6); its engine core child holds a socket of its
   // own; a forked worker repeats the command line.
-  proc.Process(100, 1, {"/usr/bin/python3", "/usr/bin/vllm", "serve", "Qwen/Qwen2-7B"}, {7777, 9999});
+  proc.Process(100, 1, {"/usr/bin/python3", "/usr/bin/vllm", "serve", "Qwen/Qwen2-7B"},
+               {7777, 9999});
   proc.Process(101, 100, {"VLLM::EngineCore"}, {5555});
   proc.Process(102, 100, {"/usr/bin/python3", "/usr/bin/vllm", "serve", "Qwen/Qwen2-7B"});
   proc.Tcp(100, true, {{8000, "0A", 7777}, {8000, "01", 9999}});
   proc.Tcp(100, false, {{5557, "0A", 5555}, {22, "0A", 4242}});
   // SGLang on 30001 (its --port).
-  proc.Process(200, 1, {"python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2-7B",
-                        "--port", "30001", "--enable-metrics"}, {3333});
+  proc.Process(200, 1,
+               {"python3", "-m", "sglang.launch_server", "--model-path", "Qwen/Qwen2-7B", "--port",
+                "30001", "--enable-metrics"},
+               {3333});
   proc.Tcp(200, false, {{30001, "0A", 3333}});
   // TGI: the launcher's router child listens; the Python shard is part of the launcher.
   proc.Process(400, 1, {"text-generation-launcher", "--model-id", "bigscience/bloom-560m"});
   proc.Process(401, 400, {"text-generation-router", "--port", "3000"}, {4444});
-  proc.Process(402, 400, {"/usr/bin/python3", "/usr/bin/text-generation-server", "serve",
-                          "bigscience/bloom-560m"});
+  proc.Process(
+      402, 400,
+      {"/usr/bin/python3", "/usr/bin/text-generation-server", "serve", "bigscience/bloom-560m"});
   proc.Tcp(400, false, {{3000, "0A", 4444}});
   // Not listening yet: found, without a URL.
   proc.Process(500, 1, {"trtllm-serve", "/models/llama"});

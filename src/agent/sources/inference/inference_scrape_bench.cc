@@ -22,8 +22,7 @@ namespace {
 class CountingSink : public model::SampleSink {
  public:
   void AddEntity(const model::Entity&) override {}
-  void AddValue(const model::MetricDesc&, std::string_view, const model::Labels&,
-                double) override {
+  void AddValue(const model::MetricDesc&, std::string_view, const model::Labels&, double) override {
     ++values;
   }
   void AddEvent(const model::Event&) override {}
@@ -32,24 +31,29 @@ class CountingSink : public model::SampleSink {
 };
 
 std::string VllmExposition(int scrape, int n_models) {
-  const std::vector<double> ttft = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
-                                    0.25,  0.5,   0.75, 1.0,  2.5,  5.0,  7.5,  10.0,
+  const std::vector<double> ttft = {0.001, 0.005, 0.01, 0.02,  0.04,  0.06,  0.08, 0.1,
+                                    0.25,  0.5,   0.75, 1.0,   2.5,   5.0,   7.5,  10.0,
                                     20.0,  40.0,  80.0, 160.0, 640.0, 2560.0};
-  const std::vector<double> itl = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5,
+  const std::vector<double> itl = {0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2,  0.3,  0.4, 0.5,
                                    0.75, 1.0,   2.5,  5.0,   7.5, 10.0, 20.0, 40.0, 80.0};
-  const std::vector<double> req = {0.3,  0.5,  0.8,  1.0,  1.5,   2.0,   2.5,   5.0,  10.0, 15.0,
-                                   20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0,
-                                   1920.0, 7680.0};
+  const std::vector<double> req = {0.3,  0.5,   0.8,   1.0,   1.5,   2.0,    2.5,
+                                   5.0,  10.0,  15.0,  20.0,  30.0,  40.0,   50.0,
+                                   60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0};
   const std::vector<double> iter = {1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
   const std::vector<double> tokens = {1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000};
   const std::pair<const char*, const std::vector<double>*> histograms[] = {
-      {"vllm:time_to_first_token_seconds", &ttft}, {"vllm:inter_token_latency_seconds", &itl},
+      {"vllm:time_to_first_token_seconds", &ttft},
+      {"vllm:inter_token_latency_seconds", &itl},
       {"vllm:time_per_output_token_seconds", &itl},
       {"vllm:request_time_per_output_token_seconds", &itl},
-      {"vllm:e2e_request_latency_seconds", &req}, {"vllm:request_queue_time_seconds", &req},
-      {"vllm:request_inference_time_seconds", &req}, {"vllm:request_prefill_time_seconds", &req},
-      {"vllm:request_decode_time_seconds", &req}, {"vllm:iteration_tokens_total", &iter},
-      {"vllm:request_prompt_tokens", &tokens}, {"vllm:request_generation_tokens", &tokens},
+      {"vllm:e2e_request_latency_seconds", &req},
+      {"vllm:request_queue_time_seconds", &req},
+      {"vllm:request_inference_time_seconds", &req},
+      {"vllm:request_prefill_time_seconds", &req},
+      {"vllm:request_decode_time_seconds", &req},
+      {"vllm:iteration_tokens_total", &iter},
+      {"vllm:request_prompt_tokens", &tokens},
+      {"vllm:request_generation_tokens", &tokens},
       {"vllm:request_params_max_tokens", &tokens},
       {"vllm:request_max_num_generation_tokens", &tokens}};
   const char* models[] = {"meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B-Instruct",
@@ -58,8 +62,8 @@ std::string VllmExposition(int scrape, int n_models) {
   auto labels = [&](int m, int e) {
     return fmt::format("engine=\"{}\",model_name=\"{}\"", e, models[m]);
   };
-  for (const char* gauge : {"vllm:num_requests_running", "vllm:num_requests_waiting",
-                            "vllm:kv_cache_usage_perc"}) {
+  for (const char* gauge :
+       {"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"}) {
     out += fmt::format("# HELP {} gauge\n# TYPE {} gauge\n", gauge, gauge);
     for (int m = 0; m < n_models; ++m) {
       for (int e = 0; e < 2; ++e) out += fmt::format("{}{{{}}} {}\n", gauge, labels(m, e), 0.5 + e);
@@ -91,12 +95,12 @@ std::string VllmExposition(int scrape, int n_models) {
         double cum = 0;
         for (size_t i = 0; i < buckets->size(); ++i) {
           cum += (i % 5) * (10 + scrape);
-          out += fmt::format("{}_bucket{{{},le=\"{}\"}} {}.0\n", name, labels(m, e),
-                             (*buckets)[i], cum);
+          out += fmt::format("{}_bucket{{{},le=\"{}\"}} {}.0\n", name, labels(m, e), (*buckets)[i],
+                             cum);
         }
         out += fmt::format("{}_bucket{{{},le=\"+Inf\"}} {}.0\n", name, labels(m, e), cum);
-        out += fmt::format("{}_count{{{}}} {}.0\n{}_sum{{{}}} {}\n", name, labels(m, e), cum,
-                           name, labels(m, e), cum * 0.37);
+        out += fmt::format("{}_count{{{}}} {}.0\n{}_sum{{{}}} {}\n", name, labels(m, e), cum, name,
+                           labels(m, e), cum * 0.37);
       }
     }
   }
@@ -149,7 +153,11 @@ void BM_ScrapeParseNormalize(benchmark::State& state) {
   server.stop();
   thread.join();
 }
-BENCHMARK(BM_ScrapeParseNormalize)->Arg(1)->Arg(4)->ArgName("models")->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_ScrapeParseNormalize)
+    ->Arg(1)
+    ->Arg(4)
+    ->ArgName("models")
+    ->Unit(benchmark::kMicrosecond);
 
 // The same without the HTTP round trip: parse, normalise and window only.
 void BM_ParseNormalize(benchmark::State& state) {

@@ -31,9 +31,10 @@ base::Result<StaticInferenceTarget> ParseInferenceTarget(std::string_view spec) 
   if (comma == std::string_view::npos) return t;
   std::string_view option = spec.substr(comma + 1);
   if (!option.starts_with("engine=")) {
-    return base::Error(base::InvalidArgument(
-        "--inference-targets '{}': unknown option '{}'; expected URL[,engine=vllm|sglang|trtllm|tgi]",
-        spec, option));
+    return base::Error(
+        base::InvalidArgument("--inference-targets '{}': unknown option '{}'; expected "
+                              "URL[,engine=vllm|sglang|trtllm|tgi]",
+                              spec, option));
   }
   t.engine = EngineFromName(option.substr(7));
   if (!t.engine) {
@@ -61,7 +62,9 @@ std::map<int, std::vector<std::pair<int, std::string>>> GpuProcessesOf(const mod
 
 InferenceSource::InferenceSource(InferenceSourceOptions options, const base::Clock& clock,
                                  model::ProcessResolver* resolver, SourceErrorHook on_error)
-    : options_(std::move(options)), clock_(clock), resolver_(resolver),
+    : options_(std::move(options)),
+      clock_(clock),
+      resolver_(resolver),
       on_error_(std::move(on_error)) {}
 
 base::Status InferenceSource::Start() {
@@ -105,7 +108,8 @@ std::vector<InferenceSource::Target> InferenceSource::Targets() {
     if (p.url.empty() || claimed.contains(p.pid)) continue;
     auto scrape = ParseScrapeUrl(p.url);
     if (!scrape) continue;
-    targets.push_back(Target{p.url, *scrape, p.command.engine, p.command.model, p.command.limits, &p});
+    targets.push_back(
+        Target{p.url, *scrape, p.command.engine, p.command.model, p.command.limits, &p});
   }
   return targets;
 }
@@ -219,8 +223,8 @@ void InferenceSource::Finish(base::TimePoint /*now*/, model::SampleSink& out) {
   for (const PendingEntity& e : pending_entities_) {
     model::Entity entity;
     if (e.process) {
-      const model::ProcessInfo* info = resolver_ != nullptr ? resolver_->Resolve(e.process->pid)
-                                                            : nullptr;
+      const model::ProcessInfo* info =
+          resolver_ != nullptr ? resolver_->Resolve(e.process->pid) : nullptr;
       model::ProcessInfo fallback;
       if (info == nullptr || info->start_ticks != e.process->start_ticks) {
         fallback.pid = e.process->pid;

@@ -23,8 +23,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 
 std::string ReadFixture(std::string_view name) {
-  std::ifstream in(std::string(WARPSCOPE_SOURCE_DIR) + "/test/data/inference/" +
-                   std::string(name));
+  std::ifstream in(std::string(WARPSCOPE_SOURCE_DIR) + "/test/data/inference/" + std::string(name));
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -115,11 +114,16 @@ void FakeVllmProcess(const std::string& root, int port) {
   fs::create_directories(dir + "/fd");
   fs::create_directories(dir + "/net");
   fs::create_directories(root + "/proc/4243/fd");
-  std::ofstream(dir + "/stat") << "4242 (python3) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5000 0 0\n";
+  std::ofstream(dir + "/stat")
+      << "4242 (python3) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5000 0 0\n";
   std::ofstream(root + "/proc/4243/stat")
       << "4243 (VLLM::EngineCor) S 4242 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5001 0 0\n";
-  const std::string argv[] = {"python3", "/usr/bin/vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct",
-                              "--max-num-batched-tokens", "8192"};
+  const std::string argv[] = {"python3",
+                              "/usr/bin/vllm",
+                              "serve",
+                              "meta-llama/Llama-3.1-8B-Instruct",
+                              "--max-num-batched-tokens",
+                              "8192"};
   std::string cmdline;
   for (const auto& a : argv) cmdline += a + '\0';
   std::ofstream(dir + "/cmdline", std::ios::binary) << cmdline;
@@ -130,7 +134,8 @@ void FakeVllmProcess(const std::string& root, int port) {
   std::ofstream(dir + "/net/tcp")
       << "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  "
          "timeout inode\n"
-      << "   0: " << local << " 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 "
+      << "   0: " << local
+      << " 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000 "
          "0 777 1 0000000000000000 100 0 0 10 0\n";
 }
 
@@ -152,10 +157,10 @@ TEST(InferenceSourceTest, DiscoversScrapesAndWritesTheWindow) {
   ASSERT_TRUE(source.Start().ok());
   // NVML saw the engine core child on GPU 1 and the API server nowhere.
   model::Frame nvml;
-  nvml.series.push_back({.entity = "pid/4243/5001",
-                         .labels = {{"gpu.index", "1"}, {"gpu.uuid", "GPU-bbb"}}});
-  nvml.series.push_back({.entity = "pid/4243/5001",
-                         .labels = {{"gpu.index", "0"}, {"gpu.uuid", "GPU-aaa"}}});
+  nvml.series.push_back(
+      {.entity = "pid/4243/5001", .labels = {{"gpu.index", "1"}, {"gpu.uuid", "GPU-bbb"}}});
+  nvml.series.push_back(
+      {.entity = "pid/4243/5001", .labels = {{"gpu.index", "0"}, {"gpu.uuid", "GPU-aaa"}}});
   source.SetGpuProcesses(GpuProcessesOf(nvml));
 
   model::CollectingSink out;
@@ -212,15 +217,15 @@ TEST(InferenceSourceTest, CountsBadExpositionsAndStaticTargets) {
   source.Poll(clock.Now(), out);
   source.Finish(clock.Now(), out);
   EXPECT_EQ(errors, (std::vector<std::string>{"parse_failed", "unknown_engine", "too_large",
-                                                "scrape_failed"}));
+                                              "scrape_failed"}));
   const std::string id = "inference/127.0.0.1:" + std::to_string(s.port());
   const model::Entity* e = out.FindEntity(id);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->parent, "host1");
   EXPECT_EQ(e->attributes.Get("inference.engine"), "sglang");
-  EXPECT_EQ(out.Find("inference.requests.running", id,
-                     {{"model", "meta-llama/Llama-3.1-8B-Instruct"}}),
-            10);
+  EXPECT_EQ(
+      out.Find("inference.requests.running", id, {{"model", "meta-llama/Llama-3.1-8B-Instruct"}}),
+      10);
 }
 
 TEST(InferenceSourceTest, RefusesABadStaticTarget) {

@@ -118,8 +118,10 @@ std::optional<double> HistogramQuantile(const Histogram& h, double q) {
 void WriteWindow(const ModelSnapshot* prev, const ModelSnapshot& cur, double seconds,
                  const BatchLimits& limits, std::string_view entity_id, model::SampleSink& out) {
   const model::Labels base{{std::string(m::kLabelModel), cur.model}};
-  if (cur.requests_running) out.AddValue(m::kRequestsRunning, entity_id, base, *cur.requests_running);
-  if (cur.requests_waiting) out.AddValue(m::kRequestsWaiting, entity_id, base, *cur.requests_waiting);
+  if (cur.requests_running)
+    out.AddValue(m::kRequestsRunning, entity_id, base, *cur.requests_running);
+  if (cur.requests_waiting)
+    out.AddValue(m::kRequestsWaiting, entity_id, base, *cur.requests_waiting);
   if (cur.kv_cache_usage) out.AddValue(m::kKvCacheUsage, entity_id, base, *cur.kv_cache_usage);
   if (cur.requests_finished) {
     out.AddValue(m::kRequestsFinished, entity_id, base, *cur.requests_finished);
@@ -136,8 +138,8 @@ void WriteWindow(const ModelSnapshot* prev, const ModelSnapshot& cur, double sec
                    entity_id, base, out);
   WritePercentiles(m::kInterTokenLatency, prev->inter_token_latency, cur.inter_token_latency,
                    entity_id, base, out);
-  WritePercentiles(m::kRequestLatency, prev->request_latency, cur.request_latency, entity_id,
-                   base, out);
+  WritePercentiles(m::kRequestLatency, prev->request_latency, cur.request_latency, entity_id, base,
+                   out);
   WritePercentiles(m::kQueueTime, prev->queue_time, cur.queue_time, entity_id, base, out);
   const auto queries = CounterIncrease(prev->prefix_cache_queries, cur.prefix_cache_queries);
   const auto hits = CounterIncrease(prev->prefix_cache_hits, cur.prefix_cache_hits);

@@ -2,13 +2,14 @@
 // Engine normalisation and window math on two scrapes of each engine's exposition
 // (test/data/inference/<engine>_{1,2}.prom, in the engine's real names and buckets; the second
 // adds a known set of observations to the first, 10 s later).
+#include "agent/sources/inference/inference_window.h"
+
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
 
 #include "agent/sources/inference/engines.h"
-#include "agent/sources/inference/inference_window.h"
 #include "model/testing/collecting_sink.h"
 
 namespace warpscope::agent::inference {
@@ -18,8 +19,7 @@ constexpr std::string_view kModel = "meta-llama/Llama-3.1-8B-Instruct";
 constexpr std::string_view kEntity = "pid/42/1000";
 
 std::string ReadFixture(std::string_view name) {
-  std::ifstream in(std::string(WARPSCOPE_SOURCE_DIR) + "/test/data/inference/" +
-                   std::string(name));
+  std::ifstream in(std::string(WARPSCOPE_SOURCE_DIR) + "/test/data/inference/" + std::string(name));
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
@@ -34,8 +34,7 @@ ModelSnapshot Snapshot(Engine engine, std::string_view file, std::string_view de
   return snapshot->models.at(0);
 }
 
-model::Labels L(std::initializer_list<model::Labels::Pair> extra,
-                std::string_view model = kModel) {
+model::Labels L(std::initializer_list<model::Labels::Pair> extra, std::string_view model = kModel) {
   model::Labels labels(extra);
   labels.Set("model", model);
   return labels;
@@ -138,8 +137,8 @@ TEST(InferenceWindowTest, Sglang) {
 }
 
 TEST(InferenceWindowTest, TensorRtLlm) {
-  auto out = Window(Engine::kTrtllm, "trtllm", {.max_num_batched_tokens = 8192,
-                                                .max_num_seqs = 2048});
+  auto out =
+      Window(Engine::kTrtllm, "trtllm", {.max_num_batched_tokens = 8192, .max_num_seqs = 2048});
   ExpectPercentiles(out, "inference.time_to_first_token", 0.064, 0.0925, 0.175);
   ExpectPercentiles(out, "inference.inter_token_latency", 0.03, 0.2 / 3, 0.09);
   ExpectPercentiles(out, "inference.request_latency", 1.25, 2.0, 7680);
@@ -188,8 +187,8 @@ TEST(InferenceWindowTest, CounterResetRestartsFromTheNewValue) {
   WriteWindow(&before, after, 10, {}, kEntity, out);
   EXPECT_EQ(out.Find("inference.request.rate", kEntity, L({})), 0.5);
   EXPECT_EQ(out.Find("inference.token.rate", kEntity, L({{"token_type", "input"}})), 100);
-  EXPECT_NEAR(*out.Find("inference.time_to_first_token", kEntity, L({{"quantile", "0.5"}})),
-              0.175, 1e-12);
+  EXPECT_NEAR(*out.Find("inference.time_to_first_token", kEntity, L({{"quantile", "0.5"}})), 0.175,
+              1e-12);
 }
 
 TEST(InferenceWindowTest, QuantileEdges) {

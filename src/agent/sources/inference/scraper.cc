@@ -34,7 +34,8 @@ base::Result<ScrapeTarget> ParseScrapeUrl(std::string_view url) {
     return base::Error(base::InvalidArgument("inference target '{}': no host", url));
   }
   t.host = std::string(authority);
-  if (t.host.starts_with('[') && t.host.ends_with(']')) t.host = t.host.substr(1, t.host.size() - 2);
+  if (t.host.starts_with('[') && t.host.ends_with(']'))
+    t.host = t.host.substr(1, t.host.size() - 2);
   return t;
 }
 
