@@ -96,6 +96,14 @@ struct AgentConfig {
   // 8; deeper stacks end in an "[unwinding stopped]" marker.
   uint32_t cpu_profile_stack_bytes = 16 * 1024;
 
+  // Inference servers (docs/design/inference.md): scrape the vLLM, SGLang, TensorRT-LLM and TGI
+  // servers found in /proc every collect interval. On by default; it writes nothing while no
+  // server is found.
+  bool enable_inference_metrics = true;
+  // Static inference targets besides the discovered ones: "URL[,engine=vllm|sglang|trtllm|tgi]"
+  // (the engine defaults to the one the exposition's metric names show).
+  std::vector<std::string> inference_targets;
+
   [[nodiscard]] base::Status Validate() const;
 };
 

@@ -3,6 +3,7 @@
 
 #include <charconv>
 
+#include "agent/sources/inference/inference_source.h"
 #include "profiling/window_profile.h"
 
 namespace warpscope::cli {
@@ -134,6 +135,15 @@ void AgentFlags::Register(CLI::App& sub) {
                  "of 8)")
       ->envname("WARPSCOPE_CPU_PROFILE_STACK_BYTES")
       ->capture_default_str();
+  sub.add_flag("--enable-inference-metrics", enable_inference_metrics_,
+               "Scrape the inference servers (vLLM, SGLang, TensorRT-LLM, TGI) found on this host "
+               "every collect interval (default true; writes nothing while none is found; "
+               "--enable-inference-metrics=false turns it off)")
+      ->envname("WARPSCOPE_ENABLE_INFERENCE_METRICS");
+  sub.add_option("--inference-targets", inference_targets_,
+                 "Also scrape this inference server: URL[,engine=vllm|sglang|trtllm|tgi] (repeat; "
+                 "the engine defaults to the one its metric names show)")
+      ->envname("WARPSCOPE_INFERENCE_TARGETS");
   sub.add_flag("--once", once,
                "Collect two cycles one collect interval apart, print the Prometheus exposition "
                "to stdout and exit");
@@ -219,6 +229,13 @@ base::Status AgentFlags::Finish(agent::AgentConfig& config) const {
   config.cpu_profile_interval = *cpu_interval;
   config.cpu_profile_dir = cpu_profile_dir_;
   config.cpu_profile_stack_bytes = cpu_profile_stack_bytes_;
+  config.enable_inference_metrics = enable_inference_metrics_;
+  config.inference_targets = inference_targets_;
+  for (const std::string& target : inference_targets_) {
+    if (auto parsed = agent::inference::ParseInferenceTarget(target); !parsed) {
+      return parsed.error();
+    }
+  }
   return config.Validate();
 }
 

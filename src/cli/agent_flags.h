@@ -58,6 +58,8 @@ class AgentFlags {
   std::string cpu_profile_interval_ = "1m";
   std::string cpu_profile_dir_;
   uint32_t cpu_profile_stack_bytes_ = 16 * 1024;
+  bool enable_inference_metrics_ = true;
+  std::vector<std::string> inference_targets_;
 };
 
 }  // namespace warpscope::cli

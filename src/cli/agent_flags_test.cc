@@ -47,6 +47,22 @@ TEST(AgentFlagsTest, ParsesDurationsAndBooleans) {
   EXPECT_EQ(c.export_interval, seconds(120));
 }
 
+TEST(AgentFlagsTest, InferenceMetricsAndTargets) {
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({}, c).ok());
+  EXPECT_TRUE(c.enable_inference_metrics);
+  ASSERT_TRUE(Parse({"--enable-inference-metrics=false", "--inference-targets",
+                     "http://10.0.0.5:8000/metrics,engine=vllm", "--inference-targets",
+                     "http://127.0.0.1:30000/metrics"},
+                    c)
+                  .ok());
+  EXPECT_FALSE(c.enable_inference_metrics);
+  EXPECT_EQ(c.inference_targets.size(), 2u);
+  base::Status bad = Parse({"--inference-targets", "http://h:1/metrics,engine=triton"}, c);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("unknown engine 'triton'"), std::string::npos);
+}
+
 TEST(AgentFlagsTest, BadDurationNamesTheFlag) {
   agent::AgentConfig c;
   base::Status s = Parse({"--collect-metrics-interval=30"}, c);

@@ -16,6 +16,7 @@
 #include "agent/sources/cpu_profiler/cpython_stacks.h"
 #include "agent/sources/cpu_profiler/gpu_process_selection.h"
 #include "agent/sources/cuda_profiler/cuda_profiler_source.h"
+#include "agent/sources/inference/inference_source.h"
 #include "agent/sources/nvml/nvml_source.h"
 #include "agent/sources/procfs/procfs_process_resolver.h"
 #include "agent/sources/procfs/procfs_source.h"
@@ -237,6 +238,27 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
     agent.AddSource({std::move(procfs), [procfs_ptr, &host_resolver](const agent::Aggregator& agg) {
                        host_resolver.BeginCycle();  // on the main sequence, its worker idle
                        procfs_ptr->SetProcessesOfInterest(ProcessesOfInterest(agg));
+                     }});
+  }
+
+  if (config.enable_inference_metrics) {
+    namespace inference = agent::inference;
+    inference::InferenceSourceOptions options;
+    options.host_root = process_root;
+    options.host_id = host;
+    for (const std::string& spec : config.inference_targets) {
+      WARPSCOPE_ASSIGN_OR_RETURN(inference::StaticInferenceTarget target,
+                                 inference::ParseInferenceTarget(spec));
+      options.targets.push_back(std::move(target));
+    }
+    agent::ErrorCounter& inference_errors = agent.self_stats().ErrorsFor("inference");
+    auto source = std::make_unique<inference::InferenceSource>(
+        std::move(options), clock, &resolver,
+        [&inference_errors](std::string_view reason) { inference_errors.Count(reason); });
+    inference::InferenceSource* source_ptr = source.get();
+    // The GPUs of the serving processes: NVML's per-process series of the last cycle.
+    agent.AddSource({std::move(source), [source_ptr](const agent::Aggregator& agg) {
+                       source_ptr->SetGpuProcesses(inference::GpuProcessesOf(agg.latest()));
                      }});
   }
 
