@@ -34,7 +34,7 @@ class InsightEngineTest : public query::QueryFixture {
   // Adds to `b`: a vLLM process serving "llama" on four GPUs at ~12 % utilization, its batches
   // at 10 % of max_num_seqs (5 % of max_num_batched_tokens), its p95 time to first token 90 ms
   // (p99 900 ms); and a TGI process serving "falcon" on GPU-4 (busy, no TTFT histogram).
-  static void AddServing(IngestBatch& b) {
+  static void AddServing(IngestBatch& b, double efficiency = 0.10) {
     using model::EntityKind;
     for (int i = 0; i < 5; ++i) {
       std::string uuid = "GPU-" + std::to_string(i);
@@ -54,9 +54,9 @@ class InsightEngineTest : public query::QueryFixture {
                      model::Labels labels) {
       AddGauge(b, metric, EntityKind::kProcess, entity, v, std::move(labels));
     };
-    gauge("inference.batch.efficiency", "pid/4242/7", 0.10,
+    gauge("inference.batch.efficiency", "pid/4242/7", efficiency,
           {{"model", "llama"}, {"basis", "sequences"}});
-    gauge("inference.batch.efficiency", "pid/4242/7", 0.05,
+    gauge("inference.batch.efficiency", "pid/4242/7", efficiency / 2,
           {{"model", "llama"}, {"basis", "tokens"}});
     gauge("inference.request.rate", "pid/4242/7", 2.1, {{"model", "llama"}});
     gauge("inference.requests.waiting", "pid/4242/7", 0, {{"model", "llama"}});
@@ -179,7 +179,7 @@ TEST_F(InsightEngineTest, AnOverprovisionedServingPoolFiresWithTheGpuHoursItCoul
   }
   std::vector<Finding> found = (*engine)->Findings();
   ASSERT_EQ(found.size(), 1u);
-  const Finding& f = found[0];
+  const Finding f = found[0];
   EXPECT_EQ(f.rule, "inference_overprovisioned");
   EXPECT_EQ(f.state, FindingState::kFiring);
   EXPECT_EQ(f.host, "node-2");
@@ -195,6 +195,21 @@ TEST_F(InsightEngineTest, AnOverprovisionedServingPoolFiresWithTheGpuHoursItCoul
   EXPECT_GT(f.waste.gpu_hours, 0);
   EXPECT_NEAR(f.waste.cost, f.waste.gpu_hours * 2, 1e-9);
   EXPECT_EQ(AlertName(f.rule), "InferenceOverprovisioned");
+
+  // The load grows to 70 % of the batch limit: once most of the window is busy and the rule's
+  // clear duration has passed, the finding resolves with the waste it had run up.
+  const double charged = f.waste.gpu_hours;
+  for (int w = 70; w < 120; ++w) {
+    IngestBatch b = Window("node-2", w * 10);
+    AddServing(b, 0.7);
+    Write(b);
+    ASSERT_TRUE((*engine)->Evaluate(At(kT0 + (w + 1) * 10)).ok());
+  }
+  found = (*engine)->Findings({.rule = "inference_overprovisioned"});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].id, f.id);
+  EXPECT_EQ(found[0].state, FindingState::kResolved);
+  EXPECT_GT(found[0].waste.gpu_hours, charged);
 }
 
 TEST_F(InsightEngineTest, BadSettingsAreRefusedNamingTheSetting) {
