@@ -155,6 +155,14 @@ std::string Dump(const InsightInputs& in) {
     add(h.cpu_iowait);
     add(h.logical_cpus);
   }
+  for (const InferenceInput& i : in.inference) {
+    out += i.entity + " " + i.model + "\n";
+    for (const Series* s : {&i.batch_efficiency, &i.requests_running, &i.requests_waiting,
+                            &i.request_rate, &i.input_token_rate, &i.output_token_rate,
+                            &i.kv_cache_usage, &i.ttft_p95, &i.queue_time_p95}) {
+      add(*s);
+    }
+  }
   return out;
 }
 
@@ -176,6 +184,10 @@ TEST_F(InsightInputsTest, AnIncrementalReadEqualsAFullOneLateWindowsAndNewGpusIn
     AddGauge(b, "host.cpu.utilization", model::EntityKind::kHost, "node-1", 0.3,
              model::Labels{{"mode", "idle"}});
     AddGauge(b, "host.cpu.logical_count", model::EntityKind::kHost, "node-1", 16);
+    AddGauge(b, "inference.batch.efficiency", model::EntityKind::kProcess, "pid/7/1", 0.01 * w,
+             model::Labels{{"model", "llama"}, {"basis", "tokens"}});
+    AddGauge(b, "inference.time_to_first_token", model::EntityKind::kProcess, "pid/7/1",
+             0.001 * w, model::Labels{{"model", "llama"}, {"quantile", "0.95"}});
     Write(b);
   };
   for (int w = 0; w < 100; ++w) window(w, w < 20);  // GPU-1 leaves at window 20
@@ -206,6 +218,8 @@ TEST_F(InsightInputsTest, AnIncrementalReadEqualsAFullOneLateWindowsAndNewGpusIn
   EXPECT_NEAR(incremental->hosts[0].cpu_idle.back(), 0.3, 1e-9);
   EXPECT_TRUE(std::isnan(incremental->hosts[0].cpu_iowait.back()));
   EXPECT_NEAR(incremental->processes[0].cpu_utilization.back(), 0.01 * (104 % 50), 1e-9);
+  ASSERT_EQ(incremental->inference.size(), 1u);
+  EXPECT_NEAR(incremental->inference[0].ttft_p95.back(), 0.104, 1e-9);
   // 15 minutes later GPU-1's early windows have left the lookback; its return keeps it.
   q.end = At(kT0 + 1050 + 900);
   base::Result<InsightInputs> later = ReadInsightInputs(*storage_, q, &*incremental);
