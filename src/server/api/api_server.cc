@@ -69,22 +69,27 @@ void AppendAlertMetrics(const alerts::AlertSender& sender, std::string& out) {
 // The request traces' counters: OTLP/HTTP trace requests, and what became of their spans.
 void AppendTraceMetrics(const ApiServer::Stats& api, const traces::TraceStoreStats& store,
                         std::string& out) {
-  out += "# HELP warpscope_server_trace_requests_total OTLP/HTTP trace requests stored.\n"
-         "# TYPE warpscope_server_trace_requests_total counter\n";
+  out +=
+      "# HELP warpscope_server_trace_requests_total OTLP/HTTP trace requests stored.\n"
+      "# TYPE warpscope_server_trace_requests_total counter\n";
   out += fmt::format("warpscope_server_trace_requests_total {}\n", api.trace_requests);
-  out += "# HELP warpscope_server_trace_spans_total Spans received, by what became of them: "
-         "stored, sampled_out (near --trace-max-spans), evicted (oldest, over it), expired "
-         "(--trace-retention), ignored (no inference request), rejected (malformed).\n"
-         "# TYPE warpscope_server_trace_spans_total counter\n";
-  const std::pair<const char*, uint64_t> outcomes[] = {
-      {"stored", store.stored},   {"sampled_out", store.sampled_out},
-      {"evicted", store.evicted}, {"expired", store.expired},
-      {"ignored", api.trace_spans_ignored}, {"rejected", api.trace_spans_rejected}};
+  out +=
+      "# HELP warpscope_server_trace_spans_total Spans received, by what became of them: "
+      "stored, sampled_out (near --trace-max-spans), evicted (oldest, over it), expired "
+      "(--trace-retention), ignored (no inference request), rejected (malformed).\n"
+      "# TYPE warpscope_server_trace_spans_total counter\n";
+  const std::pair<const char*, uint64_t> outcomes[] = {{"stored", store.stored},
+                                                       {"sampled_out", store.sampled_out},
+                                                       {"evicted", store.evicted},
+                                                       {"expired", store.expired},
+                                                       {"ignored", api.trace_spans_ignored},
+                                                       {"rejected", api.trace_spans_rejected}};
   for (const auto& [outcome, n] : outcomes) {
     out += fmt::format("warpscope_server_trace_spans_total{{outcome=\"{}\"}} {}\n", outcome, n);
   }
-  out += "# HELP warpscope_server_trace_spans Spans held by the trace store.\n"
-         "# TYPE warpscope_server_trace_spans gauge\n";
+  out +=
+      "# HELP warpscope_server_trace_spans Spans held by the trace store.\n"
+      "# TYPE warpscope_server_trace_spans gauge\n";
   out += fmt::format("warpscope_server_trace_spans {}\n", store.spans);
 }
 

@@ -188,7 +188,8 @@ TEST_F(TraceApiTest, GzipJsonIsAcceptedWithPartialSuccess) {
       {"traceId": "5b8efff798038103d269b633813fc60c", "spanId": "eee19b7ec3c1b174",
        "name": "llm_request", "startTimeUnixNano": ")" +
                            std::to_string((kT0 + 1) * 1'000'000'000) + R"(",
-       "endTimeUnixNano": ")" + std::to_string((kT0 + 2) * 1'000'000'000) + R"("},
+       "endTimeUnixNano": ")" +
+                           std::to_string((kT0 + 2) * 1'000'000'000) + R"("},
       {"traceId": "5b8efff798038103", "spanId": "eee19b7ec3c1b174", "name": "llm_request",
        "startTimeUnixNano": "1", "endTimeUnixNano": "2"}]}]}]})";
   client_->set_compress(true);
@@ -213,17 +214,16 @@ TEST_F(TraceApiTest, BadRequestsGetJsonErrorsNamingTheFix) {
   auto wrong_type = client_->Post("/v1/traces", "x", "text/plain");
   ASSERT_TRUE(wrong_type);
   EXPECT_EQ(wrong_type->status, 415);
-  EXPECT_NE(wrong_type->body.find("application/x-protobuf or application/json"),
-            std::string::npos);
+  EXPECT_NE(wrong_type->body.find("application/x-protobuf or application/json"), std::string::npos);
   auto garbage = client_->Post("/v1/traces", "\xff\xff", "application/x-protobuf");
   ASSERT_TRUE(garbage);
   EXPECT_EQ(garbage->status, 400);
   EXPECT_NE(garbage->body.find("OTLP traces"), std::string::npos) << garbage->body;
   EXPECT_NE(Get("/api/v1/traces/breakdown", 400)["error"].get<std::string>().find("model="),
             std::string::npos);
-  EXPECT_NE(Get("/api/v1/traces/requests?order=fastest", 400)["error"].get<std::string>().find(
-                "slowest"),
-            std::string::npos);
+  EXPECT_NE(
+      Get("/api/v1/traces/requests?order=fastest", 400)["error"].get<std::string>().find("slowest"),
+      std::string::npos);
   Get("/api/v1/traces/zz", 400);
   Get("/api/v1/traces/5b8efff798038103d269b633813fc60c", 404);
   EXPECT_EQ(api_->stats().rejected, 2u);

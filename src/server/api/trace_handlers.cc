@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 #include <httplib.h>
 
-#include <nlohmann/json.hpp>
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "base/logging.h"
@@ -73,8 +73,11 @@ json OriginJson(const traces::SpanOrigin& o, int64_t start_ns, int64_t end_ns) {
 json Optional(const std::optional<int64_t>& v) { return v ? json(*v) : json(nullptr); }
 
 json StatsJson(const traces::LatencyStats& s) {
-  return json{{"count", s.count}, {"mean", query::Number(s.mean)}, {"p50", query::Number(s.p50)},
-              {"p95", query::Number(s.p95)}, {"p99", query::Number(s.p99)},
+  return json{{"count", s.count},
+              {"mean", query::Number(s.mean)},
+              {"p50", query::Number(s.p50)},
+              {"p95", query::Number(s.p95)},
+              {"p99", query::Number(s.p99)},
               {"max", query::Number(s.max)}};
 }
 
@@ -168,8 +171,8 @@ void ApiServer::TraceModels(const httplib::Request& req, httplib::Response& res)
   for (const traces::ModelSummary& m : *models) {
     json processes = json::array();
     for (const traces::SpanOrigin& o : m.processes) {
-      processes.push_back(OriginJson(o, base::ToUnixNanos(range->start),
-                                     base::ToUnixNanos(range->end)));
+      processes.push_back(
+          OriginJson(o, base::ToUnixNanos(range->start), base::ToUnixNanos(range->end)));
     }
     out.push_back(json{{"model", m.model},
                        {"requests", m.requests},
@@ -189,9 +192,9 @@ base::Result<traces::RequestQuery> ApiServer::ParseTraceQuery(const httplib::Req
   traces::RequestQuery q;
   if (auto m = Param(params, "model")) q.model = std::string(*m);
   if (model_required && q.model.empty()) {
-    return base::Error(base::InvalidArgument(
-        "model= is required (e.g. ?model=meta-llama/Llama-3.1-8B-Instruct); "
-        "GET /api/v1/traces/models lists them"));
+    return base::Error(
+        base::InvalidArgument("model= is required (e.g. ?model=meta-llama/Llama-3.1-8B-Instruct); "
+                              "GET /api/v1/traces/models lists them"));
   }
   if (auto h = Param(params, "host")) q.host = std::string(*h);
   WARPSCOPE_ASSIGN_OR_RETURN(TimeRange range, ParseRange(params, clock_.Now()));
@@ -267,8 +270,7 @@ void ApiServer::TraceById(const httplib::Request& req, httplib::Response& res) {
   std::transform(id.begin(), id.end(), id.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   if (id.size() != 32 || id.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    return SendError(res, 400,
-                     fmt::format("'{}' is not a trace id: give its 32 hex digits", id));
+    return SendError(res, 400, fmt::format("'{}' is not a trace id: give its 32 hex digits", id));
   }
   auto trace = options_.trace_store->Trace(id);
   if (!trace) return SendStatus(res, trace.error());

@@ -32,9 +32,10 @@ namespace otlp = ::opentelemetry::proto::trace::v1;
 constexpr BodyMessage kRequestBody{
     .what = "OTLP traces",
     .size_note = "",
-    .protobuf = "protobuf opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest "
-                "(or a string in it is not valid UTF-8); send OTLP/HTTP protobuf, or JSON with "
-                "Content-Type: application/json",
+    .protobuf =
+        "protobuf opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest "
+        "(or a string in it is not valid UTF-8); send OTLP/HTTP protobuf, or JSON with "
+        "Content-Type: application/json",
     .json = "OTLP/JSON for ExportTraceServiceRequest"};
 
 // The lifecycle phases and the span names (normalised) that mean them.
@@ -43,11 +44,21 @@ struct PhaseName {
   std::string_view phase;
 };
 constexpr std::array<PhaseName, 16> kPhaseNames = {{
-    {"receive", "receive"},       {"received", "receive"},     {"tokenize", "tokenize"},
-    {"tokenise", "tokenize"},     {"tokenization", "tokenize"}, {"queue", "queue"},
-    {"queued", "queue"},          {"waiting", "queue"},         {"prefill", "prefill"},
-    {"decode", "decode"},         {"detokenize", "detokenize"}, {"detokenise", "detokenize"},
-    {"detokenization", "detokenize"}, {"respond", "respond"},   {"response", "respond"},
+    {"receive", "receive"},
+    {"received", "receive"},
+    {"tokenize", "tokenize"},
+    {"tokenise", "tokenize"},
+    {"tokenization", "tokenize"},
+    {"queue", "queue"},
+    {"queued", "queue"},
+    {"waiting", "queue"},
+    {"prefill", "prefill"},
+    {"decode", "decode"},
+    {"detokenize", "detokenize"},
+    {"detokenise", "detokenize"},
+    {"detokenization", "detokenize"},
+    {"respond", "respond"},
+    {"response", "respond"},
     {"send_response", "respond"},
 }};
 
@@ -187,8 +198,7 @@ class Converter {
     if (origin.host.empty()) origin.host = options_.default_host;
     origin.service = std::string(resource.Get("service.name"));
     if (std::optional<int64_t> pid = Count(resource, "process.pid")) origin.pid = *pid;
-    std::string service_model =
-        origin.service.starts_with("unknown_service") ? "" : origin.service;
+    std::string service_model = origin.service.starts_with("unknown_service") ? "" : origin.service;
     // Which spans of this resource are the parents of phases: those are requests too.
     std::set<std::pair<std::string, std::string>> phase_parents;
     for (const auto& ss : rs.scope_spans()) {
@@ -202,9 +212,8 @@ class Converter {
       const auto& spans = rs.scope_spans(s).spans();
       for (int i = 0; i < spans.size(); ++i) {
         const otlp::Span& span = spans[i];
-        std::string what =
-            fmt::format("resource_spans[{}].scope_spans[{}].spans[{}] ({})", index, s, i,
-                        span.name().empty() ? "no name" : span.name());
+        std::string what = fmt::format("resource_spans[{}].scope_spans[{}].spans[{}] ({})", index,
+                                       s, i, span.name().empty() ? "no name" : span.name());
         if (!Valid(span, what)) continue;
         AddSpan(span, origin, service_model,
                 phase_parents.contains({span.trace_id(), span.span_id()}));
@@ -257,10 +266,9 @@ class Converter {
     t.attributes = ToLabels(span.attributes());
     std::string_view model = t.attributes.Get("gen_ai.response.model");
     if (model.empty()) model = t.attributes.Get("gen_ai.request.model");
-    const bool request =
-        span.kind() != otlp::Span::SPAN_KIND_CLIENT &&
-        (span.name() == kLlmRequest || HasLatency(t.attributes) || !model.empty() ||
-         parent_of_phase);
+    const bool request = span.kind() != otlp::Span::SPAN_KIND_CLIENT &&
+                         (span.name() == kLlmRequest || HasLatency(t.attributes) ||
+                          !model.empty() || parent_of_phase);
     std::string_view phase = PhaseOf(span.name());
     if (!request && (phase.empty() || span.parent_span_id().empty())) {
       ++out_.ignored_spans;
@@ -273,9 +281,9 @@ class Converter {
       return;
     }
     t.role = SpanRole::kRequest;
-    t.model = !model.empty()               ? std::string(model)
-              : !service_model.empty()     ? service_model
-                                           : "unknown";
+    t.model = !model.empty()           ? std::string(model)
+              : !service_model.empty() ? service_model
+                                       : "unknown";
     t.request_id = std::string(t.attributes.Get("gen_ai.request.id"));
     t.ttft_ns = Nanos(t.attributes, kTtft);
     t.prompt_tokens = Count(t.attributes, "gen_ai.usage.prompt_tokens");
@@ -304,8 +312,7 @@ class Converter {
     const int64_t start = request.start_ns;
     const int64_t end = e2e ? start + *e2e : request.end_ns;
     std::vector<TraceSpan> out;
-    auto add = [&](std::string_view phase, std::string_view from, int64_t from_ns,
-                   int64_t to_ns) {
+    auto add = [&](std::string_view phase, std::string_view from, int64_t from_ns, int64_t to_ns) {
       from_ns = std::max(from_ns, start);
       if (to_ns <= from_ns) return;
       TraceSpan p;
@@ -323,9 +330,9 @@ class Converter {
     };
     if (prefill || decode) {
       int64_t cursor = end;
-      for (auto [phase, key, ns] : {std::tuple{"decode", kDecode, decode},
-                                    std::tuple{"prefill", kPrefill, prefill},
-                                    std::tuple{"queue", kQueue, queue}}) {
+      for (auto [phase, key, ns] :
+           {std::tuple{"decode", kDecode, decode}, std::tuple{"prefill", kPrefill, prefill},
+            std::tuple{"queue", kQueue, queue}}) {
         if (!ns) continue;
         add(phase, key, cursor - *ns, cursor);
         cursor -= *ns;

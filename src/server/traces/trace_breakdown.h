@@ -37,9 +37,9 @@ struct Breakdown {
   uint64_t errors = 0;
   std::vector<PhaseStats> phases;  // in lifecycle order (PhaseOrder), then by name
   LatencyStats e2e;
-  LatencyStats ttft;              // requests with a time to first token
-  LatencyStats ttft_cache_hit;    // ... and cached prompt tokens > 0
-  LatencyStats ttft_cache_miss;   // ... and cached prompt tokens == 0
+  LatencyStats ttft;                // requests with a time to first token
+  LatencyStats ttft_cache_hit;      // ... and cached prompt tokens > 0
+  LatencyStats ttft_cache_miss;     // ... and cached prompt tokens == 0
   uint64_t ttft_cache_unknown = 0;  // ... whose spans do not say
 };
 

@@ -32,8 +32,8 @@ struct SpanOrigin {
 // One stored span, as the OTLP decoder produces it and the store keeps it.
 struct TraceSpan {
   SpanRole role = SpanRole::kRequest;
-  std::string trace_id;        // 32 lowercase hex digits
-  std::string span_id;         // 16 lowercase hex digits (a derived phase: "<request span>/<phase>")
+  std::string trace_id;  // 32 lowercase hex digits
+  std::string span_id;   // 16 lowercase hex digits (a derived phase: "<request span>/<phase>")
   std::string parent_span_id;  // 16 hex digits, empty for a root span
   std::string name;            // the span's name as sent
   // kPhase: the normalised phase name ("queue", "prefill", ...); empty for requests.

@@ -162,7 +162,8 @@ TraceStoreStats TraceStore::stats() const {
 base::Status TraceStore::RecountModels() {
   model_spans_.clear();
   WARPSCOPE_ASSIGN_OR_RETURN(
-      Statement s, writer_->Prepare("SELECT model, COUNT(*) FROM spans WHERE role = 0 GROUP BY model"));
+      Statement s,
+      writer_->Prepare("SELECT model, COUNT(*) FROM spans WHERE role = 0 GROUP BY model"));
   return s.ForEachRow([&](const Statement& row) {
     model_spans_[std::string(row.ColumnText(0))] = static_cast<uint64_t>(row.ColumnInt(1));
   });
@@ -216,8 +217,8 @@ base::Result<TraceWriteResult> TraceStore::Write(const std::vector<TraceSpan>& s
                                      writer_->Prepare("SELECT model FROM spans WHERE trace_id = ? "
                                                       "AND span_id = ? AND role = 0"));
           q.Bind(s.trace_id, s.parent_span_id);
-          WARPSCOPE_RETURN_IF_ERROR(q.ForEachRow(
-              [&](const Statement& row) { model = std::string(row.ColumnText(0)); }));
+          WARPSCOPE_RETURN_IF_ERROR(
+              q.ForEachRow([&](const Statement& row) { model = std::string(row.ColumnText(0)); }));
         }
       }
       if (TraceHash(s.trace_id) >= KeepFraction(model)) {
@@ -227,15 +228,15 @@ base::Result<TraceWriteResult> TraceStore::Write(const std::vector<TraceSpan>& s
       bool known = false;
       {
         WARPSCOPE_ASSIGN_OR_RETURN(
-            Statement q, writer_->Prepare("SELECT 1 FROM spans WHERE trace_id = ? AND span_id = ?"));
+            Statement q,
+            writer_->Prepare("SELECT 1 FROM spans WHERE trace_id = ? AND span_id = ?"));
         q.Bind(s.trace_id, s.span_id);
         WARPSCOPE_ASSIGN_OR_RETURN(known, q.Step());
       }
       WARPSCOPE_ASSIGN_OR_RETURN(
-          Statement insert,
-          writer_->Prepare(fmt::format("INSERT OR REPLACE INTO spans ({}) VALUES "
-                                       "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                                       kColumns)));
+          Statement insert, writer_->Prepare(fmt::format("INSERT OR REPLACE INTO spans ({}) VALUES "
+                                                         "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                                                         kColumns)));
       insert.Bind(s.trace_id, s.span_id, s.parent_span_id,
                   static_cast<int64_t>(s.role == SpanRole::kRequest ? 0 : 1), s.name, s.phase,
                   s.start_ns, s.end_ns, static_cast<int64_t>(s.error ? 1 : 0), s.origin.host,
@@ -335,9 +336,8 @@ base::Status TraceStore::LoadPhases(sqlite::Connection& db, RequestTrace& trace)
 base::Result<std::vector<RequestTrace>> TraceStore::Requests(const RequestQuery& query) {
   return sqlite::InReadTransaction(
       *readers_, [&](Connection& db) -> base::Result<std::vector<RequestTrace>> {
-        const char* order = query.order == RequestQuery::Order::kSlowest
-                                ? "end_ns - start_ns DESC"
-                                : "start_ns DESC";
+        const char* order = query.order == RequestQuery::Order::kSlowest ? "end_ns - start_ns DESC"
+                                                                         : "start_ns DESC";
         WARPSCOPE_ASSIGN_OR_RETURN(
             Statement s,
             db.Prepare(fmt::format("SELECT {} FROM spans WHERE role = 0 AND (?1 = '' OR model = "
@@ -346,8 +346,8 @@ base::Result<std::vector<RequestTrace>> TraceStore::Requests(const RequestQuery&
                                    kColumns, order)));
         s.Bind(query.model, query.host, base::ToUnixNanos(query.start),
                base::ToUnixNanos(query.end),
-               static_cast<int64_t>(std::min<size_t>(query.limit,
-                                                     std::numeric_limits<int64_t>::max())));
+               static_cast<int64_t>(
+                   std::min<size_t>(query.limit, std::numeric_limits<int64_t>::max())));
         std::vector<RequestTrace> out;
         WARPSCOPE_RETURN_IF_ERROR(s.ForEachRow([&](const Statement& row) {
           out.push_back(RequestTrace{.request = ReadSpan(row), .phases = {}});

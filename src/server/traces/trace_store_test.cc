@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/traces/trace_store.h"
 
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <chrono>
 
@@ -53,9 +52,8 @@ TraceSpan PhaseSpan(const TraceSpan& request, std::string phase, int64_t offset_
 }
 
 std::unique_ptr<TraceStore> OpenStore(const TempDir& dir, uint64_t max_spans = 1000) {
-  auto store = TraceStore::Open({.path = dir.path() + "/traces.db",
-                                 .retention = hours(24),
-                                 .max_spans = max_spans});
+  auto store = TraceStore::Open(
+      {.path = dir.path() + "/traces.db", .retention = hours(24), .max_spans = max_spans});
   EXPECT_TRUE(store) << store.error().message();
   return store ? std::move(*store) : nullptr;
 }
