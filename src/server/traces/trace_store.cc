@@ -336,14 +336,16 @@ base::Status TraceStore::LoadPhases(sqlite::Connection& db, RequestTrace& trace)
 base::Result<std::vector<RequestTrace>> TraceStore::Requests(const RequestQuery& query) {
   return sqlite::InReadTransaction(
       *readers_, [&](Connection& db) -> base::Result<std::vector<RequestTrace>> {
+        // A model named: its own index (role, model, start_ns) answers.
+        const char* model_match = query.model.empty() ? "?1 = ''" : "model = ?1";
         const char* order = query.order == RequestQuery::Order::kSlowest ? "end_ns - start_ns DESC"
                                                                          : "start_ns DESC";
         WARPSCOPE_ASSIGN_OR_RETURN(
             Statement s,
-            db.Prepare(fmt::format("SELECT {} FROM spans WHERE role = 0 AND (?1 = '' OR model = "
-                                   "?1) AND (?2 = '' OR host = ?2) AND start_ns >= ?3 AND "
-                                   "start_ns < ?4 ORDER BY {} LIMIT ?5",
-                                   kColumns, order)));
+            db.Prepare(fmt::format("SELECT {} FROM spans WHERE role = 0 AND {} AND (?2 = '' OR "
+                                   "host = ?2) AND start_ns >= ?3 AND start_ns < ?4 ORDER BY {} "
+                                   "LIMIT ?5",
+                                   kColumns, model_match, order)));
         s.Bind(query.model, query.host, base::ToUnixNanos(query.start),
                base::ToUnixNanos(query.end),
                static_cast<int64_t>(

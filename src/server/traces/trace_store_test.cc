@@ -123,6 +123,9 @@ TEST(TraceStoreTest, ListsSlowestAndRecentRequestsPerModel) {
   auto recent = store->Requests(q);
   ASSERT_TRUE(recent);
   EXPECT_EQ((*recent)[0].request.request_id, "cmpl-2");
+  auto every_model = store->Requests(All());
+  ASSERT_TRUE(every_model);
+  EXPECT_EQ(every_model->size(), 4u);
 
   auto models = store->Models(kNow - hours(1), kNow + hours(1));
   ASSERT_TRUE(models);
