@@ -15,7 +15,8 @@
 // without inference say why. Then request traces of MODEL posted as OTLP/JSON to /v1/traces
 // (TRACES below): the model page's latency breakdown by phase, TTFT by cache reuse, the slowest
 // requests in order, a clicked request's waterfall bars and its GPU profile link; before them,
-// the hidden slot and the line on how to send traces. Screenshots go to --out.
+// the hidden slot and the line on how to send traces; a model with traces and no serving metrics.
+// Screenshots go to --out.
 //
 //   node inference.mjs --warpscope <build>/bin/warpscope --out <build>/test-output/browser \
 //        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
@@ -355,5 +356,19 @@ runBrowserTest(bt, async () => {
   await page.goto(`${base}/inference/no-such-model?range=15m`);
   await ready();
   check(/No serving process reported model no-such-model/.test(await page.locator('[data-testid=inference-empty]').textContent()), 'an unknown model says so');
+  check((await page.locator('[data-testid=traces-help]').count()) === 1 && (await page.locator('[data-testid=model-traces]').isVisible()) === false, 'and has no request traces, with the line on how to send them');
+
+  // A model with request traces and no serving metrics: the card, and its traces under it.
+  const only = traces(t0);
+  only.resourceSpans = [only.resourceSpans[0]];
+  only.resourceSpans[0].scopeSpans[0].spans = [only.resourceSpans[0].scopeSpans[0].spans[0]];
+  const only0 = only.resourceSpans[0].scopeSpans[0].spans[0];
+  only0.traceId = traceId(20);
+  only0.attributes = only0.attributes.map((a) => (a.key === 'gen_ai.response.model' ? attr(a.key, 'traces-only') : a));
+  await postTraces(base, token, only);
+  await page.goto(`${base}/inference/traces-only?range=15m`);
+  await ready();
+  await page.waitForSelector('[data-testid=model-traces] [data-testid=phase-table]');
+  check((await page.locator('[data-testid=inference-empty]').count()) === 1 && /^1 request in this window/.test(await page.locator('[data-testid=traces-summary]').textContent()), 'a model with traces but no metrics shows its one request under the card');
   check(errors.length === 0, `no page errors (${errors.join('; ')})`);
 });

@@ -141,6 +141,7 @@ export async function modelView(root: HTMLElement, ctx: ViewContext): Promise<Vi
   // The request traces of the model (latency by phase, a request waterfall) between the serving
   // processes and their charts; hidden, with a line on how to send them, when there are none.
   const traces = new TracePanel(model);
+  head.append(traces.help);
   if (serving.length === 0) {
     root.append(
       h(
@@ -162,7 +163,6 @@ export async function modelView(root: HTMLElement, ctx: ViewContext): Promise<Vi
     open: (c, p, start, end) => c.navigate({ view: 'host', host: p?.host ?? serving[0].host, tab: 'inference', profile: { start, end, kind: 'gpu', pid: p?.pid } }),
   });
   panel.el.firstElementChild?.after(traces.el);
-  head.append(traces.help);
   root.append(panel.el);
   await Promise.all([panel.load(ctx), traces.load(ctx, true)]);
   return { refresh: async (c) => void (await Promise.all([panel.load(c), traces.load(c)])), destroy: () => panel.allWidgets().forEach((w) => w.destroy()) };
