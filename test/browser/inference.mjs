@@ -12,7 +12,11 @@
 // two GPUs of inference.gpu.uuids, not the third); the models list's numbers summed over the
 // hosts; the model page's processes on both hosts; the process link opens the process page and
 // the GPU profile link the host page's profile panel for the same window; a host and a model
-// without inference say why. Screenshots go to --out.
+// without inference say why. Then request traces of MODEL posted as OTLP/JSON to /v1/traces
+// (TRACES below): the model page's latency breakdown by phase, TTFT by cache reuse, the slowest
+// requests in order, a clicked request's waterfall bars and its GPU profile link; before them,
+// the hidden slot and the line on how to send traces; a model with traces and no serving metrics.
+// Screenshots go to --out.
 //
 //   node inference.mjs --warpscope <build>/bin/warpscope --out <build>/test-output/browser \
 //        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
@@ -113,6 +117,71 @@ async function post(base, token, body) {
   if (!r.ok) throw new Error(`posting ${body.host} window ${body.sequence}: HTTP ${r.status} ${await r.text()}`);
 }
 
+// Request traces of MODEL, as vLLM V1 sends them (one `llm_request` span per request with its
+// gen_ai.latency.* attributes, in seconds) from inf-a's pid 5151, and as an engine that traces
+// each phase sends them (a request span with one child span per phase) from inf-b's pid 6161.
+// The vLLM requests' phases are derived backwards from the end: decode, prefill, queue, then
+// preprocess from the arrival. Decode over the five requests: 0.3, 0.4, 0.5, 1.0, 2.0 s (p50
+// 500 ms, p95 1.8 s, p99 1.96 s, mean 840 ms); TTFT with cache reuse 120 and 150 ms (p50 135 ms),
+// without 300 and 550 ms (p50 425 ms), and the engine's not reported. Slowest first: vllm-2
+// (2.6 s), vllm-1 (1.3 s), the engine's (1 s), vllm-0 (0.7 s), vllm-3 (0.45 s).
+const VLLM = [
+  { queue: 0.01, prefill: 0.1, decode: 0.5, e2e: 0.7, ttft: 0.12, cached: 256 },
+  { queue: 0.05, prefill: 0.2, decode: 1.0, e2e: 1.3, ttft: 0.3, cached: 0 },
+  { queue: 0.2, prefill: 0.3, decode: 2.0, e2e: 2.6, ttft: 0.55, cached: 0 },
+  { queue: 0.02, prefill: 0.1, decode: 0.3, e2e: 0.45, ttft: 0.15, cached: 128 },
+];
+const ENGINE_PHASES = [['receive', 0.01], ['tokenize', 0.04], ['queue', 0.05], ['prefill', 0.2], ['decode', 0.4], ['detokenize', 0.1], ['respond', 0.2]];
+const traceId = (i) => `7a3e${String(i).padStart(28, '0')}`;
+const spanId = (i, j = 0) => `5b${String(i).padStart(6, '0')}${String(j).padStart(8, '0')}`;
+const attr = (key, v) => ({ key, value: typeof v === 'string' ? { stringValue: v } : Number.isInteger(v) ? { intValue: String(v) } : { doubleValue: v } });
+const resource = (host, pid, service) => ({ attributes: [attr('host.name', host), attr('process.pid', pid), attr('service.name', service)] });
+
+function traces(t0) {
+  const vllm = VLLM.map((r, i) => ({
+    traceId: traceId(i),
+    spanId: spanId(i),
+    name: 'llm_request',
+    kind: 2,
+    startTimeUnixNano: ns(t0 + 10 * i),
+    endTimeUnixNano: ns(t0 + 10 * i + r.e2e),
+    attributes: [
+      attr('gen_ai.response.model', MODEL),
+      attr('gen_ai.request.id', `vllm-${i}`),
+      attr('gen_ai.usage.prompt_tokens', 512),
+      attr('gen_ai.usage.completion_tokens', 100 * (i + 1)),
+      attr('gen_ai.usage.cache_read.input_tokens', r.cached),
+      attr('gen_ai.latency.time_in_queue', r.queue),
+      attr('gen_ai.latency.time_in_model_prefill', r.prefill),
+      attr('gen_ai.latency.time_in_model_decode', r.decode),
+      attr('gen_ai.latency.e2e', r.e2e),
+      attr('gen_ai.latency.time_to_first_token', r.ttft),
+    ],
+    status: {},
+  }));
+  const start = t0 + 45;
+  const engine = [{ traceId: traceId(9), spanId: spanId(9), name: 'generate', kind: 2, startTimeUnixNano: ns(start), endTimeUnixNano: ns(start + 1), attributes: [attr('gen_ai.request.model', MODEL), attr('gen_ai.request.id', 'engine-0')], status: {} }];
+  let at = start;
+  ENGINE_PHASES.forEach(([phase, d], j) => {
+    engine.push({ traceId: traceId(9), spanId: spanId(9, j + 1), parentSpanId: spanId(9), name: `engine.${phase}`, kind: 1, startTimeUnixNano: ns(at), endTimeUnixNano: ns(at + d), attributes: [attr('engine.step', j)], status: {} });
+    at += d;
+  });
+  return {
+    resourceSpans: [
+      { resource: resource('inf-a', 5151, 'vllm'), scopeSpans: [{ scope: { name: 'vllm.llm_engine' }, spans: vllm }] },
+      { resource: resource('inf-b', 6161, 'engine'), scopeSpans: [{ scope: { name: 'engine' }, spans: engine }] },
+    ],
+  };
+}
+
+async function postTraces(base, token, body) {
+  const r = await fetch(`${base}/v1/traces`, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const text = await r.text();
+  if (!r.ok || /rejected/i.test(text)) throw new Error(`posting request traces: HTTP ${r.status} ${text}`);
+}
+
+const cells = (row) => row.locator('td[data-col]').evaluateAll((tds) => Object.fromEntries(tds.map((td) => [td.getAttribute('data-col'), td.textContent])));
+
 const legendLabels = (page, id) => page.locator(`[data-testid=widget-${id}] [data-testid=legend] tr[data-label]`).evaluateAll((rows) => rows.map((r) => r.getAttribute('data-label')));
 
 runBrowserTest(bt, async () => {
@@ -204,11 +273,102 @@ runBrowserTest(bt, async () => {
   check(lines.join(',') === 'inf-a · pid 5151,inf-b · pid 6161', `its request chart has a line per process (${lines.join(', ')})`);
   const modelGpus = await legendLabels(page, 'inf-gpu-util');
   check(modelGpus.join(',') === 'inf-a · GPU 1,inf-a · GPU 2,inf-b · GPU 0', `its GPU charts are the processes' GPUs (${modelGpus.join(', ')})`);
-  check((await page.locator('[data-testid=model-traces]').isVisible()) === false, 'the request-trace slot shows nothing yet');
+  check((await page.locator('[data-testid=model-traces]').isVisible()) === false, 'without request traces the slot stays hidden');
+  const help = await page.locator('[data-testid=traces-help]').textContent();
+  check(/--otlp-traces-endpoint \S+\/v1\/traces/.test(help) && /OTEL_RESOURCE_ATTRIBUTES=host\.name=/.test(help) && /process\.pid=/.test(help), `and one muted line says how to send them (${help})`);
   await shot('model');
+
+  // Request traces of the model: the breakdown by phase, TTFT by cache reuse, the lists.
+  const t0 = now - 240;
+  await postTraces(base, token, traces(t0));
+  await page.reload();
+  await ready();
+  await page.waitForSelector('[data-testid=model-traces] [data-testid=phase-table]');
+  check((await page.locator('[data-testid=traces-help]').isVisible()) === false, 'with request traces the line on how to send them goes');
+  check(/^5 requests in this window/.test(await page.locator('[data-testid=traces-summary]').textContent()), 'the breakdown counts the five requests');
+  const phaseRows = await page.locator('[data-testid=phase-table] tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-phase')));
+  check(phaseRows.join(',') === 'preprocess,receive,tokenize,queue,prefill,decode,detokenize,respond', `the phases in request order (${phaseRows.join(', ')})`);
+  const decode = await cells(page.locator('[data-testid=phase-table] tr[data-phase=decode]'));
+  check(decode.count === '5' && decode.p50 === '500 ms' && decode.p95 === '1.8 s' && decode.p99 === '1.96 s' && decode.mean === '840 ms', `decode over both engines' requests: count 5, p50 500 ms, p95 1.8 s, p99 1.96 s, mean 840 ms (${JSON.stringify(decode)})`);
+  const receive = await cells(page.locator('[data-testid=phase-table] tr[data-phase=receive]'));
+  check(receive.count === '1' && receive.p50 === '10 ms', `receive only from the engine's child span (${JSON.stringify(receive)})`);
+  const e2e = await cells(page.locator('[data-testid=phase-table] tr[data-phase=e2e]'));
+  check(e2e.count === '5' && e2e.max === '2.6 s' && e2e.p50 === '1 s', `end to end: p50 1 s, max 2.6 s (${JSON.stringify(e2e)})`);
+  const segments = await page.locator('[data-testid=phase-bar] > span').evaluateAll((s) => s.map((x) => x.getAttribute('data-phase')));
+  check(segments.includes('decode') && segments.includes('respond') && segments.indexOf('queue') < segments.indexOf('decode'), `the stacked bar has the phases in order (${segments.join(', ')})`);
+  const hit = await cells(page.locator('[data-testid=ttft-cache] tr[data-reuse=hit]'));
+  const miss = await cells(page.locator('[data-testid=ttft-cache] tr[data-reuse=miss]'));
+  const unknown = await cells(page.locator('[data-testid=ttft-cache] tr[data-reuse=unknown]'));
+  check(hit.count === '2' && hit.p50 === '135 ms', `TTFT with prefix/KV-cache reuse: 2 requests, p50 135 ms (${JSON.stringify(hit)})`);
+  check(miss.count === '2' && miss.p50 === '425 ms', `TTFT without: 2 requests, p50 425 ms (${JSON.stringify(miss)})`);
+  check(unknown.count === '1', `one request does not report reuse (${JSON.stringify(unknown)})`);
+  const slowest = await page.locator('[data-testid=trace-list-slowest] tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-trace')));
+  const want = [2, 1, 9, 0, 3].map(traceId);
+  check(slowest.join(',') === want.join(','), `the slowest requests, slowest first (${slowest.join(', ')})`);
+  const recent = await page.locator('[data-testid=trace-list-recent] tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-trace')));
+  check(recent[0] === traceId(9) && recent.at(-1) === traceId(0), `the latest requests, latest first (${recent.join(', ')})`);
+  await shot('model-traces');
+
+  // A clicked request's waterfall: vllm-2's derived phases on its 2.6 s axis.
+  await page.locator(`[data-testid=trace-list-slowest] tr[data-trace="${traceId(2)}"] [data-testid=trace-link]`).click();
+  await ready();
+  check(new URL(page.url()).searchParams.get('trace') === traceId(2), `the request is in the URL (${page.url()})`);
+  await page.waitForSelector('[data-testid=waterfall] .wf-row');
+  const bars = await page.locator('[data-testid=waterfall] .wf-row').evaluateAll((rows) =>
+    rows.map((r) => {
+      const track = r.querySelector('.wf-track').getBoundingClientRect();
+      const bar = r.querySelector('.wf-bar').getBoundingClientRect();
+      return { phase: r.getAttribute('data-phase'), left: (bar.left - track.left) / track.width, width: bar.width / track.width };
+    }),
+  );
+  const near = (a, b) => Math.abs(a - b) < 0.01;
+  const bar = (p) => bars.find((b) => b.phase === p) ?? { left: NaN, width: NaN };
+  check(bars.map((b) => b.phase).join(',') === 'request,preprocess,queue,prefill,decode,ttft', `vllm-2's rows: the request, its phases in time order, the first token (${bars.map((b) => b.phase).join(', ')})`);
+  check(near(bar('request').left, 0) && near(bar('request').width, 1), 'the request bar spans the axis');
+  check(near(bar('decode').left, 0.6 / 2.6) && near(bar('decode').width, 2 / 2.6), `decode from 0.6 s for 2 s of 2.6 s (${JSON.stringify(bar('decode'))})`);
+  check(near(bar('queue').left, 0.1 / 2.6) && near(bar('queue').width, 0.2 / 2.6), `queue from 0.1 s for 0.2 s (${JSON.stringify(bar('queue'))})`);
+  check(near(bar('ttft').width, 0.55 / 2.6), `the first token at 550 ms (${JSON.stringify(bar('ttft'))})`);
+  const attrs = await page.locator('[data-testid=trace-attributes]').textContent();
+  check(/gen_ai\.latency\.e2e/.test(attrs) && /vllm-2/.test(attrs), 'the request\u2019s attributes are beside its waterfall');
+  check((await page.locator('[data-testid=trace-list-slowest] tr.selected').getAttribute('data-trace')) === traceId(2), 'its row is marked in the list');
+  await shot('waterfall');
+
+  // Its GPU profile link: the API's window of the request on pid 5151, opened in the profile panel.
+  const link = page.locator('[data-testid=waterfall] [data-testid=trace-profile]');
+  const apiProfile = new URL(await link.getAttribute('data-api'), base);
+  const s0 = Math.floor(t0 + 20);
+  const s1 = Math.ceil(t0 + 20 + 2.6);
+  check(apiProfile.pathname === '/api/v1/profiles/merged' && apiProfile.searchParams.get('pid') === '5151' && apiProfile.searchParams.get('host') === 'inf-a' && apiProfile.searchParams.get('start') === String(s0) && apiProfile.searchParams.get('end') === String(s1), `the API names pid 5151's GPU profile of the request's window (${apiProfile})`);
+  await link.click();
+  await ready();
+  const pu = new URL(page.url());
+  check(pu.pathname === '/host/inf-a' && pu.searchParams.get('pk') === 'gpu' && pu.searchParams.get('pp') === '5151' && pu.searchParams.get('p') === `${s0}-${s1}`, `the link opens inf-a's profile panel on pid 5151 for that window (${pu.pathname}${pu.search})`);
+  await page.goBack();
+  await ready();
+
+  // The engine's request: its child phase spans in order.
+  await page.locator(`[data-testid=trace-list-slowest] tr[data-trace="${traceId(9)}"] [data-testid=trace-link]`).click();
+  await ready();
+  await page.waitForSelector(`[data-testid=waterfall] .wf-row[data-phase=respond]`);
+  const engineRows = await page.locator('[data-testid=waterfall] .wf-row').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-phase')));
+  check(engineRows.join(',') === 'request,receive,tokenize,queue,prefill,decode,detokenize,respond,ttft', `the engine's request: its seven phase spans in order (${engineRows.join(', ')})`);
 
   await page.goto(`${base}/inference/no-such-model?range=15m`);
   await ready();
   check(/No serving process reported model no-such-model/.test(await page.locator('[data-testid=inference-empty]').textContent()), 'an unknown model says so');
+  check((await page.locator('[data-testid=traces-help]').count()) === 1 && (await page.locator('[data-testid=model-traces]').isVisible()) === false, 'and has no request traces, with the line on how to send them');
+
+  // A model with request traces and no serving metrics: the card, and its traces under it.
+  const only = traces(t0);
+  only.resourceSpans = [only.resourceSpans[0]];
+  only.resourceSpans[0].scopeSpans[0].spans = [only.resourceSpans[0].scopeSpans[0].spans[0]];
+  const only0 = only.resourceSpans[0].scopeSpans[0].spans[0];
+  only0.traceId = traceId(20);
+  only0.attributes = only0.attributes.map((a) => (a.key === 'gen_ai.response.model' ? attr(a.key, 'traces-only') : a));
+  await postTraces(base, token, only);
+  await page.goto(`${base}/inference/traces-only?range=15m`);
+  await ready();
+  await page.waitForSelector('[data-testid=model-traces] [data-testid=phase-table]');
+  check((await page.locator('[data-testid=inference-empty]').count()) === 1 && /^1 request in this window/.test(await page.locator('[data-testid=traces-summary]').textContent()), 'a model with traces but no metrics shows its one request under the card');
   check(errors.length === 0, `no page errors (${errors.join('; ')})`);
 });

@@ -2,13 +2,15 @@
 // The models served across hosts (/inference): one row per model with its hosts, engines,
 // serving processes, request rate, TTFT p95 and batch efficiency over the window; and one model
 // (/inference/<model>): its serving processes on every host, their latency, throughput, queue,
-// caches and batching, and the GPUs they use (inference_charts.ts).
+// caches and batching, and the GPUs they use (inference_charts.ts), and the model's request
+// traces (inference_traces.ts).
 import { batch, knownMetrics } from './api';
 import type { Params, RangeResponse, Series } from './api';
 import { h } from './dom';
 import { formatValue } from './format';
 import { InferencePanel } from './inference_charts';
 import { engineName, findServing, M, meanOf, NO_SERVER_HELP, servingKey, windowStep } from './inference_api';
+import { TracePanel } from './inference_traces';
 import type { View, ViewContext } from './view';
 
 interface ModelRow {
@@ -136,6 +138,10 @@ export async function modelView(root: HTMLElement, ctx: ViewContext): Promise<Vi
     h('p.muted', {}, h('a', { href: ctx.href({ view: 'inference' }) }, 'Inference'), serving.length ? ` · ${serving.length} serving process${serving.length === 1 ? '' : 'es'} on ${new Set(serving.map((p) => p.host)).size} host(s)` : ''),
   );
   root.append(head);
+  // The request traces of the model (latency by phase, a request waterfall) between the serving
+  // processes and their charts; hidden, with a line on how to send them, when there are none.
+  const traces = new TracePanel(model);
+  head.append(traces.help);
   if (serving.length === 0) {
     root.append(
       h(
@@ -145,8 +151,10 @@ export async function modelView(root: HTMLElement, ctx: ViewContext): Promise<Vi
         h('p.muted', {}, NO_SERVER_HELP),
         h('p', {}, h('a', { href: ctx.href({ view: 'inference' }) }, 'Models served across the fleet')),
       ),
+      traces.el,
     );
-    return { refresh: async () => {}, destroy: () => {} };
+    await traces.load(ctx, true);
+    return { refresh: (c) => traces.load(c), destroy: () => {} };
   }
   const panel = new InferencePanel({
     matchers: { 'label.model': model },
@@ -154,11 +162,8 @@ export async function modelView(root: HTMLElement, ctx: ViewContext): Promise<Vi
     acrossHosts: true,
     open: (c, p, start, end) => c.navigate({ view: 'host', host: p?.host ?? serving[0].host, tab: 'inference', profile: { start, end, kind: 'gpu', pid: p?.pid } }),
   });
-  // The request traces of the model (latency by phase, a request waterfall) go here, between
-  // the serving processes and their charts, once the server keeps traces.
-  const traces = h('div', { 'data-testid': 'model-traces', hidden: true });
-  panel.el.firstElementChild?.after(traces);
+  panel.el.firstElementChild?.after(traces.el);
   root.append(panel.el);
-  await panel.load(ctx);
-  return { refresh: (c) => panel.load(c), destroy: () => panel.allWidgets().forEach((w) => w.destroy()) };
+  await Promise.all([panel.load(ctx), traces.load(ctx, true)]);
+  return { refresh: async (c) => void (await Promise.all([panel.load(c), traces.load(c)])), destroy: () => panel.allWidgets().forEach((w) => w.destroy()) };
 }

@@ -72,6 +72,7 @@ function href(patch: Partial<ViewState>): string {
     if (!('process' in patch)) next.process = undefined;
     if (!('gpu' in patch)) next.gpu = undefined;
     if (!('model' in patch)) next.model = undefined;
+    if (!('trace' in patch)) next.trace = undefined;
   }
   return buildUrl(next);
 }

@@ -10,6 +10,7 @@
 //   /insights/<finding id>        one finding with its evidence
 //   /inference                    the served models across hosts
 //   /inference/<model>            one model: its serving processes, their latency and load
+//   /inference/<model>?trace=<trace id>   and one request trace's waterfall (32 hex digits)
 // plus, on every view:
 //   range=15m|1h|6h|24h|7d      a window ending now (default 1h), or from=<unix s>&to=<unix s>
 //   live=1                    refresh every 10 s (relative ranges only)
@@ -73,6 +74,8 @@ export interface ViewState {
   process?: string;
   gpu?: string;
   model?: string;
+  // The model page's request trace (its waterfall), 32 lowercase hex digits.
+  trace?: string;
   // URL parameters that could not be read, each with what the view does instead.
   problems?: string[];
 }
@@ -185,6 +188,11 @@ export function parseUrl(loc: { pathname: string; search: string }): ViewState {
   if (process) state.process = process;
   if (gpu) state.gpu = gpu;
   if (model !== undefined) state.model = model;
+  const trace = q.get('trace');
+  if (view === 'model' && trace !== null) {
+    if (/^[0-9a-fA-F]{32}$/.test(trace)) state.trace = trace.toLowerCase();
+    else problems.push(`trace=${trace} is not a trace id of 32 hex digits: no request waterfall shown.`);
+  }
   const p = q.get('p');
   if (p) {
     const m = /^(\d+(?:\.\d+)?)-(\d+(?:\.\d+)?)$/.exec(p);
@@ -238,6 +246,7 @@ export function buildUrl(s: ViewState): string {
     if (s.expand) q.set('expand', s.expand);
     if (s.bgpu) q.set('bgpu', s.bgpu);
   }
+  if (s.view === 'model' && s.trace) q.set('trace', s.trace);
   if (s.view === 'top') {
     q.set('kind', s.kind);
     if (s.sort) q.set('sort', s.sort);
