@@ -65,6 +65,15 @@ void AtomicMax(std::atomic<uint64_t>& a, uint64_t v) {
 
 bool IsOp(uint64_t type) { return type == abi::kEventColl || type == abi::kEventP2p; }
 
+// The calling thread's id, asked of the kernel once per thread.
+uint32_t ThreadId() {
+  static thread_local uint32_t tid = 0;
+  if (tid == 0) {
+    tid = static_cast<uint32_t>(syscall(SYS_gettid));
+  }
+  return tid;
+}
+
 }  // namespace
 
 Recorder::Recorder(const Options& options, Clock realtime_ns)
@@ -180,6 +189,7 @@ void Recorder::StartEvent(Comm* comm, void** handle, const Descr& d) {
     r.root = d.root;
     r.n_channels = d.n_channels;
     r.n_warps = d.n_warps;
+    r.tid = ThreadId();
     r.enqueue_ns = now_();
     e->complete_ns.store(0, std::memory_order_relaxed);
     e->gpu_first.store(UINT64_MAX, std::memory_order_relaxed);
@@ -313,7 +323,6 @@ void Recorder::Complete(Event* op) {
     no_ring_drops_.fetch_add(1, std::memory_order_relaxed);
     return;
   }
-  r.tid = static_cast<uint32_t>(syscall(SYS_gettid));
   if (!s->ring->TryWrite(&r, sizeof(r))) {
     s->Bump(s->drops);
     return;

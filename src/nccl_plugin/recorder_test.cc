@@ -108,6 +108,7 @@ TEST(NcclRecorderTest, ACollectiveCompletesWhenItsLastKernelChannelStops) {
   EXPECT_EQ(c.enqueued_ns, 1'000'500u);
   EXPECT_EQ(c.complete_ns, 1'020'000u);
   EXPECT_EQ(c.kernel_channels, 2u);
+  EXPECT_EQ(c.tid, static_cast<uint32_t>(gettid()));  // the thread that enqueued it
   EXPECT_EQ(c.gpu_exec_ns, 1'018'000u - 1'006'000u);
   EXPECT_EQ(wire::NcclExecNs(c), 12'000u);
   EXPECT_EQ(Counter(r, wire::CounterId::kNcclCollectives), 1u);
