@@ -18,7 +18,9 @@ namespace warpscope::nccl_plugin {
 // operation at their stop.
 struct Recorder::Event {
   std::atomic<uint32_t> refs{0};
-  uint32_t next_free = 0;  // index + 1 of the next free event
+  // Index + 1 of the next free event. Atomic: a thread that lost the race for this event may
+  // still read it (and then fail its compare-exchange).
+  std::atomic<uint32_t> next_free{0};
   uint64_t type = 0;
   Event* parent = nullptr;  // children: their operation (proxy steps: their operation too)
   // Children's own values.
@@ -86,7 +88,7 @@ Recorder::Recorder(const Options& options, Clock realtime_ns)
       slots_(new Slot[options.max_threads]),
       detail_(options.proxy_detail) {
   for (uint32_t i = 0; i < options_.max_events; ++i) {
-    events_[i].next_free = i + 1 < options_.max_events ? i + 2 : 0;
+    events_[i].next_free.store(i + 1 < options_.max_events ? i + 2 : 0, std::memory_order_relaxed);
   }
   free_head_.store(options_.max_events > 0 ? 1 : 0);
 }
@@ -108,7 +110,7 @@ Recorder::Event* Recorder::Alloc() {
       return nullptr;
     }
     Event* e = &events_[index - 1];
-    const uint64_t next = ((head >> 32) + 1) << 32 | e->next_free;
+    const uint64_t next = ((head >> 32) + 1) << 32 | e->next_free.load(std::memory_order_relaxed);
     if (free_head_.compare_exchange_weak(head, next, std::memory_order_acq_rel)) {
       return e;
     }
@@ -119,7 +121,7 @@ void Recorder::Free(Event* e) {
   const uint32_t index = static_cast<uint32_t>(e - events_.get()) + 1;
   uint64_t head = free_head_.load(std::memory_order_relaxed);
   while (true) {
-    e->next_free = static_cast<uint32_t>(head);
+    e->next_free.store(static_cast<uint32_t>(head), std::memory_order_relaxed);
     const uint64_t next = ((head >> 32) + 1) << 32 | index;
     if (free_head_.compare_exchange_weak(head, next, std::memory_order_release,
                                          std::memory_order_relaxed)) {
@@ -341,12 +343,13 @@ Recorder::Slot* Recorder::ThreadSlot() {
   for (uint32_t i = 0; i < options_.max_threads; ++i) {
     uint32_t expected = kSlotFree;
     Slot& s = slots_[i];
-    if (s.state.compare_exchange_strong(expected, kSlotOwned, std::memory_order_acq_rel)) {
+    if (s.state.compare_exchange_strong(expected, kSlotClaiming, std::memory_order_acq_rel)) {
       if (!s.ring) {
         // Once per slot, kept for reuse: memory stays within max_threads rings.
         s.ring = std::make_unique<ipc::SpscByteRing>(size_t{options_.ring_kb} * 1024);
         ring_bytes_.fetch_add(s.ring->capacity(), std::memory_order_relaxed);
       }
+      s.state.store(kSlotOwned, std::memory_order_release);
       thread_.slot = &s;
       return &s;
     }

@@ -181,7 +181,9 @@ class Recorder {
 
 // --- implementation details the template needs ---------------------------------------------
 
-enum : uint32_t { kSlotFree = 0, kSlotOwned = 1, kSlotReleased = 2 };
+// free -> claiming (the owner sets its ring up) -> owned -> released (the owner exited) -> free
+// (the flusher drained it). The flusher touches owned and released slots only.
+enum : uint32_t { kSlotFree = 0, kSlotOwned = 1, kSlotReleased = 2, kSlotClaiming = 3 };
 
 struct Recorder::Slot {
   std::atomic<uint32_t> state{kSlotFree};
@@ -198,7 +200,7 @@ void Recorder::DrainRings(Fn&& fn) {
   for (uint32_t i = 0; i < options_.max_threads; ++i) {
     Slot& s = slots_[i];
     const uint32_t state = s.state.load(std::memory_order_acquire);
-    if (state == kSlotFree || !s.ring) {
+    if (state != kSlotOwned && state != kSlotReleased) {
       continue;
     }
     s.ring->Drain([&](std::span<const uint8_t> bytes) {
