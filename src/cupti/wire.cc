@@ -325,6 +325,7 @@ void EncodeBody(const NcclComm& m, Writer& w) {
 }
 void EncodeBody(const NcclCollective& m, Writer& w) {
   w.Put(m.comm_id);
+  w.Put(m.rank);
   w.Put(m.kind);
   w.Str(m.func);
   w.Put(m.seq_number);
@@ -552,6 +553,7 @@ bool Decode(Reader& r, NcclComm* m) {
 }
 bool Decode(Reader& r, NcclCollective* m) {
   m->comm_id = r.Get<uint64_t>();
+  m->rank = r.Get<uint32_t>();
   m->kind = r.Get<NcclOpKind>();
   m->func = r.Str();
   m->seq_number = r.Get<uint64_t>();

@@ -315,6 +315,7 @@ enum : uint32_t {
 // Bus bandwidth = bus_bytes / execution time (NcclExecNs): docs/design/nccl.md, "Bandwidth".
 struct NcclCollective {
   uint64_t comm_id = 0;
+  uint32_t rank = 0;  // in the communicator (one process may hold several ranks of it)
   NcclOpKind kind = NcclOpKind::kCollective;
   std::string func;          // "AllReduce", "AllGather", "ReduceScatter", "Send", "Recv"...
   uint64_t seq_number = 0;   // per communicator and func (collectives); 0 for P2P

@@ -104,6 +104,7 @@ TEST(CuptiWireTest, NcclRecordsKeepEveryField) {
   NcclComm comm{0x1234abcdull, "dp", 8, 3, 2, 6, 1000};
   NcclCollective c;
   c.comm_id = comm.comm_id;
+  c.rank = 3;
   c.func = "AllReduce";
   c.seq_number = 41;
   c.count = 1 << 20;

@@ -379,6 +379,7 @@ wire::NcclCollective Recorder::ToWire(const OpRecord& r) const {
   const Comm& c = comms_[r.comm_index];
   wire::NcclCollective w;
   w.comm_id = c.id;
+  w.rank = c.rank;
   w.kind = static_cast<wire::NcclOpKind>(r.kind);
   w.func = r.func;
   w.seq_number = r.seq_number;

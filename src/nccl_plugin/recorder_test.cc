@@ -101,6 +101,7 @@ TEST(NcclRecorderTest, ACollectiveCompletesWhenItsLastKernelChannelStops) {
   ASSERT_EQ(out.size(), 1u);
   const wire::NcclCollective& c = out[0];
   EXPECT_EQ(c.func, "AllReduce");
+  EXPECT_EQ(c.rank, 0u);
   EXPECT_EQ(c.seq_number, 7u);
   EXPECT_EQ(c.bytes, 4u << 20);
   EXPECT_EQ(c.bus_bytes, (4u << 20) * 2 * 3 / 4);

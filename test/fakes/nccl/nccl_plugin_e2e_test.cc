@@ -137,7 +137,7 @@ TEST_F(NcclPluginE2eTest, RecordsCollectivesWithTheirGpuTimeBytesAndBusBandwidth
   const Received r = Index(conns[0]);
   EXPECT_EQ(r.hello.component, wire::Component::kNccl);
   ASSERT_EQ(r.comms.size(), 4u);
-  std::set<uint32_t> ranks;
+  std::set<uint32_t> ranks, op_ranks;
   for (const auto& c : r.comms) {
     EXPECT_EQ(c.comm_id, 0x5eedu);
     EXPECT_EQ(c.nranks, 4u);
@@ -148,6 +148,7 @@ TEST_F(NcclPluginE2eTest, RecordsCollectivesWithTheirGpuTimeBytesAndBusBandwidth
   size_t colls = 0, p2p = 0;
   std::map<uint64_t, std::set<uint64_t>> seq_by_exec;
   for (const auto& op : r.ops) {
+    op_ranks.insert(op.rank);
     EXPECT_EQ(op.kernel_channels, 2u);
     EXPECT_LE(op.enqueue_ns, op.enqueued_ns);
     EXPECT_LE(op.enqueued_ns, op.complete_ns);
@@ -173,6 +174,7 @@ TEST_F(NcclPluginE2eTest, RecordsCollectivesWithTheirGpuTimeBytesAndBusBandwidth
       EXPECT_EQ(op.bus_bytes, 4096u);
     }
   }
+  EXPECT_EQ(op_ranks, ranks);
   EXPECT_EQ(colls, 40u);
   EXPECT_EQ(p2p, 40u);
   EXPECT_EQ(seq_by_exec[100'000].size(), 10u);
@@ -183,6 +185,40 @@ TEST_F(NcclPluginE2eTest, RecordsCollectivesWithTheirGpuTimeBytesAndBusBandwidth
   EXPECT_EQ(r.counters.at(wire::CounterId::kNcclEventsDropped), 0u);
 }
 
+// Two processes holding two ranks each of one 4-rank communicator, rank 3 slow: the agent can
+// tell the slow rank by its short kernels (its peers wait for it), whichever process it is in.
+TEST_F(NcclPluginE2eTest, RanksInSeveralProcessesShareTheCommunicatorAndShowTheSlowRank) {
+  TestAgent agent(Socket());
+  for (const char* first : {"0", "2"}) {
+    const DriverRun run = RunDriver(dir_.path(),
+                                    Args({"--ranks", "2", "--first-rank", first, "--nranks", "4",
+                                          "--nnodes", "2", "--collectives", "6", "--slow-rank",
+                                          "3"}),
+                                    Env(Socket()));
+    ASSERT_TRUE(ExitedOk(run)) << run.err;
+  }
+  ASSERT_TRUE(agent.WaitUntil([](const auto& cs) { return AllClosed(cs, 2); }, 30s));
+  std::map<uint32_t, uint64_t> exec_by_rank;  // rank -> total GPU time
+  std::set<uint32_t> pids;
+  for (const auto& conn : agent.Snapshot()) {
+    const Received r = Index(conn);
+    pids.insert(r.hello.pid);
+    ASSERT_EQ(r.comms.size(), 2u);
+    for (const auto& c : r.comms) {
+      EXPECT_EQ(c.comm_id, 0x5eedu);
+      EXPECT_EQ(c.nranks, 4u);
+      EXPECT_EQ(c.nnodes, 2u);
+    }
+    for (const auto& op : r.ops) {
+      EXPECT_EQ(op.comm_id, 0x5eedu);
+      exec_by_rank[op.rank] += op.gpu_exec_ns;
+    }
+  }
+  EXPECT_EQ(pids.size(), 2u);
+  // Three ranks waited (6 x 500 us), one did not (6 x 100 us): rank 3.
+  EXPECT_EQ(exec_by_rank, (std::map<uint32_t, uint64_t>{
+                              {0, 3'000'000}, {1, 3'000'000}, {2, 3'000'000}, {3, 600'000}}));
+}
 TEST_F(NcclPluginE2eTest, OlderNcclPicksTheTableItKnows) {
   for (const auto& [nccl, abi] : std::vector<std::pair<std::string, uint32_t>>{{"2.27", 4},
                                                                                 {"2.28", 5}}) {
