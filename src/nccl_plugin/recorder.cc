@@ -171,6 +171,12 @@ void Recorder::StartEvent(Comm* comm, void** handle, const Descr& d) {
     return;
   }
   if (IsOp(d.type)) {
+    // With collection off NCCL may still start operations it created before: they are not
+    // recorded (their children then find no parent), so that no operation waits for kernel
+    // channels it did not reserve.
+    if (!collecting_.load(std::memory_order_relaxed)) {
+      return;
+    }
     Event* e = Alloc();
     if (e == nullptr) {
       return;
@@ -201,7 +207,8 @@ void Recorder::StartEvent(Comm* comm, void** handle, const Descr& d) {
     e->proxy_ops.store(0, std::memory_order_relaxed);
     e->proxy_steps.store(0, std::memory_order_relaxed);
     e->channels_started.store(0, std::memory_order_relaxed);
-    e->channels_reserved = (CurrentMask() & abi::kEventKernelCh) != 0 ? d.n_channels : 0;
+    // Both masks ask for kernel channels (kDefaultMask, kDetailMask).
+    e->channels_reserved = d.n_channels;
     e->refs.store(1 + e->channels_reserved, std::memory_order_release);
     *handle = e;
     return;

@@ -176,6 +176,12 @@ TEST(NcclRecorderTest, ProxyDetailRewritesTheMaskAndCountsSteps) {
   EXPECT_EQ(mask, kDefaultMask);
   r.SetCollecting(false);
   EXPECT_EQ(mask, 0);
+  void* late = reinterpret_cast<void*>(0x1);
+  r.StartEvent(comm, &late, Coll("AllReduce", 1, 2));  // created by NCCL before the change
+  EXPECT_EQ(late, nullptr);
+  void* ch = reinterpret_cast<void*>(0x1);
+  r.StartEvent(comm, &ch, KernelCh(late, 1));
+  EXPECT_EQ(ch, nullptr);
 }
 
 TEST(NcclRecorderTest, AnotherProcesssProxyOpIsNotDereferenced) {
