@@ -91,6 +91,7 @@ class Reader {
     return n;
   }
   bool failed() const { return failed_; }
+  bool AtEnd() const { return pos_ >= data_.size(); }
 
  private:
   std::span<const uint8_t> data_;
@@ -113,6 +114,7 @@ void EncodeBody(const Hello& m, Writer& w) {
   w.Put(m.start_time_ns);
   w.Put(m.monotonic_ns);
   w.Put(m.realtime_ns);
+  w.Put(m.component);
 }
 void EncodeBody(const Stack& m, Writer& w) {
   const size_t start = w.size();
@@ -312,6 +314,41 @@ void EncodeBody(const Notice& m, Writer& w) {
   w.Put(m.code);
   w.Str(m.message);
 }
+void EncodeBody(const NcclComm& m, Writer& w) {
+  w.Put(m.comm_id);
+  w.Str(m.name);
+  w.Put(m.nranks);
+  w.Put(m.rank);
+  w.Put(m.nnodes);
+  w.Put(m.plugin_abi);
+  w.Put(m.init_ns);
+}
+void EncodeBody(const NcclCollective& m, Writer& w) {
+  w.Put(m.comm_id);
+  w.Put(m.rank);
+  w.Put(m.kind);
+  w.Str(m.func);
+  w.Put(m.seq_number);
+  w.Put(m.count);
+  w.Str(m.datatype);
+  w.Put(m.bytes);
+  w.Put(m.bus_bytes);
+  w.Put(m.root);
+  w.Str(m.algo);
+  w.Str(m.proto);
+  for (uint32_t v : {m.nchannels, m.nwarps, m.tid}) {
+    w.Put(v);
+  }
+  for (uint64_t v : {m.enqueue_ns, m.enqueued_ns, m.complete_ns, m.gpu_start_ns, m.gpu_end_ns,
+                     m.gpu_exec_ns}) {
+    w.Put(v);
+  }
+  for (uint32_t v : {m.kernel_channels, m.proxy_ops, m.proxy_steps}) {
+    w.Put(v);
+  }
+  w.Put(m.step_bytes);
+  w.Put(m.flags);
+}
 void EncodeBody(const Control& m, Writer& w) {
   w.Put(m.op);
   w.Put(m.value);
@@ -329,6 +366,7 @@ bool Decode(Reader& r, Hello* m) {
   m->start_time_ns = r.Get<uint64_t>();
   m->monotonic_ns = r.Get<uint64_t>();
   m->realtime_ns = r.Get<uint64_t>();
+  m->component = r.AtEnd() ? Component::kCuda : r.Get<Component>();
   return !r.failed() && m->magic == kHelloMagic && version >= 1;
 }
 bool Decode(Reader& r, Stack* m) {
@@ -503,6 +541,44 @@ bool Decode(Reader& r, Notice* m) {
   m->message = r.Str();
   return !r.failed() && static_cast<uint8_t>(m->severity) <= 2;
 }
+bool Decode(Reader& r, NcclComm* m) {
+  m->comm_id = r.Get<uint64_t>();
+  m->name = r.Str();
+  m->nranks = r.Get<uint32_t>();
+  m->rank = r.Get<uint32_t>();
+  m->nnodes = r.Get<uint32_t>();
+  m->plugin_abi = r.Get<uint32_t>();
+  m->init_ns = r.Get<uint64_t>();
+  return !r.failed();
+}
+bool Decode(Reader& r, NcclCollective* m) {
+  m->comm_id = r.Get<uint64_t>();
+  m->rank = r.Get<uint32_t>();
+  m->kind = r.Get<NcclOpKind>();
+  m->func = r.Str();
+  m->seq_number = r.Get<uint64_t>();
+  m->count = r.Get<uint64_t>();
+  m->datatype = r.Str();
+  m->bytes = r.Get<uint64_t>();
+  m->bus_bytes = r.Get<uint64_t>();
+  m->root = r.Get<int32_t>();
+  m->algo = r.Str();
+  m->proto = r.Str();
+  for (uint32_t* v : {&m->nchannels, &m->nwarps, &m->tid}) {
+    *v = r.Get<uint32_t>();
+  }
+  for (uint64_t* v : {&m->enqueue_ns, &m->enqueued_ns, &m->complete_ns, &m->gpu_start_ns,
+                      &m->gpu_end_ns, &m->gpu_exec_ns}) {
+    *v = r.Get<uint64_t>();
+  }
+  for (uint32_t* v : {&m->kernel_channels, &m->proxy_ops, &m->proxy_steps}) {
+    *v = r.Get<uint32_t>();
+  }
+  m->step_bytes = r.Get<uint64_t>();
+  m->flags = r.Get<uint32_t>();
+  const auto kind = static_cast<uint8_t>(m->kind);
+  return !r.failed() && kind >= 1 && kind <= 2;
+}
 bool Decode(Reader& r, Control* m) {
   m->op = r.Get<ControlOp>();
   m->value = r.Get<uint64_t>();
@@ -551,6 +627,8 @@ MessageType TypeOf(const Message& message) {
     MessageType operator()(const Notice&) { return MessageType::kNotice; }
     MessageType operator()(const Control&) { return MessageType::kControl; }
     MessageType operator()(const DeviceMemory&) { return MessageType::kDeviceMemory; }
+    MessageType operator()(const NcclComm&) { return MessageType::kNcclComm; }
+    MessageType operator()(const NcclCollective&) { return MessageType::kNcclCollective; }
   } visitor;
   return std::visit(visitor, message);
 }
@@ -627,6 +705,8 @@ bool DecodePayload(MessageType type, std::span<const uint8_t> payload, Message* 
     case MessageType::kNotice: ok = DecodeAs<Notice>(payload, out); break;
     case MessageType::kControl: ok = DecodeAs<Control>(payload, out); break;
     case MessageType::kDeviceMemory: ok = DecodeAs<DeviceMemory>(payload, out); break;
+    case MessageType::kNcclComm: ok = DecodeAs<NcclComm>(payload, out); break;
+    case MessageType::kNcclCollective: ok = DecodeAs<NcclCollective>(payload, out); break;
     default:
       *error = "unknown cupti wire message type " + std::to_string(static_cast<int>(type));
       return false;
@@ -680,7 +760,7 @@ DecodeStatus StreamDecoder::Next(Message* out) {
     }
     std::span<const uint8_t> payload(p + kHeaderSize, size);
     pos_ += kHeaderSize + size;
-    const bool known = (type >= 1 && type <= static_cast<uint8_t>(MessageType::kDeviceMemory)) ||
+    const bool known = (type >= 1 && type <= static_cast<uint8_t>(MessageType::kNcclCollective)) ||
                        type == static_cast<uint8_t>(MessageType::kControl);
     if (!known) {
       ++unknown_frames_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The wire format between the injected CUDA profiler (libwarpscope_cupti.so) and the agent: a
-// stream of length-prefixed binary frames over a unix stream socket. The process connects,
+// The wire format between the injected libraries (the CUDA profiler libwarpscope_cupti.so and the
+// NCCL profiler plugin libwarpscope_nccl.so) and the agent: a stream of length-prefixed binary
+// frames over a unix stream socket. The process connects,
 // sends Hello first, then any messages below; the agent may send Control frames back.
 //
 // Frame layout (all integers little-endian):
@@ -63,9 +64,14 @@ enum class MessageType : uint8_t {
   kCounters = 13,
   kNotice = 14,
   kDeviceMemory = 15,
+  kNcclComm = 16,        // libwarpscope_nccl.so
+  kNcclCollective = 17,  // libwarpscope_nccl.so
   // agent -> process
   kControl = 64,
 };
+
+// Which library wrote a connection's frames.
+enum class Component : uint8_t { kCuda = 0, kNccl = 1 };
 
 // First message of a connection.
 struct Hello {
@@ -77,6 +83,8 @@ struct Hello {
   uint64_t start_time_ns = 0;   // CLOCK_REALTIME when the library initialized
   uint64_t monotonic_ns = 0;    // CLOCK_MONOTONIC at the same instant as realtime_ns
   uint64_t realtime_ns = 0;     // CLOCK_REALTIME (the clock of every *_ns timestamp below)
+  // Appended field: absent (a library before the NCCL plugin) reads as kCuda.
+  Component component = Component::kCuda;
 };
 
 struct PythonFrame {
@@ -247,6 +255,12 @@ enum class CounterId : uint16_t {
   kOverheadNs = 20,           // estimated CPU ns the launch callbacks took on application threads
   kPythonFramesSkipped = 21,  // Python frames left out of captures because they could not be read
   kBufferReserveUsed = 22,    // activity buffer requests served from the reserve (pool out)
+  // libwarpscope_nccl.so (it also sends kRingDrops, kThreadsOverCap, kBytesDropped, kReconnects,
+  // kCallbackErrors, kMemoryBytes and kControlsApplied).
+  kNcclEventsDropped = 23,    // NCCL events not recorded: the event pool was exhausted
+  kNcclCollectives = 24,      // NcclCollective records of kind kCollective produced
+  kNcclP2p = 25,              // NcclCollective records of kind kP2p produced
+  kNcclOrphanEvents = 26,     // child events with no usable parent (another process's, PXN)
 };
 struct Counter {
   CounterId id{};
@@ -276,6 +290,68 @@ struct DeviceMemory {
   std::vector<DeviceMemoryEntry> entries;
 };
 
+// An NCCL communicator as one rank sees it (the profiler plugin's init), sent once per connection
+// before any NcclCollective that names it. Ranks of one communicator share comm_id.
+struct NcclComm {
+  uint64_t comm_id = 0;     // commId (plugin ABI v5, v6) or commHash (v4)
+  std::string name;         // commName; may be empty
+  uint32_t nranks = 0;
+  uint32_t rank = 0;
+  uint32_t nnodes = 0;
+  uint32_t plugin_abi = 0;  // the ncclProfiler_vN NCCL picked: 4, 5 or 6
+  uint64_t init_ns = 0;
+  friend bool operator==(const NcclComm&, const NcclComm&) = default;
+};
+
+enum class NcclOpKind : uint8_t { kCollective = 1, kP2p = 2 };
+enum : uint32_t {
+  kNcclProxyDetail = 1u << 0,  // proxy steps were recorded (proxy_steps, step_bytes are valid)
+};
+
+// One collective or point-to-point operation of one rank, sent when it completed: its own stop
+// (NCCL enqueued it) and every child event's stop (proxy ops, kernel channels) have been seen.
+// Times are CLOCK_REALTIME ns; GPU times come from NCCL's kernel-channel timers (%globaltimer)
+// moved onto the CPU clock by the plugin (docs/design/nccl.md, "Clocks").
+// Bus bandwidth = bus_bytes / execution time (NcclExecNs): docs/design/nccl.md, "Bandwidth".
+struct NcclCollective {
+  uint64_t comm_id = 0;
+  uint32_t rank = 0;  // in the communicator (one process may hold several ranks of it)
+  NcclOpKind kind = NcclOpKind::kCollective;
+  std::string func;          // "AllReduce", "AllGather", "ReduceScatter", "Send", "Recv"...
+  uint64_t seq_number = 0;   // per communicator and func (collectives); 0 for P2P
+  uint64_t count = 0;        // elements
+  std::string datatype;      // "ncclFloat32"...
+  uint64_t bytes = 0;        // message bytes: count x datatype size (0 when the type is unknown)
+  uint64_t bus_bytes = 0;    // bytes x NCCL Inspector's bus factor (docs/design/nccl.md)
+  int32_t root = -1;         // root of a rooted collective; peer of a P2P operation
+  std::string algo;          // "RING", "TREE", "NVLS", "PAT"... (empty for P2P)
+  std::string proto;         // "LL", "LL128", "SIMPLE" (empty for P2P)
+  uint32_t nchannels = 0;
+  uint32_t nwarps = 0;
+  uint32_t tid = 0;              // the thread that enqueued it
+  uint64_t enqueue_ns = 0;       // its start (NCCL hands the plan to the plugin)
+  uint64_t enqueued_ns = 0;      // its stop ("enqueued", not finished)
+  uint64_t complete_ns = 0;      // the last child's stop on the CPU (0: no child event seen)
+  uint64_t gpu_start_ns = 0;     // the first kernel channel's start (0: no kernel-channel events)
+  uint64_t gpu_end_ns = 0;       // the last kernel channel's stop
+  uint64_t gpu_exec_ns = 0;      // gpu_end - gpu_start on the GPU timer itself (no conversion)
+  uint32_t kernel_channels = 0;  // kernel-channel events seen
+  uint32_t proxy_ops = 0;        // proxy-op events seen
+  uint32_t proxy_steps = 0;      // proxy-step events seen (kNcclProxyDetail)
+  uint64_t step_bytes = 0;       // bytes the proxy steps reported moving (kNcclProxyDetail)
+  uint32_t flags = 0;            // kNcclProxyDetail
+  friend bool operator==(const NcclCollective&, const NcclCollective&) = default;
+};
+
+// The execution time a bandwidth is computed from: the GPU time of its kernel channels when
+// NCCL reported them, else from its enqueue to its last child's stop, else 0.
+inline uint64_t NcclExecNs(const NcclCollective& c) {
+  if (c.gpu_exec_ns != 0) {
+    return c.gpu_exec_ns;
+  }
+  return c.complete_ns > c.enqueue_ns ? c.complete_ns - c.enqueue_ns : 0;
+}
+
 // A one-off report (e.g. "CUPTI is held by another subscriber; profiling is off").
 enum class Severity : uint8_t { kInfo = 0, kWarning = 1, kError = 2 };
 struct Notice {
@@ -300,6 +376,9 @@ enum class ControlOp : uint8_t {
   // GPU start time t satisfies t mod interval < window (CUPTI's clock, so windows are aligned to
   // wall-clock multiples of the interval). Applies to kernel records processed after it arrives.
   kSetAllKernelsDutyCycle = 6,
+  // libwarpscope_nccl.so only. value 1: record proxy steps (NcclCollective.proxy_steps,
+  // step_bytes) besides the default events; 0: the default events only.
+  kSetNcclProxyDetail = 7,
 };
 struct Control {
   ControlOp op{};
@@ -308,7 +387,7 @@ struct Control {
 
 using Message = std::variant<Hello, Stack, Launch, KernelName, KernelActivity, KernelAggregate,
                              Memcpy, Memset, NvtxRange, StallReasons, PcSamples, CubinChunk,
-                             Counters, Notice, Control, DeviceMemory>;
+                             Counters, Notice, Control, DeviceMemory, NcclComm, NcclCollective>;
 
 MessageType TypeOf(const Message& message);
 

@@ -100,6 +100,75 @@ TEST(CuptiWireTest, DeviceMemoryKeepsEveryField) {
   EXPECT_EQ(last, DecodeStatus::kError);
 }
 
+TEST(CuptiWireTest, NcclRecordsKeepEveryField) {
+  NcclComm comm{0x1234abcdull, "dp", 8, 3, 2, 6, 1000};
+  NcclCollective c;
+  c.comm_id = comm.comm_id;
+  c.rank = 3;
+  c.func = "AllReduce";
+  c.seq_number = 41;
+  c.count = 1 << 20;
+  c.datatype = "ncclFloat32";
+  c.bytes = 4u << 20;
+  c.bus_bytes = 7u << 20;
+  c.root = -1;
+  c.algo = "RING";
+  c.proto = "SIMPLE";
+  c.nchannels = 4;
+  c.nwarps = 16;
+  c.tid = 77;
+  c.enqueue_ns = 10;
+  c.enqueued_ns = 11;
+  c.complete_ns = 90;
+  c.gpu_start_ns = 20;
+  c.gpu_end_ns = 80;
+  c.gpu_exec_ns = 60;
+  c.kernel_channels = 4;
+  c.proxy_ops = 8;
+  c.proxy_steps = 32;
+  c.step_bytes = 1 << 22;
+  c.flags = kNcclProxyDetail;
+  NcclCollective p2p;
+  p2p.kind = NcclOpKind::kP2p;
+  p2p.func = "Send";
+  p2p.root = 5;
+  std::string bytes;
+  Encode(comm, &bytes);
+  Encode(c, &bytes);
+  Encode(p2p, &bytes);
+  DecodeStatus last;
+  const auto out = DecodeAll(bytes, &last);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(std::get<NcclComm>(out[0]), comm);
+  EXPECT_EQ(std::get<NcclCollective>(out[1]), c);
+  EXPECT_EQ(std::get<NcclCollective>(out[2]), p2p);
+  EXPECT_EQ(NcclExecNs(c), 60u);
+}
+
+TEST(CuptiWireTest, NcclExecTimeFallsBackToTheLastChildWithoutKernelTimers) {
+  NcclCollective c;
+  c.enqueue_ns = 100;
+  c.complete_ns = 350;
+  EXPECT_EQ(NcclExecNs(c), 250u);
+  c.complete_ns = 0;
+  EXPECT_EQ(NcclExecNs(c), 0u);
+}
+
+TEST(CuptiWireTest, HelloWithoutTheComponentFieldReadsAsTheCudaLibrary) {
+  Hello hello;
+  hello.component = Component::kNccl;
+  std::string bytes;
+  Encode(hello, &bytes);
+  DecodeStatus last;
+  EXPECT_EQ(std::get<Hello>(DecodeAll(bytes, &last).at(0)).component, Component::kNccl);
+  // A writer from before the field: the frame one byte shorter.
+  bytes.pop_back();
+  bytes[0] = static_cast<char>(bytes[0] - 1);
+  const auto out = DecodeAll(bytes, &last);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(std::get<Hello>(out[0]).component, Component::kCuda);
+}
+
 TEST(CuptiWireTest, StackIntoFixedBufferMatchesEncode) {
   const uint64_t native[] = {1, 2, 3};
   const PythonFrameView py[] = {{"f", "a.py", 3}, {"g", "b.py", 9}};

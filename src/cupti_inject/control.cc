@@ -32,6 +32,8 @@ bool ApplyControl(const wire::Control& c, uint32_t pc_interval_ms, RuntimeContro
       controls->all_kernels_cycle.store(KernelDutyCycle::Unpack(c.value).Pack(),
                                         std::memory_order_relaxed);
       return true;
+    case wire::ControlOp::kSetNcclProxyDetail:
+      return false;  // the NCCL plugin's
   }
   return false;
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -86,7 +87,8 @@ class Flusher {
   explicit Flusher(Flusher* abandoned)
       : abandoned_(abandoned),
         joiner_(MakeJoinOptions()),
-        conn_(g->config.agent_socket, static_cast<size_t>(g->config.out_kb) * 1024, &MonotonicNs),
+        conn_(g->config.agent_socket, static_cast<size_t>(g->config.out_kb) * 1024, &MonotonicNs,
+              [] { return DefaultAgentSocket(::getenv); }, &Log),
         pc_(&g->api, g->cupti_version, &Notify, &RealtimeNs, FindContextGuard()) {}
 
   void Run();

@@ -38,13 +38,14 @@
 #include "cupti_inject/cupti_loader.h"
 #include "cupti_inject/env_config.h"
 #include "cupti_inject/rate_limiter.h"
-#include "cupti_inject/spsc_ring.h"
 #include "cupti_inject/stack_capture.h"
+#include "ipc/spsc_ring.h"
 
 namespace warpscope::cupti_inject {
 
 namespace abi = ::warpscope::cupti::abi;
 namespace wire = ::warpscope::cupti::wire;
+using ::warpscope::ipc::SpscByteRing;
 
 inline constexpr size_t kInternSize = 1u << 16;  // stack hashes remembered as sent
 inline constexpr size_t kMaxSymbol = 256;        // kernel symbol bytes kept in a launch record

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cupti_inject/agent_connection.h"
+#include "ipc/agent_connection.h"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -12,12 +12,12 @@
 
 #include "base/testing/temp_dir.h"
 
-namespace warpscope::cupti_inject {
+namespace warpscope::ipc {
 namespace {
 
 constexpr uint64_t kMs = 1'000'000;
 
-TEST(CuptiReconnectBackoffTest, FailedAttemptsWaitFrom100MsDoublingTo5s) {
+TEST(ReconnectBackoffTest, FailedAttemptsWaitFrom100MsDoublingTo5s) {
   ReconnectBackoff b;
   EXPECT_TRUE(b.Due(0));
   const uint64_t expected_waits[] = {100, 200, 400, 800, 1600, 3200, 5000, 5000};
@@ -31,7 +31,7 @@ TEST(CuptiReconnectBackoffTest, FailedAttemptsWaitFrom100MsDoublingTo5s) {
   }
 }
 
-TEST(CuptiReconnectBackoffTest, ConnectingResetsTheWaitAndADisconnectDoesNotDoubleIt) {
+TEST(ReconnectBackoffTest, ConnectingResetsTheWaitAndADisconnectDoesNotDoubleIt) {
   ReconnectBackoff b;
   b.Failed(0);
   b.Failed(100 * kMs);
@@ -44,7 +44,7 @@ TEST(CuptiReconnectBackoffTest, ConnectingResetsTheWaitAndADisconnectDoesNotDoub
   EXPECT_EQ(b.wait_ns(), 100 * kMs);
 }
 
-TEST(CuptiReconnectBackoffTest, UnusablePathWaits5sAndRetryNowOverridesTheWait) {
+TEST(ReconnectBackoffTest, UnusablePathWaits5sAndRetryNowOverridesTheWait) {
   ReconnectBackoff b;
   b.Failed(0);
   b.Unusable(1000 * kMs);
@@ -125,7 +125,7 @@ size_t EncodedSize(const wire::Message& m) {
   return s.size();
 }
 
-class CuptiAgentConnectionTest : public ::testing::Test {
+class AgentConnectionTest : public ::testing::Test {
  protected:
   void SetUp() override { g_now = 1000 * kMs; }
   std::string SocketPath() const { return dir_.path() + "/agent.sock"; }
@@ -142,7 +142,7 @@ class CuptiAgentConnectionTest : public ::testing::Test {
   std::unique_ptr<AgentConnection> conn_;
 };
 
-TEST_F(CuptiAgentConnectionTest, AbsentAgentIsRetriedOnlyWhenTheBackoffAllows) {
+TEST_F(AgentConnectionTest, AbsentAgentIsRetriedOnlyWhenTheBackoffAllows) {
   AgentConnection conn(SocketPath(), 64 * 1024, &FakeNow);
   EXPECT_FALSE(conn.MaybeConnect(g_now));
   EXPECT_FALSE(conn.connected());
@@ -156,14 +156,14 @@ TEST_F(CuptiAgentConnectionTest, AbsentAgentIsRetriedOnlyWhenTheBackoffAllows) {
   EXPECT_EQ(conn.backoff().wait_ns(), ReconnectBackoff::kInitialNs);
 }
 
-TEST_F(CuptiAgentConnectionTest, PathLongerThanSunPathIsRetriedAfter5s) {
+TEST_F(AgentConnectionTest, PathLongerThanSunPathIsRetriedAfter5s) {
   const std::string path = dir_.path() + "/" + std::string(sizeof(sockaddr_un::sun_path), 'x');
   AgentConnection conn(path, 64 * 1024, &FakeNow);
   EXPECT_FALSE(conn.MaybeConnect(g_now));
   EXPECT_EQ(conn.backoff().next_attempt_ns(), g_now + ReconnectBackoff::kMaxNs);
 }
 
-TEST_F(CuptiAgentConnectionTest, WhileDisconnectedEveryMessageIsDroppedAndCounted) {
+TEST_F(AgentConnectionTest, WhileDisconnectedEveryMessageIsDroppedAndCounted) {
   AgentConnection conn(SocketPath(), 64 * 1024, &FakeNow);
   const wire::Message launch = MakeLaunch(1);
   EXPECT_FALSE(conn.Emit(launch));
@@ -173,7 +173,7 @@ TEST_F(CuptiAgentConnectionTest, WhileDisconnectedEveryMessageIsDroppedAndCounte
   EXPECT_EQ(conn.pending_bytes(), 0u);
 }
 
-TEST_F(CuptiAgentConnectionTest, MessagesBeyondTheCapAreDroppedWholeAndTheStreamDecodes) {
+TEST_F(AgentConnectionTest, MessagesBeyondTheCapAreDroppedWholeAndTheStreamDecodes) {
   const size_t launch_bytes = EncodedSize(MakeLaunch(1));
   ASSERT_NO_FATAL_FAILURE(Connect(launch_bytes * 3 + launch_bytes / 2));
   Listener& agent = *agent_;
@@ -201,7 +201,7 @@ TEST_F(CuptiAgentConnectionTest, MessagesBeyondTheCapAreDroppedWholeAndTheStream
   }
 }
 
-TEST_F(CuptiAgentConnectionTest, ControlsAreReadInOrderAndOtherMessagesSkipped) {
+TEST_F(AgentConnectionTest, ControlsAreReadInOrderAndOtherMessagesSkipped) {
   ASSERT_NO_FATAL_FAILURE(Connect());
   Listener& agent = *agent_;
   AgentConnection& conn = *conn_;
@@ -227,7 +227,7 @@ TEST_F(CuptiAgentConnectionTest, ControlsAreReadInOrderAndOtherMessagesSkipped) 
   EXPECT_TRUE(conn.connected());
 }
 
-TEST_F(CuptiAgentConnectionTest, AgentClosingDisconnectsCountsUnsentBytesAndRetriesAfterTheWait) {
+TEST_F(AgentConnectionTest, AgentClosingDisconnectsCountsUnsentBytesAndRetriesAfterTheWait) {
   ASSERT_NO_FATAL_FAILURE(Connect());
   Listener& agent = *agent_;
   AgentConnection& conn = *conn_;
@@ -248,7 +248,7 @@ TEST_F(CuptiAgentConnectionTest, AgentClosingDisconnectsCountsUnsentBytesAndRetr
   EXPECT_EQ(conn.pending_bytes(), 0u);
 }
 
-TEST_F(CuptiAgentConnectionTest, UndecodableInputDisconnects) {
+TEST_F(AgentConnectionTest, UndecodableInputDisconnects) {
   ASSERT_NO_FATAL_FAILURE(Connect());
   Listener& agent = *agent_;
   AgentConnection& conn = *conn_;
@@ -266,4 +266,4 @@ TEST_F(CuptiAgentConnectionTest, UndecodableInputDisconnects) {
 }
 
 }  // namespace
-}  // namespace warpscope::cupti_inject
+}  // namespace warpscope::ipc

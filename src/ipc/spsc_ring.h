@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // A lock-free single-producer single-consumer ring of variable-length byte records. The producer
-// is one application thread (inside a CUPTI callback); the consumer is the flusher thread. A
+// is one application thread (inside a CUPTI callback or an NCCL profiler call); the consumer is
+// the flusher thread. A
 // write that does not fit fails at once (the caller counts a drop): the producer never waits.
 // Records are 8-byte aligned, prefixed with a u32 length; a record that would straddle the end
 // of the buffer is preceded by a wrap marker and starts again at offset 0.
-#ifndef WARPSCOPE_CUPTI_INJECT_SPSC_RING_H_
-#define WARPSCOPE_CUPTI_INJECT_SPSC_RING_H_
+#ifndef WARPSCOPE_IPC_SPSC_RING_H_
+#define WARPSCOPE_IPC_SPSC_RING_H_
 
 #include <atomic>
 #include <cstddef>
@@ -14,7 +15,7 @@
 #include <memory>
 #include <span>
 
-namespace warpscope::cupti_inject {
+namespace warpscope::ipc {
 
 class SpscByteRing {
  public:
@@ -114,6 +115,6 @@ class SpscByteRing {
   alignas(64) std::atomic<uint64_t> tail_{0};  // written by the consumer
 };
 
-}  // namespace warpscope::cupti_inject
+}  // namespace warpscope::ipc
 
-#endif  // WARPSCOPE_CUPTI_INJECT_SPSC_RING_H_
+#endif  // WARPSCOPE_IPC_SPSC_RING_H_

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cupti_inject/spsc_ring.h"
+#include "ipc/spsc_ring.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-namespace warpscope::cupti_inject {
+namespace warpscope::ipc {
 namespace {
 
 TEST(SpscByteRingTest, RecordsComeOutInOrderAcrossWraps) {
@@ -96,4 +96,4 @@ TEST(SpscByteRingTest, ProducerAndConsumerUnderContention) {
 }
 
 }  // namespace
-}  // namespace warpscope::cupti_inject
+}  // namespace warpscope::ipc

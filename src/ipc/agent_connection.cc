@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cupti_inject/agent_connection.h"
+#include "ipc/agent_connection.h"
 
 #include <poll.h>
 #include <sys/socket.h>
@@ -10,13 +10,15 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "cupti_inject/env_config.h"
-#include "cupti_inject/state.h"
+namespace warpscope::ipc {
 
-namespace warpscope::cupti_inject {
-
-AgentConnection::AgentConnection(std::string socket_path, size_t out_cap_bytes, Clock monotonic_ns)
-    : configured_path_(std::move(socket_path)), out_cap_(out_cap_bytes), now_(monotonic_ns) {}
+AgentConnection::AgentConnection(std::string socket_path, size_t out_cap_bytes, Clock monotonic_ns,
+                                 DefaultPath default_path, LogFn log)
+    : configured_path_(std::move(socket_path)),
+      out_cap_(out_cap_bytes),
+      now_(monotonic_ns),
+      default_path_(default_path),
+      log_(log) {}
 
 AgentConnection::~AgentConnection() {
   if (fd_ >= 0) {
@@ -29,7 +31,9 @@ bool AgentConnection::MaybeConnect(uint64_t now_ns) {
     return false;
   }
   if (path_.empty()) {
-    path_ = configured_path_.empty() ? DefaultAgentSocket(::getenv) : configured_path_;
+    path_ = !configured_path_.empty() ? configured_path_
+            : default_path_ != nullptr ? default_path_()
+                                       : std::string();
   }
   int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   sockaddr_un addr{};
@@ -58,7 +62,9 @@ bool AgentConnection::MaybeConnect(uint64_t now_ns) {
 
 void AgentConnection::Disconnect(const char* why) {
   if (fd_ >= 0) {
-    Log("agent connection closed: %s", why);
+    if (log_ != nullptr) {
+      log_("agent connection closed: %s", why);
+    }
     close(fd_);
   }
   fd_ = -1;
@@ -169,4 +175,4 @@ void AgentConnection::ReadControls(std::vector<wire::Control>* controls) {
   }
 }
 
-}  // namespace warpscope::cupti_inject
+}  // namespace warpscope::ipc
