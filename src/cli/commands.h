@@ -38,6 +38,9 @@ namespace insights {
 class FindingStore;
 class InsightEngine;
 }  // namespace insights
+namespace traces {
+class TraceStore;
+}  // namespace traces
 namespace alerts {
 class AlertNotifier;
 class AlertSender;
@@ -152,6 +155,7 @@ class ServerProcess {
   base::TaskRunner& runner_;
   const base::Clock& clock_;
   std::unique_ptr<server::SqliteStorage> storage_;
+  std::unique_ptr<server::traces::TraceStore> traces_;
   std::unique_ptr<server::insights::FindingStore> finding_store_;
   std::unique_ptr<server::insights::InsightEngine> insights_;  // null when insights are off
   // Null without --alertmanager-url.

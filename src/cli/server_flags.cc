@@ -82,6 +82,15 @@ void ServerFlags::Register(CLI::App& sub) {
   sub.add_option("--retention-1h", retention_1h_, "How long 1-hour rollups are kept")
       ->envname("WARPSCOPE_RETENTION_1H")
       ->capture_default_str();
+  sub.add_option("--trace-retention", trace_retention_,
+                 "How long request traces (POST /v1/traces) are kept")
+      ->envname("WARPSCOPE_TRACE_RETENTION")
+      ->capture_default_str();
+  sub.add_option("--trace-max-spans", trace_max_spans_,
+                 "Most request-trace spans kept; near it each model is sampled to its fair share, "
+                 "past it the oldest go")
+      ->envname("WARPSCOPE_TRACE_MAX_SPANS")
+      ->capture_default_str();
   sub.add_option("--compact-interval", compact_interval_,
                  "How often rollups are built and retention applied")
       ->envname("WARPSCOPE_COMPACT_INTERVAL")
@@ -130,6 +139,7 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
   config.remote_write_default_host = remote_write_default_host_;
   config.max_body_bytes = max_body_bytes_;
   config.max_series_per_host = max_series_per_host_;
+  config.trace_max_spans = trace_max_spans_;
   config.gpu_hour_price = gpu_hour_price_;
   config.alertmanager_urls = alertmanager_urls_;
   config.alert_severity = alert_severity_;
@@ -149,6 +159,7 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
       {retention_1m_, "--retention-1m", &config.minute_retention},
       {retention_1h_, "--retention-1h", &config.hour_retention},
       {compact_interval_, "--compact-interval", &config.compact_interval},
+      {trace_retention_, "--trace-retention", &config.trace_retention},
       {insights_interval_, "--insights-interval", &config.insights_interval},
       {alert_resend_interval_, "--alert-resend-interval", &config.alert_resend_interval}};
   for (auto& d : durations) {

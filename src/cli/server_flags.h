@@ -42,6 +42,8 @@ class ServerFlags {
   std::string retention_1m_ = "30d";
   std::string retention_1h_ = "400d";
   std::string compact_interval_ = "1m";
+  std::string trace_retention_ = "24h";
+  uint64_t trace_max_spans_ = defaults_.trace_max_spans;
   std::string insights_interval_ = "10s";
   double gpu_hour_price_ = defaults_.gpu_hour_price;
   std::vector<std::string> alertmanager_urls_;

@@ -111,6 +111,24 @@ TEST(ServerFlagsTest, AlertmanagerFlagsReachTheConfig) {
   EXPECT_EQ(config.external_url, "https://ws.example");
 }
 
+TEST(ServerFlagsTest, TraceRetentionAndBoundReachTheConfig) {
+  server::ServerConfig config;
+  ASSERT_TRUE(Parse({"server"}, config).ok());
+  EXPECT_EQ(config.trace_retention, std::chrono::hours(24));
+  EXPECT_EQ(config.trace_max_spans, 1'000'000u);
+  base::Status st = Parse({"server", "--trace-retention=2h", "--trace-max-spans=5000"}, config);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(config.trace_retention, std::chrono::hours(2));
+  EXPECT_EQ(config.trace_max_spans, 5000u);
+  for (const char* bad : {"--trace-retention=10s", "--trace-max-spans=10"}) {
+    st = Parse({"server", bad}, config);
+    ASSERT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find(std::string(bad).substr(0, std::string(bad).find('='))),
+              std::string::npos)
+        << st.message();
+  }
+}
+
 TEST(ServerFlagsTest, BadAlertSettingsAreRefusedNamingTheFlag) {
   struct Case {
     std::vector<std::string> args;

@@ -20,6 +20,7 @@
 #include "server/insights/finding_store.h"
 #include "server/insights/insight_engine.h"
 #include "server/storage/sqlite_storage.h"
+#include "server/traces/trace_store.h"
 
 namespace warpscope::cli {
 namespace {
@@ -57,6 +58,11 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   storage_options.storage.minute_retention = config.minute_retention;
   storage_options.storage.hour_retention = config.hour_retention;
   WARPSCOPE_ASSIGN_OR_RETURN(p->storage_, server::SqliteStorage::Open(storage_options));
+  // The request traces have their own database file, so that they never hold the metrics' lock.
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      p->traces_, server::traces::TraceStore::Open({.path = config.data_dir + "/traces.db",
+                                                    .retention = config.trace_retention,
+                                                    .max_spans = config.trace_max_spans}));
 
   if (config.insights_interval != base::Duration::zero()) {
     p->finding_store_ =
@@ -82,6 +88,7 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   api_options.max_body_bytes = config.max_body_bytes;
   api_options.insight_engine = p->insights_.get();
   api_options.alert_sender = p->alert_sender_.get();
+  api_options.trace_store = p->traces_.get();
   p->api_ = std::make_unique<server::ApiServer>(api_options, *p->storage_, clock);
   WARPSCOPE_ASSIGN_OR_RETURN(p->port_, p->api_->Start());
   if (token.empty()) {
@@ -122,6 +129,11 @@ void ServerProcess::ScheduleCompaction() {
         auto result = storage_->Compact(clock_.Now());
         if (!result) {
           WARPSCOPE_LOG_EVERY_N(ERROR, 10, "compaction failed: {}", result.error().message());
+        }
+        auto pruned = traces_->Prune(clock_.Now());
+        if (!pruned) {
+          WARPSCOPE_LOG_EVERY_N(ERROR, 10, "request trace retention failed: {}",
+                                pruned.error().message());
         }
         ScheduleCompaction();
       },

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 
 #include "base/logging.h"
@@ -33,6 +34,10 @@ constexpr UnexportedRule kUnexported[] = {
 // A number as PromQL writes it: the shortest form that reads back the same.
 std::string Num(double v) { return fmt::format("{}", v); }
 
+// The quantile of a window's samples above which `share` of them lie (1 − share), without the
+// float noise of the subtraction (0.2, not 0.19999999999999996).
+std::string Complement(double share) { return Num(std::round((1 - share) * 1e6) / 1e6); }
+
 std::string XidAlerts(const InsightConfig& c, bool application) {
   std::string codes;
   for (int64_t code : server::insights::ApplicationXids()) {
@@ -56,6 +61,11 @@ struct Spec {
 };
 
 constexpr std::string_view kOnGpu = "GPU {{ $labels.gpu }} of {{ $labels.Hostname }}";
+constexpr std::string_view kOnServer =
+    "{{ $labels.model }} (pid {{ $labels.pid }}) on {{ $labels.Hostname }}";
+// A model's batch efficiency: the higher of its bases (tokens, sequences), the engine's.
+constexpr std::string_view kInferenceEfficiency =
+    "max without (basis) (warpscope_inference_batch_efficiency_ratio)";
 
 // The table. Each expression's value is the figure its description quotes.
 const Spec kSpecs[] = {
@@ -249,6 +259,83 @@ const Spec kSpecs[] = {
            PromDuration(c.leak_window), Num(c.leak_growth_of_peak * 100));
      },
      ""},
+    {"inference_overprovisioned", "InferenceOverprovisioned",
+     [](const InsightConfig& c) {
+       const std::string e = fmt::format("({})[{}:]", kInferenceEfficiency,
+                                         PromDuration(c.inference_window));
+       return fmt::format("avg_over_time({0})\nand quantile_over_time({1}, {0}) < {2}", e,
+                          Num(c.inference_sustained_share), Num(c.inference_low_efficiency));
+     },
+     [](const InsightConfig&) {
+       return fmt::format("Inference pool over-provisioned: {}", kOnServer);
+     },
+     [](const InsightConfig& c) {
+       return fmt::format(
+           "Batch efficiency averaged {{{{ $value | humanizePercentage }}}} over {}, under {}% "
+           "in {}% of it: the model's GPUs run mostly empty batches.",
+           PromDuration(c.inference_window), Num(c.inference_low_efficiency * 100),
+           Num(c.inference_sustained_share * 100));
+     },
+     ""},
+    {"inference_queueing", "InferenceQueueing",
+     [](const InsightConfig& c) {
+       const std::string w = PromDuration(c.inference_window);
+       const std::string e = fmt::format("({})[{}:]", kInferenceEfficiency, w);
+       return fmt::format(
+           "avg_over_time(warpscope_inference_requests_waiting[{0}]) >= {1}\n"
+           "and quantile_over_time({2}, {3}) > {4}",
+           w, Num(c.inference_queue_waiting), Complement(c.inference_sustained_share), e,
+           Num(c.inference_high_efficiency));
+     },
+     [](const InsightConfig&) { return fmt::format("Inference queueing: {}", kOnServer); },
+     [](const InsightConfig& c) {
+       return fmt::format(
+           "{{{{ $value | printf \"%.1f\" }}}} requests waited on average over {} while batch "
+           "efficiency stayed above {}%.",
+           PromDuration(c.inference_window), Num(c.inference_high_efficiency * 100));
+     },
+     ""},
+    {"inference_slow_first_token", "InferenceSlowFirstToken",
+     [](const InsightConfig& c) {
+       const std::string m = fmt::format(
+           "warpscope_inference_time_to_first_token_seconds{{quantile=\"0.95\"}}[{}]",
+           PromDuration(c.inference_ttft_window));
+       return fmt::format("avg_over_time({0})\nand quantile_over_time({1}, {0}) > {2}", m,
+                          Complement(c.inference_sustained_share), Num(c.inference_ttft_target_s));
+     },
+     [](const InsightConfig&) {
+       return fmt::format("Time to first token above target: {}", kOnServer);
+     },
+     [](const InsightConfig& c) {
+       return fmt::format(
+           "The p95 time to first token averaged {{{{ $value | humanizeDuration }}}} over {} "
+           "(target {} s).",
+           PromDuration(c.inference_ttft_window), Num(c.inference_ttft_target_s));
+     },
+     ""},
+    {"inference_memory_bound", "InferenceMemoryBound",
+     [](const InsightConfig& c) {
+       constexpr std::string_view kv = "warpscope_inference_kv_cache_usage_ratio";
+       constexpr std::string_view waiting = "warpscope_inference_requests_waiting";
+       const std::string w = PromDuration(c.inference_window);
+       const std::string third = PromDuration(c.inference_window / 3);
+       return fmt::format(
+           "avg_over_time({0}[{2}])\n"
+           "and quantile_over_time({3}, {0}[{2}]) >= {4}\n"
+           "and deriv({1}[{2}]) > 0\n"
+           "and avg_over_time({1}[{5}]) - avg_over_time({1}[{5}] offset {6}) >= {7}",
+           kv, waiting, w, Complement(c.inference_sustained_share), Num(c.inference_kv_cache_full),
+           third, PromDuration(c.inference_window - c.inference_window / 3),
+           Num(c.inference_queue_growth));
+     },
+     [](const InsightConfig&) { return fmt::format("Memory-bound serving: {}", kOnServer); },
+     [](const InsightConfig& c) {
+       return fmt::format(
+           "The KV cache averaged {{{{ $value | humanizePercentage }}}} full over {} while the "
+           "waiting requests rose by {} or more.",
+           PromDuration(c.inference_window), Num(c.inference_queue_growth));
+     },
+     ""},
     {"idle_allocated", "GpuIdleAllocated",
      [](const InsightConfig& c) {
        return fmt::format(
@@ -342,7 +429,8 @@ std::string PrometheusRulesYaml(const InsightConfig& config,
       "# FP32/FP16 pipes, not the GPU profiles' matmul share; watt thresholds scale with the\n"
       "# power limit, not the engine's table of full-load power per model; the engine's lower\n"
       "# thresholds to clear (hysteresis) are not expressed, keep_firing_for holds alerts "
-      "instead.\n";
+      "instead; the inference rules judge quantiles of the window's samples where the engine\n"
+      "# counts its 10 s buckets, and do not require data over most of the window.\n";
 
   YAML::Emitter out;
   out << YAML::BeginMap << YAML::Key << "groups" << YAML::Value << YAML::BeginSeq;

@@ -161,6 +161,38 @@ TEST(PrometheusRulesTest, ThresholdsFollowTheConfig) {
   EXPECT_THAT(Find(rules, "GpuProcessMemoryLeak").expr, HasSubstr("offset 33m"));  // + warm-up
 }
 
+TEST(PrometheusRulesTest, InferenceAlertsReadTheServedNamesWithTheConfigsThresholds) {
+  InsightConfig c;
+  auto defaults = PrometheusAlertRules(c);
+  const AlertRule& over = Find(defaults, "InferenceOverprovisioned");
+  EXPECT_EQ(over.severity, "ticket");
+  EXPECT_THAT(over.expr,
+              HasSubstr("(max without (basis) (warpscope_inference_batch_efficiency_ratio))[10m:]"));
+  EXPECT_THAT(over.expr, HasSubstr("quantile_over_time(0.8, "));
+  EXPECT_THAT(over.expr, HasSubstr(") < 0.3"));
+  EXPECT_THAT(over.summary, HasSubstr("{{ $labels.model }}"));
+  EXPECT_THAT(Find(defaults, "InferenceQueueing").expr,
+              HasSubstr("avg_over_time(warpscope_inference_requests_waiting[10m]) >= 1"));
+  const AlertRule& ttft = Find(defaults, "InferenceSlowFirstToken");
+  EXPECT_EQ(ttft.severity, "page");
+  EXPECT_THAT(ttft.expr, HasSubstr(R"(warpscope_inference_time_to_first_token_seconds{quantile="0.95"}[5m])"));
+  EXPECT_THAT(ttft.expr, HasSubstr("> 0.5"));
+  EXPECT_THAT(Find(defaults, "InferenceMemoryBound").expr,
+              HasSubstr("warpscope_inference_kv_cache_usage_ratio[10m]) >= 0.9"));
+
+  c.inference_low_efficiency = 0.2;
+  c.inference_sustained_share = 0.9;
+  c.inference_window = std::chrono::minutes(15);
+  c.inference_ttft_target_s = 2;
+  const auto rules = PrometheusAlertRules(c);
+  EXPECT_THAT(Find(rules, "InferenceOverprovisioned").expr, HasSubstr("[15m:]"));
+  EXPECT_THAT(Find(rules, "InferenceOverprovisioned").expr,
+              HasSubstr("quantile_over_time(0.9, "));
+  EXPECT_THAT(Find(rules, "InferenceOverprovisioned").expr, HasSubstr(") < 0.2"));
+  EXPECT_THAT(Find(rules, "InferenceSlowFirstToken").expr, HasSubstr("> 2"));
+  EXPECT_THAT(Find(rules, "InferenceMemoryBound").expr, HasSubstr("[5m] offset 10m"));
+}
+
 TEST(PrometheusRulesTest, AlertNamesAreTheOnesAlertmanagerGetsFromTheEngine) {
   // A rule exported as one alert has the engine's alertname, so that routes and silences match
   // both; hardware_errors is split by kind under the same `rule` label.

@@ -31,6 +31,13 @@ base::Status ServerConfig::Validate() const {
     return base::InvalidArgument("--retention-raw={}: must be at least 1h",
                                  base::FormatDuration(raw_retention));
   }
+  if (trace_retention < std::chrono::minutes(1)) {
+    return base::InvalidArgument("--trace-retention={}: must be at least 1m",
+                                 base::FormatDuration(trace_retention));
+  }
+  if (trace_max_spans < 1000) {
+    return base::InvalidArgument("--trace-max-spans={}: must be at least 1000", trace_max_spans);
+  }
   if (compact_interval < std::chrono::seconds(1)) {
     return base::InvalidArgument("--compact-interval must be at least 1s");
   }

@@ -32,6 +32,11 @@ struct ServerConfig {
   base::Duration raw_retention = std::chrono::hours(24 * 7);
   base::Duration minute_retention = std::chrono::hours(24 * 30);
   base::Duration hour_retention = std::chrono::hours(24 * 400);
+  // Request traces of inference servers (POST /v1/traces; docs/design/inference.md): how long
+  // they are kept, and how many spans at most (near the bound each model is sampled down to its
+  // fair share; past it the oldest go).
+  base::Duration trace_retention = std::chrono::hours(24);
+  uint64_t trace_max_spans = 1'000'000;
   // How often rollups are built and retention applied.
   base::Duration compact_interval = std::chrono::minutes(1);
   // How often the insights engine evaluates its rules (docs/insights.md); 0 turns insights off.

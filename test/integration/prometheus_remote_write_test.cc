@@ -6,7 +6,10 @@
 //     entities and values are read back the same way;
 //   - the OpenTelemetry JS SDK (test/peers/otel_sdk/send.mjs, an application that shares no code
 //     with warpscope) sends a counter, an up-down counter, a histogram and an observable gauge
-//     over OTLP/HTTP JSON and protobuf; their values are read back the same way.
+//     over OTLP/HTTP JSON and protobuf; their values are read back the same way;
+//   - the same SDK's trace exporters (test/peers/otel_sdk/send_traces.mjs) send inference request
+//     spans shaped as vLLM's, and per-phase child spans, to POST /v1/traces; the stored phases
+//     and the latency breakdown are read back through the trace API.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sys/stat.h>
@@ -18,7 +21,9 @@
 #include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "base/file_util.h"
 #include "child_process.h"
@@ -319,6 +324,81 @@ TEST_P(OtelSdkIngestTest, SdkMetricsArriveWithTheirValues) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Protocols, OtelSdkIngestTest, ::testing::Values("json", "proto"),
+                         [](const auto& info) { return std::string(info.param); });
+
+class OtelSdkTraceTest : public ::testing::TestWithParam<const char*> {};
+
+// The phase named `phase` of a breakdown or a request, or null.
+const json* PhaseNamed(const json& phases, const std::string& phase) {
+  for (const json& p : phases) {
+    if (p["phase"] == phase) return &p;
+  }
+  return nullptr;
+}
+
+TEST_P(OtelSdkTraceTest, SdkSpansAreStoredAndShownPerPhase) {
+  const std::string protocol = GetParam();
+  const std::string node = FindOnPath("node");
+  const std::string peer = std::string(WARPSCOPE_SOURCE_DIR) + "/test/peers/otel_sdk";
+  WARPSCOPE_REQUIRE_PEER(!node.empty(), "node", "run scripts/setup.sh --test");
+  WARPSCOPE_REQUIRE_PEER(
+      std::filesystem::exists(peer + "/node_modules/@opentelemetry/exporter-trace-otlp-proto"),
+      "the OpenTelemetry SDK's trace exporters (test/peers/otel_sdk)",
+      "npm ci --prefix " + peer + " (scripts/test.sh runs it)");
+  TempDir tmp;
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(tmp));
+  const std::string host = "otel-traces-" + protocol;
+  auto sender = ChildProcess::Start(
+      {node, peer + "/send_traces.mjs", "--url=http://127.0.0.1:" + std::to_string(server.port()),
+       "--token=" + std::string(kToken), "--protocol=" + protocol, "--host=" + host,
+       "--pid=4242"},
+      tmp.path());
+  ASSERT_TRUE(sender) << sender.error().message();
+  int status = (*sender)->Wait(seconds(60));
+  ASSERT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "send_traces.mjs failed: " << (*sender)->Stderr() << "\nserver: " << server.Stderr();
+
+  // vLLM-shaped requests: phases derived from gen_ai.latency.*, TTFT split by cached tokens.
+  auto llama = server.WaitForJson("/api/v1/traces/breakdown?model=llama&start=now-1h",
+                                  [](const json& b) { return b["requests"] == 3; });
+  ASSERT_TRUE(llama) << server.last_body();
+  const json& phases = (*llama)["phases"];
+  ASSERT_NE(PhaseNamed(phases, "decode"), nullptr) << phases;
+  EXPECT_NEAR((*PhaseNamed(phases, "decode"))["p50"].get<double>(), 0.4, 1e-6);
+  EXPECT_NEAR((*PhaseNamed(phases, "prefill"))["mean"].get<double>(), 0.1, 1e-6);
+  EXPECT_NEAR((*PhaseNamed(phases, "queue"))["mean"].get<double>(), 0.02, 1e-6);
+  EXPECT_NEAR((*PhaseNamed(phases, "preprocess"))["max"].get<double>(), 0.005, 1e-6);
+  EXPECT_EQ(phases[0]["phase"], "preprocess");
+  EXPECT_EQ((*llama)["ttft"]["cache_hit"]["count"], 1);
+  EXPECT_NEAR((*llama)["ttft"]["cache_hit"]["p50"].get<double>(), 0.115, 1e-6);
+  EXPECT_EQ((*llama)["ttft"]["cache_miss"]["count"], 2);
+  EXPECT_NEAR((*llama)["e2e"]["max"].get<double>(), 0.735, 1e-6);
+  ASSERT_EQ((*llama)["processes"].size(), 1u);
+  EXPECT_EQ((*llama)["processes"][0]["entity"]["host"], host);
+  EXPECT_EQ((*llama)["processes"][0]["entity"]["pid"], 4242);
+
+  // The engine that traces each phase as a child span: its waterfall, in order.
+  auto phased = server.WaitForJson("/api/v1/traces/requests?model=phased&start=now-1h",
+                                   [](const json& r) { return r["requests"].size() == 1; });
+  ASSERT_TRUE(phased) << server.last_body();
+  const std::string trace_id = (*phased)["requests"][0]["trace_id"];
+  auto waterfall = server.WaitForJson("/api/v1/traces/" + trace_id,
+                                      [](const json& t) { return !t["requests"].empty(); });
+  ASSERT_TRUE(waterfall) << server.last_body();
+  const json& request = (*waterfall)["requests"][0];
+  EXPECT_EQ(request["request_id"], "phased-0");
+  std::vector<std::string> order;
+  for (const json& p : request["phases"]) order.push_back(p["phase"]);
+  EXPECT_EQ(order, (std::vector<std::string>{"tokenize", "queue", "prefill", "decode",
+                                             "detokenize"}));
+  EXPECT_NEAR(request["phases"][3]["offset"].get<double>(), 0.080, 1e-6);
+  EXPECT_NEAR(request["phases"][3]["duration"].get<double>(), 0.200, 1e-6);
+  EXPECT_NEAR(request["ttft"].get<double>(), 0.080, 1e-6);  // the end of the prefill
+  EXPECT_NE(request["profile"].get<std::string>().find("kind=gpu&pid=4242"), std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(Protocols, OtelSdkTraceTest, ::testing::Values("json", "proto"),
                          [](const auto& info) { return std::string(info.param); });
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "base/logging.h"
 #include "server/alerts/alert_sender.h"
 #include "server/api/http_reply.h"
+#include "server/traces/trace_store.h"
 #include "server/ui/ui_handler.h"
 #include "web/assets.h"
 
@@ -65,6 +66,33 @@ void AppendAlertMetrics(const alerts::AlertSender& sender, std::string& out) {
   }
 }
 
+// The request traces' counters: OTLP/HTTP trace requests, and what became of their spans.
+void AppendTraceMetrics(const ApiServer::Stats& api, const traces::TraceStoreStats& store,
+                        std::string& out) {
+  out +=
+      "# HELP warpscope_server_trace_requests_total OTLP/HTTP trace requests stored.\n"
+      "# TYPE warpscope_server_trace_requests_total counter\n";
+  out += fmt::format("warpscope_server_trace_requests_total {}\n", api.trace_requests);
+  out +=
+      "# HELP warpscope_server_trace_spans_total Spans received, by what became of them: "
+      "stored, sampled_out (near --trace-max-spans), evicted (oldest, over it), expired "
+      "(--trace-retention), ignored (no inference request), rejected (malformed).\n"
+      "# TYPE warpscope_server_trace_spans_total counter\n";
+  const std::pair<const char*, uint64_t> outcomes[] = {{"stored", store.stored},
+                                                       {"sampled_out", store.sampled_out},
+                                                       {"evicted", store.evicted},
+                                                       {"expired", store.expired},
+                                                       {"ignored", api.trace_spans_ignored},
+                                                       {"rejected", api.trace_spans_rejected}};
+  for (const auto& [outcome, n] : outcomes) {
+    out += fmt::format("warpscope_server_trace_spans_total{{outcome=\"{}\"}} {}\n", outcome, n);
+  }
+  out +=
+      "# HELP warpscope_server_trace_spans Spans held by the trace store.\n"
+      "# TYPE warpscope_server_trace_spans gauge\n";
+  out += fmt::format("warpscope_server_trace_spans {}\n", store.spans);
+}
+
 }  // namespace
 
 ApiServer::ApiServer(Options options, Storage& storage, const base::Clock& clock)
@@ -85,6 +113,9 @@ ApiServer::Stats ApiServer::stats() const {
   s.otlp_requests = otlp_requests_.load();
   s.remote_write_requests = remote_write_requests_.load();
   s.skipped_points = skipped_points_.load();
+  s.trace_requests = trace_requests_.load();
+  s.trace_spans_ignored = trace_spans_ignored_.load();
+  s.trace_spans_rejected = trace_spans_rejected_.load();
   return s;
 }
 
@@ -136,6 +167,12 @@ void ApiServer::InstallRoutes() {
   http_->Post("/v1/metrics", bind(&ApiServer::OtlpMetrics));
   http_->Post("/api/v1/otlp/v1/metrics", bind(&ApiServer::OtlpMetrics));
   http_->Post("/api/v1/write", bind(&ApiServer::RemoteWrite));
+  http_->Post("/v1/traces", bind(&ApiServer::OtlpTraces));
+  http_->Post("/api/v1/otlp/v1/traces", bind(&ApiServer::OtlpTraces));
+  http_->Get("/api/v1/traces/models", bind(&ApiServer::TraceModels));
+  http_->Get("/api/v1/traces/breakdown", bind(&ApiServer::TraceBreakdown));
+  http_->Get("/api/v1/traces/requests", bind(&ApiServer::TraceRequests));
+  http_->Get(R"(/api/v1/traces/([0-9A-Za-z]+))", bind(&ApiServer::TraceById));
   http_->Get("/api/v1/metrics", bind(&ApiServer::Metrics));
   http_->Get("/api/v1/entities", bind(&ApiServer::Entities));
   http_->Get("/api/v1/query_range", bind(&ApiServer::QueryRange));
@@ -272,6 +309,7 @@ void ApiServer::SelfMetrics(const httplib::Request&, httplib::Response& res) {
   counter("warpscope_server_skipped_points_total",
           "OTLP data points and remote write samples left out (NaN, stale marker, no value).",
           s.skipped_points);
+  if (options_.trace_store != nullptr) AppendTraceMetrics(s, options_.trace_store->stats(), out);
   if (options_.alert_sender != nullptr) AppendAlertMetrics(*options_.alert_sender, out);
   res.status = 200;
   res.set_content(out, "text/plain; version=0.0.4; charset=utf-8");

@@ -28,6 +28,10 @@ class InsightEngine;
 namespace alerts {
 class AlertSender;
 }  // namespace alerts
+namespace traces {
+class TraceStore;
+struct RequestQuery;
+}  // namespace traces
 
 // The server's HTTP front: ingest endpoints, the JSON query API (docs/api.md), health and
 // self-metrics. Request threads call the Storage (through server/query for the query API; both
@@ -61,6 +65,9 @@ class ApiServer {
     // Delivers findings to Alertmanager; its counters join /metrics. Null without
     // --alertmanager-url. Must outlive the ApiServer.
     const alerts::AlertSender* alert_sender = nullptr;
+    // Keeps the request traces of inference servers (POST /v1/traces, /api/v1/traces/...); its
+    // counters join /metrics. Null: traces are refused. Must outlive the ApiServer.
+    traces::TraceStore* trace_store = nullptr;
   };
   struct Stats {
     uint64_t batches = 0;  // stored
@@ -75,6 +82,9 @@ class ApiServer {
     uint64_t remote_write_requests = 0;  // remote write requests stored
     // OTLP data points and remote write samples left out (NaN, stale markers, no value, ...).
     uint64_t skipped_points = 0;
+    uint64_t trace_requests = 0;        // OTLP/HTTP trace requests stored
+    uint64_t trace_spans_ignored = 0;   // spans of no inference request
+    uint64_t trace_spans_rejected = 0;  // malformed spans (partial success)
   };
 
   ApiServer(Options options, Storage& storage, const base::Clock& clock);
@@ -98,6 +108,19 @@ class ApiServer {
   void IngestProfile(const httplib::Request& req, httplib::Response& res);
   void OtlpMetrics(const httplib::Request& req, httplib::Response& res);
   void RemoteWrite(const httplib::Request& req, httplib::Response& res);
+  // Request traces (trace_handlers.cc): POST /v1/traces into the trace store; GET
+  // /api/v1/traces/models, /breakdown, /requests and /{trace_id}.
+  void OtlpTraces(const httplib::Request& req, httplib::Response& res);
+  // StartQuery, and a 404 when the server keeps no traces; false when it answered.
+  bool StartTraceQuery(const httplib::Request& req, httplib::Response& res);
+  // model=, host=, start=, end=, limit= and order= of the trace queries.
+  [[nodiscard]] base::Result<traces::RequestQuery> ParseTraceQuery(const httplib::Request& req,
+                                                                   size_t limit, size_t max_limit,
+                                                                   bool model_required);
+  void TraceModels(const httplib::Request& req, httplib::Response& res);
+  void TraceBreakdown(const httplib::Request& req, httplib::Response& res);
+  void TraceRequests(const httplib::Request& req, httplib::Response& res);
+  void TraceById(const httplib::Request& req, httplib::Response& res);
   // Writes decoded batches in order; stops at the first error, answers it (RejectWrite) and
   // returns false (batches written before it are duplicates when the sender retries, as their
   // sequences are content hashes).
@@ -164,6 +187,9 @@ class ApiServer {
   std::atomic<uint64_t> otlp_requests_{0};
   std::atomic<uint64_t> remote_write_requests_{0};
   std::atomic<uint64_t> skipped_points_{0};
+  std::atomic<uint64_t> trace_requests_{0};
+  std::atomic<uint64_t> trace_spans_ignored_{0};
+  std::atomic<uint64_t> trace_spans_rejected_{0};
 };
 
 }  // namespace warpscope::server

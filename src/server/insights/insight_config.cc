@@ -114,6 +114,19 @@ base::Status InsightConfig::Validate() const {
     return base::InvalidArgument("insights: fleet-hold = {} is out of range; use 0s to 60m",
                                  base::FormatDuration(fleet_hold));
   }
+  WARPSCOPE_RETURN_IF_ERROR(Check("inference_low_efficiency", inference_low_efficiency, 0.01, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("inference_target_efficiency", inference_target_efficiency,
+                                  inference_low_efficiency, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("inference_high_efficiency", inference_high_efficiency,
+                                  inference_target_efficiency, 1));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("inference_sustained_share", inference_sustained_share, 0.1, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("inference_queue_waiting", inference_queue_waiting, 0, 1e6));
+  WARPSCOPE_RETURN_IF_ERROR(Check("inference_kv_cache_full", inference_kv_cache_full, 0.1, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("inference_queue_growth", inference_queue_growth, 0, 1e6));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("inference_window", inference_window));
+  WARPSCOPE_RETURN_IF_ERROR(Check("inference_ttft_target_s", inference_ttft_target_s, 0.001, 600));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("inference_ttft_window", inference_ttft_window));
   return base::OkStatus();
 }
 

@@ -137,6 +137,32 @@ struct InsightConfig {
   base::Duration fleet_step_window = minutes(5);
   base::Duration fleet_hold = minutes(5);
 
+  // Inference sizing (rule 13), per model a serving process serves, over `inference_window`:
+  // inference_overprovisioned: batch efficiency (inference.batch.efficiency, the basis the
+  // engine is closest to) under `inference_low_efficiency` in at least
+  // `inference_sustained_share` of the window's buckets; its waste is the GPUs a consolidation
+  // of the model's pool to `inference_target_efficiency` would free.
+  // inference_queueing: batch efficiency above `inference_high_efficiency` in as many buckets
+  // while at least `inference_queue_waiting` requests wait on average.
+  // inference_memory_bound: KV-cache use at least `inference_kv_cache_full` in as many buckets
+  // while the waiting requests rise (a positive least-squares slope, and at least
+  // `inference_queue_growth` more waiting on average in the window's last third than in its
+  // first).
+  double inference_low_efficiency = 0.30;
+  double inference_high_efficiency = 0.80;
+  double inference_target_efficiency = 0.60;
+  double inference_sustained_share = 0.80;
+  double inference_queue_waiting = 1;
+  double inference_kv_cache_full = 0.90;
+  double inference_queue_growth = 1;
+  base::Duration inference_window = minutes(10);
+  // inference_slow_first_token: the p95 time to first token above `inference_ttft_target_s`
+  // (seconds) in at least `inference_sustained_share` of the buckets with a p95 over
+  // `inference_ttft_window`, which has one in at least half its buckets (a percentile exists
+  // only for windows in which requests finished; TGI has none).
+  double inference_ttft_target_s = 0.5;
+  base::Duration inference_ttft_window = minutes(5);
+
   // OK, or InvalidArgument naming the first threshold out of range and its allowed range.
   [[nodiscard]] base::Status Validate() const;
 };

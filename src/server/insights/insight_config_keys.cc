@@ -86,6 +86,31 @@ const InsightConfigKey kKeys[] = {
     {"leak-window", &C::leak_window, "`memory_leak`: the window judged"},
     {"leak-warmup", &C::leak_warmup,
      "`memory_leak`: how long a process runs before it is judged (0s to 60m)"},
+    {"inference-low-efficiency", &C::inference_low_efficiency,
+     "`inference_overprovisioned`: batch efficiency under which a model's serving pool is "
+     "over-provisioned (0.01..1)"},
+    {"inference-target-efficiency", &C::inference_target_efficiency,
+     "`inference_overprovisioned`: the efficiency a consolidation aims at, for the GPUs it frees "
+     "(inference-low-efficiency..inference-high-efficiency)"},
+    {"inference-high-efficiency", &C::inference_high_efficiency,
+     "`inference_queueing`: batch efficiency above which the engine runs full "
+     "(inference-target-efficiency..1)"},
+    {"inference-queue-waiting", &C::inference_queue_waiting,
+     "`inference_queueing`: the least mean number of waiting requests"},
+    {"inference-kv-cache-full", &C::inference_kv_cache_full,
+     "`inference_memory_bound`: KV-cache use at which the cache is full (0.1..1)"},
+    {"inference-queue-growth", &C::inference_queue_growth,
+     "`inference_memory_bound`: how many more requests wait in the window's last third than in "
+     "its first"},
+    {"inference-sustained-share", &C::inference_sustained_share,
+     "`inference_*`: the least share of the window's buckets the condition holds in (0.1..1)"},
+    {"inference-window", &C::inference_window,
+     "`inference_overprovisioned`, `inference_queueing`, `inference_memory_bound`: the window "
+     "judged"},
+    {"inference-ttft-target-s", &C::inference_ttft_target_s,
+     "`inference_slow_first_token`: the p95 time to first token above which it pages (s)"},
+    {"inference-ttft-window", &C::inference_ttft_window,
+     "`inference_slow_first_token`: the window judged"},
     {"idle-utilization", &C::idle_utilization,
      "`idle_allocated`: mean utilization under which a GPU is idle (0..1)"},
     {"idle-clear-utilization", &C::idle_clear_utilization,

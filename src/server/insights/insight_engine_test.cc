@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "server/insights/rule.h"
 #include "server/insights/testing/memory_finding_store.h"
 #include "server/query/testing/query_fixture.h"
 
@@ -28,6 +29,44 @@ class InsightEngineTest : public query::QueryFixture {
       AddGauge(b, "gpu.utilization", model::EntityKind::kGpu, uuid, 0.97);
     }
     Write(b);
+  }
+
+  // Adds to `b`: a vLLM process serving "llama" on four GPUs at ~12 % utilization, its batches
+  // at 10 % of max_num_seqs (5 % of max_num_batched_tokens), its p95 time to first token 90 ms
+  // (p99 900 ms); and a TGI process serving "falcon" on GPU-4 (busy, no TTFT histogram).
+  static void AddServing(IngestBatch& b, double efficiency = 0.10) {
+    using model::EntityKind;
+    for (int i = 0; i < 5; ++i) {
+      std::string uuid = "GPU-" + std::to_string(i);
+      AddGpu(b, uuid, std::to_string(i));
+      AddGauge(b, "gpu.utilization", EntityKind::kGpu, uuid, i < 4 ? 0.12 : 0.9);
+    }
+    b.entities.push_back(
+        model::Entity{EntityKind::kProcess, "pid/4242/7", b.host,
+                      model::Labels{{"process.pid", "4242"},
+                                    {"inference.engine", "vllm"},
+                                    {"inference.gpu.uuids", "GPU-0,GPU-1,GPU-2,GPU-3"}}});
+    b.entities.push_back(model::Entity{EntityKind::kProcess, "pid/5000/7", b.host,
+                                       model::Labels{{"process.pid", "5000"},
+                                                     {"inference.engine", "tgi"},
+                                                     {"inference.gpu.uuids", "GPU-4"}}});
+    auto gauge = [&](const std::string& metric, const std::string& entity, double v,
+                     model::Labels labels) {
+      AddGauge(b, metric, EntityKind::kProcess, entity, v, std::move(labels));
+    };
+    gauge("inference.batch.efficiency", "pid/4242/7", efficiency,
+          {{"model", "llama"}, {"basis", "sequences"}});
+    gauge("inference.batch.efficiency", "pid/4242/7", efficiency / 2,
+          {{"model", "llama"}, {"basis", "tokens"}});
+    gauge("inference.request.rate", "pid/4242/7", 2.1, {{"model", "llama"}});
+    gauge("inference.requests.waiting", "pid/4242/7", 0, {{"model", "llama"}});
+    gauge("inference.time_to_first_token", "pid/4242/7", 0.09,
+          {{"model", "llama"}, {"quantile", "0.95"}});
+    gauge("inference.time_to_first_token", "pid/4242/7", 0.9,
+          {{"model", "llama"}, {"quantile", "0.99"}});
+    gauge("inference.batch.efficiency", "pid/5000/7", 0.7,
+          {{"model", "falcon"}, {"basis", "sequences"}});
+    gauge("inference.requests.waiting", "pid/5000/7", 0, {{"model", "falcon"}});
   }
 };
 
@@ -125,6 +164,52 @@ TEST_F(InsightEngineTest, AStoreThatFailsIsReportedAndTheFindingsStayInMemory) {
   ASSERT_TRUE(healthy);
   ASSERT_TRUE((*healthy)->Evaluate(At(kT0)).ok());
   EXPECT_EQ(quiet.saves, 0);
+}
+
+TEST_F(InsightEngineTest, AnOverprovisionedServingPoolFiresWithTheGpuHoursItCouldFree) {
+  EngineOptions options;
+  options.config.gpu_hour_price = 2;
+  auto engine = InsightEngine::Create(*storage_, options);
+  ASSERT_TRUE(engine) << engine.error().message();
+  for (int w = 0; w < 70; ++w) {
+    IngestBatch b = Window("node-2", w * 10);
+    AddServing(b);
+    Write(b);
+    ASSERT_TRUE((*engine)->Evaluate(At(kT0 + (w + 1) * 10)).ok());
+  }
+  std::vector<Finding> found = (*engine)->Findings();
+  ASSERT_EQ(found.size(), 1u);
+  const Finding f = found[0];
+  EXPECT_EQ(f.rule, "inference_overprovisioned");
+  EXPECT_EQ(f.state, FindingState::kFiring);
+  EXPECT_EQ(f.host, "node-2");
+  EXPECT_EQ(f.entity, "pid/4242/7");
+  EXPECT_EQ(f.kind, model::EntityKind::kProcess);
+  EXPECT_EQ(f.attributes.Get("model"), "llama");
+  EXPECT_EQ(f.attributes.Get("inference.engine"), "vllm");
+  // The sequences basis (10 %), the limit the engine is closest to, is the efficiency judged.
+  EXPECT_NEAR(f.evidence["batch_efficiency"].get<double>(), 0.1, 1e-6);
+  EXPECT_NEAR(f.evidence["gpu_utilization"].get<double>(), 0.12, 1e-6);
+  EXPECT_EQ(f.evidence["pool"]["gpus_freeable"], 3);
+  // Three GPUs freeable, charged for every evaluation after the first sighting.
+  EXPECT_GT(f.waste.gpu_hours, 0);
+  EXPECT_NEAR(f.waste.cost, f.waste.gpu_hours * 2, 1e-9);
+  EXPECT_EQ(AlertName(f.rule), "InferenceOverprovisioned");
+
+  // The load grows to 70 % of the batch limit: once most of the window is busy and the rule's
+  // clear duration has passed, the finding resolves with the waste it had run up.
+  const double charged = f.waste.gpu_hours;
+  for (int w = 70; w < 120; ++w) {
+    IngestBatch b = Window("node-2", w * 10);
+    AddServing(b, 0.7);
+    Write(b);
+    ASSERT_TRUE((*engine)->Evaluate(At(kT0 + (w + 1) * 10)).ok());
+  }
+  found = (*engine)->Findings({.rule = "inference_overprovisioned"});
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].id, f.id);
+  EXPECT_EQ(found[0].state, FindingState::kResolved);
+  EXPECT_GT(found[0].waste.gpu_hours, charged);
 }
 
 TEST_F(InsightEngineTest, BadSettingsAreRefusedNamingTheSetting) {

@@ -353,6 +353,88 @@ base::Status ReadHosts(Storage& storage, const InputsQuery& query, const ReadPla
   return base::OkStatus();
 }
 
+// The inference metrics each InferenceInput carries: the member each fills and the label its
+// series must have ("" for none).
+struct InferenceMetric {
+  std::string_view key;
+  std::string_view label;
+  std::string_view value;
+  Series InferenceInput::*member;
+};
+constexpr InferenceMetric kInferenceMetrics[] = {
+    {"inference.batch.efficiency", "", "", &InferenceInput::batch_efficiency},
+    {"inference.requests.running", "", "", &InferenceInput::requests_running},
+    {"inference.requests.waiting", "", "", &InferenceInput::requests_waiting},
+    {"inference.request.rate", "", "", &InferenceInput::request_rate},
+    {"inference.token.rate", "token_type", "input", &InferenceInput::input_token_rate},
+    {"inference.token.rate", "token_type", "output", &InferenceInput::output_token_rate},
+    {"inference.kv_cache.usage", "", "", &InferenceInput::kv_cache_usage},
+    {"inference.time_to_first_token", "quantile", "0.95", &InferenceInput::ttft_p95},
+    {"inference.queue_time", "quantile", "0.95", &InferenceInput::queue_time_p95},
+};
+
+// Writes `points` into `s` at buckets >= `fresh`, keeping the higher value where the bucket has
+// one already (batch efficiency's two bases: the limit the engine is closest to).
+void MaxFill(Series& s, const InsightInputs& in, const std::vector<Point>& points, size_t fresh) {
+  for (const Point& p : points) {
+    if (p.time < in.start) continue;
+    size_t i = static_cast<size_t>((p.time - in.start) / in.step);
+    if (i < fresh || i >= s.size()) continue;
+    s[i] = std::isnan(s[i]) ? p.value : std::max(s[i], p.value);
+  }
+}
+
+// Each serving process's models: the inference metrics of its series, by `model` label.
+base::Status ReadInference(Storage& storage, const InputsQuery& query, const ReadPlan& plan,
+                           InsightInputs& in) {
+  std::map<std::tuple<std::string, std::string, std::string>, InferenceInput> served;
+  if (plan.previous) {
+    for (const InferenceInput& old : plan.previous->inference) {
+      InferenceInput& s = served[{old.host, old.entity, old.model}];
+      s = old;
+      for (const InferenceMetric& m : kInferenceMetrics) {
+        s.*m.member = Shifted(old.*m.member, plan.shift, in.buckets, plan.fresh);
+      }
+    }
+  }
+  for (const InferenceMetric& m : kInferenceMetrics) {
+    RangeQuery q;
+    q.metric = std::string(m.key);
+    q.match.host = query.host;
+    q.match.entity_kind = model::EntityKind::kProcess;
+    if (!m.label.empty()) q.match.labels.Set(m.label, m.value);
+    q.start = plan.read_from;
+    q.end = in.end();
+    q.step = in.step;
+    q.aggregation = Aggregation::kAvg;
+    q.max_series = kMaxSeries;
+    q.max_points = in.buckets + 1;
+    base::Result<RangeResult> r = storage.QueryRange(q);
+    if (!r && r.error().code() == base::StatusCode::kNotFound) continue;  // never received
+    if (!r) return r.error();
+    for (const RangeSeries& rs : r->series) {
+      std::string model_name(rs.series.labels.Get("model"));
+      InferenceInput& s = served[{rs.series.host, rs.series.entity, model_name}];
+      if (s.entity.empty()) {
+        s.host = rs.series.host;
+        s.entity = rs.series.entity;
+        s.model = std::move(model_name);
+        for (const InferenceMetric& each : kInferenceMetrics) {
+          (s.*each.member).assign(in.buckets, kNaN);
+        }
+      }
+      s.attributes = rs.series.entity_attributes;
+      MaxFill(s.*m.member, in, rs.points, plan.fresh);
+    }
+  }
+  for (auto& [key, s] : served) {
+    bool any = false;
+    for (const InferenceMetric& m : kInferenceMetrics) any = any || !NoData(s.*m.member);
+    if (any) in.inference.push_back(std::move(s));
+  }
+  return base::OkStatus();
+}
+
 // An event of a MIG instance (an XID the driver attributes to GPU instance 9) belongs to its
 // GPU for the rules, which judge whole GPUs: its entity becomes the GPU's, and the instance is
 // kept in the event's attributes (mig.gpu_instance_id, mig.compute_instance_id, mig.profile,
@@ -440,6 +522,7 @@ base::Result<InsightInputs> ReadInsightInputs(Storage& storage, const InputsQuer
   WARPSCOPE_RETURN_IF_ERROR(ReadGpus(storage, query, plan, cluster_of, in));
   WARPSCOPE_RETURN_IF_ERROR(ReadProcesses(storage, query, plan, in));
   WARPSCOPE_RETURN_IF_ERROR(ReadHosts(storage, query, plan, cluster_of, in));
+  WARPSCOPE_RETURN_IF_ERROR(ReadInference(storage, query, plan, in));
 
   EventQuery events;
   events.host = query.host;

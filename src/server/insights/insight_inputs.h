@@ -89,6 +89,26 @@ struct HostInput {
   Series logical_cpus;  // host.cpu.logical_count
 };
 
+// One model one serving process serves (vLLM, SGLang, TensorRT-LLM, TGI: the agent's inference
+// metrics, docs/design/inference.md), by the series' `model` label.
+struct InferenceInput {
+  std::string host;
+  std::string entity;        // the serving process's entity id ("pid/<pid>/<start>")
+  std::string model;         // the `model` label
+  model::Labels attributes;  // the process entity's: inference.engine, inference.gpu.uuids, …
+  // inference.batch.efficiency, 0..1: per bucket the higher of its bases (tokens, sequences),
+  // the limit the engine is closest to.
+  Series batch_efficiency;
+  Series requests_running;   // inference.requests.running
+  Series requests_waiting;   // inference.requests.waiting
+  Series request_rate;       // inference.request.rate, requests/s
+  Series input_token_rate;   // inference.token.rate{token_type="input"}, tokens/s
+  Series output_token_rate;  // inference.token.rate{token_type="output"}, tokens/s
+  Series kv_cache_usage;     // inference.kv_cache.usage, 0..1
+  Series ttft_p95;           // inference.time_to_first_token{quantile="0.95"}, s (none for TGI)
+  Series queue_time_p95;     // inference.queue_time{quantile="0.95"}, s
+};
+
 // The long view: a few series per GPU in coarse (1-minute) buckets over the last 90 minutes, for
 // trends longer than the 15 minutes of 10 s buckets (fleet_regression). Only complete buckets:
 // it ends at the last step boundary, so it changes once a step (ReadLongView).
@@ -118,6 +138,7 @@ struct InsightInputs {
   std::vector<GpuInput> gpus;              // ordered by (host, uuid)
   std::vector<ProcessGpuInput> processes;  // ordered by (host, entity, gpu)
   std::vector<HostInput> hosts;            // ordered by host
+  std::vector<InferenceInput> inference;   // ordered by (host, entity, model)
   // In [start, end()), oldest first. An event of a MIG instance is its GPU's (entity), with the
   // instance in its attributes (mig.entity, mig.gpu_instance_id, ...).
   std::vector<EventRecord> events;

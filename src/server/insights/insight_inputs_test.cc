@@ -155,6 +155,14 @@ std::string Dump(const InsightInputs& in) {
     add(h.cpu_iowait);
     add(h.logical_cpus);
   }
+  for (const InferenceInput& i : in.inference) {
+    out += i.entity + " " + i.model + "\n";
+    for (const Series* s : {&i.batch_efficiency, &i.requests_running, &i.requests_waiting,
+                            &i.request_rate, &i.input_token_rate, &i.output_token_rate,
+                            &i.kv_cache_usage, &i.ttft_p95, &i.queue_time_p95}) {
+      add(*s);
+    }
+  }
   return out;
 }
 
@@ -176,6 +184,10 @@ TEST_F(InsightInputsTest, AnIncrementalReadEqualsAFullOneLateWindowsAndNewGpusIn
     AddGauge(b, "host.cpu.utilization", model::EntityKind::kHost, "node-1", 0.3,
              model::Labels{{"mode", "idle"}});
     AddGauge(b, "host.cpu.logical_count", model::EntityKind::kHost, "node-1", 16);
+    AddGauge(b, "inference.batch.efficiency", model::EntityKind::kProcess, "pid/7/1", 0.01 * w,
+             model::Labels{{"model", "llama"}, {"basis", "tokens"}});
+    AddGauge(b, "inference.time_to_first_token", model::EntityKind::kProcess, "pid/7/1",
+             0.001 * w, model::Labels{{"model", "llama"}, {"quantile", "0.95"}});
     Write(b);
   };
   for (int w = 0; w < 100; ++w) window(w, w < 20);  // GPU-1 leaves at window 20
@@ -206,6 +218,8 @@ TEST_F(InsightInputsTest, AnIncrementalReadEqualsAFullOneLateWindowsAndNewGpusIn
   EXPECT_NEAR(incremental->hosts[0].cpu_idle.back(), 0.3, 1e-9);
   EXPECT_TRUE(std::isnan(incremental->hosts[0].cpu_iowait.back()));
   EXPECT_NEAR(incremental->processes[0].cpu_utilization.back(), 0.01 * (104 % 50), 1e-9);
+  ASSERT_EQ(incremental->inference.size(), 1u);
+  EXPECT_NEAR(incremental->inference[0].ttft_p95.back(), 0.104, 1e-9);
   // 15 minutes later GPU-1's early windows have left the lookback; its return keeps it.
   q.end = At(kT0 + 1050 + 900);
   base::Result<InsightInputs> later = ReadInsightInputs(*storage_, q, &*incremental);
@@ -327,6 +341,61 @@ TEST_F(InsightInputsTest, AnEmptyServerGivesEmptyInputsAndBadRangesAreRefused) {
   EXPECT_EQ(in->BucketAt(in->end() + minutes(1)), in->buckets);
   q.step = seconds(0);
   EXPECT_FALSE(ReadInsightInputs(*storage_, q));
+}
+
+TEST_F(InsightInputsTest, ReadsEachServedModelsInferenceSeriesAlsoIncrementally) {
+  // A vLLM process serving two models (batch efficiency on both bases, TTFT at p95 and p99) and
+  // a TGI process without a TTFT; windows of minute 10 arrive after the first read.
+  auto write = [&](int w) {
+    IngestBatch b = Window("node-1", w * 10);
+    b.entities.push_back(model::Entity{
+        model::EntityKind::kProcess, "pid/8/1", b.host,
+        model::Labels{{"inference.engine", "vllm"}, {"inference.gpu.uuids", "GPU-0,GPU-1"}}});
+    AddProcess(b, "pid/9/1", "text-generation-launcher");
+    for (std::string m : {"llama", "qwen"}) {
+      const double scale = m == "llama" ? 1 : 2;
+      AddGauge(b, "inference.batch.efficiency", model::EntityKind::kProcess, "pid/8/1",
+               0.1 * scale, model::Labels{{"model", m}, {"basis", "sequences"}});
+      AddGauge(b, "inference.batch.efficiency", model::EntityKind::kProcess, "pid/8/1",
+               0.3 * scale, model::Labels{{"model", m}, {"basis", "tokens"}});
+      AddGauge(b, "inference.time_to_first_token", model::EntityKind::kProcess, "pid/8/1",
+               0.2 * scale, model::Labels{{"model", m}, {"quantile", "0.95"}});
+      AddGauge(b, "inference.time_to_first_token", model::EntityKind::kProcess, "pid/8/1", 5,
+               model::Labels{{"model", m}, {"quantile", "0.99"}});
+      AddGauge(b, "inference.token.rate", model::EntityKind::kProcess, "pid/8/1", 100 * scale,
+               model::Labels{{"model", m}, {"token_type", "output"}});
+    }
+    AddGauge(b, "inference.requests.waiting", model::EntityKind::kProcess, "pid/9/1", w,
+             model::Labels{{"model", "falcon"}});
+    Write(b);
+  };
+  for (int w = 0; w < 54; ++w) write(w);
+  InputsQuery q;
+  q.end = At(kT0 + 540);
+  base::Result<InsightInputs> first = ReadInsightInputs(*storage_, q);
+  ASSERT_TRUE(first) << first.error().message();
+  for (int w = 54; w < 60; ++w) write(w);
+  q.end = At(kT0 + 600);
+  base::Result<InsightInputs> in = ReadInsightInputs(*storage_, q, &*first);
+  ASSERT_TRUE(in) << in.error().message();
+  ASSERT_EQ(in->inference.size(), 3u);
+  const InferenceInput& llama = in->inference[0];
+  EXPECT_EQ(llama.entity, "pid/8/1");
+  EXPECT_EQ(llama.model, "llama");
+  EXPECT_EQ(llama.attributes.Get("inference.gpu.uuids"), "GPU-0,GPU-1");
+  // The higher basis, the p95 only, the output tokens; the new minute read on top of the old.
+  EXPECT_NEAR(llama.batch_efficiency[85], 0.3, 1e-9);
+  EXPECT_NEAR(llama.batch_efficiency[40], 0.3, 1e-9);
+  EXPECT_NEAR(llama.ttft_p95[89], 0.2, 1e-9);
+  EXPECT_NEAR(llama.output_token_rate[89], 100, 1e-9);
+  EXPECT_TRUE(std::isnan(llama.input_token_rate[89]));
+  EXPECT_TRUE(std::isnan(llama.batch_efficiency[29])) << "the data starts at minute 5";
+  EXPECT_EQ(in->inference[1].model, "qwen");
+  EXPECT_NEAR(in->inference[1].ttft_p95[89], 0.4, 1e-9);
+  const InferenceInput& tgi = in->inference[2];
+  EXPECT_EQ(tgi.model, "falcon");
+  EXPECT_NEAR(tgi.requests_waiting[89], 59, 1e-9);
+  EXPECT_TRUE(std::isnan(tgi.ttft_p95[89]));
 }
 
 }  // namespace

@@ -82,6 +82,10 @@ std::vector<std::unique_ptr<Rule>> DefaultRules() {
   rules.push_back(MakePowerDropRule());        // 7
   rules.push_back(MakeHardwareErrorsRule());   // 8
   rules.push_back(MakeMemoryLeakRule());       // 12
+  rules.push_back(MakeInferenceOverprovisionedRule());  // 13
+  rules.push_back(MakeInferenceQueueingRule());         // 13
+  rules.push_back(MakeInferenceSlowFirstTokenRule());   // 13
+  rules.push_back(MakeInferenceMemoryBoundRule());      // 13
   rules.push_back(MakeIdleAllocatedRule());    // 14
   rules.push_back(MakeFleetRegressionRule());  // 15
   return rules;
@@ -91,7 +95,10 @@ std::string AlertName(std::string_view rule) {
   if (rule == "memory_leak") return "GpuProcessMemoryLeak";
   if (rule == "fleet_regression") return "FleetRegression";
   if (rule == "hardware_errors") return "GpuHardwareError";
-  std::string out = "Gpu";
+  // A serving process's findings are the model's, not a GPU's: "inference_queueing" ->
+  // "InferenceQueueing".
+  const bool inference = rule.starts_with("inference_");
+  std::string out = inference ? "" : "Gpu";
   bool upper = true;
   for (char c : rule) {
     if (c == '_') {

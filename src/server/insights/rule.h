@@ -90,7 +90,8 @@ std::vector<std::unique_ptr<Rule>> DefaultRules();
 // The alertname of a rule's findings in Alertmanager (server/alerts) and of its twin in the
 // exported Prometheus rules (integrations/): "Gpu" and the rule in CamelCase
 // ("cooling_failure" -> "GpuCoolingFailure"); a process's leak is "GpuProcessMemoryLeak", a
-// cluster's regression "FleetRegression". hardware_errors is "GpuHardwareError" here; the
+// cluster's regression "FleetRegression", the inference rules' (a model's serving process) have
+// no "Gpu" ("inference_queueing" -> "InferenceQueueing"). hardware_errors is "GpuHardwareError" here; the
 // exported rules split it by kind (XID, application XID, ECC, row remapping) under the same
 // `rule` label.
 std::string AlertName(std::string_view rule);

@@ -23,6 +23,10 @@ std::unique_ptr<Rule> MakePowerDropRule();       // rules_power.cc
 std::unique_ptr<Rule> MakeHardwareErrorsRule();  // rules_hardware.cc
 std::unique_ptr<Rule> MakeIdleAllocatedRule();   // rules_memory.cc
 std::unique_ptr<Rule> MakeMemoryLeakRule();      // rules_memory.cc
+std::unique_ptr<Rule> MakeInferenceOverprovisionedRule();  // rules_inference.cc
+std::unique_ptr<Rule> MakeInferenceQueueingRule();         // rules_inference.cc
+std::unique_ptr<Rule> MakeInferenceSlowFirstTokenRule();   // rules_inference.cc
+std::unique_ptr<Rule> MakeInferenceMemoryBoundRule();      // rules_inference.cc
 std::unique_ptr<Rule> MakeFleetRegressionRule();  // rules_fleet.cc
 
 // What the rules share.

@@ -88,6 +88,27 @@ class InputsBuilder {
     return h;
   }
 
+  // A serving process (pid) of `engine` serving `model` on the GPUs `gpus` ("GPU-0,GPU-1"),
+  // every inference series empty (NaN).
+  InferenceInput& Serving(const std::string& host, const std::string& pid,
+                          const std::string& model, const std::string& gpus,
+                          const std::string& engine = "vllm") {
+    InferenceInput& s = in_.inference.emplace_back();
+    s.host = host;
+    s.entity = "pid/" + pid + "/1";
+    s.model = model;
+    s.attributes.Set("process.pid", pid);
+    s.attributes.Set("process.executable.name", "python3");
+    s.attributes.Set("inference.engine", engine);
+    s.attributes.Set("inference.gpu.uuids", gpus);
+    for (Series* x : {&s.batch_efficiency, &s.requests_running, &s.requests_waiting,
+                      &s.request_rate, &s.input_token_rate, &s.output_token_rate,
+                      &s.kv_cache_usage, &s.ttft_p95, &s.queue_time_p95}) {
+      x->assign(in_.buckets, std::numeric_limits<double>::quiet_NaN());
+    }
+    return s;
+  }
+
   static void Fill(Series& s, double v, size_t from = 0, size_t to = SIZE_MAX) {
     for (size_t i = from; i < std::min(to, s.size()); ++i) s[i] = v;
   }
