@@ -106,7 +106,9 @@ std::vector<InferenceSource::Target> InferenceSource::Targets() {
   // The processes static targets name by pid, read again at each rediscovery (their children,
   // the GPU workers, may change), and whenever one was not found.
   bool missing = pid_processes_.size() != static_targets_.size();
-  for (const auto& p : pid_processes_) missing = missing || !p;
+  for (size_t i = 0; !missing && i < static_targets_.size(); ++i) {
+    missing = static_targets_[i].pid && !pid_processes_[i];
+  }
   if (missing || !last_pid_read_ || mono - *last_pid_read_ >= options_.rediscover_interval) {
     pid_processes_.assign(static_targets_.size(), std::nullopt);
     for (size_t i = 0; i < static_targets_.size(); ++i) {
