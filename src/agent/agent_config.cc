@@ -86,11 +86,14 @@ base::Status AgentConfig::Validate() const {
         "--listen-address={}: expected host:port or :port (e.g. :9400 or 127.0.0.1:9400)",
         prometheus_listen_address);
   }
+  // Static inference targets are something to collect (an agent beside a serving container);
+  // discovery alone is not: it finds nothing on most hosts.
+  const bool inference_only = enable_inference_metrics && !inference_targets.empty();
   if (!enable_gpu_metrics && !enable_host_metrics && !enable_cuda_profiler &&
-      !enable_cpu_profiler) {
+      !enable_cpu_profiler && !inference_only) {
     return base::InvalidArgument(
         "nothing to collect: --enable-host-metrics=false and GPU metrics are off; add "
-        "--enable-gpu-metrics, --cuda-profiler or --enable-cpu-profiler");
+        "--enable-gpu-metrics, --cuda-profiler, --enable-cpu-profiler or --inference-targets");
   }
   if (cuda_profile_interval < std::chrono::seconds(1) || cuda_profile_interval > hours(1)) {
     return base::InvalidArgument("--cuda-profile-interval={}: must be between 1s and 1h",

@@ -35,6 +35,15 @@ TEST(AgentConfigTest, RejectsNothingToCollect) {
   EXPECT_TRUE(c.Validate().ok());
 }
 
+TEST(AgentConfigTest, StaticInferenceTargetsAreSomethingToCollect) {
+  AgentConfig c;
+  c.enable_host_metrics = false;
+  c.inference_targets = {"http://127.0.0.1:8000/metrics"};
+  EXPECT_TRUE(c.Validate().ok());
+  c.enable_inference_metrics = false;
+  EXPECT_FALSE(c.Validate().ok());
+}
+
 TEST(AgentConfigTest, RejectsBadOtlpEndpoint) {
   AgentConfig c;
   c.otlp_endpoint = "collector:4318";

@@ -141,8 +141,9 @@ void AgentFlags::Register(CLI::App& sub) {
                "--enable-inference-metrics=false turns it off)")
       ->envname("WARPSCOPE_ENABLE_INFERENCE_METRICS");
   sub.add_option("--inference-targets", inference_targets_,
-                 "Also scrape this inference server: URL[,engine=vllm|sglang|trtllm|tgi] (repeat; "
-                 "the engine defaults to the one its metric names show)")
+                 "Also scrape this inference server: URL[,engine=vllm|sglang|trtllm|tgi]"
+                 "[,pid=PID] (repeat; the engine defaults to the one its metric names show; pid "
+                 "names the serving process, else the one listening on the URL's port)")
       ->envname("WARPSCOPE_INFERENCE_TARGETS");
   sub.add_flag("--once", once,
                "Collect two cycles one collect interval apart, print the Prometheus exposition "

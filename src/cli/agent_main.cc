@@ -245,6 +245,7 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
     namespace inference = agent::inference;
     inference::InferenceSourceOptions options;
     options.host_root = process_root;
+    options.target_pid_root = config.host_root;  // this machine's, also under --simulate
     options.host_id = host;
     for (const std::string& spec : config.inference_targets) {
       WARPSCOPE_ASSIGN_OR_RETURN(inference::StaticInferenceTarget target,

@@ -167,6 +167,15 @@ int RunUp(const UpOptions& options) {
     if (!workloads->workloads().empty()) {
       setenv("WARPSCOPE_SIM_PIDS", workloads->PidMap().c_str(), 1);
     }
+    // The agent reads the simulated host's /proc, where the fake vLLM servers (real processes
+    // on loopback) cannot be discovered: each is a static target tied to its real pid, whose
+    // children on this machine's /proc are the GPU workloads NVML reports.
+    for (const DemoWorkload& w : workloads->workloads()) {
+      if (w.server_pid == 0) continue;
+      agent_config.inference_targets.push_back(
+          "http://127.0.0.1:" + std::to_string(w.server_port) +
+          "/metrics,engine=vllm,pid=" + std::to_string(w.server_pid));
+    }
   }
   if (base::Status st = agent_config.Validate(); !st.ok()) {
     std::fprintf(stderr, "warpscope up: %s\n", st.message().c_str());

@@ -5,7 +5,8 @@
 // with Python launch frames and PC samples (SASS offsets of the demo cubin, stall reasons) and a
 // CPU profile of the same pid, and stopping `up` (Ctrl-C, or a
 // kill -9) leaves no workload process behind. `up --simulate inference-overprovisioned` runs each
-// GPU's inference workload under a fake vLLM, its parent, that serves vLLM's metrics.
+// GPU's inference workload under a fake vLLM, its parent, that serves vLLM's metrics, which the
+// agent scrapes and the server stores on the serving process with the GPU of its workload.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -205,20 +206,23 @@ TEST(DemoUpTest, InferenceScenarioServesVllmMetricsAboveItsGpuWorkload) {
       dir.path(), {"TMPDIR=" + dir.path(), "WARPSCOPE_AGENT_SOCKET=" + dir.path() + "/cupti.sock"});
   ASSERT_TRUE(child) << child.error().message();
   pid_t server = 0, worker = 0;
-  int port = 0;
+  int port = 0, api_port = 0;
   ASSERT_TRUE(WaitFor(
       [&] {
         const std::string out = (*child)->Stdout();
         static const std::regex kServer(
             R"(GPU 0 vllm pid (\d+) http://127\.0\.0\.1:(\d+)/metrics)");
         static const std::regex kWorker(R"(GPU 0 pid (\d+) \(inference\))");
-        std::smatch s, w;
-        if (!std::regex_search(out, s, kServer) || !std::regex_search(out, w, kWorker)) {
+        static const std::regex kUrl(R"(web UI +http://127\.0\.0\.1:(\d+)/)");
+        std::smatch s, w, u;
+        if (!std::regex_search(out, s, kServer) || !std::regex_search(out, w, kWorker) ||
+            !std::regex_search(out, u, kUrl)) {
           return false;
         }
         server = std::stoi(s[1]);
         port = std::stoi(s[2]);
         worker = std::stoi(w[1]);
+        api_port = std::stoi(u[1]);
         return true;
       },
       60s))
@@ -252,6 +256,62 @@ TEST(DemoUpTest, InferenceScenarioServesVllmMetricsAboveItsGpuWorkload) {
   ASSERT_TRUE(std::regex_search(body, m, kRunning)) << body;
   EXPECT_LT(std::stoi(m[1]), 256 * 30 / 100);
   EXPECT_NE(body.find("vllm:time_to_first_token_seconds_bucket{"), std::string::npos);
+
+  // The agent scrapes it (a static target tied to its pid: the simulated /proc the agent reads
+  // has neither the server nor its socket) and the server stores its inference series on the
+  // serving process, with the engine, the endpoint and the GPU of its child: GPU 0.
+  httplib::Client api("127.0.0.1", api_port);
+  std::string gpu0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto res = api.Get("/api/v1/entities?kind=gpu");
+        if (!res || res->status != 200) return false;
+        const auto j = nlohmann::json::parse(res->body, nullptr, false);
+        if (j.is_discarded()) return false;
+        for (const auto& e : j["entities"]) {
+          if (e["attributes"].value("gpu.index", "") == "0") {
+            gpu0 = e["attributes"].value("gpu.uuid", "");
+          }
+        }
+        return !gpu0.empty();
+      },
+      60s))
+      << "no GPU 0 at the server";
+  const std::string entity_prefix = "pid/" + std::to_string(server) + "/";
+  for (const std::string metric : {"inference.batch.efficiency", "inference.time_to_first_token"}) {
+    nlohmann::json series;
+    ASSERT_TRUE(WaitFor(
+        [&] {
+          auto res = api.Get("/api/v1/query_range?metric=" + metric + "&kind=process");
+          if (!res || res->status != 200) return false;
+          const auto j = nlohmann::json::parse(res->body, nullptr, false);
+          if (j.is_discarded()) return false;
+          for (const auto& s : j["series"]) {
+            if (s.value("entity", "").starts_with(entity_prefix) && !s["points"].empty()) {
+              series = s;
+              return true;
+            }
+          }
+          return false;
+        },
+        60s))
+        << metric << " of the fake vLLM (pid " << server << ") never reached the server\n"
+        << (*child)->Stderr();
+    const auto& attributes = series["attributes"];
+    EXPECT_EQ(attributes.value("inference.engine", ""), "vllm") << series.dump();
+    EXPECT_EQ(attributes.value("inference.endpoint", ""),
+              "http://127.0.0.1:" + std::to_string(port) + "/metrics")
+        << series.dump();
+    EXPECT_EQ(attributes.value("inference.gpu.uuids", ""), gpu0) << series.dump();
+    EXPECT_EQ(series["labels"].value("model", ""), "meta-llama/Llama-3.1-8B-Instruct");
+    if (metric == "inference.batch.efficiency") {
+      // vLLM's iteration tokens against --max-num-batched-tokens 8192: far under 30 %.
+      EXPECT_EQ(series["labels"].value("basis", ""), "tokens") << series.dump();
+      EXPECT_LT(series["points"].back()[1].get<double>(), 0.3) << series.dump();
+    } else {
+      EXPECT_FALSE(series["labels"].value("quantile", "").empty()) << series.dump();
+    }
+  }
 
   const int status = (*child)->Signal(SIGINT, 30s);
   ASSERT_NE(status, -1) << "up did not stop within 30 s of SIGINT";

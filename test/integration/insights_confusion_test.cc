@@ -52,7 +52,9 @@ struct SetExpectation {
 const std::vector<std::string> kRules = {
     "input_bound",   "memory_bound",    "tensor_cores_idle", "underpowered",
     "thermal_outlier", "cooling_failure", "power_drop",        "hardware_errors",
-    "memory_leak",   "idle_allocated",  "fleet_regression"};
+    "memory_leak",   "idle_allocated",  "fleet_regression",
+    "inference_overprovisioned", "inference_queueing", "inference_slow_first_token",
+    "inference_memory_bound"};
 
 std::vector<Expected> OnGpus(const std::string& rule, std::initializer_list<int> gpus,
                              double deadline_min, const std::string& host = "") {
@@ -61,6 +63,14 @@ std::vector<Expected> OnGpus(const std::string& rule, std::initializer_list<int>
     out.push_back({rule, (host.empty() ? "" : host + "/") + fmt::format("gpu {}", g),
                    deadline_min});
   }
+  return out;
+}
+
+// Rule 13's findings on the serving processes of `gpus`, one each (as Label() names them).
+std::vector<Expected> OnServers(const std::string& rule, std::initializer_list<int> gpus,
+                                double deadline_min) {
+  std::vector<Expected> out;
+  for (int g : gpus) out.push_back({rule, fmt::format("vllm of gpu {}", g), deadline_min});
   return out;
 }
 
@@ -97,8 +107,9 @@ const std::vector<SetExpectation>& Expectations() {
        "correctable ECC is no finding"},
       {"idle-allocated", 12, OnGpus("idle_allocated", kAll8, 11),
        "61 GiB held per GPU at ~0 % utilisation"},
-      {"inference-overprovisioned", 12, {},
-       "~12 % busy L40S: rule 13 (inference sizing) is not evaluated yet; no other rule fits"},
+      {"inference-overprovisioned", 12, OnServers("inference_overprovisioned", {0, 1, 2, 3}, 11),
+       "~12 % busy L40S, each GPU's fake vLLM (up's) at ~3 % of its batch: over-provisioned "
+       "once 80 % of the 10-minute window is under 30 %"},
       {"memory-bound", 13, OnGpus("memory_bound", kAll8, 12),
        "DRAM ~92 % busy at low SM occupancy"},
       {"memory-leak", 16,
@@ -150,8 +161,9 @@ std::string Attr(const json& f, const char* key) {
   return a.is_object() && a.contains(key) && a[key].is_string() ? a[key].get<std::string>() : "";
 }
 
-// How the matrix names a finding's entity: "gpu 3", "gpu 0 gi 9", "pid 81002", or the kind
-// for an entity that stands for many hosts ("cluster"); prefixed with the host in a fleet.
+// How the matrix names a finding's entity: "gpu 3", "gpu 0 gi 9", "pid 81002", a serving
+// process by its GPUs ("vllm of gpu 0"), or the kind for an entity that stands for many hosts
+// ("cluster"); prefixed with the host in a fleet.
 std::string Label(const json& f, bool fleet) {
   const std::string kind = f.value("kind", "");
   std::string name;
@@ -159,6 +171,15 @@ std::string Label(const json& f, bool fleet) {
     name = "gpu " + Attr(f, "gpu.index");
   } else if (kind == "mig") {
     name = "gpu " + Attr(f, "gpu.index") + " gi " + Attr(f, "mig.gpu_instance_id");
+  } else if (kind == "process" && !Attr(f, "inference.engine").empty()) {
+    // A serving process, by the GPUs it serves: its pid is the fake server's, unknown here.
+    std::string gpus;
+    const json& evidence = f.contains("evidence") ? f["evidence"] : json::object();
+    for (const json& g : evidence.value("gpus", json::array())) {
+      gpus += (gpus.empty() ? "" : ",") + g.value("index", std::string("?"));
+    }
+    name = gpus.empty() ? "pid " + Attr(f, "process.pid")
+                        : Attr(f, "inference.engine") + " of gpu " + gpus;
   } else if (kind == "process") {
     name = "pid " + Attr(f, "process.pid");
   } else {

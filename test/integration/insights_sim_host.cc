@@ -18,7 +18,15 @@
 // clock, its environment read at nvmlInit), so hosts that run together need a process each.
 // The agent's clock, the simulator's manual clock and the simulated host's /proc tree move in
 // the same steps, so rates (CPU, energy, GPM) are those of the scenario.
+//
+// A scenario process whose `workload` is `inference` is served as under `warpscope up`: a fake
+// vLLM (warpscope-fake-inference, up's command line and traffic) on a manual clock that moves
+// with the others, handed to the agent as `--inference-targets URL,engine=vllm,pid=PID`. The
+// fake itself stands for the GPU process (WARPSCOPE_SIM_PIDS gives it the scenario pid; `up`
+// makes the GPU process its child instead), which attributes the GPU to the serving process the
+// same way: the agent counts the serving process's own pid among those of its GPUs.
 #include <dlfcn.h>
+#include <httplib.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -28,8 +36,12 @@
 
 #include "agent/agent.h"
 #include "base/file_util.h"
+#include "base/testing/temp_dir.h"
 #include "cli/commands.h"
+#include "cli/demo_workloads.h"
 #include "exporters/server/server_exporter.h"
+#include "sim/inference/fake_config.h"
+#include "sim/inference/testing/fake_engine_process.h"
 #include "sim/nvml/hooks.h"
 #include "stepped_time.h"
 
@@ -69,6 +81,38 @@ int Run(int argc, char** argv) {
   if (set_time == nullptr) return Fail(reply, "the simulator lacks warpscope_sim_set_time_ns");
   set_time(0);
 
+  // The fake vLLM servers of the scenario's inference workloads, at simulated time 0.
+  auto workloads = cli::ListDemoWorkloads(lib.string(), scenario);
+  if (!workloads) return Fail(reply, workloads.error().message());
+  base::TempDir fake_dir("insights_sim_host_");
+  std::vector<std::unique_ptr<sim::inference::FakeEngineProcess>> servers;
+  std::string pid_map;
+  std::vector<std::string> targets;
+  std::string config_json = cli::InferenceServerConfigJson();
+  config_json.insert(1, R"("clock": "manual", )");
+  for (const cli::DemoWorkload& w : *workloads) {
+    if (w.workload != "inference") continue;
+    const std::string dir = fake_dir.path() + "/gpu" + std::to_string(w.device);
+    std::filesystem::create_directories(dir, ec);
+    auto server = sim::inference::FakeEngineProcess::Start(
+        {.argv = cli::InferenceServerArgv(), .config_json = config_json, .dir = dir});
+    if (!server) {
+      return Fail(reply, "fake vLLM of GPU " + std::to_string(w.device) + ": " +
+                             server.error().message());
+    }
+    pid_map += (pid_map.empty() ? "" : ",") + std::to_string(w.scenario_pid) + "=" +
+               std::to_string((*server)->pid());
+    targets.push_back((*server)->url() + ",engine=vllm,pid=" + std::to_string((*server)->pid()));
+    servers.push_back(std::move(*server));
+  }
+  if (!pid_map.empty()) setenv("WARPSCOPE_SIM_PIDS", pid_map.c_str(), 1);
+  auto set_server_times = [&servers](base::Duration t) {
+    for (const auto& server : servers) {
+      httplib::Client c("127.0.0.1", server->port());
+      c.Put(sim::inference::kTimePath, std::to_string(base::ToSeconds(t)), "text/plain");
+    }
+  };
+
   SteppedClock clock(base::FromUnixNanos(start_s * 1'000'000'000));
   SteppedTaskRunner runner(clock);
   agent::AgentConfig config;
@@ -80,6 +124,7 @@ int Run(int argc, char** argv) {
   config.prometheus_listen_address.clear();
   config.server_url = argv[3];
   config.auth_token_file = argv[4];
+  config.inference_targets = targets;
   if (base::Status st = config.Validate(); !st.ok()) return Fail(reply, st.message());
   auto process = cli::AgentProcess::Start(config, runner, clock);
   if (!process) return Fail(reply, process.error().message());
@@ -98,7 +143,10 @@ int Run(int argc, char** argv) {
   while (std::getline(std::cin, line)) {
     if (line.rfind("run ", 0) != 0) return Fail(reply, "unknown command: " + line);
     const base::Duration target = std::chrono::seconds(std::atoll(line.c_str() + 4));
-    runner.RunUntil(target, [&](base::Duration t) { set_time(t.count()); });
+    runner.RunUntil(target, [&](base::Duration t) {
+      set_time(t.count());
+      set_server_times(t);
+    });
     // Every window reaches the server before the parent evaluates: no step races a push.
     const bool delivered = exporter->WaitForStatsForTesting(
         [](const exporters::ServerExporter::Stats& s) { return s.queued == 0; },

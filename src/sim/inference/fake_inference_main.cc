@@ -14,6 +14,7 @@
 #include <fcntl.h>
 #include <httplib.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -131,6 +132,12 @@ int Run(int argc, char** argv) {
   sigaddset(&signals, SIGCHLD);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   ReapChildren();  // a child that exited before SIGCHLD was blocked
+  // The engine's process name too (/proc/<pid>/comm, the executable the agent reports when it
+  // resolves the serving process): what the kernel names an exec'd script, argv[0]'s file name.
+  if (argc > 0) {
+    const std::string name = std::string(argv[0]).substr(std::string(argv[0]).rfind('/') + 1);
+    prctl(PR_SET_NAME, name.substr(0, 15).c_str(), 0, 0, 0);
+  }
 
   auto command = ParseEngineCommand(std::vector<std::string>(argv, argv + argc));
   if (!command) {

@@ -221,6 +221,39 @@ std::optional<ServerCommand> ParseServerCommand(std::span<const std::string> arg
   return c;
 }
 
+namespace {
+
+// Fills in the descendants of `p` (from `children`: parent pid -> child pids), the ports it and
+// they listen on and the URL.
+void CompleteProcess(const std::string& proc_root, const std::multimap<int, int>& children,
+                     ServingProcess& p) {
+  std::vector<int> queue{p.pid};
+  std::set<int> seen{p.pid};
+  for (size_t i = 0; i < queue.size(); ++i) {
+    auto [lo, hi] = children.equal_range(queue[i]);
+    for (auto it = lo; it != hi; ++it) {
+      if (seen.insert(it->second).second) queue.push_back(it->second);
+    }
+  }
+  std::set<uint64_t> inodes;
+  for (int pid : queue) SocketInodes(proc_root + "/" + std::to_string(pid), inodes);
+  p.descendants.assign(queue.begin() + 1, queue.end());
+  std::sort(p.descendants.begin(), p.descendants.end());
+  std::set<int> ports;
+  const std::string net = proc_root + "/" + std::to_string(p.pid) + "/net/";
+  ListenPorts(net + "tcp", inodes, ports);
+  ListenPorts(net + "tcp6", inodes, ports);
+  p.listen_ports.assign(ports.begin(), ports.end());
+  p.url.clear();
+  if (!ports.empty()) {
+    const int port =
+        p.command.port && ports.contains(*p.command.port) ? *p.command.port : *ports.begin();
+    p.url = "http://127.0.0.1:" + std::to_string(port) + p.command.metrics_path;
+  }
+}
+
+}  // namespace
+
 std::vector<ServingProcess> DiscoverServingProcesses(const std::string& proc_root) {
   std::map<int, ProcStat> stats;
   std::multimap<int, int> children;
@@ -253,28 +286,35 @@ std::vector<ServingProcess> DiscoverServingProcesses(const std::string& proc_roo
       nested = nested || serving.contains(up);
     }
     if (nested) continue;
-    std::vector<int> queue{p.pid};
-    for (size_t i = 0; i < queue.size(); ++i) {
-      auto [lo, hi] = children.equal_range(queue[i]);
-      for (auto it = lo; it != hi; ++it) queue.push_back(it->second);
-    }
-    std::set<uint64_t> inodes;
-    for (int pid : queue) SocketInodes(proc_root + "/" + std::to_string(pid), inodes);
-    p.descendants.assign(queue.begin() + 1, queue.end());
-    std::sort(p.descendants.begin(), p.descendants.end());
-    std::set<int> ports;
-    const std::string net = proc_root + "/" + std::to_string(p.pid) + "/net/";
-    ListenPorts(net + "tcp", inodes, ports);
-    ListenPorts(net + "tcp6", inodes, ports);
-    p.listen_ports.assign(ports.begin(), ports.end());
-    if (!ports.empty()) {
-      const int port =
-          p.command.port && ports.contains(*p.command.port) ? *p.command.port : *ports.begin();
-      p.url = "http://127.0.0.1:" + std::to_string(port) + p.command.metrics_path;
-    }
+    CompleteProcess(proc_root, children, p);
     found.push_back(std::move(p));
   }
   return found;
+}
+
+std::optional<ServingProcess> ReadServingProcess(const std::string& proc_root, int pid) {
+  const std::string dir = proc_root + "/" + std::to_string(pid);
+  auto st = ReadStat(dir);
+  if (!st) return std::nullopt;
+  ServingProcess p;
+  p.pid = pid;
+  p.start_ticks = st->start_ticks;
+  p.comm = st->comm;
+  const std::vector<std::string> argv = ReadCmdline(dir);
+  for (const std::string& a : argv) p.command_line += (p.command_line.empty() ? "" : " ") + a;
+  if (auto command = ParseServerCommand(argv)) {
+    p.command = std::move(*command);
+  } else {
+    p.serving_command = false;
+  }
+  std::multimap<int, int> children;
+  for (int other : Pids(proc_root)) {
+    if (auto other_st = ReadStat(proc_root + "/" + std::to_string(other))) {
+      children.emplace(other_st->ppid, other);
+    }
+  }
+  CompleteProcess(proc_root, children, p);
+  return p;
 }
 
 }  // namespace warpscope::agent::inference

@@ -39,12 +39,20 @@ struct ServingProcess {
   std::vector<int> descendants;   // sorted
   std::vector<int> listen_ports;  // of the process and its descendants, sorted
   std::string url;                // http://127.0.0.1:<port><metrics path>; "" when not listening
+  // False for a process read by pid (ReadServingProcess) whose command line is no server's:
+  // `command` is then the default (engine, model and limits unknown).
+  bool serving_command = true;
 };
 
 // The serving processes under `proc_root` (e.g. "/proc"), by pid. A serving process that
 // descends from another one (a forked worker with the same command line) is part of that one.
 // The port is --port when the process listens there, else its lowest listening port.
 std::vector<ServingProcess> DiscoverServingProcesses(const std::string& proc_root);
+
+// The process `pid` under `proc_root` as a serving process, whatever its command line (a static
+// target names it: a wrapper's command line is not a server's), with its descendants and
+// listening ports; nullopt when it does not exist.
+std::optional<ServingProcess> ReadServingProcess(const std::string& proc_root, int pid);
 
 }  // namespace warpscope::agent::inference
 

@@ -148,6 +148,30 @@ TEST(DiscoveryTest, FindsServersAndTheirListeningPorts) {
   EXPECT_EQ(Find(found, 500)->url, "");
 }
 
+TEST(DiscoveryTest, ReadsAProcessByPidWhateverItsCommandLine) {
+  base::TempDir tmp("inference_discovery_");
+  FakeProc proc(tmp.path());
+  proc.Process(300, 1, {"vllm", "serve", "m", "--max-num-seqs", "16"}, {3131});
+  proc.Process(301, 300, {"python3", "worker.py"});
+  proc.Process(302, 301, {"python3", "worker.py"});
+  proc.Tcp(300, false, {{41000, "0A", 3131}});
+  proc.Process(310, 1, {"/opt/serve.sh"});
+
+  auto vllm = ReadServingProcess(tmp.path(), 300);
+  ASSERT_TRUE(vllm.has_value());
+  EXPECT_TRUE(vllm->serving_command);
+  EXPECT_EQ(vllm->start_ticks, 1300u);
+  EXPECT_EQ(vllm->descendants, (std::vector<int>{301, 302}));
+  EXPECT_EQ(vllm->command.limits.max_num_seqs, 16);
+  EXPECT_EQ(vllm->url, "http://127.0.0.1:41000/metrics");
+
+  auto wrapper = ReadServingProcess(tmp.path(), 310);
+  ASSERT_TRUE(wrapper.has_value());
+  EXPECT_FALSE(wrapper->serving_command);
+  EXPECT_EQ(wrapper->comm, "serve.sh");
+  EXPECT_FALSE(ReadServingProcess(tmp.path(), 999).has_value());
+}
+
 TEST(DiscoveryTest, MissingProcIsEmpty) {
   EXPECT_TRUE(DiscoverServingProcesses("/nonexistent/proc").empty());
 }

@@ -2,6 +2,7 @@
 #include "agent/sources/inference/inference_source.h"
 
 #include <algorithm>
+#include <charconv>
 #include <set>
 
 #include "agent/sources/inference/inference_metrics.h"
@@ -23,24 +24,38 @@ bool IsLoopback(std::string_view host) {
 
 base::Result<StaticInferenceTarget> ParseInferenceTarget(std::string_view spec) {
   StaticInferenceTarget t;
-  const size_t comma = spec.find(',');
+  size_t comma = spec.find(',');
   t.url = std::string(spec.substr(0, comma));
   if (auto scrape = ParseScrapeUrl(t.url); !scrape) {
     return base::Error(scrape.error().WithContext("--inference-targets"));
   }
-  if (comma == std::string_view::npos) return t;
-  std::string_view option = spec.substr(comma + 1);
-  if (!option.starts_with("engine=")) {
-    return base::Error(
-        base::InvalidArgument("--inference-targets '{}': unknown option '{}'; expected "
-                              "URL[,engine=vllm|sglang|trtllm|tgi]",
-                              spec, option));
-  }
-  t.engine = EngineFromName(option.substr(7));
-  if (!t.engine) {
-    return base::Error(base::InvalidArgument(
-        "--inference-targets '{}': unknown engine '{}'; expected vllm, sglang, trtllm or tgi", spec,
-        option.substr(7)));
+  while (comma != std::string_view::npos) {
+    const size_t next = spec.find(',', comma + 1);
+    const std::string_view option = spec.substr(comma + 1, next - comma - 1);
+    comma = next;
+    if (option.starts_with("engine=")) {
+      t.engine = EngineFromName(option.substr(7));
+      if (!t.engine) {
+        return base::Error(base::InvalidArgument(
+            "--inference-targets '{}': unknown engine '{}'; expected vllm, sglang, trtllm or tgi",
+            spec, option.substr(7)));
+      }
+    } else if (option.starts_with("pid=")) {
+      const std::string_view digits = option.substr(4);
+      int pid = 0;
+      auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), pid);
+      if (ec != std::errc() || end != digits.data() + digits.size() || pid <= 0) {
+        return base::Error(base::InvalidArgument(
+            "--inference-targets '{}': pid '{}' is not a process id; expected pid=PID", spec,
+            digits));
+      }
+      t.pid = pid;
+    } else {
+      return base::Error(
+          base::InvalidArgument("--inference-targets '{}': unknown option '{}'; expected "
+                                "URL[,engine=vllm|sglang|trtllm|tgi][,pid=PID]",
+                                spec, option));
+    }
   }
   return t;
 }
@@ -88,10 +103,45 @@ std::vector<InferenceSource::Target> InferenceSource::Targets() {
       WARPSCOPE_LOG(INFO, "inference: {} serving process(es) found", processes_.size());
     }
   }
+  // The processes static targets name by pid, read again at each rediscovery (their children,
+  // the GPU workers, may change), and whenever one was not found.
+  bool missing = pid_processes_.size() != static_targets_.size();
+  for (size_t i = 0; !missing && i < static_targets_.size(); ++i) {
+    missing = static_targets_[i].pid && !pid_processes_[i];
+  }
+  if (missing || !last_pid_read_ || mono - *last_pid_read_ >= options_.rediscover_interval) {
+    pid_processes_.assign(static_targets_.size(), std::nullopt);
+    for (size_t i = 0; i < static_targets_.size(); ++i) {
+      if (!static_targets_[i].pid) continue;
+      pid_processes_[i] =
+          ReadServingProcess(options_.target_pid_root + "/proc", *static_targets_[i].pid);
+      if (!pid_processes_[i]) {
+        WARPSCOPE_LOG_FIRST_N(WARNING, 1, "inference: {}: no process {} in {}/proc",
+                              static_targets_[i].url, *static_targets_[i].pid,
+                              options_.target_pid_root);
+      }
+    }
+    last_pid_read_ = mono;
+  }
   std::vector<Target> targets;
   std::set<int> claimed;  // discovered processes a static target names
   for (size_t i = 0; i < static_targets_.size(); ++i) {
     Target t{static_targets_[i].url, static_scrape_[i], static_targets_[i].engine, "", {}, nullptr};
+    if (const auto& named = pid_processes_[i]) {
+      t.process = &*named;
+      if (named->serving_command) {
+        t.default_model = named->command.model;
+        t.limits = named->command.limits;
+        if (!t.engine) t.engine = named->command.engine;
+      }
+      claimed.insert(named->pid);
+      targets.push_back(std::move(t));
+      continue;
+    }
+    if (static_targets_[i].pid) {  // gone: scraped as a server of no local process
+      targets.push_back(std::move(t));
+      continue;
+    }
     for (const ServingProcess& p : processes_) {
       if (IsLoopback(t.scrape.host) &&
           std::binary_search(p.listen_ports.begin(), p.listen_ports.end(), t.scrape.port)) {

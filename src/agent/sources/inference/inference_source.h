@@ -31,16 +31,24 @@
 
 namespace warpscope::agent::inference {
 
-// One --inference-targets value: "URL[,engine=vllm|sglang|trtllm|tgi]".
+// One --inference-targets value: "URL[,engine=vllm|sglang|trtllm|tgi][,pid=PID]".
 struct StaticInferenceTarget {
   std::string url;
   std::optional<Engine> engine;  // nullopt: from the exposition's metric prefix
+  // The serving process, read in InferenceSourceOptions::target_pid_root's /proc: its entity,
+  // command line (model, limits) and descendants (GPUs). nullopt: the discovered process that
+  // listens on the URL's loopback port, else an entity of the target's own.
+  std::optional<int> pid;
 };
 [[nodiscard]] base::Result<StaticInferenceTarget> ParseInferenceTarget(std::string_view spec);
 
 struct InferenceSourceOptions {
   std::string host_root = "/";  // /proc is read under it
-  bool discover = true;         // look for servers in /proc
+  // Where the pids of static targets are read: the machine's own root. It differs from
+  // host_root under --simulate, where discovery reads the simulated host's tree but a pid that
+  // names a real server (`up`'s fake vLLM) is this machine's.
+  std::string target_pid_root = "/";
+  bool discover = true;  // look for servers in /proc
   std::vector<StaticInferenceTarget> targets;
   base::Duration rediscover_interval = std::chrono::seconds(30);
   size_t max_body_bytes = 8 << 20;
@@ -106,7 +114,9 @@ class InferenceSource final : public Source {
   std::vector<StaticInferenceTarget> static_targets_;
   std::vector<ScrapeTarget> static_scrape_;
   std::vector<ServingProcess> processes_;
+  std::vector<std::optional<ServingProcess>> pid_processes_;  // per static target with a pid
   std::optional<base::Duration> last_discovery_;
+  std::optional<base::Duration> last_pid_read_;
   std::map<std::string, State> states_;  // by URL and entity
   std::map<int, std::vector<std::pair<int, std::string>>> gpus_;
   SampleBuffer pending_;

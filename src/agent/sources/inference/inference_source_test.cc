@@ -64,6 +64,17 @@ TEST(ScraperTest, ParsesUrls) {
   auto bad = ParseInferenceTarget("http://127.0.0.1:8000/metrics,engine=triton");
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message().find("expected vllm, sglang, trtllm or tgi"), std::string::npos);
+  auto with_pid = ParseInferenceTarget("http://127.0.0.1:8000/metrics,engine=vllm,pid=4242");
+  ASSERT_TRUE(with_pid.has_value());
+  EXPECT_EQ(with_pid->engine, Engine::kVllm);
+  EXPECT_EQ(with_pid->pid, 4242);
+  EXPECT_EQ(ParseInferenceTarget("http://127.0.0.1:8000/metrics,pid=7")->pid, 7);
+  EXPECT_FALSE(ParseInferenceTarget("http://127.0.0.1:8000/metrics").value().pid.has_value());
+  auto bad_pid = ParseInferenceTarget("http://127.0.0.1:8000/metrics,pid=12x");
+  ASSERT_FALSE(bad_pid.has_value());
+  EXPECT_NE(bad_pid.error().message().find("expected pid=PID"), std::string::npos);
+  EXPECT_FALSE(ParseInferenceTarget("http://127.0.0.1:8000/metrics,pid=0").has_value());
+  EXPECT_FALSE(ParseInferenceTarget("http://127.0.0.1:8000/metrics,port=1").has_value());
 }
 
 TEST(ScraperTest, GetsTheBodyAndRefusesErrorsAndOversize) {
