@@ -8,8 +8,10 @@ set -euo pipefail
 bin="$(realpath "${1:?usage: gen_manpages.sh BINARY OUTDIR VERSION}")"
 out="${2:?usage: gen_manpages.sh BINARY OUTDIR VERSION}"
 version="${3:?usage: gen_manpages.sh BINARY OUTDIR VERSION}"
-command -v help2man >/dev/null ||
-  { echo "gen_manpages: help2man is missing: run scripts/setup.sh (apt-get install help2man)" >&2; exit 1; }
+if ! command -v help2man >/dev/null; then
+  echo "gen_manpages: help2man is missing: run scripts/setup.sh (apt-get install help2man)" >&2
+  exit 1
+fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
@@ -17,7 +19,10 @@ help="$("$bin" --help)"
 # The lines of the "Subcommands:" section: "  NAME   DESCRIPTION".
 mapfile -t subs < <(awk '/^Subcommands:/ {s = 1; next} s && /^  [a-z]/ {print $1}' <<<"$help")
 [[ ${#subs[@]} -gt 0 ]] || { echo "gen_manpages: $bin --help lists no subcommands" >&2; exit 1; }
-describe() { awk -v n="$1" '/^Subcommands:/ {s = 1; next} s && $1 == n {$1 = ""; sub(/^ +/, ""); print}' <<<"$help"; }
+describe() {  # the description --help gives subcommand $1
+  awk -v n="$1" '/^Subcommands:/ {s = 1; next} s && $1 == n {$1 = ""; sub(/^ +/, ""); print}' \
+    <<<"$help"
+}
 
 see_also() {  # the pages other than $1
   local page refs=()

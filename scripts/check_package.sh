@@ -66,7 +66,8 @@ for path in /usr/bin/warpscope /usr/lib/warpscope/libwarpscope_cupti.so \
   /usr/lib/warpscope/warpscope-demo-workload /usr/lib/warpscope/warpscope-fake-inference \
   /usr/lib/warpscope/warpscope-task-prolog.sh /usr/share/warpscope/scenarios/healthy-8xh100.yaml \
   /usr/lib/systemd/system/warpscope-agent.service /usr/lib/systemd/system/warpscope-server.service \
-  /usr/lib/sysusers.d/warpscope.conf /etc/warpscope/warpscope.toml /etc/profile.d/warpscope-cuda.sh \
+  /usr/lib/sysusers.d/warpscope.conf /etc/warpscope/warpscope.toml \
+  /etc/profile.d/warpscope-cuda.sh \
   /usr/share/man/man1/warpscope.1.gz /usr/share/bash-completion/completions/warpscope \
   /usr/share/doc/warpscope/copyright /usr/share/doc/warpscope/deploy.md; do
   grep -qx "$path" "$tmp/contents" || fail "the package lacks $path"
@@ -74,8 +75,9 @@ done
 if grep -Ev '^/usr/bin/$|^/usr/bin/warpscope$' "$tmp/contents" | grep -q '^/usr/bin/'; then
   fail "only warpscope belongs in /usr/bin: $(grep '^/usr/bin/.' "$tmp/contents" | tr '\n' ' ')"
 fi
-if grep -Eq '^/usr/lib/(sim|libwarpscope)|gtest|gmock|/include/' "$tmp/contents"; then
-  fail "the package holds build-tree or test files: $(grep -E '^/usr/lib/(sim|libwarpscope)|gtest|gmock|/include/' "$tmp/contents" | head -3 | tr '\n' ' ')"
+stray='^/usr/lib/(sim|libwarpscope)|gtest|gmock|/include/'
+if grep -Eq "$stray" "$tmp/contents"; then
+  fail "the package holds build-tree or test files: $(grep -E "$stray" "$tmp/contents" | head -3)"
 fi
 
 # lintian: errors fail; warnings and notes are printed.
@@ -89,7 +91,8 @@ cat "$tmp/lintian.out"
 root="$tmp/root"
 dpkg-deb -x "$deb" "$root"
 bin="$root/usr/bin/warpscope"
-[[ "$("$bin" --version)" == "$version" ]] || fail "warpscope --version is '$("$bin" --version)', not $version"
+got="$("$bin" --version)"
+[[ "$got" == "$version" ]] || fail "warpscope --version is '$got', not $version"
 "$bin" --help > "$tmp/help" || fail "warpscope --help failed"
 if ! timeout 60 "$bin" agent --once --simulate healthy-8xh100 --collect-metrics-interval=1s \
   --enable-host-metrics=false --cuda-profiler=false --enable-cpu-profiler=false \
@@ -107,7 +110,8 @@ for sub in "${subs[@]}"; do
   page="$root/usr/share/man/man1/warpscope-$sub.1.gz"
   [[ -r "$page" ]] || fail "no man page warpscope-$sub(1)"
   man -l "$page" > "$tmp/man-$sub.txt" 2>/dev/null
-  grep -q "warpscope $sub" "$tmp/man-$sub.txt" || fail "man warpscope-$sub does not render its usage"
+  grep -q "warpscope $sub" "$tmp/man-$sub.txt" ||
+    fail "man warpscope-$sub does not render its usage"
 done
 grep -q -- '--simulate' "$tmp/man-agent.txt" || fail "man warpscope-agent does not show --simulate"
 
@@ -119,7 +123,8 @@ complete_words() {
     _warpscope; printf "%s\n" "${COMPREPLY[@]}"' \
     sh "$root/usr/share/bash-completion/completions/warpscope" warpscope "$@"
 }
-[[ "$(complete_words ag)" == agent ]] || fail "completion: 'warpscope ag' does not complete to agent"
+[[ "$(complete_words ag)" == agent ]] ||
+  fail "completion: 'warpscope ag' does not complete to agent"
 offered="$(complete_words '')"
 for sub in "${subs[@]}"; do
   grep -qx "$sub" <<<"$offered" || fail "completion: subcommand $sub is not offered"
@@ -129,5 +134,6 @@ offered="$(complete_words agent --)"
 while read -r flag; do
   grep -qx -- "$flag" <<<"$offered" || fail "completion: warpscope agent $flag is not offered"
 done < "$tmp/agent-flags"
-[[ -z "$(complete_words agent --buffer-dir '')" ]] || fail "completion: a file name is due after --buffer-dir"
+[[ -z "$(complete_words agent --buffer-dir '')" ]] ||
+  fail "completion: a file name is due after --buffer-dir"
 echo "check_package: $(basename "$deb") OK ($(grep -c . "$tmp/contents") paths)"

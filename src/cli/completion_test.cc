@@ -28,7 +28,8 @@ TEST(CompletionTest, ListsEverySubcommandAndFlagPerLevel) {
   EXPECT_THAT(script, HasSubstr("    '/run')\n      subs='twice'\n"
                                 "      flags='-h --help -f --fast --output'\n"
                                 "      valued='--output' ;;"));
-  EXPECT_THAT(script, HasSubstr("    '/run/twice')\n      subs=''\n      flags='-h --help --again'"));
+  EXPECT_THAT(script,
+              HasSubstr("    '/run/twice')\n      subs=''\n      flags='-h --help --again'"));
   EXPECT_THAT(script, HasSubstr("/run|/run/twice) path="));
   EXPECT_THAT(script, HasSubstr("complete -o default -F _my_tool my-tool\n"));
 }

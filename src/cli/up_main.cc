@@ -192,8 +192,7 @@ int RunUp(const UpOptions& options) {
       "Ctrl-C stops it.\n",
       options.simulate.empty() ? "" : (" on the NVML simulator (" + options.simulate + ")").c_str(),
       (*server)->port(), (*server)->port(), (*agent)->metrics_port(), options.data_dir.c_str(),
-      token_file.c_str(),
-      OwnInstallLayout().cupti_inject.c_str(),
+      token_file.c_str(), OwnInstallLayout().cupti_inject.c_str(),
       agent_config.cuda_profiler_socket.c_str(),
       workloads == nullptr ? "" : DescribeWorkloads(workloads->workloads()).c_str());
   std::fflush(stdout);
