@@ -44,15 +44,18 @@ grep -q '^DCGM_FI_DEV_GPU_UTIL{' "$tmp/once.out" || fail "the agent on the examp
 for script in "$root/deploy/profile.d/warpscope-cuda.sh" "$root/deploy/slurm/warpscope-task-prolog.sh"; do
   sh -n "$script" || fail "$script does not parse"
 done
-profile() { env -i PATH=/usr/bin:/bin WARPSCOPE_CUPTI_LIBRARY="$lib" "$@" \
+profile() { env -i PATH=/usr/bin:/bin WARPSCOPE_CUPTI_INJECTION_LIBRARY="$lib" "$@" \
   sh -c ". '$root/deploy/profile.d/warpscope-cuda.sh'; echo \"\${CUDA_INJECTION64_PATH:-unset}\""; }
 [[ "$(profile)" == "$lib" ]] || fail "profile.d: CUDA_INJECTION64_PATH is not set to $lib"
 [[ "$(profile WARPSCOPE_CUDA_PROFILER=0)" == unset ]] || fail "profile.d: WARPSCOPE_CUDA_PROFILER=0 does not turn it off"
 [[ "$(profile CUDA_INJECTION64_PATH=/opt/other.so)" == /opt/other.so ]] ||
   fail "profile.d: an application's own CUDA_INJECTION64_PATH is replaced"
-[[ "$(profile WARPSCOPE_CUPTI_LIBRARY=/nonexistent.so)" == unset ]] ||
+# WARPSCOPE_CUPTI_LIBRARY names NVIDIA's libcupti for the injected library, not the library.
+[[ "$(profile WARPSCOPE_CUPTI_LIBRARY=/opt/cuda/libcupti.so)" == "$lib" ]] ||
+  fail "profile.d: takes WARPSCOPE_CUPTI_LIBRARY (libcupti) for the injected library"
+[[ "$(profile WARPSCOPE_CUPTI_INJECTION_LIBRARY=/nonexistent.so)" == unset ]] ||
   fail "profile.d: sets a library that does not exist"
-prolog() { env -i PATH=/usr/bin:/bin WARPSCOPE_CUPTI_LIBRARY="$lib" "$@" \
+prolog() { env -i PATH=/usr/bin:/bin WARPSCOPE_CUPTI_INJECTION_LIBRARY="$lib" "$@" \
   "$root/deploy/slurm/warpscope-task-prolog.sh"; }
 [[ "$(prolog)" == "export CUDA_INJECTION64_PATH=$lib" ]] || fail "Slurm prolog: no export line"
 [[ -z "$(prolog WARPSCOPE_CUDA_PROFILER=0)" ]] || fail "Slurm prolog: WARPSCOPE_CUDA_PROFILER=0 does not turn it off"

@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Installs everything warpscope needs to build, run and test on Debian 12. Idempotent: packages
-# already present are not touched, so a second run takes a second.
+# Installs everything warpscope needs to build, package (help2man, dpkg-shlibdeps), run and
+# test on Debian 12. Idempotent: packages already present are not touched, so a second run
+# takes a second.
 #   scripts/setup.sh            build + run dependencies
 #   scripts/setup.sh --test     also the test peers (Prometheus, Alertmanager, node_exporter,
 #                               Chromium, gdb, perf for the CPU profiler benchmarks,
-#                               systemd-analyze for the service units)
+#                               systemd-analyze for the service units, man-db and lintian
+#                               for the Debian package)
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ pkg-config libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
   libcli11-dev libfmt-dev libexpected-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libsqlite3-dev libsnappy-dev libssl-dev libelf-dev libdw-dev
-  python3-dev)
+  python3-dev help2man dpkg-dev)
 test_pkgs=(prometheus prometheus-alertmanager prometheus-node-exporter curl chromium gdb linux-perf
-  systemd)
+  systemd man-db lintian)
 
 want=("${build_pkgs[@]}")
 # The web UI is built with npm; Debian's nodejs/npm when the machine has no npm of its own.

@@ -4,7 +4,7 @@
 # application of a job is profiled by the node's warpscope agent and tagged with its job.
 # Off for one job: sbatch --export=ALL,WARPSCOPE_CUDA_PROFILER=0 ...
 # (docs/deploy.md, "A Slurm cluster").
-lib=${WARPSCOPE_CUPTI_LIBRARY:-/usr/lib/warpscope/libwarpscope_cupti.so}
+lib=${WARPSCOPE_CUPTI_INJECTION_LIBRARY:-/usr/lib/warpscope/libwarpscope_cupti.so}
 if [ "${WARPSCOPE_CUDA_PROFILER:-1}" = "0" ] || [ ! -r "$lib" ]; then
   exit 0
 fi

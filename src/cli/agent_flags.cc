@@ -76,7 +76,7 @@ void AgentFlags::Register(CLI::App& sub) {
       ->capture_default_str();
   sub.add_flag("--cuda-profiler", cuda_profiler_,
                "CUDA kernel profiler: accept applications started with "
-               "CUDA_INJECTION64_PATH=<prefix>/lib/libwarpscope_cupti.so and build GPU-time "
+               "CUDA_INJECTION64_PATH=/usr/lib/warpscope/libwarpscope_cupti.so and build GPU-time "
                "profiles per kernel and launch stack (docs/cuda-profiler.md)")
       ->envname("WARPSCOPE_CUDA_PROFILER");
   sub.add_option("--cuda-profiler-socket", cuda_profiler_socket_,

@@ -87,7 +87,7 @@ struct ProfileOptions {
   int cpu_frequency = 99;            // Hz per CPU: one program, often a short run
   bool cpu_profiler = true;
   bool cuda_profiler = true;
-  std::string cupti_library;  // "" = <bin>/../lib/libwarpscope_cupti.so
+  std::string cupti_library;  // "" = OwnInstallLayout().cupti_inject
   // The run's trace: trace.perfetto-trace, or trace.json (Chrome JSON).
   profiling::TraceFormat trace_format = profiling::TraceFormat::kPerfetto;
 };

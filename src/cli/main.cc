@@ -8,6 +8,7 @@
 #include "base/logging.h"
 #include "cli/agent_flags.h"
 #include "cli/commands.h"
+#include "cli/completion.h"
 #include "cli/export_flags.h"
 #include "cli/mcp_main.h"
 #include "cli/profile_flags.h"
@@ -123,6 +124,15 @@ int main(int argc, char** argv) {
   mcp_cmd->add_option("--tls-ca-file", mcp_options.tls_ca_file,
                       "PEM file of the CAs to trust for an https server");
 
+  CLI::App* completion_cmd = app.add_subcommand(
+      "completion",
+      "Print the bash completion script of every subcommand and flag (the package installs it "
+      "as /usr/share/bash-completion/completions/warpscope)");
+  std::string completion_shell = "bash";
+  completion_cmd->add_option("shell", completion_shell, "The shell: bash")
+      ->check(CLI::IsMember({"bash"}))
+      ->capture_default_str();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -133,6 +143,10 @@ int main(int argc, char** argv) {
     return rc;
   }
 
+  if (*completion_cmd) {
+    std::cout << warpscope::cli::BashCompletion(app, "warpscope");
+    return 0;
+  }
   if (*mcp_cmd) {
     return warpscope::cli::RunMcp(mcp_options, std::cin, std::cout);
   }

@@ -23,7 +23,8 @@ void ProfileFlags::Register(CLI::App& cmd) {
   cmd.add_flag("!--no-cuda-profiler", options.cuda_profiler,
                "Do not inject the CUDA kernel profiler into the command");
   cmd.add_option("--cupti-library", options.cupti_library,
-                 "The injected CUDA profiler library (default <bin>/../lib/libwarpscope_cupti.so)")
+                 "The injected CUDA profiler library (default: the one installed with warpscope, "
+                 "/usr/lib/warpscope/libwarpscope_cupti.so for /usr/bin/warpscope)")
       ->envname("WARPSCOPE_CUPTI_INJECTION_LIBRARY");
   cmd.add_option("--trace-format", trace_format_,
                  "The run's trace: perfetto (native protobuf, trace.perfetto-trace) or chrome "

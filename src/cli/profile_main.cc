@@ -32,6 +32,7 @@
 #include "base/logging.h"
 #include "base/task_runner.h"
 #include "cli/commands.h"
+#include "cli/install_layout.h"
 #include "report/profile_report.h"
 #include "report/report_writer.h"
 
@@ -263,8 +264,7 @@ std::vector<std::pair<std::string, std::string>> CudaEnvironment(Run& run) {
   }
   std::string lib = run.options.cupti_library;
   if (lib.empty()) {
-    lib = std::filesystem::path(base::ExecutableDir()).parent_path().string() +
-          "/lib/libwarpscope_cupti.so";
+    lib = OwnInstallLayout().cupti_inject;
   }
   if (access(lib.c_str(), R_OK) != 0) {
     run.info.gpu.reason = fmt::format("the CUDA profiler library {} was not found", lib);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/file_util.h"
+#include "cli/install_layout.h"
 
 namespace warpscope::cli {
 
@@ -17,9 +18,9 @@ namespace fs = std::filesystem;
 
 base::Result<Simulation> ResolveSimulation(std::string_view scenario,
                                            const std::string& search_root) {
-  const fs::path bin =
-      search_root.empty() ? fs::path(base::ExecutableDir()) : fs::path(search_root);
-  const fs::path scenarios = bin / ".." / "share" / "warpscope" / "scenarios";
+  const InstallLayout layout =
+      search_root.empty() ? OwnInstallLayout() : FindInstallLayout(search_root);
+  const fs::path scenarios(layout.scenarios_dir);
   std::error_code ec;
   Simulation sim;
   fs::path as_path(scenario);
@@ -39,7 +40,7 @@ base::Result<Simulation> ResolveSimulation(std::string_view scenario,
         "scenario '{}' is neither a file nor a shipped scenario; shipped scenarios: {}", scenario,
         list.empty() ? "(none found in " + scenarios.string() + ")" : list));
   }
-  fs::path lib = bin / ".." / "lib" / "sim" / "libnvidia-ml.so.1";
+  fs::path lib = fs::path(layout.sim_dir) / "libnvidia-ml.so.1";
   if (!fs::is_regular_file(lib, ec)) {
     return base::Error(base::NotFound(
         "the NVML simulator library is missing ({}); rebuild warpscope (target warpscope_nvml_sim)",

@@ -25,8 +25,8 @@ struct Simulation {
 base::Result<Simulation> ResolveSimulation(std::string_view scenario,
                                            const std::string& search_root = "");
 
-// Resolves `--simulate SCENARIO` (a path, or the name of a shipped scenario looked up in
-// <exe dir>/../share/warpscope/scenarios) and the simulator library (<exe dir>/../lib/sim),
+// Resolves `--simulate SCENARIO` (a path, or the name of a shipped scenario) and the simulator
+// library, both where FindInstallLayout (install_layout.h) says,
 // creates the host root (warpscope-sim-host-* under $TMPDIR, else /tmp), then points the
 // simulator at both (WARPSCOPE_SIM_SCENARIO, WARPSCOPE_SIM_HOST_ROOT). `search_root` overrides
 // the exe dir for tests.

@@ -16,6 +16,7 @@
 #include "base/logging.h"
 #include "cli/commands.h"
 #include "cli/demo_workloads.h"
+#include "cli/install_layout.h"
 #include "cli/simulation.h"
 
 namespace warpscope::cli {
@@ -51,14 +52,15 @@ base::Result<std::unique_ptr<DemoWorkloads>> StartWorkloads(const UpOptions& opt
   WARPSCOPE_ASSIGN_OR_RETURN(auto all, ListDemoWorkloads(sim.library_path, sim.scenario_path));
   auto selected = SelectDemoWorkloads(all, options.workloads);
   if (!selected) return base::Error(selected.error());
-  const std::filesystem::path bin(base::ExecutableDir());
+  const InstallLayout layout = OwnInstallLayout();
+  const std::filesystem::path helpers(layout.helper_dir);
   DemoWorkloads::Options o;
-  o.program = (bin / "warpscope-demo-workload").string();
-  o.inject_library = (bin.parent_path() / "lib" / "libwarpscope_cupti.so").string();
-  o.cupti_library = (bin.parent_path() / "lib" / "sim" / "libcupti.so").string();
+  o.program = (helpers / "warpscope-demo-workload").string();
+  o.inject_library = layout.cupti_inject;
+  o.cupti_library = (std::filesystem::path(layout.sim_dir) / "libcupti.so").string();
   o.agent_socket = agent_socket;
   o.log_dir = options.data_dir;
-  o.inference_program = (bin / "warpscope-fake-inference").string();
+  o.inference_program = (helpers / "warpscope-fake-inference").string();
   return DemoWorkloads::Start(o, std::move(*selected));
 }
 
@@ -193,14 +195,13 @@ int RunUp(const UpOptions& options) {
       "  query API      http://127.0.0.1:%d/api/v1/entities   (docs/api.md)\n"
       "  agent metrics  http://127.0.0.1:%d/metrics\n"
       "  data           %s  (ingest token in %s)\n"
-      "  CUDA profiler  CUDA_INJECTION64_PATH=%s/lib/libwarpscope_cupti.so "
+      "  CUDA profiler  CUDA_INJECTION64_PATH=%s "
       "WARPSCOPE_AGENT_SOCKET=%s <app>\n"
       "%s"
       "Ctrl-C stops it.\n",
       options.simulate.empty() ? "" : (" on the NVML simulator (" + options.simulate + ")").c_str(),
       (*server)->port(), (*server)->port(), (*agent)->metrics_port(), options.data_dir.c_str(),
-      token_file.c_str(),
-      std::filesystem::path(base::ExecutableDir()).parent_path().string().c_str(),
+      token_file.c_str(), OwnInstallLayout().cupti_inject.c_str(),
       agent_config.cuda_profiler_socket.c_str(),
       workloads == nullptr ? "" : DescribeWorkloads(workloads->workloads()).c_str());
   std::fflush(stdout);
