@@ -61,7 +61,7 @@ grep -q 'systemctl daemon-reload' "$tmp/control/postinst" || fail "postinst does
 
 # The paths.
 dpkg-deb --contents "$deb" | awk '{print $6}' | sed 's|^\./|/|' > "$tmp/contents"
-for path in /usr/bin/warpscope /usr/lib/warpscope/libwarpscope_cupti.so \
+for path in /usr/bin/warpscope /usr/lib/warpscope/libwarpscope_cupti.so /usr/lib/warpscope/libwarpscope_nccl.so \
   /usr/lib/warpscope/sim/libnvidia-ml.so.1 /usr/lib/warpscope/sim/libcupti.so \
   /usr/lib/warpscope/warpscope-demo-workload /usr/lib/warpscope/warpscope-fake-inference \
   /usr/lib/warpscope/warpscope-task-prolog.sh /usr/share/warpscope/scenarios/healthy-8xh100.yaml \
