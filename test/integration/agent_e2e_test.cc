@@ -392,7 +392,8 @@ TEST_F(AgentE2ETest, NoNvmlCarriesOnWithHostMetrics) {
   EXPECT_EQ(PromSample(body, "warpscope_agent_source_up", {"source=\"procfs\""}), 1);
   EXPECT_EQ(body.find("DCGM_FI_DEV_GPU_UTIL"), std::string::npos);
   int status = (*agent)->Signal(SIGTERM, seconds(10));
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status << "\n"
+                                                             << (*agent)->Stderr();
   // One clear line about NVML, not one per cycle.
   std::string log = (*agent)->Stderr();
   size_t first = log.find("source nvml disabled");
