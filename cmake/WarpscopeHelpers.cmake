@@ -45,6 +45,12 @@ function(warpscope_add_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gmock GTest::gtest_main)
   warpscope_target_defaults(${name})
+  # Test code is compiled without optimisation in the optimised build types: it is two thirds of
+  # the build's compile time and its speed does not matter (the libraries under test keep their
+  # flags; speed is measured by the benchmarks). -g1 keeps the line tables for backtraces.
+  if(CMAKE_BUILD_TYPE MATCHES "^(RelWithDebInfo|Release)$")
+    target_compile_options(${name} PRIVATE -O0 -g1)
+  endif()
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
   target_compile_definitions(${name} PRIVATE
     WARPSCOPE_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
