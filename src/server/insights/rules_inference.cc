@@ -20,6 +20,14 @@
 namespace warpscope::server::insights {
 namespace {
 
+// A ratio as a percentage for a summary: whole percents, but one decimal under 1 % so that a
+// pool at 0.3 % does not read "0 %".
+std::string PercentText(double ratio) {
+  const double percent = ratio * 100;
+  return percent > 0 && percent < 1 ? fmt::format("{:.1f}", percent)
+                                    : fmt::format("{:.0f}", percent);
+}
+
 // The serving process's entity attributes and the model label (inference_metrics.h).
 constexpr std::string_view kAttrEngine = "inference.engine";
 constexpr std::string_view kAttrGpuUuids = "inference.gpu.uuids";
@@ -220,11 +228,11 @@ class InferenceOverprovisioned final : public Rule {
       o.lost_fraction = std::clamp(freed / j.gpus, 0.0, 1.0);
       const Load load = LoadOf(in, s, from, n);
       o.summary = fmt::format(
-          "{} ran its batches at {:.0f} % of their limit over the last {} ({}) on {}; the "
+          "{} ran its batches at {} % of their limit over the last {} ({}) on {}; the "
           "model's {} GPU{} could carry this load on {:.0f} at {:.0f} % batch efficiency, "
           "freeing {:.0f}.",
-          ServerName(s), j.efficiency * 100, base::FormatDuration(cfg.inference_window), load.text,
-          GpusText(load), pool.gpus, pool.gpus > 1 ? "s" : "", pool.needed,
+          ServerName(s), PercentText(j.efficiency), base::FormatDuration(cfg.inference_window),
+          load.text, GpusText(load), pool.gpus, pool.gpus > 1 ? "s" : "", pool.needed,
           cfg.inference_target_efficiency * 100, pool.freeable);
       o.evidence = load.evidence;
       o.evidence["batch_efficiency"] = Round(j.efficiency, 0.0001);
@@ -280,10 +288,10 @@ class InferenceQueueing final : public Rule {
       Observation o = OnServer(s);
       const Load load = LoadOf(in, s, from, n);
       o.summary = fmt::format(
-          "{} ran its batches at {:.0f} % of their limit over the last {} with {:.1f} requests "
+          "{} ran its batches at {} % of their limit over the last {} with {:.1f} requests "
           "waiting on average{} ({}) on {}: it needs more replicas.",
-          ServerName(s), efficiency.value_or(0) * 100, base::FormatDuration(cfg.inference_window),
-          *waiting,
+          ServerName(s), PercentText(efficiency.value_or(0)),
+          base::FormatDuration(cfg.inference_window), *waiting,
           queue_p95 ? fmt::format(", {:.0f} ms in the queue at p95", *queue_p95 * 1000) : "",
           load.text, GpusText(load));
       o.evidence = load.evidence;

@@ -66,6 +66,16 @@ TEST(InferenceOverprovisionedTest, APoolAtTenPercentBatchEfficiencyFreesThreeOfI
   EXPECT_NE(o.summary.find("freeing 3"), std::string::npos) << o.summary;
 }
 
+TEST(InferenceOverprovisionedTest, AnEfficiencyUnderOnePercentReadsWithADecimal) {
+  InputsBuilder b(kBuckets);
+  LightGpus(b, 4);
+  Pool(b, 0.0033);
+  std::vector<Observation> seen = Observe(*MakeInferenceOverprovisionedRule(), b.inputs());
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_NE(seen[0].summary.find("at 0.3 % of their limit"), std::string::npos)
+      << seen[0].summary;
+}
+
 TEST(InferenceOverprovisionedTest, TheThresholdIsStrictAndSustainedMeansMostOfTheWindow) {
   auto rule = MakeInferenceOverprovisionedRule();
   {
