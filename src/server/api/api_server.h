@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -13,6 +14,7 @@
 
 #include "base/status.h"
 #include "base/time.h"
+#include "server/ingest/request_body.h"
 #include "server/storage/storage.h"
 
 namespace httplib {
@@ -126,6 +128,9 @@ class ApiServer {
   // sequences are content hashes).
   [[nodiscard]] bool StoreBatches(const std::vector<server::IngestBatch>& batches,
                                   httplib::Response& res);
+  // The encoding of an OTLP/HTTP body (protobuf or JSON by Content-Type) within the body limit;
+  // nullopt when it answered the request with a 415 or 413 (Reject).
+  std::optional<BodyEncoding> OtlpBodyEncoding(const httplib::Request& req, httplib::Response& res);
   // Answers an ingest request with a 4xx error and counts it in `rejected`.
   void Reject(httplib::Response& res, int status, std::string_view message);
   // Answers a failed write with the status for `error`, counted in `rejected` when it is the

@@ -150,22 +150,31 @@ void ApiServer::IngestProfile(const httplib::Request& req, httplib::Response& re
   SendJson(res, 200, json{{"id", *id}});
 }
 
+std::optional<BodyEncoding> ApiServer::OtlpBodyEncoding(const httplib::Request& req,
+                                                        httplib::Response& res) {
+  auto encoding = BodyEncodingOf(req.get_header_value("Content-Type"), " (OTLP/HTTP)");
+  if (!encoding) {
+    Reject(res, 415, encoding.error().message());
+    return std::nullopt;
+  }
+  // httplib has inflated gzip bodies; check the limit on what was inflated.
+  if (req.body.size() > options_.max_body_bytes) {
+    Reject(res, 413,
+           fmt::format("request body too large: {} bytes after decompression, the limit is "
+                       "{}; export smaller batches or raise --max-body-bytes",
+                       req.body.size(), options_.max_body_bytes));
+    return std::nullopt;
+  }
+  return *encoding;
+}
+
 void ApiServer::OtlpMetrics(const httplib::Request& req, httplib::Response& res) {
   if (!Authorized(req, res, /*ingest=*/true)) {
     return;
   }
-  auto encoding = BodyEncodingOf(req.get_header_value("Content-Type"), " (OTLP/HTTP)");
-  if (!encoding) {
-    return Reject(res, 415, encoding.error().message());
-  }
+  const std::optional<BodyEncoding> encoding = OtlpBodyEncoding(req, res);
+  if (!encoding) return;
   const bool is_json = *encoding == BodyEncoding::kJson;
-  // httplib has inflated gzip bodies; check the limit on what was inflated.
-  if (req.body.size() > options_.max_body_bytes) {
-    return Reject(res, 413,
-                  fmt::format("request body too large: {} bytes after decompression, the limit is "
-                              "{}; export smaller batches or raise --max-body-bytes",
-                              req.body.size(), options_.max_body_bytes));
-  }
   auto decoded = is_json ? DecodeOtlpMetricsJson(req.body) : DecodeOtlpMetricsProto(req.body);
   if (!decoded) {
     return Reject(res, 400, decoded.error().message());

@@ -123,16 +123,9 @@ void ApiServer::OtlpTraces(const httplib::Request& req, httplib::Response& res) 
   if (options_.trace_store == nullptr) {
     return SendError(res, 503, "request traces are not kept by this server");
   }
-  auto encoding = BodyEncodingOf(req.get_header_value("Content-Type"), " (OTLP/HTTP)");
-  if (!encoding) return Reject(res, 415, encoding.error().message());
+  const std::optional<BodyEncoding> encoding = OtlpBodyEncoding(req, res);
+  if (!encoding) return;
   const bool is_json = *encoding == BodyEncoding::kJson;
-  // httplib has inflated gzip bodies; check the limit on what was inflated.
-  if (req.body.size() > options_.max_body_bytes) {
-    return Reject(res, 413,
-                  fmt::format("request body too large: {} bytes after decompression, the limit is "
-                              "{}; export smaller batches or raise --max-body-bytes",
-                              req.body.size(), options_.max_body_bytes));
-  }
   OtlpTraceOptions decode_options;
   if (!req.remote_addr.empty()) decode_options.default_host = req.remote_addr;
   auto decoded = is_json ? DecodeOtlpTracesJson(req.body, decode_options)
