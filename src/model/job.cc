@@ -11,8 +11,8 @@ namespace {
 constexpr size_t kMaxValue = 128;
 
 constexpr std::string_view kWanted[] = {
-    "TORCHELASTIC_RUN_ID", "RANK",          "LOCAL_RANK",    "WORLD_SIZE",   "MASTER_ADDR",
-    "SLURM_JOB_ID",        "SLURM_PROCID",  "SLURM_LOCALID", "SLURM_NTASKS",
+    "TORCHELASTIC_RUN_ID", "RANK",         "LOCAL_RANK",    "WORLD_SIZE",   "MASTER_ADDR",
+    "SLURM_JOB_ID",        "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS",
 };
 
 bool Wanted(std::string_view key) {
@@ -67,9 +67,12 @@ JobIdentity ParseJobEnviron(std::string_view environ) {
 
 void SetJobAttributes(const JobIdentity& job, Labels& attributes) {
   const std::pair<std::string_view, const std::string*> fields[] = {
-      {attr::kJobLauncher, &job.launcher},     {attr::kJobId, &job.id},
-      {attr::kJobRank, &job.rank},             {attr::kJobLocalRank, &job.local_rank},
-      {attr::kJobWorldSize, &job.world_size},  {attr::kJobMasterAddr, &job.master_addr},
+      {attr::kJobLauncher, &job.launcher},
+      {attr::kJobId, &job.id},
+      {attr::kJobRank, &job.rank},
+      {attr::kJobLocalRank, &job.local_rank},
+      {attr::kJobWorldSize, &job.world_size},
+      {attr::kJobMasterAddr, &job.master_addr},
   };
   for (const auto& [key, value] : fields) {
     if (!value->empty()) {

@@ -34,8 +34,8 @@ TEST(JobEnvironTest, TorchrunUnderSlurmWithoutRendezvousIdTakesTheSlurmJob) {
 }
 
 TEST(JobEnvironTest, SrunTaskNamesItsJobAndProcId) {
-  const JobIdentity job = ParseJobEnviron(
-      "SLURM_JOB_ID=9001\0SLURM_PROCID=7\0SLURM_LOCALID=3\0SLURM_NTASKS=32\0"s);
+  const JobIdentity job =
+      ParseJobEnviron("SLURM_JOB_ID=9001\0SLURM_PROCID=7\0SLURM_LOCALID=3\0SLURM_NTASKS=32\0"s);
   EXPECT_EQ(job, (JobIdentity{"slurm", "9001", "7", "3", "32", ""}));
 }
 

@@ -155,5 +155,4 @@ std::string DefaultListenSocket(const std::function<const char*(const char*)>& g
   return kSystemSocket;
 }
 
-
 }  // namespace warpscope::agent::cuda_profiler

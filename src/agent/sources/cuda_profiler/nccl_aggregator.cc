@@ -101,8 +101,9 @@ void NcclAggregator::AddCollective(int32_t pid, const wire::NcclCollective& op) 
   if (op.kind != wire::NcclOpKind::kCollective) {
     return;  // Inspector reports collectives only
   }
-  InspectorKey key{name,      MessageSizeBucket(op.bytes), op.algo + "_" + op.proto,
-                   comm.name, comm.nranks,                 comm.rank};
+  InspectorKey key{
+      name,     MessageSizeBucket(op.bytes), op.algo + "_" + op.proto, comm.name, comm.nranks,
+      comm.rank};
   auto s = p.inspector_window.find(key);
   if (s == p.inspector_window.end()) {
     if (p.inspector_window.size() >= options_.max_inspector_series) {
@@ -178,12 +179,9 @@ void NcclAggregator::EmitMetrics(model::SampleSink& out) const {
         continue;
       }
       const auto& [collective, size, algo_proto, comm_name, nranks, rank] = key;
-      const model::Labels labels{{"collective", collective},
-                                 {"message_size", std::to_string(size)},
-                                 {"algo_proto", algo_proto},
-                                 {"comm_name", comm_name},
-                                 {"nranks", nranks},
-                                 {"rank", rank}};
+      const model::Labels labels{{"collective", collective}, {"message_size", std::to_string(size)},
+                                 {"algo_proto", algo_proto}, {"comm_name", comm_name},
+                                 {"nranks", nranks},         {"rank", rank}};
       out.AddValue(m::kInspectorBusBandwidth, entity.id, labels,
                    static_cast<double>(s.bus_bytes) / Seconds(s.exec_ns));
       out.AddValue(m::kInspectorExecTime, entity.id, labels,

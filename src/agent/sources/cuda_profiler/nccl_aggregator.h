@@ -34,10 +34,10 @@ namespace warpscope::agent::cuda_profiler {
 class NcclAggregator {
  public:
   struct Options {
-    size_t max_comms = 16;                // (communicator, rank) series per process
-    size_t max_collectives = 16;          // operation names per communicator
-    size_t max_inspector_series = 256;    // Inspector series per process and window
-    size_t max_known_comms = 1024;        // NcclComm descriptions kept per process
+    size_t max_comms = 16;              // (communicator, rank) series per process
+    size_t max_collectives = 16;        // operation names per communicator
+    size_t max_inspector_series = 256;  // Inspector series per process and window
+    size_t max_known_comms = 1024;      // NcclComm descriptions kept per process
   };
 
   explicit NcclAggregator(Options options) : options_(options) {}

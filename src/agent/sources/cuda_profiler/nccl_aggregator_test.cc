@@ -114,9 +114,12 @@ TEST_F(NcclAggregatorTest, AWindowGivesBandwidthShareAndInspectorFigures) {
   const model::Labels comm{
       {"comm", "0000000000005eed"}, {"comm_name", "dp"}, {"rank", "1"}, {"nranks", "2"}};
   EXPECT_DOUBLE_EQ(*s.Find("nccl.time.share", kEntity, comm), 400e-6);
-  const model::Labels inspector{{"collective", "AllReduce"}, {"message_size", "4194304"},
-                                {"algo_proto", "RING_SIMPLE"}, {"comm_name", "dp"},
-                                {"nranks", "2"},              {"rank", "1"}};
+  const model::Labels inspector{{"collective", "AllReduce"},
+                                {"message_size", "4194304"},
+                                {"algo_proto", "RING_SIMPLE"},
+                                {"comm_name", "dp"},
+                                {"nranks", "2"},
+                                {"rank", "1"}};
   EXPECT_DOUBLE_EQ(*s.Find("nccl.inspector.bus_bandwidth", kEntity, inspector), bandwidth);
   EXPECT_DOUBLE_EQ(*s.Find("nccl.inspector.exec_time", kEntity, inspector), 200e-6);
 
@@ -153,8 +156,11 @@ TEST_F(NcclAggregatorTest, CommunicatorsBeyondTheCapAreSummedUnderOther) {
             1.0);
   EXPECT_EQ(s.Find("nccl.collectives", kEntity, Op("AllReduce", "0000000000000002", "c2", "0")),
             1.0);
-  const model::Labels other{{"comm", "other"},    {"comm_name", "other"}, {"rank", ""},
-                            {"nranks", ""},       {"collective", "AllReduce"}};
+  const model::Labels other{{"comm", "other"},
+                            {"comm_name", "other"},
+                            {"rank", ""},
+                            {"nranks", ""},
+                            {"collective", "AllReduce"}};
   EXPECT_EQ(s.Find("nccl.collectives", kEntity, other), 2.0);
 }
 

@@ -169,9 +169,9 @@ const MetricDesc kInspectorExecTime{
 
 namespace {
 constexpr const MetricDesc* kAll[] = {
-    &kCollectives,   &kGpuTime,        &kCompletionTime, &kBytes,
-    &kBusBytes,      &kBusBandwidth,   &kTimeShare,      &kRecordsDropped,
-    &kBytesDropped,  &kInspectorBusBandwidth, &kInspectorExecTime,
+    &kCollectives,       &kGpuTime,   &kCompletionTime, &kBytes,        &kBusBytes,
+    &kBusBandwidth,      &kTimeShare, &kRecordsDropped, &kBytesDropped, &kInspectorBusBandwidth,
+    &kInspectorExecTime,
 };
 }  // namespace
 

@@ -29,7 +29,7 @@ extern const model::MetricDesc kBytes;           // counter By
 extern const model::MetricDesc kBusBytes;        // counter By
 extern const model::MetricDesc kBusBandwidth;    // gauge By/s, last window
 // Per communicator and rank.
-extern const model::MetricDesc kTimeShare;       // gauge 1, last window
+extern const model::MetricDesc kTimeShare;  // gauge 1, last window
 // Per process.
 extern const model::MetricDesc kRecordsDropped;  // counter {record}, reason
 extern const model::MetricDesc kBytesDropped;    // counter By
