@@ -8,6 +8,7 @@
 #include "agent/self_stats.h"
 #include "agent/sources/cpu_profiler/cpu_profiler_metrics.h"
 #include "agent/sources/cuda_profiler/cuda_profiler_metrics.h"
+#include "agent/sources/cuda_profiler/nccl_metrics.h"
 #include "agent/sources/inference/inference_metrics.h"
 #include "agent/sources/nvml/nvml_metrics.h"
 #include "agent/sources/procfs/host_metrics.h"
@@ -24,7 +25,11 @@ std::string PromUnit(const model::MetricDesc& m) {
   double s = m.prom_scale;
   if (u == "1") return Near(s, 100) ? "%" : "ratio";
   if (u == "By") return Near(s, 1.0 / 1048576) ? "MiB" : "bytes";
-  if (u == "By/s") return Near(s, 1e-6) ? "MB/s" : Near(s, 1.0 / 1024) ? "KiB/s" : "bytes/s";
+  if (u == "By/s") {
+    if (Near(s, 1e-9)) return "GB/s";
+    return Near(s, 1e-6) ? "MB/s" : Near(s, 1.0 / 1024) ? "KiB/s" : "bytes/s";
+  }
+  if (u == "s" && Near(s, 1e6)) return "µs";
   if (u == "J") return Near(s, 1000) ? "mJ" : "J";
   if (u == "Hz") return Near(s, 1e-6) ? "MHz" : "Hz";
   if (u == "Cel") return "°C";
@@ -81,6 +86,13 @@ std::vector<MetricCatalog> AllMetricCatalogs() {
        "(`libwarpscope_cupti.so`) reports from, written by the `cuda_profiler` source "
        "(`--cuda-profiler`).",
        agent::cuda_profiler_metrics::AllCudaProfilerMetrics()},
+      {"NCCL",
+       "On the process entity of each process whose NCCL profiler plugin "
+       "(`libwarpscope_nccl.so`) reports to the `cuda_profiler` source (`--cuda-profiler`); "
+       "per communicator, rank and collective (docs/design/nccl.md, \"Agent side\"). Gauges "
+       "describe the last window (`--cuda-profile-interval`). `nccl_bus_bandwidth_gbs` and "
+       "`nccl_collective_exec_time_microseconds` are NCCL Inspector's names and labels.",
+       agent::nccl_metrics::AllNcclMetrics()},
       {"CPU profiler",
        "On the host entity, written by the `cpu_profiler` source (`--enable-cpu-profiler`).",
        agent::cpu_profiler_metrics::AllCpuProfilerMetrics()},

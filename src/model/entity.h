@@ -53,6 +53,13 @@ inline constexpr std::string_view kContainerId = "container.id";
 inline constexpr std::string_view kPodUid = "k8s.pod.uid";
 inline constexpr std::string_view kPodNamespace = "k8s.namespace.name";
 inline constexpr std::string_view kSlurmJob = "slurm.job_id";
+// The distributed job of a process, from its launcher's environment (model/job.h).
+inline constexpr std::string_view kJobId = "job.id";
+inline constexpr std::string_view kJobRank = "job.rank";
+inline constexpr std::string_view kJobLocalRank = "job.local_rank";
+inline constexpr std::string_view kJobWorldSize = "job.world_size";
+inline constexpr std::string_view kJobLauncher = "job.launcher";  // "torchelastic", "slurm"
+inline constexpr std::string_view kJobMasterAddr = "job.master_addr";
 }  // namespace attr
 
 struct Entity {

@@ -71,6 +71,7 @@ Entity MakeProcessEntity(const ProcessInfo& info) {
   if (!info.pod_uid.empty()) e.attributes.Set(attr::kPodUid, info.pod_uid);
   if (!info.pod_namespace.empty()) e.attributes.Set(attr::kPodNamespace, info.pod_namespace);
   if (!info.slurm_job.empty()) e.attributes.Set(attr::kSlurmJob, info.slurm_job);
+  SetJobAttributes(info.job, e.attributes);
   return e;
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "model/entity.h"
+#include "model/job.h"
 
 namespace warpscope::model {
 
@@ -30,6 +31,7 @@ struct ProcessInfo {
   std::string pod_namespace;    // when it can be known (kubelet checkpoint); often ""
   std::string slurm_job;        // "1234" from a slurm cgroup path
   int64_t start_time_ms = 0;    // wall clock (Unix ms) of the start; 0 when not known
+  JobIdentity job;              // from /proc/<pid>/environ; empty when in no known job
 };
 
 // Who a process is: its host pid and its start time. Two processes with one pid (the pid was

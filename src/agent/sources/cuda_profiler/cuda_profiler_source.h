@@ -3,12 +3,13 @@
 //
 // Start() opens the socket (ProfileListener) with a profile builder that makes only the formats
 // the exporters ask for. Every Poll() replays the profiler's self-metrics
-// (cuda_profiler_metrics.h, one process entity per injected process) and, once `window` has
-// passed since the window began, asks the listener to finish the window [start, now) and hands
-// the result to every profile exporter (src/exporters/profiles: directory, server). Poll never
-// waits: the listener builds profiles on its thread, the exporters write them on theirs. Windows
-// are checked at each Poll, so their length is `window` rounded up to the agent's collect
-// interval.
+// (cuda_profiler_metrics.h, one process entity per injected process) and the NCCL metrics of the
+// processes whose NCCL profiler plugin reports on the same socket (nccl_metrics.h), and, once
+// `window` has passed since the window began, asks the listener to finish the window
+// [start, now) (the NCCL gauges' window too) and hands the result to every profile exporter
+// (src/exporters/profiles: directory, server). Poll never waits: the listener builds profiles on
+// its thread, the exporters write them on theirs. Windows are checked at each Poll, so their
+// length is `window` rounded up to the agent's collect interval.
 //
 // Degraded-mode events go to the SourceErrorHook as deltas since the last Poll:
 // "connection_corrupt", "connection_overflow", "connection_refused" (over max_connections),

@@ -10,139 +10,33 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
-#include <cstring>
 
-#include "base/file_util.h"
+#include "agent/sources/cuda_profiler/listen_socket.h"
 #include "base/logging.h"
 
 namespace warpscope::agent::cuda_profiler {
 namespace {
 
-constexpr const char* kSystemSocket = "/run/warpscope/cupti.sock";
-
-std::string ParentDir(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos || slash == 0) {
-    return "";
+// Which library a control is for: the proxy detail only the NCCL plugin; collection on and off
+// both; the others only the CUDA library.
+bool ControlApplies(bool nccl, wire::ControlOp op) {
+  switch (op) {
+    case wire::ControlOp::kEnableCollection:
+    case wire::ControlOp::kDisableCollection:
+      return true;
+    case wire::ControlOp::kSetNcclProxyDetail:
+      return nccl;
+    default:
+      return !nccl;
   }
-  return path.substr(0, slash);
 }
 
-// mkdir -p with mode 0755 for the directories it creates (whatever the umask).
-base::Status MakeDirs(const std::string& dir) {
-  if (dir.empty()) {
-    return base::OkStatus();
-  }
-  size_t pos = 1;
-  while (true) {
-    pos = dir.find('/', pos);
-    const std::string prefix = pos == std::string::npos ? dir : dir.substr(0, pos);
-    if (mkdir(prefix.c_str(), 0755) == 0) {
-      chmod(prefix.c_str(), 0755);
-    } else if (errno != EEXIST) {
-      return base::Unavailable(
-          "cannot create directory {} for the CUDA profiler socket: {}; run the agent with "
-          "permission to create it, or choose another --cuda-profiler-socket",
-          prefix, base::ErrnoString(errno));
-    }
-    if (pos == std::string::npos) {
-      break;
-    }
-    ++pos;
-  }
-  struct stat st {};
-  if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return base::InvalidArgument("{} is not a directory; choose another --cuda-profiler-socket",
-                                 dir);
-  }
-  return base::OkStatus();
-}
-
-sockaddr_un Address(const std::string& path) {
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::memcpy(addr.sun_path, path.data(), path.size());
-  return addr;
-}
-
-// Removes a stale socket file; refuses a live one or a file that is not a socket.
-base::Status ClearPath(const std::string& path) {
-  struct stat st {};
-  if (lstat(path.c_str(), &st) != 0) {
-    return base::OkStatus();
-  }
-  if (!S_ISSOCK(st.st_mode)) {
-    return base::InvalidArgument(
-        "{} exists and is not a socket; remove it or choose another --cuda-profiler-socket", path);
-  }
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) {
-    return base::Unavailable("socket(AF_UNIX): {}", base::ErrnoString(errno));
-  }
-  sockaddr_un addr = Address(path);
-  const int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  const int err = errno;
-  close(fd);
-  if (rc == 0) {
-    return base::Unavailable(
-        "another warpscope agent is already listening on {}; stop it, or give this agent "
-        "another --cuda-profiler-socket (and the applications the same WARPSCOPE_AGENT_SOCKET)",
-        path);
-  }
-  if (err != ECONNREFUSED && err != ENOENT) {
-    return base::Unavailable("cannot check the existing socket {}: {}; remove it by hand", path,
-                             base::ErrnoString(err));
-  }
-  if (unlink(path.c_str()) != 0 && errno != ENOENT) {
-    return base::Unavailable("cannot remove the stale socket {}: {}", path,
-                             base::ErrnoString(errno));
-  }
-  WARPSCOPE_LOG(INFO, "removed stale CUDA profiler socket {}", path);
-  return base::OkStatus();
-}
-
-uint64_t ReadStartTicks(const std::string& host_root, int32_t pid) {
-  std::string root = host_root;
-  while (!root.empty() && root.back() == '/') {
-    root.pop_back();
-  }
-  auto text = base::ReadFile(root + "/proc/" + std::to_string(pid) + "/stat", 4096);
-  if (!text) {
-    return 0;
-  }
-  const size_t paren = text->rfind(')');
-  if (paren == std::string::npos) {
-    return 0;
-  }
-  // Fields after "(comm)": field 3 (state) is index 0, so field 22 is index 19.
-  std::vector<std::string_view> fields =
-      base::SplitString(std::string_view(*text).substr(paren + 1), " ");
-  std::vector<std::string_view> nonempty;
-  for (auto f : fields) {
-    if (!f.empty()) {
-      nonempty.push_back(f);
-    }
-  }
-  uint64_t ticks = 0;
-  if (nonempty.size() > 19) {
-    std::from_chars(nonempty[19].data(), nonempty[19].data() + nonempty[19].size(), ticks);
-  }
-  return ticks;
+bool IsNcclHello(const wire::Message& message) {
+  const auto* hello = std::get_if<wire::Hello>(&message);
+  return hello != nullptr && hello->component == wire::Component::kNccl;
 }
 
 }  // namespace
-
-std::string DefaultListenSocket(const std::function<const char*(const char*)>& getenv) {
-  if (geteuid() == 0 || access("/run/warpscope", W_OK) == 0) {
-    return kSystemSocket;
-  }
-  const char* xdg = getenv("XDG_RUNTIME_DIR");
-  if (xdg != nullptr && *xdg == '/') {  // like the library: only an absolute path
-    return std::string(xdg) + "/warpscope/cupti.sock";
-  }
-  return kSystemSocket;
-}
 
 void RecordedSamples::ReplayInto(model::SampleSink& out) const {
   for (const auto& e : entities_) {
@@ -165,7 +59,8 @@ struct ProfileListener::Connection {
   std::string out;
   size_t out_pos = 0;
   bool closed = false;
-  int32_t live_pid = 0;  // counted in live_by_pid_
+  bool nccl = false;     // its Hello came from the NCCL plugin
+  int32_t live_pid = 0;  // counted in live_by_pid_ (nccl_live_by_pid_ for the NCCL plugin)
 };
 
 struct ProfileListener::Request {
@@ -177,7 +72,8 @@ struct ProfileListener::Request {
   wire::Control control;
 };
 
-ProfileListener::ProfileListener(Options options) : options_(std::move(options)) {}
+ProfileListener::ProfileListener(Options options)
+    : options_(std::move(options)), nccl_(options_.nccl) {}
 
 base::Result<std::unique_ptr<ProfileListener>> ProfileListener::Start(Options options) {
   const std::string path = options.socket_path;
@@ -190,15 +86,14 @@ base::Result<std::unique_ptr<ProfileListener>> ProfileListener::Start(Options op
         "shorter path",
         path, sizeof(sockaddr_un::sun_path)));
   }
-  WARPSCOPE_RETURN_IF_ERROR(MakeDirs(ParentDir(path)));
-  WARPSCOPE_RETURN_IF_ERROR(ClearPath(path));
+  WARPSCOPE_RETURN_IF_ERROR(PrepareSocketPath(path));
 
   std::unique_ptr<ProfileListener> l(new ProfileListener(std::move(options)));
   l->listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (l->listen_fd_ < 0) {
     return base::Error(base::Unavailable("socket(AF_UNIX): {}", base::ErrnoString(errno)));
   }
-  sockaddr_un addr = Address(path);
+  sockaddr_un addr = SocketAddress(path);
   if (bind(l->listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     return base::Error(base::Unavailable(
         "cannot bind the CUDA profiler socket {}: {}; choose another --cuda-profiler-socket", path,
@@ -494,6 +389,13 @@ void ProfileListener::ReadFrom(Connection& c) {
         return;
       }
       ++stats_.messages;
+      if (c.nccl || IsNcclHello(message)) {
+        HandleNccl(c, message);
+        if (options_.observer) {
+          options_.observer(c.live_pid, message);
+        }
+        continue;
+      }
       std::vector<uint64_t> pcs;
       if (options_.symbolize_on_arrival) {
         if (auto* stack = std::get_if<wire::Stack>(&message)) {
@@ -520,7 +422,9 @@ void ProfileListener::ReadFrom(Connection& c) {
         c.live_pid = c.converter.pid();
         ++live_by_pid_[c.live_pid];
         for (const auto& control : options_.controls_on_connect) {
-          Queue(c, control);
+          if (ControlApplies(false, control.op)) {
+            Queue(c, control);
+          }
         }
       }
       for (const auto& notice : events.notices) {
@@ -566,6 +470,54 @@ void ProfileListener::ReadFrom(Connection& c) {
     if (static_cast<size_t>(n) < buf.size()) {
       return;  // drained for now
     }
+  }
+}
+
+void ProfileListener::HandleNccl(Connection& c, const wire::Message& message) {
+  if (const auto* hello = std::get_if<wire::Hello>(&message)) {
+    if (c.nccl) {
+      return;  // one per connection; a repeat changes nothing
+    }
+    c.nccl = true;
+    // Before Hello the converter's pid is the peer's (SO_PEERCRED), or 0.
+    const int32_t pid =
+        c.converter.pid() > 0 ? c.converter.pid() : static_cast<int32_t>(hello->pid);
+    if (pid <= 0) {
+      return;
+    }
+    model::ProcessInfo info;
+    info.pid = pid;
+    info.container_pid = pid;
+    info.start_ticks =
+        options_.converter.start_ticks_of ? options_.converter.start_ticks_of(pid) : 0;
+    info.executable = hello->exe.substr(hello->exe.rfind('/') + 1);
+    info.executable_path = hello->exe;
+    info.job = ReadJobIdentity(options_.symbolizer.host_root, pid);
+    nccl_.AddProcess(info);
+    ++stats_.nccl_hellos;
+    c.live_pid = pid;
+    ++nccl_live_by_pid_[pid];
+    for (const auto& control : options_.controls_on_connect) {
+      if (ControlApplies(true, control.op)) {
+        Queue(c, control);
+      }
+    }
+    return;
+  }
+  if (c.live_pid == 0) {
+    return;
+  }
+  if (const auto* op = std::get_if<wire::NcclCollective>(&message)) {
+    ++stats_.nccl_records;
+    nccl_.AddCollective(c.live_pid, *op);
+  } else if (const auto* comm = std::get_if<wire::NcclComm>(&message)) {
+    nccl_.AddComm(c.live_pid, *comm);
+  } else if (const auto* counters = std::get_if<wire::Counters>(&message)) {
+    nccl_.UpdateCounters(c.live_pid, *counters);
+  } else if (const auto* notice = std::get_if<wire::Notice>(&message)) {
+    ++stats_.notices;
+    WARPSCOPE_LOG_FIRST_N(WARNING, 16, "NCCL profiler: pid {}: {}", c.live_pid,
+                          notice->message);
   }
 }
 
@@ -636,10 +588,11 @@ void ProfileListener::Close(Connection& c) {
   closed_unnamed_ += c.converter.stats().unnamed_kernels;
   closed_cubins_dropped_ += c.converter.stats().cubins_dropped;
   if (c.live_pid > 0) {
-    auto it = live_by_pid_.find(c.live_pid);
-    if (it != live_by_pid_.end() && --it->second <= 0) {
-      live_by_pid_.erase(it);
-      closed_pids_.push_back(c.live_pid);
+    auto& live = c.nccl ? nccl_live_by_pid_ : live_by_pid_;
+    auto it = live.find(c.live_pid);
+    if (it != live.end() && --it->second <= 0) {
+      live.erase(it);
+      (c.nccl ? nccl_closed_pids_ : closed_pids_).push_back(c.live_pid);
     }
     c.live_pid = 0;
   }
@@ -658,7 +611,8 @@ void ProfileListener::HandleRequests() {
     if (!r->window) {
       bool matched = false;
       for (auto& c : connections_) {
-        if (c->closed || c->live_pid == 0 || (r->pid && *r->pid != c->live_pid)) {
+        if (c->closed || c->live_pid == 0 || (r->pid && *r->pid != c->live_pid) ||
+            !ControlApplies(c->nccl, r->control.op)) {
           continue;
         }
         matched = true;
@@ -676,8 +630,15 @@ void ProfileListener::HandleRequests() {
       }
     }
     std::vector<profiling::WindowProfile> profiles = builder_->FinishWindow(r->start_ns, r->end_ns);
+    nccl_.FinishWindow(r->start_ns, r->end_ns);
     ++stats_.windows;
     SnapshotMetrics();
+    for (int32_t pid : nccl_closed_pids_) {
+      if (!nccl_live_by_pid_.contains(pid)) {
+        nccl_.ForgetProcess(pid);
+      }
+    }
+    nccl_closed_pids_.clear();
     for (int32_t pid : closed_pids_) {
       if (!live_by_pid_.contains(pid)) {
         builder_->ForgetProcess(pid);
@@ -739,6 +700,7 @@ void ProfileListener::SnapshotMetrics() {
   last_snapshot_ = std::chrono::steady_clock::now();
   auto recorded = std::make_shared<RecordedSamples>();
   builder_->EmitSelfMetrics(*recorded);
+  nccl_.EmitMetrics(*recorded);
   std::lock_guard<std::mutex> lock(mu_);
   metrics_ = std::move(recorded);
 }

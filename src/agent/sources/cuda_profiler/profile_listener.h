@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The agent's end of the CUDA kernel profiler's socket: accepts injected processes
 // (libwarpscope_cupti.so) on a unix stream socket, decodes their wire frames and aggregates them
-// into per-window profiles.
+// into per-window profiles. The NCCL profiler plugin (libwarpscope_nccl.so) connects to the same
+// socket: a connection whose Hello says Component::kNccl never becomes a CUDA process profile;
+// its communicators, operations and counters go to an NcclAggregator (nccl_aggregator.h), whose
+// metrics join the self-metrics and whose windows close with the profiles'. Controls reach the
+// library they are for (kSetNcclProxyDetail the NCCL plugin, collection on/off both, the others
+// the CUDA library), for controls_on_connect and SendControl alike.
 //
 // One listener thread serves every connection with poll(2): non-blocking reads into a
 // StreamDecoder per connection (at most `max_reads_per_wakeup` reads per connection per round,
@@ -42,6 +47,8 @@
 #include <unordered_set>
 #include <vector>
 
+#include "agent/sources/cuda_profiler/listen_socket.h"
+#include "agent/sources/cuda_profiler/nccl_aggregator.h"
 #include "agent/sources/cuda_profiler/profile_builder.h"
 #include "agent/sources/cuda_profiler/wire_convert.h"
 #include "base/status.h"
@@ -52,11 +59,6 @@
 
 namespace warpscope::agent::cuda_profiler {
 
-// Where the agent listens when --cuda-profiler-socket is not given, matching the injected
-// library's default (src/cupti_inject/env_config.h): /run/warpscope/cupti.sock when the agent
-// may create it (root, or /run/warpscope writable), else $XDG_RUNTIME_DIR/warpscope/cupti.sock,
-// else the /run path (Start then fails with a message naming the flag).
-std::string DefaultListenSocket(const std::function<const char*(const char*)>& getenv);
 
 // The self-metrics of one moment, recorded on the listener thread and replayed on the agent
 // main sequence.
@@ -100,6 +102,7 @@ class ProfileListener {
     std::vector<wire::Control> controls_on_connect;
     ConnectionConverter::Options converter;
     ProfileBuilder::Options builder;
+    NcclAggregator::Options nccl;
     profiling::Symbolizer::Options symbolizer;  // host_root also locates /proc/<pid>/stat
     bool symbolize_on_arrival = true;
     bool disassemble = true;  // run nvdisasm/cuobjdump on cubins when found
@@ -118,7 +121,9 @@ class ProfileListener {
     uint64_t closed_corrupt = 0;   // decode error
     uint64_t closed_overflow = 0;  // more than max_buffered_bytes undecoded
     uint64_t open = 0;
-    uint64_t hellos = 0;
+    uint64_t hellos = 0;       // CUDA library connections
+    uint64_t nccl_hellos = 0;  // NCCL plugin connections
+    uint64_t nccl_records = 0; // NcclCollective records received
     uint64_t messages = 0;
     uint64_t bytes = 0;
     uint64_t unknown_frames = 0;
@@ -175,6 +180,7 @@ class ProfileListener {
   void ReadFrom(Connection& c);
   void WriteTo(Connection& c);
   void Close(Connection& c);
+  void HandleNccl(Connection& c, const wire::Message& message);
   void HandleRequests();
   void HandleSass();
   void Queue(Connection& c, const wire::Control& control);
@@ -196,6 +202,9 @@ class ProfileListener {
   std::string read_buffer_;
   std::map<int32_t, int> live_by_pid_;
   std::vector<int32_t> closed_pids_;  // to forget after the next window
+  NcclAggregator nccl_;
+  std::map<int32_t, int> nccl_live_by_pid_;
+  std::vector<int32_t> nccl_closed_pids_;
   std::map<int32_t, std::vector<std::string>> notices_logged_;
   std::unordered_set<uint64_t> cubins_seen_;  // crcs queued or done (bounded)
   uint64_t closed_unnamed_ = 0;

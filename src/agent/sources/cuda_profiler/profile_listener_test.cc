@@ -386,5 +386,120 @@ TEST(DefaultListenSocketTest, FallsBackToTheUserRuntimeDirectory) {
   }
 }
 
+w::Hello NcclHello(uint32_t pid) {
+  w::Hello h = Hello(pid, "/usr/bin/python3");
+  h.component = w::Component::kNccl;
+  return h;
+}
+
+w::NcclCollective AllReduce(uint64_t gpu_ns) {
+  w::NcclCollective c;
+  c.comm_id = 0xabc;
+  c.rank = 1;
+  c.func = "AllReduce";
+  c.bytes = 1024;
+  c.bus_bytes = 1024;
+  c.enqueue_ns = 10;
+  c.complete_ns = 10 + gpu_ns;
+  c.gpu_exec_ns = gpu_ns;
+  return c;
+}
+
+class NcclListenerTest : public ProfileListenerTest {
+ protected:
+  // Processes 100 and 300 under a root of their own: stat gives start ticks 55, 300's environ
+  // names a torchrun job.
+  ProfileListener::Options NcclOptions() {
+    ProfileListener::Options o = Options();
+    o.symbolizer.host_root = dir_.path() + "/host";
+    for (const char* pid : {"100", "300"}) {
+      const std::string proc = dir_.path() + "/host/proc/" + pid;
+      std::filesystem::create_directories(proc);
+      std::ofstream(proc + "/stat") << pid << " (python3) S " << std::string(18 * 2, ' ')
+                                    << "1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 1 55 1\n";
+    }
+    std::ofstream(dir_.path() + "/host/proc/300/environ")
+        << std::string("TORCHELASTIC_RUN_ID=job-9\0RANK=1\0WORLD_SIZE=2\0", 45);
+    return o;
+  }
+};
+
+TEST_F(NcclListenerTest, AnNcclConnectionFeedsNcclMetricsAndNoCudaProfile) {
+  auto l = StartListener(NcclOptions());
+  ASSERT_NE(l, nullptr);
+  TestClient cuda(l->socket_path());
+  TestClient nccl(l->socket_path());
+  cuda.Send(Hello(100));
+  cuda.Send(w::KernelName{1, "gemm"});
+  cuda.Send(Aggregate(1, 1, 500));
+  nccl.Send(NcclHello(300));
+  nccl.Send(w::NcclComm{0xabc, "dp", 2, 1, 1, 6, 0});
+  nccl.Send(AllReduce(100'000));
+  nccl.Send(AllReduce(300'000));
+  // The plugin's ring drops are not launch drops.
+  nccl.Send(w::Counters{{{w::CounterId::kRingDrops, 4}}});
+  ASSERT_TRUE(Messages(*l, 8));
+  const ProfileListener::Stats stats = l->stats();
+  EXPECT_EQ(stats.hellos, 1u);
+  EXPECT_EQ(stats.nccl_hellos, 1u);
+  EXPECT_EQ(stats.nccl_records, 2u);
+
+  auto window = Window(*l);
+  ASSERT_EQ(window.size(), 1u) << "no CUDA profile for the NCCL plugin's process";
+  EXPECT_TRUE(window.contains(100));
+
+  model::CollectingSink sink;
+  l->EmitSelfMetrics(sink);
+  const std::string nccl_entity = "pid/300/55";
+  EXPECT_FALSE(sink.Find("profiler.cuda.launches.dropped", nccl_entity).has_value());
+  EXPECT_TRUE(sink.Find("profiler.cuda.launches.dropped", "pid/100/55").has_value());
+  const model::Labels op{{"comm", "0000000000000abc"}, {"comm_name", "dp"}, {"rank", "1"},
+                         {"nranks", "2"},              {"collective", "AllReduce"}};
+  EXPECT_EQ(sink.Find("nccl.collectives", nccl_entity, op), 2.0);
+  EXPECT_DOUBLE_EQ(*sink.Find("nccl.collective.gpu_time", nccl_entity, op), 400e-6);
+  EXPECT_EQ(sink.Find("nccl.records.dropped", nccl_entity, {{"reason", "ring_full"}}), 4.0);
+  // The window [1000, 2000) ns closed: 400 us of NCCL in 1 us is a share of 400.
+  EXPECT_DOUBLE_EQ(*sink.Find("nccl.time.share", nccl_entity,
+                              {{"comm", "0000000000000abc"},
+                               {"comm_name", "dp"},
+                               {"rank", "1"},
+                               {"nranks", "2"}}),
+                   400.0);
+  const model::Entity* e = sink.FindEntity(nccl_entity);
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(e->attributes.Get(model::attr::kJobId), "job-9");
+  EXPECT_EQ(e->attributes.Get(model::attr::kJobRank), "1");
+  EXPECT_EQ(e->attributes.Get(model::attr::kJobWorldSize), "2");
+  EXPECT_EQ(e->attributes.Get(model::attr::kExecutable), "python3");
+}
+
+TEST_F(NcclListenerTest, ControlsReachOnlyTheLibraryTheyAreFor) {
+  ProfileListener::Options o = NcclOptions();
+  o.controls_on_connect = {w::Control{w::ControlOp::kSetRate, 50},
+                           w::Control{w::ControlOp::kSetNcclProxyDetail, 1}};
+  auto l = StartListener(o);
+  ASSERT_NE(l, nullptr);
+  TestClient cuda(l->socket_path());
+  TestClient nccl(l->socket_path());
+  cuda.Send(Hello(100));
+  nccl.Send(NcclHello(300));
+  auto to_cuda = cuda.Receive(10s);
+  ASSERT_TRUE(to_cuda.has_value());
+  EXPECT_EQ(std::get<w::Control>(*to_cuda).op, w::ControlOp::kSetRate);
+  auto to_nccl = nccl.Receive(10s);
+  ASSERT_TRUE(to_nccl.has_value());
+  EXPECT_EQ(std::get<w::Control>(*to_nccl).op, w::ControlOp::kSetNcclProxyDetail);
+
+  l->SendControl(std::nullopt, w::Control{w::ControlOp::kDisableCollection, 0});
+  EXPECT_EQ(std::get<w::Control>(*cuda.Receive(10s)).op, w::ControlOp::kDisableCollection);
+  EXPECT_EQ(std::get<w::Control>(*nccl.Receive(10s)).op, w::ControlOp::kDisableCollection);
+  l->SendControl(300, w::Control{w::ControlOp::kSetNcclProxyDetail, 0});
+  auto detail = nccl.Receive(10s);
+  ASSERT_TRUE(detail.has_value());
+  EXPECT_EQ(std::get<w::Control>(*detail).value, 0u);
+  EXPECT_FALSE(cuda.Receive(100ms).has_value()) << "nothing more for the CUDA library";
+}
+
+
 }  // namespace
 }  // namespace warpscope::agent::cuda_profiler

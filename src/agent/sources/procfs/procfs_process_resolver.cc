@@ -19,6 +19,8 @@ constexpr size_t kMaxCgroupBytes = 16384;
 constexpr size_t kMaxCommandLineBytes = 256;
 // Enough cmdline to fill 256 output bytes even after a few leading separators.
 constexpr size_t kMaxCmdlineReadBytes = 1024;
+// The launcher's variables come first in practice, but a shell's environment can be large.
+constexpr size_t kMaxEnvironBytes = 256 << 10;
 constexpr size_t kMaxPasswdBytes = 8 << 20;
 // /proc/stat has a line per CPU: ~150 bytes each, 1 MiB covers any machine.
 constexpr size_t kMaxProcStatBytes = 1 << 20;
@@ -101,6 +103,11 @@ void ProcfsProcessResolver::Fill(int pid, model::ProcessInfo& info) {
     info.container_id = std::move(ids.container_id);
     info.pod_uid = std::move(ids.pod_uid);
     info.slurm_job = std::move(ids.slurm_job);
+  }
+
+  // Readable by the process's owner and root only: an agent without them finds no job (EACCES).
+  if (procfs::ReadFileBounded(PidPath(pid, "environ").c_str(), kMaxEnvironBytes, buf_) == 0) {
+    info.job = model::ParseJobEnviron(buf_);
   }
 }
 

@@ -26,6 +26,8 @@ namespace warpscope::agent {
 //                    namespace); the host pid when the line is absent
 //   container_id, pod_uid, slurm_job  from /proc/<pid>/cgroup (procfs::ParseCgroupFile)
 //   pod_namespace    always "": the cgroup path does not carry it
+//   job              the launcher's variables in /proc/<pid>/environ (model::ParseJobEnviron;
+//                    first 256 KiB); empty when unreadable (another user's process, no root)
 //
 // Entries are cached per (pid, start_ticks): the first Resolve of a pid in a cycle reads its stat
 // file to confirm the identity; a reused pid is re-read. BeginCycle() drops entries whose

@@ -37,6 +37,21 @@ TEST(ProcfsProcessResolverTest, SlurmJobProcess) {
   EXPECT_EQ(p->pod_uid, "");
 }
 
+TEST(ProcfsProcessResolverTest, JobOfATorchrunWorkerComesFromItsEnviron) {
+  SnapshotCopy copy(SnapshotT0());
+  Overwrite(copy.path("proc/1234/environ"),
+            std::string("HOME=/home/alice\0TORCHELASTIC_RUN_ID=run-7\0RANK=3\0LOCAL_RANK=1\0"
+                        "WORLD_SIZE=8\0MASTER_ADDR=node-0\0",
+                        95));
+  ProcfsProcessResolver resolver(copy.root());
+  const model::ProcessInfo* p = resolver.Resolve(1234);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->job, (model::JobIdentity{"torchelastic", "run-7", "3", "1", "8", "node-0"}));
+  const model::ProcessInfo* other = resolver.Resolve(777);
+  ASSERT_NE(other, nullptr);
+  EXPECT_TRUE(other->job.empty()) << "no environ file: no job";
+}
+
 TEST(ProcfsProcessResolverTest, DockerContainerProcess) {
   ProcfsProcessResolver resolver(SnapshotT0());
   const model::ProcessInfo* p = resolver.Resolve(2345);
