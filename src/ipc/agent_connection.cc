@@ -85,25 +85,20 @@ bool AgentConnection::EmitRaw(std::span<const uint8_t> frame) {
     bytes_dropped_ += frame.size();
     return false;
   }
+  // The bytes already sent leave before the new ones would take the buffer past the cap, so it
+  // never holds more than out_cap_ bytes (and its capacity stays within 2 x out_cap_).
+  if (out_sent_ > 0 && out_.size() + frame.size() > out_cap_) {
+    out_.erase(0, out_sent_);
+    out_sent_ = 0;
+  }
   out_.append(reinterpret_cast<const char*>(frame.data()), frame.size());
   return true;
 }
 
 bool AgentConnection::Emit(const wire::Message& m) {
-  if (fd_ < 0) {
-    scratch_.clear();
-    wire::Encode(m, &scratch_);
-    bytes_dropped_ += scratch_.size();
-    return false;
-  }
-  const size_t before = out_.size();
-  wire::Encode(m, &out_);
-  if (out_.size() - out_sent_ > out_cap_) {
-    bytes_dropped_ += out_.size() - before;
-    out_.resize(before);
-    return false;
-  }
-  return true;
+  scratch_.clear();
+  wire::Encode(m, &scratch_);
+  return EmitRaw({reinterpret_cast<const uint8_t*>(scratch_.data()), scratch_.size()});
 }
 
 void AgentConnection::WriteOut(int timeout_ms) {

@@ -20,36 +20,10 @@ import {
   MeterProvider,
   PeriodicExportingMetricReader,
 } from '@opentelemetry/sdk-metrics';
+import { parseArgs, RecordingExporter } from './sender_common.mjs';
 
-function parseArgs(argv) {
-  const args = { protocol: 'proto', host: 'otel-sdk-node', token: '' };
-  for (const a of argv) {
-    const m = /^--([a-z]+)=(.*)$/.exec(a);
-    if (!m) throw new Error(`unexpected argument ${a}; see the header of send.mjs`);
-    args[m[1]] = m[2];
-  }
-  if (!args.url) throw new Error('--url=http://127.0.0.1:PORT is required');
-  if (args.protocol !== 'json' && args.protocol !== 'proto') {
-    throw new Error(`--protocol=${args.protocol}: use json or proto`);
-  }
-  return args;
-}
-
-// Wraps the real exporter to remember every export's result: the SDK's flush does not fail
-// when an export does.
-class RecordingExporter {
-  constructor(inner) {
-    this.inner = inner;
-    this.results = [];
-  }
-  export(data, done) {
-    this.inner.export(data, (result) => {
-      this.results.push(result);
-      done(result);
-    });
-  }
-  forceFlush() { return this.inner.forceFlush(); }
-  shutdown() { return this.inner.shutdown(); }
+// Also answers the metric reader's temporality question for the wrapped exporter.
+class MetricRecordingExporter extends RecordingExporter {
   selectAggregationTemporality(kind) {
     return this.inner.selectAggregationTemporality
       ? this.inner.selectAggregationTemporality(kind)
@@ -58,14 +32,14 @@ class RecordingExporter {
 }
 
 async function main() {
-  const args = parseArgs(process.argv.slice(2));
+  const args = parseArgs(process.argv.slice(2), {}, 'send.mjs');
   const options = {
     url: `${args.url}/v1/metrics`,
     headers: args.token ? { Authorization: `Bearer ${args.token}` } : {},
     timeoutMillis: 10000,
   };
   const inner = args.protocol === 'json' ? new JsonExporter(options) : new ProtoExporter(options);
-  const exporter = new RecordingExporter(inner);
+  const exporter = new MetricRecordingExporter(inner);
   const reader = new PeriodicExportingMetricReader({
     exporter,
     exportIntervalMillis: 3600000,  // only the explicit flush below exports

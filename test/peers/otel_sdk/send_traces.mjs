@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // An OpenTelemetry JS SDK application that sends inference request spans to an OTLP/HTTP
 // endpoint and exits 0 only when every export was acknowledged. Used by
-// test/integration/otel_traces_test.cc (OtelSdkTraceTest) as a sender that shares no code with
+// test/integration/prometheus_remote_write_test.cc (OtelSdkTraceTest) as a sender that shares no code with
 // warpscope.
 //
 //   node send_traces.mjs --url=http://127.0.0.1:PORT --token=T --protocol=json|proto \
@@ -19,37 +19,7 @@ import { OTLPTraceExporter as JsonExporter } from '@opentelemetry/exporter-trace
 import { OTLPTraceExporter as ProtoExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-
-function parseArgs(argv) {
-  const args = { protocol: 'proto', host: 'otel-sdk-node', token: '', pid: '4242' };
-  for (const a of argv) {
-    const m = /^--([a-z]+)=(.*)$/.exec(a);
-    if (!m) throw new Error(`unexpected argument ${a}; see the header of send_traces.mjs`);
-    args[m[1]] = m[2];
-  }
-  if (!args.url) throw new Error('--url=http://127.0.0.1:PORT is required');
-  if (args.protocol !== 'json' && args.protocol !== 'proto') {
-    throw new Error(`--protocol=${args.protocol}: use json or proto`);
-  }
-  return args;
-}
-
-// Wraps the real exporter to remember every export's result: the SDK's flush does not fail
-// when an export does.
-class RecordingExporter {
-  constructor(inner) {
-    this.inner = inner;
-    this.results = [];
-  }
-  export(spans, done) {
-    this.inner.export(spans, (result) => {
-      this.results.push(result);
-      done(result);
-    });
-  }
-  forceFlush() { return this.inner.forceFlush(); }
-  shutdown() { return this.inner.shutdown(); }
-}
+import { parseArgs, RecordingExporter } from './sender_common.mjs';
 
 // Seconds since the epoch as the SDK's [seconds, nanoseconds] time, exact to the nanosecond.
 function at(baseSeconds, offsetMs) {
@@ -106,7 +76,7 @@ function sendPhasedRequest(tracer, base) {
 }
 
 async function main() {
-  const args = parseArgs(process.argv.slice(2));
+  const args = parseArgs(process.argv.slice(2), { pid: '4242' }, 'send_traces.mjs');
   const options = {
     url: `${args.url}/v1/traces`,
     headers: args.token ? { Authorization: `Bearer ${args.token}` } : {},
