@@ -37,6 +37,28 @@ struct Event {
   Labels attributes;
 };
 
+// One training step of one rank, as the agent's step tracker found it (proto TrainingStep in
+// proto/warpscope/v1/batch.proto has the fields' meaning; docs/design/training.md).
+struct TrainingStep {
+  std::string entity;  // the rank's process entity id
+  std::string job;     // job.id, else "comm-<comm>"
+  std::string comm;    // communicator id, 16 hex digits; "" without NCCL
+  uint32_t rank = 0;
+  uint32_t world_size = 0;
+  int64_t step = 0;
+  base::TimePoint start;
+  base::TimePoint end;
+  int64_t compute_ns = -1;  // -1: unknown (no kernel records)
+  int64_t comm_ns = 0;
+  int64_t overlap_ns = 0;
+  int64_t last_collective_offset_ns = -1;  // -1: no large collective in the step
+  int64_t nccl_ns = 0;
+  uint32_t collectives = 0;
+  uint64_t bus_bytes = 0;
+  std::string source;  // "nvtx" or "collectives"
+  friend bool operator==(const TrainingStep&, const TrainingStep&) = default;
+};
+
 // The unit of export: every entity seen, every series and every event of one window
 // [start, end). Produced by the agent's aggregator; consumed by the exporters (the server
 // receives it as the batch the server exporter encodes, proto/warpscope/v1/batch.proto, and
@@ -48,6 +70,7 @@ struct Frame {
   std::vector<Entity> entities;
   std::vector<SeriesPoint> series;
   std::vector<Event> events;
+  std::vector<TrainingStep> steps;  // steps that ended in the window
 
   const Entity* FindEntity(std::string_view id) const {
     for (const auto& e : entities) {

@@ -82,4 +82,12 @@ base::Status StorageOptions::Validate() const {
   return base::OkStatus();
 }
 
+base::Result<std::vector<StoredStep>> Storage::QuerySteps(const StepQuery&) {
+  return base::Error(base::Unsupported("this storage backend keeps no training steps"));
+}
+
+base::Result<std::vector<JobRecord>> Storage::ListJobs(const JobQuery&) {
+  return base::Error(base::Unsupported("this storage backend keeps no training steps"));
+}
+
 }  // namespace warpscope::server

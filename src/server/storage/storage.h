@@ -70,6 +70,7 @@ struct IngestBatch {
   std::vector<MetricInfo> metrics;
   std::vector<IngestSeries> series;
   std::vector<model::Event> events;  // Event::entity is an entity id on `host`
+  std::vector<model::TrainingStep> steps;  // TrainingStep::entity is an entity id on `host`
 };
 
 struct WriteResult {
@@ -243,6 +244,36 @@ struct ProfileQuery {
   size_t limit = 100;  // the newest `limit` (by window start)
 };
 
+// Training steps (proto TrainingStep) of one job whose end lies in [start, end), ordered by
+// (step, rank, host), at most `limit` (the newest steps are kept when there are more).
+struct StepQuery {
+  std::string job;
+  base::TimePoint start;
+  base::TimePoint end;
+  size_t limit = 100000;
+};
+struct StoredStep {
+  std::string host;  // the host entity id of the batch that carried it
+  model::TrainingStep step;
+};
+// The jobs with steps ending in [start, end), newest last step first.
+struct JobQuery {
+  base::TimePoint start;
+  base::TimePoint end;
+  size_t limit = 1000;
+};
+struct JobRecord {
+  std::string job;
+  uint32_t world_size = 0;  // the largest reported
+  size_t ranks = 0;         // distinct ranks with steps in the range
+  size_t steps = 0;         // step records in the range (all ranks)
+  int64_t first_step = 0;
+  int64_t last_step = 0;
+  base::TimePoint first;  // the earliest step start in the range
+  base::TimePoint last;   // the latest step end in the range
+  std::vector<std::string> hosts;  // sorted
+};
+
 struct Profile {
   ProfileMeta meta;
   std::string data;  // as written
@@ -268,6 +299,7 @@ struct StorageOptions {
   base::Duration hour_retention = std::chrono::hours(24 * 400);
   base::Duration event_retention = std::chrono::hours(24 * 400);
   base::Duration profile_retention = std::chrono::hours(24 * 30);
+  base::Duration step_retention = std::chrono::hours(24 * 30);
 
   // Rollups are built for buckets that ended at least this long before Compact(now), so that
   // windows still in flight from agents usually land before their minute is rolled up. Later
@@ -351,6 +383,11 @@ class Storage {
       const ProfileQuery& query) = 0;
   // NotFound for an unknown (or expired) id.
   [[nodiscard]] virtual base::Result<Profile> ReadProfile(int64_t id) = 0;
+
+  // Training steps and the jobs they belong to. Steps are kept for
+  // StorageOptions::step_retention. (Default bodies: Unsupported, for backends without steps.)
+  [[nodiscard]] virtual base::Result<std::vector<StoredStep>> QuerySteps(const StepQuery& query);
+  [[nodiscard]] virtual base::Result<std::vector<JobRecord>> ListJobs(const JobQuery& query);
 
   // Builds 1-minute rollups from raw windows and 1-hour rollups from 1-minute rollups for
   // buckets that ended before now - rollup_delay, rebuilds buckets that received late windows,
