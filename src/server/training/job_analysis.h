@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Where a training job's time goes, per rank and per step, and which rank holds the others
 // back: the analysis behind the Jobs view (/api/v1/jobs/{id}) and insight rules 9-11
-// (docs/design/training.md, "Analysis in the server").
+// (docs/design/training-analysis.md).
 //
 // Input: the stored steps of one job (every rank, every host), as the agents' step tracker cut
 // them (proto TrainingStep). Steps are aligned across ranks by their number; a step is complete
