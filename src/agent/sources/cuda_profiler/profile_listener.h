@@ -6,7 +6,9 @@
 // its communicators, operations and counters go to an NcclAggregator (nccl_aggregator.h), whose
 // metrics join the self-metrics and whose windows close with the profiles'. Controls reach the
 // library they are for (kSetNcclProxyDetail the NCCL plugin, collection on/off both, the others
-// the CUDA library), for controls_on_connect and SendControl alike.
+// the CUDA library), for controls_on_connect and SendControl alike. Both libraries' records of a
+// pid also feed a StepTracker (step_tracker.h): the steps it cuts (every second and at every
+// window) wait for TakeSteps(); its metrics join the self-metrics.
 //
 // One listener thread serves every connection with poll(2): non-blocking reads into a
 // StreamDecoder per connection (at most `max_reads_per_wakeup` reads per connection per round,
