@@ -54,7 +54,10 @@ TEST(NcclAgentE2eTest, TheAgentServesTheDriversCollectivesOnItsMetricsEndpoint) 
        "--hostname", "nccl-node"},
       dir.path());
   ASSERT_TRUE(agent.has_value()) << agent.error().message();
-  ASSERT_FALSE(test::WaitForHttp(port, "/metrics", [](const std::string&) { return true; }).empty())
+  // Up once /metrics has a first cycle (an empty body before it).
+  ASSERT_FALSE(test::WaitForHttp(port, "/metrics", [](const std::string& text) {
+                 return !text.empty();
+               }).empty())
       << (*agent)->Stderr();
 
   const std::string go = dir.path() + "/go";
@@ -133,7 +136,10 @@ TEST(NcclAgentE2eTest, StepsFromTheCollectivesPeriodicityShowTheWaitingRank) {
        "--hostname", "nccl-node"},
       dir.path());
   ASSERT_TRUE(agent.has_value()) << agent.error().message();
-  ASSERT_FALSE(test::WaitForHttp(port, "/metrics", [](const std::string&) { return true; }).empty())
+  // Up once /metrics has a first cycle (an empty body before it).
+  ASSERT_FALSE(test::WaitForHttp(port, "/metrics", [](const std::string& text) {
+                 return !text.empty();
+               }).empty())
       << (*agent)->Stderr();
 
   // 12 steps of 2 collectives; each driver waits after 6 steps.
