@@ -36,7 +36,57 @@ bool IsNcclHello(const wire::Message& message) {
   return hello != nullptr && hello->component == wire::Component::kNccl;
 }
 
+int64_t RealtimeNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
+
+// Forwards to the builder, and gives the step tracker the kernels and NVTX ranges of each pid
+// and its process (once per pid).
+class ListenerInputSink final : public ProfileInputSink {
+ public:
+  ListenerInputSink(ProfileBuilder* builder, StepTracker* steps,
+                    std::function<void(const ProcessDesc&)> track)
+      : builder_(builder), steps_(steps), track_(std::move(track)) {}
+  void AddProcess(const ProcessDesc& process) override {
+    builder_.AddProcess(process);
+    track_(process);
+  }
+  void AddStack(int32_t pid, InternedStack stack) override {
+    builder_.AddStack(pid, std::move(stack));
+  }
+  void AddKernel(int32_t pid, KernelActivity kernel) override {
+    steps_->AddKernel(pid, kernel.name, kernel.start_ns, kernel.end_ns);
+    builder_.AddKernel(pid, std::move(kernel));
+  }
+  void AddKernelAggregate(int32_t pid, const KernelAggregate& aggregate) override {
+    builder_.AddKernelAggregate(pid, aggregate);
+  }
+  void AddPcSample(int32_t pid, const PcSample& sample) override {
+    builder_.AddPcSample(pid, sample);
+  }
+  void AddMemoryActivity(int32_t pid, MemoryActivity activity) override {
+    builder_.AddMemoryActivity(pid, std::move(activity));
+  }
+  void AddNvtxRange(int32_t pid, NvtxRange range) override {
+    steps_->AddNvtxRange(pid, range.name, range.start_ns, range.end_ns);
+    builder_.AddNvtxRange(pid, std::move(range));
+  }
+  void UpdateCounters(int32_t pid, const ProcessCounters& counters) override {
+    builder_.UpdateCounters(pid, counters);
+  }
+  void UpdateDeviceMemory(int32_t pid, std::vector<DeviceMemoryTotals> totals) override {
+    builder_.UpdateDeviceMemory(pid, std::move(totals));
+  }
+
+ private:
+  BuilderInputSink builder_;
+  StepTracker* steps_;
+  std::function<void(const ProcessDesc&)> track_;
+};
 
 void RecordedSamples::ReplayInto(model::SampleSink& out) const {
   for (const auto& e : entities_) {
@@ -73,7 +123,7 @@ struct ProfileListener::Request {
 };
 
 ProfileListener::ProfileListener(Options options)
-    : options_(std::move(options)), nccl_(options_.nccl) {}
+    : options_(std::move(options)), nccl_(options_.nccl), steps_(options_.steps) {}
 
 base::Result<std::unique_ptr<ProfileListener>> ProfileListener::Start(Options options) {
   const std::string path = options.socket_path;
@@ -158,7 +208,7 @@ void ProfileListener::Stop() {
     }
     // The listener thread has exited: its state is ours now.
     if (builder_ != nullptr) {
-      BuilderInputSink sink(builder_.get());
+      ListenerInputSink sink = InputSink();
       for (auto& c : connections_) {
         if (!c->closed) {
           c->converter.OnClose(sink);
@@ -355,7 +405,7 @@ void ProfileListener::Accept() {
 }
 
 void ProfileListener::ReadFrom(Connection& c) {
-  BuilderInputSink sink(builder_.get());
+  ListenerInputSink sink = InputSink();
   std::string& buf = read_buffer_;
   buf.resize(std::max<size_t>(options_.read_chunk, 4096));
   for (int round = 0; round < options_.max_reads_per_wakeup; ++round) {
@@ -492,8 +542,12 @@ void ProfileListener::HandleNccl(Connection& c, const wire::Message& message) {
         options_.converter.start_ticks_of ? options_.converter.start_ticks_of(pid) : 0;
     info.executable = hello->exe.substr(hello->exe.rfind('/') + 1);
     info.executable_path = hello->exe;
-    info.job = ReadJobIdentity(options_.symbolizer.host_root, pid);
+    ProcessEnviron environ = ReadProcessEnviron(options_.symbolizer.host_root, pid);
+    info.job = environ.job;
     nccl_.AddProcess(info);
+    if (!steps_.HasProcess(pid)) {
+      steps_.AddProcess(info, std::move(environ.step_range));
+    }
     ++stats_.nccl_hellos;
     c.live_pid = pid;
     ++nccl_live_by_pid_[pid];
@@ -510,8 +564,10 @@ void ProfileListener::HandleNccl(Connection& c, const wire::Message& message) {
   if (const auto* op = std::get_if<wire::NcclCollective>(&message)) {
     ++stats_.nccl_records;
     nccl_.AddCollective(c.live_pid, *op);
+    steps_.AddCollective(c.live_pid, *op);
   } else if (const auto* comm = std::get_if<wire::NcclComm>(&message)) {
     nccl_.AddComm(c.live_pid, *comm);
+    steps_.AddComm(c.live_pid, *comm);
   } else if (const auto* counters = std::get_if<wire::Counters>(&message)) {
     nccl_.UpdateCounters(c.live_pid, *counters);
   } else if (const auto* notice = std::get_if<wire::Notice>(&message)) {
@@ -583,7 +639,7 @@ void ProfileListener::Close(Connection& c) {
   if (c.closed) {
     return;
   }
-  BuilderInputSink sink(builder_.get());
+  ListenerInputSink sink = InputSink();
   c.converter.OnClose(sink);
   closed_unnamed_ += c.converter.stats().unnamed_kernels;
   closed_cubins_dropped_ += c.converter.stats().cubins_dropped;
@@ -623,7 +679,7 @@ void ProfileListener::HandleRequests() {
       }
       continue;
     }
-    BuilderInputSink sink(builder_.get());
+    ListenerInputSink sink = InputSink();
     for (auto& c : connections_) {
       if (!c->closed) {
         c->converter.OnWindowBoundary(sink);
@@ -631,16 +687,24 @@ void ProfileListener::HandleRequests() {
     }
     std::vector<profiling::WindowProfile> profiles = builder_->FinishWindow(r->start_ns, r->end_ns);
     nccl_.FinishWindow(r->start_ns, r->end_ns);
+    CollectSteps(r->end_ns);
+    steps_.FinishWindow();
     ++stats_.windows;
     SnapshotMetrics();
     for (int32_t pid : nccl_closed_pids_) {
       if (!nccl_live_by_pid_.contains(pid)) {
         nccl_.ForgetProcess(pid);
       }
+      if (!nccl_live_by_pid_.contains(pid) && !live_by_pid_.contains(pid)) {
+        steps_.ForgetProcess(pid);
+      }
     }
     nccl_closed_pids_.clear();
     for (int32_t pid : closed_pids_) {
       if (!live_by_pid_.contains(pid)) {
+        if (!nccl_live_by_pid_.contains(pid)) {
+          steps_.ForgetProcess(pid);
+        }
         builder_->ForgetProcess(pid);
         notices_logged_.erase(pid);
         ++stats_.processes_forgotten;
@@ -696,11 +760,53 @@ void ProfileListener::SassWorker() {
   }
 }
 
+ListenerInputSink ProfileListener::InputSink() {
+  return ListenerInputSink(builder_.get(), &steps_, [this](const ProcessDesc& process) {
+    if (steps_.HasProcess(process.pid)) {
+      return;  // its environment was read once, at its first Hello
+    }
+    model::ProcessInfo info;
+    info.pid = process.pid;
+    info.container_pid = process.pid;
+    info.start_ticks = process.start_ticks;
+    info.executable = process.executable.substr(process.executable.rfind('/') + 1);
+    info.executable_path = process.executable;
+    ProcessEnviron environ = ReadProcessEnviron(options_.symbolizer.host_root, process.pid);
+    info.job = std::move(environ.job);
+    steps_.AddProcess(info, std::move(environ.step_range));
+  });
+}
+
+void ProfileListener::CollectSteps(int64_t now_ns) {
+  std::vector<model::TrainingStep> steps = steps_.Collect(now_ns);
+  if (steps.empty()) {
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& step : steps) {
+    if (pending_steps_.size() >= options_.max_pending_steps) {
+      ++stats_.steps_dropped;
+      continue;
+    }
+    pending_steps_.push_back(std::move(step));
+  }
+  stats_.steps += steps.size();
+}
+
+std::vector<model::TrainingStep> ProfileListener::TakeSteps() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<model::TrainingStep> steps;
+  steps.swap(pending_steps_);
+  return steps;
+}
+
 void ProfileListener::SnapshotMetrics() {
   last_snapshot_ = std::chrono::steady_clock::now();
+  CollectSteps(RealtimeNowNs());
   auto recorded = std::make_shared<RecordedSamples>();
   builder_->EmitSelfMetrics(*recorded);
   nccl_.EmitMetrics(*recorded);
+  steps_.EmitMetrics(*recorded);
   std::lock_guard<std::mutex> lock(mu_);
   metrics_ = std::move(recorded);
 }
