@@ -305,7 +305,16 @@ model::TrainingStep StepTracker::MakeStep(const Process& p, const Comm* comm, in
     }
   }
   const model::JobIdentity& job = p.info.job;
-  s.job = !job.id.empty() ? job.id : s.comm.empty() ? "" : "comm-" + s.comm;
+  if (!job.id.empty()) {
+    s.job = job.id;
+  } else if (!s.comm.empty()) {
+    s.job = "comm-" + s.comm;
+  } else {
+    // A process in no launcher's job and without NCCL (NVTX steps only) is a job of its own:
+    // its entity id ("pid/<pid>/<start ticks>") with dashes, never empty.
+    s.job = p.entity;
+    std::replace(s.job.begin(), s.job.end(), '/', '-');
+  }
   if (auto rank = ParseU32(job.rank)) {
     s.rank = *rank;
   }

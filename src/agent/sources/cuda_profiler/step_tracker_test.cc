@@ -338,7 +338,9 @@ TEST(StepTrackerTest, ComputeCommOverlapAndIdleFromKernels) {
   tracker.FinishWindow();
   model::CollectingSink sink;
   tracker.EmitMetrics(sink);
-  const model::Labels labels{{"job", ""}, {"rank", "0"}};
+  // In no launcher's job and without NCCL, the process is a job of its own.
+  EXPECT_EQ(steps[0].job, "pid-4242-777");
+  const model::Labels labels{{"job", "pid-4242-777"}, {"rank", "0"}};
   EXPECT_EQ(sink.Find("training.steps", "pid/4242/777", labels), 1);
   EXPECT_EQ(sink.Find("training.step.last", "pid/4242/777", labels), 0);
   EXPECT_DOUBLE_EQ(*sink.Find("training.step.duration", "pid/4242/777", labels), 0.1);
