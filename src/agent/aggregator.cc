@@ -28,7 +28,8 @@ uint64_t SeriesHash(const model::MetricDesc& metric, std::string_view entity_id,
 
 }  // namespace
 
-Aggregator::Aggregator(size_t max_series) : max_series_(max_series) {}
+Aggregator::Aggregator(size_t max_series, size_t max_steps)
+    : max_series_(max_series), max_steps_(max_steps) {}
 
 void Aggregator::BeginCycle(base::TimePoint now) {
   cycle_time_ = now;
@@ -179,6 +180,14 @@ void Aggregator::AddEvent(const model::Event& event) {
   window_events_.push_back(event);
 }
 
+void Aggregator::AddStep(const model::TrainingStep& step) {
+  if (window_steps_.size() >= max_steps_) {
+    ++dropped_steps_total_;
+    return;
+  }
+  window_steps_.push_back(step);
+}
+
 model::Frame Aggregator::CloseWindow(base::TimePoint end) {
   model::Frame frame;
   frame.start = window_started_ ? window_start_ : end;
@@ -208,6 +217,8 @@ model::Frame Aggregator::CloseWindow(base::TimePoint end) {
   }
   frame.events = std::move(window_events_);
   window_events_.clear();
+  frame.steps = std::move(window_steps_);
+  window_steps_.clear();
 
   ForgetUnwritten();
   window_order_.clear();

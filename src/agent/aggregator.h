@@ -30,7 +30,7 @@ namespace warpscope::agent {
 class Aggregator : public model::SampleSink {
  public:
   // At most `max_series` distinct series per window; more are dropped and counted.
-  explicit Aggregator(size_t max_series = 200000);
+  explicit Aggregator(size_t max_series = 200000, size_t max_steps = 10000);
 
   void BeginCycle(base::TimePoint now);
   void EndCycle();
@@ -41,6 +41,8 @@ class Aggregator : public model::SampleSink {
   void AddValue(const model::MetricDesc& metric, std::string_view entity_id,
                 const model::Labels& labels, double value) override;
   void AddEvent(const model::Event& event) override;
+  // Steps go to the window (Frame::steps), at most `max_steps` a window; more are counted.
+  void AddStep(const model::TrainingStep& step) override;
   using model::SampleSink::AddValue;
 
   // The last complete cycle. Valid until the next EndCycle.
@@ -56,6 +58,7 @@ class Aggregator : public model::SampleSink {
   }
   uint64_t dropped_series_total() const { return dropped_series_total_; }
   uint64_t dropped_values_total() const { return dropped_values_total_; }
+  uint64_t dropped_steps_total() const { return dropped_steps_total_; }
   // Distinct series in the window in progress.
   size_t window_series() const { return window_order_.size(); }
 
@@ -95,6 +98,7 @@ class Aggregator : public model::SampleSink {
   void ForgetUnwritten();
 
   size_t max_series_;
+  size_t max_steps_;
   base::TimePoint cycle_time_;
   base::TimePoint window_start_;
   bool window_started_ = false;
@@ -116,9 +120,11 @@ class Aggregator : public model::SampleSink {
   std::unordered_map<std::string, EntityState> entities_;
   std::vector<EntityState*> window_entities_;  // in the order the window first wrote them
   std::vector<model::Event> window_events_;
+  std::vector<model::TrainingStep> window_steps_;
 
   uint64_t dropped_series_total_ = 0;
   uint64_t dropped_values_total_ = 0;
+  uint64_t dropped_steps_total_ = 0;
 };
 
 }  // namespace warpscope::agent

@@ -142,6 +142,23 @@ TEST(AggregatorTest, EventsReachTheWindow) {
   EXPECT_TRUE(agg.CloseWindow(T(2)).events.empty());
 }
 
+TEST(AggregatorTest, StepsReachTheWindowUpToTheCap) {
+  Aggregator agg(/*max_series=*/100, /*max_steps=*/2);
+  agg.BeginCycle(T(0));
+  for (int64_t n = 0; n < 3; ++n) {
+    model::TrainingStep step;
+    step.entity = "pid/1/2";
+    step.step = n;
+    agg.AddStep(step);
+  }
+  agg.EndCycle();
+  model::Frame w = agg.CloseWindow(T(1));
+  ASSERT_EQ(w.steps.size(), 2u);
+  EXPECT_EQ(w.steps[1].step, 1);
+  EXPECT_EQ(agg.dropped_steps_total(), 1u);
+  EXPECT_TRUE(agg.CloseWindow(T(2)).steps.empty());
+}
+
 }  // namespace
 }  // namespace warpscope::agent
 

@@ -9,6 +9,7 @@
 #include "agent/sources/cpu_profiler/cpu_profiler_metrics.h"
 #include "agent/sources/cuda_profiler/cuda_profiler_metrics.h"
 #include "agent/sources/cuda_profiler/nccl_metrics.h"
+#include "agent/sources/cuda_profiler/training_metrics.h"
 #include "agent/sources/inference/inference_metrics.h"
 #include "agent/sources/nvml/nvml_metrics.h"
 #include "agent/sources/procfs/host_metrics.h"
@@ -93,6 +94,13 @@ std::vector<MetricCatalog> AllMetricCatalogs() {
        "describe the last window (`--cuda-profile-interval`). `nccl_bus_bandwidth_gbs` and "
        "`nccl_collective_exec_time_microseconds` are NCCL Inspector's names and labels.",
        agent::nccl_metrics::AllNcclMetrics()},
+      {"Training steps",
+       "On the process entity of each rank whose training steps the `cuda_profiler` source "
+       "(`--cuda-profiler`) cuts, from NVTX step ranges or from the periodicity of its NCCL "
+       "collectives (docs/design/training.md, \"Steps in the agent\"). Gauges describe the "
+       "steps cut in the last window (`--cuda-profile-interval`) and are absent for a window "
+       "without steps; compute and idle shares are absent without kernel records.",
+       agent::training_metrics::AllTrainingMetrics()},
       {"CPU profiler",
        "On the host entity, written by the `cpu_profiler` source (`--enable-cpu-profiler`).",
        agent::cpu_profiler_metrics::AllCpuProfilerMetrics()},

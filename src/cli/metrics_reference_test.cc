@@ -6,6 +6,7 @@
 #include "agent/self_stats.h"
 #include "agent/sources/cpu_profiler/cpu_profiler_metrics.h"
 #include "agent/sources/cuda_profiler/cuda_profiler_metrics.h"
+#include "agent/sources/cuda_profiler/training_metrics.h"
 #include "agent/sources/nvml/nvml_metrics.h"
 #include "agent/sources/procfs/host_metrics.h"
 #include "base/file_util.h"
@@ -40,7 +41,8 @@ TEST(MetricsReferenceTest, EveryCatalogIsInTheReference) {
   const std::span<const model::MetricDesc* const> catalogs[] = {
       agent::nvml_metrics::AllNvmlMetrics(), agent::host_metrics::AllHostMetrics(),
       agent::cuda_profiler_metrics::AllCudaProfilerMetrics(),
-      agent::cpu_profiler_metrics::AllCpuProfilerMetrics(), agent::AllSelfMetrics()};
+      agent::cpu_profiler_metrics::AllCpuProfilerMetrics(),
+      agent::training_metrics::AllTrainingMetrics(), agent::AllSelfMetrics()};
   const std::vector<MetricCatalog> listed = AllMetricCatalogs();
   for (const auto& catalog : catalogs) {
     ASSERT_FALSE(catalog.empty());

@@ -82,6 +82,10 @@ void ServerFlags::Register(CLI::App& sub) {
   sub.add_option("--retention-1h", retention_1h_, "How long 1-hour rollups are kept")
       ->envname("WARPSCOPE_RETENTION_1H")
       ->capture_default_str();
+  sub.add_option("--step-retention", step_retention_,
+                 "How long training steps (one record per rank and step) are kept")
+      ->envname("WARPSCOPE_STEP_RETENTION")
+      ->capture_default_str();
   sub.add_option("--trace-retention", trace_retention_,
                  "How long request traces (POST /v1/traces) are kept")
       ->envname("WARPSCOPE_TRACE_RETENTION")
@@ -158,6 +162,7 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
       {retention_raw_, "--retention-raw", &config.raw_retention},
       {retention_1m_, "--retention-1m", &config.minute_retention},
       {retention_1h_, "--retention-1h", &config.hour_retention},
+      {step_retention_, "--step-retention", &config.step_retention},
       {compact_interval_, "--compact-interval", &config.compact_interval},
       {trace_retention_, "--trace-retention", &config.trace_retention},
       {insights_interval_, "--insights-interval", &config.insights_interval},

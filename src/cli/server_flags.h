@@ -41,6 +41,7 @@ class ServerFlags {
   std::string retention_raw_ = "7d";
   std::string retention_1m_ = "30d";
   std::string retention_1h_ = "400d";
+  std::string step_retention_ = "30d";
   std::string compact_interval_ = "1m";
   std::string trace_retention_ = "24h";
   uint64_t trace_max_spans_ = defaults_.trace_max_spans;

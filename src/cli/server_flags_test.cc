@@ -111,6 +111,27 @@ TEST(ServerFlagsTest, AlertmanagerFlagsReachTheConfig) {
   EXPECT_EQ(config.external_url, "https://ws.example");
 }
 
+TEST(ServerFlagsTest, StepRetentionReachesTheConfig) {
+  server::ServerConfig config;
+  ASSERT_TRUE(Parse({"server"}, config).ok());
+  EXPECT_EQ(config.step_retention, std::chrono::hours(24 * 30));
+  base::Status st = Parse({"server", "--step-retention=3d"}, config);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(config.step_retention, std::chrono::hours(72));
+  st = Parse({"server", "--step-retention=10m"}, config);
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("--step-retention"), std::string::npos) << st.message();
+}
+
+TEST(ServerFlagsTest, StepRetentionComesFromTheConfigFile) {
+  base::TempDir dir;
+  const std::string path = ConfigFile(dir, "[server]\nstep-retention = \"2d\"\n");
+  server::ServerConfig config;
+  base::Status st = Parse({"--config=" + path, "server"}, config);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(config.step_retention, std::chrono::hours(48));
+}
+
 TEST(ServerFlagsTest, TraceRetentionAndBoundReachTheConfig) {
   server::ServerConfig config;
   ASSERT_TRUE(Parse({"server"}, config).ok());

@@ -57,6 +57,7 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   storage_options.storage.raw_retention = config.raw_retention;
   storage_options.storage.minute_retention = config.minute_retention;
   storage_options.storage.hour_retention = config.hour_retention;
+  storage_options.storage.step_retention = config.step_retention;
   WARPSCOPE_ASSIGN_OR_RETURN(p->storage_, server::SqliteStorage::Open(storage_options));
   // The request traces have their own database file, so that they never hold the metrics' lock.
   WARPSCOPE_ASSIGN_OR_RETURN(

@@ -19,6 +19,9 @@ class SampleSink {
   virtual void AddValue(const MetricDesc& metric, std::string_view entity_id, const Labels& labels,
                         double value) = 0;
   virtual void AddEvent(const Event& event) = 0;
+  // A training step a source cut (model::TrainingStep, emitted once). Sinks that keep no steps
+  // ignore them.
+  virtual void AddStep(const TrainingStep& step) { (void)step; }
 
   void AddValue(const MetricDesc& metric, std::string_view entity_id, double value) {
     AddValue(metric, entity_id, kNoLabels, value);

@@ -31,6 +31,10 @@ base::Status ServerConfig::Validate() const {
     return base::InvalidArgument("--retention-raw={}: must be at least 1h",
                                  base::FormatDuration(raw_retention));
   }
+  if (step_retention < std::chrono::hours(1)) {
+    return base::InvalidArgument("--step-retention={}: must be at least 1h",
+                                 base::FormatDuration(step_retention));
+  }
   if (trace_retention < std::chrono::minutes(1)) {
     return base::InvalidArgument("--trace-retention={}: must be at least 1m",
                                  base::FormatDuration(trace_retention));

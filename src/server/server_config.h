@@ -32,6 +32,8 @@ struct ServerConfig {
   base::Duration raw_retention = std::chrono::hours(24 * 7);
   base::Duration minute_retention = std::chrono::hours(24 * 30);
   base::Duration hour_retention = std::chrono::hours(24 * 400);
+  // How long training steps (one row per rank and step, docs/design/storage.md) are kept.
+  base::Duration step_retention = std::chrono::hours(24 * 30);
   // Request traces of inference servers (POST /v1/traces; docs/design/inference.md): how long
   // they are kept, and how many spans at most (near the bound each model is sampled down to its
   // fair share; past it the oldest go).

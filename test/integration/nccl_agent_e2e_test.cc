@@ -3,12 +3,15 @@
 // real agent (`warpscope agent --cuda-profiler`, socket and /metrics port in a temporary
 // directory); the NCCL metrics are read back from the agent's Prometheus /metrics and checked
 // against what the driver ran: two ranks of one communicator, all-reduces of 4 MiB whose kernels
-// run 100 us each on the GPU timer.
+// run 100 us each on the GPU timer; and training steps cut from the collectives' periodicity, two
+// ranks in two processes, one of them a straggler.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -51,7 +54,10 @@ TEST(NcclAgentE2eTest, TheAgentServesTheDriversCollectivesOnItsMetricsEndpoint) 
        "--hostname", "nccl-node"},
       dir.path());
   ASSERT_TRUE(agent.has_value()) << agent.error().message();
-  ASSERT_FALSE(test::WaitForHttp(port, "/metrics", [](const std::string&) { return true; }).empty())
+  // Up once /metrics has a first cycle (an empty body before it).
+  ASSERT_FALSE(test::WaitForHttp(port, "/metrics", [](const std::string& text) {
+                 return !text.empty();
+               }).empty())
       << (*agent)->Stderr();
 
   const std::string go = dir.path() + "/go";
@@ -107,6 +113,94 @@ TEST(NcclAgentE2eTest, TheAgentServesTheDriversCollectivesOnItsMetricsEndpoint) 
   std::ofstream(go) << "go";
   const int status = (*driver)->Wait(30s);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << (*driver)->Stdout();
+  const int agent_status = (*agent)->Signal(SIGINT, 20s);
+  EXPECT_TRUE(WIFEXITED(agent_status) && WEXITSTATUS(agent_status) == 0) << (*agent)->Stderr();
+}
+
+// Two ranks, each its own process (as torchrun starts them), run steps of two all-reduces after a
+// compute phase; rank 1 computes 30 ms longer and rank 0 waits for it in its first all-reduce.
+// The agent cuts the steps from the collectives alone (no CUDA library: no kernel records).
+TEST(NcclAgentE2eTest, StepsFromTheCollectivesPeriodicityShowTheWaitingRank) {
+  for (const auto& path : {kDriver, kPlugin}) {
+    ASSERT_EQ(access(path.c_str(), R_OK), 0)
+        << path << " is missing; build fake_nccl_driver and warpscope_nccl";
+  }
+  test::TempDir dir;
+  const std::string socket = dir.path() + "/agent/cupti.sock";
+  const int port = test::PickFreePort();
+  auto agent = test::ChildProcess::Start(
+      {test::WarpscopeBinary(), "agent", "--enable-gpu-metrics=false",
+       "--enable-host-metrics=false", "--cuda-profiler", "--cuda-profiler-socket", socket,
+       "--cuda-profile-interval", "1s", "--collect-metrics-interval", "200ms",
+       "--export-metrics-interval", "1s", "--listen-address", "127.0.0.1:" + std::to_string(port),
+       "--hostname", "nccl-node"},
+      dir.path());
+  ASSERT_TRUE(agent.has_value()) << agent.error().message();
+  // Up once /metrics has a first cycle (an empty body before it).
+  ASSERT_FALSE(test::WaitForHttp(port, "/metrics", [](const std::string& text) {
+                 return !text.empty();
+               }).empty())
+      << (*agent)->Stderr();
+
+  // 12 steps of 2 collectives; each driver waits after 6 steps.
+  const std::string go = dir.path() + "/go";
+  std::vector<std::unique_ptr<test::ChildProcess>> drivers;
+  for (int rank : {0, 1}) {
+    auto driver = test::ChildProcess::Start(
+        {kDriver, "--plugin", kPlugin, "--ranks", "1", "--first-rank", std::to_string(rank),
+         "--nranks", "2", "--collectives", "24", "--exec-us", "2000", "--step-compute-us",
+         "20000", "--slow-rank", "1", "--slow-compute-us", "30000", "--wait-file", go},
+        dir.path(),
+        {"WARPSCOPE_NCCL_SOCKET=" + socket, "WARPSCOPE_NCCL_FLUSH_MS=20",
+         "TORCHELASTIC_RUN_ID=steps-e2e", "RANK=" + std::to_string(rank), "WORLD_SIZE=2"});
+    ASSERT_TRUE(driver.has_value()) << driver.error().message();
+    drivers.push_back(std::move(*driver));
+  }
+  // Steps 0..3 are cut as soon as the step after each has ended, step 4 after the grace period
+  // (step 5 never ends while the drivers wait). The window gauges last one window: keep the
+  // shares as they pass.
+  std::optional<double> share[2];
+  std::optional<double> duration[2];
+  const std::string body = test::WaitForHttp(port, "/metrics", [&](const std::string& text) {
+    bool done = true;
+    for (int rank : {0, 1}) {
+      const std::vector<std::string> labels = {"job=\"steps-e2e\"",
+                                               "rank=\"" + std::to_string(rank) + "\""};
+      if (auto v = test::PromSample(text, "warpscope_training_communication_ratio", labels)) {
+        share[rank] = v;
+      }
+      if (auto v = test::PromSample(text, "warpscope_training_step_duration_seconds", labels)) {
+        duration[rank] = v;
+      }
+      done = done && test::PromSample(text, "warpscope_training_steps_total", labels) == 5 &&
+             share[rank] && duration[rank];
+    }
+    return done;
+  });
+  SCOPED_TRACE(body);
+  for (int rank : {0, 1}) {
+    const std::vector<std::string> labels = {"job=\"steps-e2e\"",
+                                             "rank=\"" + std::to_string(rank) + "\""};
+    ASSERT_EQ(test::PromSample(body, "warpscope_training_steps_total", labels), 5)
+        << (*agent)->Stderr();
+    EXPECT_EQ(test::PromSample(body, "warpscope_training_last_step", labels), 4);
+    EXPECT_FALSE(test::PromSample(body, "warpscope_training_compute_ratio", labels))
+        << "no kernel records: compute is unknown";
+    // 20 ms compute + 30 ms straggling + 2 x 2 ms collectives, on both ranks.
+    ASSERT_TRUE(duration[rank].has_value());
+    EXPECT_GT(*duration[rank], 0.050);
+    EXPECT_LT(*duration[rank], 0.5);
+  }
+  ASSERT_TRUE(share[0] && share[1]);
+  // Rank 0 waits ~30 ms of ~54 ms in NCCL, rank 1 ~4 ms.
+  EXPECT_GT(*share[0], 2 * *share[1]);
+  EXPECT_GT(*share[0], 0.3);
+
+  std::ofstream(go) << "go";
+  for (auto& driver : drivers) {
+    const int status = driver->Wait(30s);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << driver->Stdout();
+  }
   const int agent_status = (*agent)->Signal(SIGINT, 20s);
   EXPECT_TRUE(WIFEXITED(agent_status) && WEXITSTATUS(agent_status) == 0) << (*agent)->Stderr();
 }

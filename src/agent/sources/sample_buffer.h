@@ -27,15 +27,22 @@ class SampleBuffer final : public model::SampleSink {
     v.value = value;
   }
   void AddEvent(const model::Event& event) override { Slot(events_, event_count_) = event; }
+  void AddStep(const model::TrainingStep& step) override { steps_.push_back(step); }
   using model::SampleSink::AddValue;
 
   // Forgets the contents, keeps the storage.
-  void Clear() { entity_count_ = value_count_ = event_count_ = 0; }
-  bool empty() const { return entity_count_ == 0 && value_count_ == 0 && event_count_ == 0; }
+  void Clear() {
+    entity_count_ = value_count_ = event_count_ = 0;
+    steps_.clear();
+  }
+  bool empty() const {
+    return entity_count_ == 0 && value_count_ == 0 && event_count_ == 0 && steps_.empty();
+  }
   size_t values() const { return value_count_; }
   size_t events() const { return event_count_; }
 
-  // Writes the entities, then the values, then the events, each in the order they came.
+  // Writes the entities, then the values, then the events and steps, each in the order they
+  // came.
   void ReplayInto(model::SampleSink& out) const {
     for (size_t i = 0; i < entity_count_; ++i) {
       out.AddEntity(entities_[i]);
@@ -46,10 +53,13 @@ class SampleBuffer final : public model::SampleSink {
     }
     ReplayEventsInto(out);
   }
-  // The events only: what still matters of a poll whose values are too old to be used.
+  // The events and steps only: what still matters of a poll whose values are too old to be used.
   void ReplayEventsInto(model::SampleSink& out) const {
     for (size_t i = 0; i < event_count_; ++i) {
       out.AddEvent(events_[i]);
+    }
+    for (const auto& step : steps_) {
+      out.AddStep(step);
     }
   }
 
@@ -72,6 +82,7 @@ class SampleBuffer final : public model::SampleSink {
   std::vector<model::Entity> entities_;
   std::vector<Value> values_;
   std::vector<model::Event> events_;
+  std::vector<model::TrainingStep> steps_;  // rare: no slot reuse
   size_t entity_count_ = 0;
   size_t value_count_ = 0;
   size_t event_count_ = 0;

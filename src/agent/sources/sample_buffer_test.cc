@@ -88,5 +88,22 @@ TEST(SampleBufferTest, ReplayEventsIntoLeavesValuesAndEntitiesOut) {
   EXPECT_EQ(out.events[0].kind, "gpu_lost");
 }
 
+TEST(SampleBufferTest, StepsAreReplayedWithTheEventsAndCleared) {
+  SampleBuffer buffer;
+  model::TrainingStep step;
+  step.step = 7;
+  buffer.AddStep(step);
+  EXPECT_FALSE(buffer.empty());
+  model::CollectingSink late;
+  buffer.ReplayEventsInto(late);
+  ASSERT_EQ(late.steps.size(), 1u);
+  EXPECT_EQ(late.steps[0].step, 7);
+  model::CollectingSink out;
+  buffer.ReplayInto(out);
+  EXPECT_EQ(out.steps.size(), 1u);
+  buffer.Clear();
+  EXPECT_TRUE(buffer.empty());
+}
+
 }  // namespace
 }  // namespace warpscope::agent

@@ -128,6 +128,27 @@ v1::Batch BatchEncoder::ToProto(const model::Frame& frame, uint64_t sequence) co
     out->set_message(e.message);
     AddLabels(e.attributes, out->mutable_attributes());
   }
+
+  batch.mutable_steps()->Reserve(static_cast<int>(frame.steps.size()));
+  for (const model::TrainingStep& s : frame.steps) {
+    v1::TrainingStep* out = batch.add_steps();
+    out->set_entity(s.entity);
+    out->set_job(s.job);
+    out->set_comm(s.comm);
+    out->set_rank(s.rank);
+    out->set_world_size(s.world_size);
+    out->set_step(s.step);
+    out->set_start_unix_nano(UnixNanos(s.start));
+    out->set_end_unix_nano(UnixNanos(s.end));
+    out->set_compute_ns(s.compute_ns);
+    out->set_comm_ns(s.comm_ns);
+    out->set_overlap_ns(s.overlap_ns);
+    out->set_last_collective_offset_ns(s.last_collective_offset_ns);
+    out->set_nccl_ns(s.nccl_ns);
+    out->set_collectives(s.collectives);
+    out->set_bus_bytes(s.bus_bytes);
+    out->set_source(s.source);
+  }
   return batch;
 }
 

@@ -21,7 +21,8 @@ namespace warpscope::exporters {
 //   taken from Frame::sequence, which restarts with the agent.
 // - metrics: a dictionary with one entry per distinct MetricDesc key, in order of first use by a
 //   series; Series.metric is the index into it. Series whose `metric` is null are skipped.
-// - entities, series and events: every field copied; times as Unix ns (0 for an unset time).
+// - entities, series, events and training steps: every field copied; times as Unix ns (0 for an
+//   unset time).
 //
 // Stateless and thread-safe: Encode() may be called from any thread.
 class BatchEncoder {

@@ -192,6 +192,56 @@ TEST(BatchEncoderTest, EventsKeepEveryField) {
   EXPECT_EQ(e.attributes(0).value(), "42");
 }
 
+TEST(BatchEncoderTest, TrainingStepsKeepEveryField) {
+  model::Frame f = MakeFrame();
+  model::TrainingStep s;
+  s.entity = "pid/42/1000";
+  s.job = "job-17";
+  s.comm = "0123456789abcdef";
+  s.rank = 3;
+  s.world_size = 8;
+  s.step = 1234567890123;
+  s.start = base::FromUnixNanos(kStart + 10);
+  s.end = base::FromUnixNanos(kStart + 500'000'010);
+  s.compute_ns = 300'000'000;
+  s.comm_ns = 50'000'000;
+  s.overlap_ns = 20'000'000;
+  s.last_collective_offset_ns = 450'000'000;
+  s.nccl_ns = 70'000'000;
+  s.collectives = 12;
+  s.bus_bytes = 5'000'000'000ULL;
+  s.source = "nvtx";
+  model::TrainingStep unknown;  // the defaults: -1 for unknown compute and no large collective
+  unknown.entity = "pid/42/1000";
+  unknown.job = "comm-0123456789abcdef";
+  unknown.source = "collectives";
+  f.steps = {s, unknown};
+
+  v1::Batch b = Decode(BatchEncoder({.agent_id = "a"}).Encode(f, 1));
+  ASSERT_EQ(b.steps_size(), 2);
+  const v1::TrainingStep& got = b.steps(0);
+  EXPECT_EQ(got.entity(), "pid/42/1000");
+  EXPECT_EQ(got.job(), "job-17");
+  EXPECT_EQ(got.comm(), "0123456789abcdef");
+  EXPECT_EQ(got.rank(), 3u);
+  EXPECT_EQ(got.world_size(), 8u);
+  EXPECT_EQ(got.step(), 1234567890123);
+  EXPECT_EQ(got.start_unix_nano(), kStart + 10);
+  EXPECT_EQ(got.end_unix_nano(), kStart + 500'000'010);
+  EXPECT_EQ(got.compute_ns(), 300'000'000);
+  EXPECT_EQ(got.comm_ns(), 50'000'000);
+  EXPECT_EQ(got.overlap_ns(), 20'000'000);
+  EXPECT_EQ(got.last_collective_offset_ns(), 450'000'000);
+  EXPECT_EQ(got.nccl_ns(), 70'000'000);
+  EXPECT_EQ(got.collectives(), 12u);
+  EXPECT_EQ(got.bus_bytes(), 5'000'000'000ULL);
+  EXPECT_EQ(got.source(), "nvtx");
+  EXPECT_EQ(b.steps(1).job(), "comm-0123456789abcdef");
+  EXPECT_EQ(b.steps(1).compute_ns(), -1);
+  EXPECT_EQ(b.steps(1).last_collective_offset_ns(), -1);
+  EXPECT_EQ(b.steps(1).source(), "collectives");
+}
+
 TEST(BatchEncoderTest, SampleFrameRoundTripsWithADictionaryOfItsDistinctMetrics) {
   model::Frame frame = sample::MakeSampleFrame({.gpus = 8, .processes = 16, .mig_per_gpu = 1});
   v1::Batch b = Decode(BatchEncoder({.agent_id = "a"}).Encode(frame, 9));
@@ -221,6 +271,7 @@ TEST(BatchEncoderTest, EmptyFrameIsAValidBatch) {
   EXPECT_EQ(b.version(), 1u);
   EXPECT_EQ(b.agent_id(), "a");
   EXPECT_EQ(b.series_size(), 0);
+  EXPECT_EQ(b.steps_size(), 0);
   EXPECT_EQ(b.start_unix_nano(), 0);
 }
 

@@ -26,6 +26,7 @@ class CollectingSink : public SampleSink {
     values.push_back({&metric, std::string(entity_id), labels, value});
   }
   void AddEvent(const Event& event) override { events.push_back(event); }
+  void AddStep(const TrainingStep& step) override { steps.push_back(step); }
   using SampleSink::AddValue;
 
   // The value of `key` for `entity` (and `labels`), if written.
@@ -52,11 +53,13 @@ class CollectingSink : public SampleSink {
     entities.clear();
     values.clear();
     events.clear();
+    steps.clear();
   }
 
   std::vector<Entity> entities;
   std::vector<Value> values;
   std::vector<Event> events;
+  std::vector<TrainingStep> steps;
 };
 
 }  // namespace warpscope::model

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <unordered_set>
+#include <vector>
 
 #include "server/ingest/request_body.h"
 #include "warpscope/v1/batch.pb.h"
@@ -67,6 +68,63 @@ std::string_view NonFiniteField(const pb::Series& s) {
     return "last";
   }
   return {};
+}
+
+Result<std::vector<model::TrainingStep>> ToSteps(
+    const google::protobuf::RepeatedPtrField<pb::TrainingStep>& in,
+    const std::unordered_set<std::string_view>& entity_ids, std::string_view where) {
+  if (in.size() > static_cast<int>(kMaxStepsPerBatch)) {
+    return Error(InvalidArgument(
+        "{}: {} training steps; a batch carries at most {}: shorten the agent's export interval",
+        where, in.size(), kMaxStepsPerBatch));
+  }
+  std::vector<model::TrainingStep> out;
+  out.reserve(static_cast<size_t>(in.size()));
+  for (int i = 0; i < in.size(); ++i) {
+    const pb::TrainingStep& s = in.Get(i);
+    if (s.job().empty()) {
+      return Error(InvalidArgument("{}: step {} has an empty job", where, i));
+    }
+    if (entity_ids.count(s.entity()) == 0) {
+      return Error(InvalidArgument(
+          "{}: step {} of job \"{}\" refers to entity \"{}\", which is neither the host nor one "
+          "of the batch's entities",
+          where, i, s.job(), s.entity()));
+    }
+    if (s.end_unix_nano() < s.start_unix_nano()) {
+      return Error(
+          InvalidArgument("{}: step {} of job \"{}\" ends ({} ns) before it starts ({} ns)", where,
+                          i, s.job(), s.end_unix_nano(), s.start_unix_nano()));
+    }
+    if (s.step() < 0) {
+      return Error(InvalidArgument("{}: step {} of job \"{}\" has a negative step number {}", where,
+                                   i, s.job(), s.step()));
+    }
+    if (s.source() != "nvtx" && s.source() != "collectives") {
+      return Error(InvalidArgument(
+          "{}: step {} of job \"{}\" has source \"{}\"; use \"nvtx\" or \"collectives\"", where, i,
+          s.job(), s.source()));
+    }
+    model::TrainingStep step;
+    step.entity = s.entity();
+    step.job = s.job();
+    step.comm = s.comm();
+    step.rank = s.rank();
+    step.world_size = s.world_size();
+    step.step = s.step();
+    step.start = base::FromUnixNanos(s.start_unix_nano());
+    step.end = base::FromUnixNanos(s.end_unix_nano());
+    step.compute_ns = s.compute_ns();
+    step.comm_ns = s.comm_ns();
+    step.overlap_ns = s.overlap_ns();
+    step.last_collective_offset_ns = s.last_collective_offset_ns();
+    step.nccl_ns = s.nccl_ns();
+    step.collectives = s.collectives();
+    step.bus_bytes = s.bus_bytes();
+    step.source = s.source();
+    out.push_back(std::move(step));
+  }
+  return out;
 }
 
 Result<DecodedBatch> Convert(const pb::Batch& in) {
@@ -200,6 +258,8 @@ Result<DecodedBatch> Convert(const pb::Batch& in) {
                                ToLabels(e.attributes(), fmt::format("{}: event {}", where, i)));
     b.events.push_back(std::move(event));
   }
+
+  WARPSCOPE_ASSIGN_OR_RETURN(b.steps, ToSteps(in.steps(), entity_ids, where));
   return out;
 }
 

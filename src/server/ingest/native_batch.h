@@ -4,6 +4,7 @@
 #ifndef WARPSCOPE_SERVER_INGEST_NATIVE_BATCH_H_
 #define WARPSCOPE_SERVER_INGEST_NATIVE_BATCH_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -15,6 +16,11 @@ namespace warpscope::server {
 
 // The only Batch.version this server reads.
 inline constexpr uint32_t kNativeBatchVersion = 1;
+
+// The most training steps one batch may carry. A host of 8 ranks at 20 steps/s fills the
+// default 1-minute export window with 9,600; at about 100 bytes a step the cap is ~10 MB, a third
+// of the default 32 MiB body limit. It bounds the rows one batch adds to training_steps.
+inline constexpr size_t kMaxStepsPerBatch = 100'000;
 
 struct DecodedBatch {
   IngestBatch batch;
@@ -32,7 +38,10 @@ struct DecodedBatch {
 // an unknown entity kind; a series whose metric index is out of range, whose entity is neither
 // the host nor among the batch's entities, or with an empty label key. A series with a NaN or
 // infinite value is not an error: it is left out and counted in rejected_series. A series count
-// of 0 becomes 1 and an event without entity belongs to the host.
+// of 0 becomes 1 and an event without entity belongs to the host. Training steps: more than
+// kMaxStepsPerBatch; a step with an empty job, an entity that is neither the host nor one of the
+// batch's entities, an end before its start, a negative step number, or a source other than
+// "nvtx" or "collectives" (each error names the step's index and job).
 // Thread-safe; pure.
 [[nodiscard]] base::Result<DecodedBatch> DecodeNativeBatchProto(std::string_view bytes);
 

@@ -6,7 +6,9 @@
 //   - Decoding never crashes or throws; an error is InvalidArgument with a message.
 //   - A decoded batch is what WriteBatch can store without further checks: agent_id and host are
 //     set, the window does not end before it starts, every series names a described metric and
-//     the host or a declared entity, every value is finite and every count is at least 1.
+//     the host or a declared entity, every value is finite and every count is at least 1; at
+//     most kMaxStepsPerBatch training steps, each with a job, the host or a declared entity, an
+//     end not before its start, a step number >= 0 and the source "nvtx" or "collectives".
 #include <cmath>
 #include <cstdint>
 #include <set>
@@ -50,6 +52,17 @@ void Check(const Result<DecodedBatch>& r, const char* how) {
                              std::isfinite(s.last),
                          "{}: non-finite value kept", how);
     WARPSCOPE_FUZZ_CHECK(s.count >= 1, "{}: count 0 kept", how);
+  }
+  WARPSCOPE_FUZZ_CHECK(b.steps.size() <= warpscope::server::kMaxStepsPerBatch, "{}: {} steps kept",
+                       how, b.steps.size());
+  for (const auto& s : b.steps) {
+    WARPSCOPE_FUZZ_CHECK(!s.job.empty(), "{}: step with an empty job", how);
+    WARPSCOPE_FUZZ_CHECK(entities.count(s.entity) == 1, "{}: step of undeclared entity {}", how,
+                         warpscope::fuzz::Quote(s.entity));
+    WARPSCOPE_FUZZ_CHECK(s.end >= s.start, "{}: step ends before it starts", how);
+    WARPSCOPE_FUZZ_CHECK(s.step >= 0, "{}: negative step number kept", how);
+    WARPSCOPE_FUZZ_CHECK(s.source == "nvtx" || s.source == "collectives", "{}: step source {} kept",
+                         how, warpscope::fuzz::Quote(s.source));
   }
 }
 

@@ -73,6 +73,39 @@ pb::Batch ValidBatch() {
   return b;
 }
 
+// ValidBatch() with a rank process of job "job-1" and two of its steps, one on the host entity.
+pb::Batch BatchWithSteps() {
+  pb::Batch b = ValidBatch();
+  pb::Entity* proc = b.add_entities();
+  proc->set_kind(pb::ENTITY_KIND_PROCESS);
+  proc->set_id("pid/42/100");
+  pb::TrainingStep* s = b.add_steps();
+  s->set_entity("pid/42/100");
+  s->set_job("job-1");
+  s->set_comm("0123456789abcdef");
+  s->set_rank(3);
+  s->set_world_size(16);
+  s->set_step(1000);
+  s->set_start_unix_nano(1'700'000'001'000'000'000);
+  s->set_end_unix_nano(1'700'000'001'500'000'000);
+  s->set_compute_ns(300'000'000);
+  s->set_comm_ns(50'000'000);
+  s->set_overlap_ns(20'000'000);
+  s->set_last_collective_offset_ns(440'000'000);
+  s->set_nccl_ns(70'000'000);
+  s->set_collectives(12);
+  s->set_bus_bytes(5'000'000'000ULL);
+  s->set_source("nvtx");
+  pb::TrainingStep* host_step = b.add_steps();
+  *host_step = *s;
+  host_step->set_entity("h1");
+  host_step->set_step(1001);
+  host_step->set_compute_ns(-1);
+  host_step->set_last_collective_offset_ns(-1);
+  host_step->set_source("collectives");
+  return b;
+}
+
 base::Result<DecodedBatch> Decode(const pb::Batch& b) {
   return DecodeNativeBatchProto(b.SerializeAsString());
 }
@@ -312,6 +345,168 @@ TEST(NativeBatchTest, EventWithoutEntityBelongsToTheHost) {
 
   ASSERT_TRUE(r.has_value());
   EXPECT_EQ(r->batch.events[0].entity, "h1");
+}
+
+TEST(NativeBatchTest, DecodesEveryFieldOfATrainingStep) {
+  auto r = Decode(BatchWithSteps());
+
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_EQ(r->batch.steps.size(), 2u);
+  const model::TrainingStep& s = r->batch.steps[0];
+  EXPECT_EQ(s.entity, "pid/42/100");
+  EXPECT_EQ(s.job, "job-1");
+  EXPECT_EQ(s.comm, "0123456789abcdef");
+  EXPECT_EQ(s.rank, 3u);
+  EXPECT_EQ(s.world_size, 16u);
+  EXPECT_EQ(s.step, 1000);
+  EXPECT_EQ(base::ToUnixNanos(s.start), 1'700'000'001'000'000'000);
+  EXPECT_EQ(base::ToUnixNanos(s.end), 1'700'000'001'500'000'000);
+  EXPECT_EQ(s.compute_ns, 300'000'000);
+  EXPECT_EQ(s.comm_ns, 50'000'000);
+  EXPECT_EQ(s.overlap_ns, 20'000'000);
+  EXPECT_EQ(s.last_collective_offset_ns, 440'000'000);
+  EXPECT_EQ(s.nccl_ns, 70'000'000);
+  EXPECT_EQ(s.collectives, 12u);
+  EXPECT_EQ(s.bus_bytes, 5'000'000'000ULL);
+  EXPECT_EQ(s.source, "nvtx");
+  const model::TrainingStep& on_host = r->batch.steps[1];
+  EXPECT_EQ(on_host.entity, "h1");  // the host needs no entity declaration
+  EXPECT_EQ(on_host.step, 1001);
+  EXPECT_EQ(on_host.compute_ns, -1);
+  EXPECT_EQ(on_host.last_collective_offset_ns, -1);
+  EXPECT_EQ(on_host.source, "collectives");
+}
+
+TEST(NativeBatchTest, DecodesTrainingStepsFromJsonWithEitherFieldNames) {
+  const char* json = R"({
+    "version": 1, "agentId": "a", "host": "h1",
+    "entities": [{"kind": "ENTITY_KIND_PROCESS", "id": "pid/42/100"}],
+    "steps": [
+      {"entity": "pid/42/100", "job": "job-1", "comm": "0123456789abcdef", "rank": 3,
+       "worldSize": 16, "step": "1000", "startUnixNano": "1700000001000000000",
+       "endUnixNano": 1700000001500000000, "computeNs": "-1", "commNs": 50000000,
+       "overlapNs": "20000000", "lastCollectiveOffsetNs": -1, "ncclNs": "70000000",
+       "collectives": 12, "busBytes": "5000000000", "source": "nvtx", "futureField": 1},
+      {"entity": "h1", "job": "job-1", "rank": 4, "world_size": 16, "step": 1001,
+       "start_unix_nano": 5, "end_unix_nano": "6", "compute_ns": 7, "comm_ns": "8",
+       "overlap_ns": 9, "last_collective_offset_ns": "10", "nccl_ns": 11,
+       "bus_bytes": 12, "source": "collectives"}
+    ]
+  })";
+
+  auto r = DecodeNativeBatchJson(json);
+
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_EQ(r->batch.steps.size(), 2u);
+  const model::TrainingStep& a = r->batch.steps[0];
+  EXPECT_EQ(a.world_size, 16u);
+  EXPECT_EQ(a.step, 1000);
+  EXPECT_EQ(base::ToUnixNanos(a.start), 1'700'000'001'000'000'000);
+  EXPECT_EQ(base::ToUnixNanos(a.end), 1'700'000'001'500'000'000);
+  EXPECT_EQ(a.compute_ns, -1);
+  EXPECT_EQ(a.comm_ns, 50'000'000);
+  EXPECT_EQ(a.overlap_ns, 20'000'000);
+  EXPECT_EQ(a.last_collective_offset_ns, -1);
+  EXPECT_EQ(a.nccl_ns, 70'000'000);
+  EXPECT_EQ(a.bus_bytes, 5'000'000'000ULL);
+  const model::TrainingStep& b = r->batch.steps[1];
+  EXPECT_EQ(b.rank, 4u);
+  EXPECT_EQ(b.world_size, 16u);
+  EXPECT_EQ(b.step, 1001);
+  EXPECT_EQ(base::ToUnixNanos(b.start), 5);
+  EXPECT_EQ(base::ToUnixNanos(b.end), 6);
+  EXPECT_EQ(b.compute_ns, 7);
+  EXPECT_EQ(b.comm_ns, 8);
+  EXPECT_EQ(b.overlap_ns, 9);
+  EXPECT_EQ(b.last_collective_offset_ns, 10);
+  EXPECT_EQ(b.nccl_ns, 11);
+  EXPECT_EQ(b.bus_bytes, 12u);
+  EXPECT_EQ(b.source, "collectives");
+}
+
+TEST(NativeBatchTest, StepWithAnEmptyJobIsRefused) {
+  pb::Batch b = BatchWithSteps();
+  b.mutable_steps(1)->clear_job();
+
+  EXPECT_THAT(ErrorOf(b), HasSubstr("step 1 has an empty job"));
+}
+
+TEST(NativeBatchTest, StepOfAnUndeclaredEntityIsRefused) {
+  pb::Batch b = BatchWithSteps();
+  b.mutable_steps(0)->set_entity("pid/7/1");
+
+  EXPECT_THAT(ErrorOf(b), HasSubstr("step 0 of job \"job-1\" refers to entity \"pid/7/1\", which "
+                                    "is neither the host"));
+}
+
+TEST(NativeBatchTest, StepWithoutEntityIsRefused) {
+  pb::Batch b = BatchWithSteps();
+  b.mutable_steps(1)->clear_entity();
+
+  EXPECT_THAT(ErrorOf(b), HasSubstr("step 1 of job \"job-1\" refers to entity \"\""));
+}
+
+TEST(NativeBatchTest, StepEndingBeforeItStartsIsRefused) {
+  pb::Batch b = BatchWithSteps();
+  b.mutable_steps(0)->set_end_unix_nano(b.steps(0).start_unix_nano() - 1);
+
+  EXPECT_THAT(ErrorOf(b), HasSubstr("step 0 of job \"job-1\" ends"));
+}
+
+TEST(NativeBatchTest, NegativeStepNumberIsRefused) {
+  pb::Batch b = BatchWithSteps();
+  b.mutable_steps(1)->set_step(-5);
+
+  EXPECT_THAT(ErrorOf(b), HasSubstr("step 1 of job \"job-1\" has a negative step number -5"));
+}
+
+TEST(NativeBatchTest, StepWithAnUnknownSourceIsRefused) {
+  pb::Batch b = BatchWithSteps();
+  b.mutable_steps(0)->set_source("guess");
+
+  std::string error = ErrorOf(b);
+
+  EXPECT_THAT(error, HasSubstr("step 0 of job \"job-1\" has source \"guess\""));
+  EXPECT_THAT(error, HasSubstr("use \"nvtx\" or \"collectives\""));
+}
+
+TEST(NativeBatchTest, StepWithoutSourceIsRefused) {
+  pb::Batch b = BatchWithSteps();
+  b.mutable_steps(0)->clear_source();
+
+  EXPECT_THAT(ErrorOf(b), HasSubstr("has source \"\""));
+}
+
+// ValidBatch() with `n` steps of the fewest fields (kept small: the cap is 100,000).
+pb::Batch BatchWithMinimalSteps(size_t n) {
+  pb::Batch b = ValidBatch();
+  pb::TrainingStep one;
+  one.set_entity("h1");
+  one.set_job("j");
+  one.set_source("nvtx");
+  b.mutable_steps()->Reserve(static_cast<int>(n));
+  for (size_t i = 0; i < n; ++i) {
+    *b.add_steps() = one;
+  }
+  return b;
+}
+
+TEST(NativeBatchTest, MoreStepsThanTheCapAreRefused) {
+  pb::Batch b = BatchWithMinimalSteps(kMaxStepsPerBatch + 1);
+
+  std::string error = ErrorOf(b);
+
+  EXPECT_THAT(error, HasSubstr(fmt::format("{} training steps", kMaxStepsPerBatch + 1)));
+  EXPECT_THAT(error, HasSubstr(fmt::format("at most {}", kMaxStepsPerBatch)));
+}
+
+TEST(NativeBatchTest, StepsUpToTheCapAreAccepted) {
+  pb::Batch b = BatchWithMinimalSteps(kMaxStepsPerBatch);
+
+  auto r = Decode(b);
+
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  EXPECT_EQ(r->batch.steps.size(), kMaxStepsPerBatch);
 }
 
 }  // namespace

@@ -208,6 +208,34 @@ CREATE TABLE IF NOT EXISTS staged_samples(
 );
 )sql";
 
+// Schema version 3: training steps, one row per rank and step (docs/design/storage.md). Times
+// in ns, as sent: steps last milliseconds, and the job analysis compares them across ranks.
+// By job and end for QuerySteps; by end for ListJobs and retention.
+constexpr char kStepsSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS training_steps(
+  id INTEGER PRIMARY KEY,
+  host_id INTEGER NOT NULL,
+  entity TEXT NOT NULL,
+  job TEXT NOT NULL,
+  comm TEXT NOT NULL,
+  rank INTEGER NOT NULL,
+  world_size INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL,
+  end_ns INTEGER NOT NULL,
+  compute_ns INTEGER NOT NULL,
+  comm_ns INTEGER NOT NULL,
+  overlap_ns INTEGER NOT NULL,
+  last_collective_offset_ns INTEGER NOT NULL,
+  nccl_ns INTEGER NOT NULL,
+  collectives INTEGER NOT NULL,
+  bus_bytes INTEGER NOT NULL,
+  source TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS training_steps_by_job ON training_steps(job, end_ns);
+CREATE INDEX IF NOT EXISTS training_steps_by_end ON training_steps(end_ns);
+)sql";
+
 Status CheckDataDir(const std::string& dir) {
   if (dir.empty()) {
     return base::InvalidArgument("--data-dir is empty: give the directory to keep data in");
@@ -318,6 +346,7 @@ Status SqliteStorage::InitSchema() {
       }
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kSchema));
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStagedSchema));
+      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStepsSchema));
       return SetMeta(kMetaSchemaVersion, kSchemaVersion);
     }
     WARPSCOPE_ASSIGN_OR_RETURN(
@@ -337,6 +366,11 @@ Status SqliteStorage::InitSchema() {
     }
     if (version < 2) {
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStagedSchema));
+    }
+    if (version < 3) {
+      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStepsSchema));
+    }
+    if (version < kSchemaVersion) {
       WARPSCOPE_RETURN_IF_ERROR(SetMeta(kMetaSchemaVersion, kSchemaVersion));
     }
     return base::OkStatus();

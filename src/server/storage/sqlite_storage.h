@@ -60,12 +60,13 @@ struct SqliteStorageOptions {
 // The implementation is split by job: sqlite_storage.cc (opening: pragmas, schema and its
 // migrations, loading the caches), sqlite_storage_write.cc (WriteBatch, WriteProfile),
 // sqlite_storage_staged.cc (staged samples and their moves), sqlite_storage_read.cc (queries),
-// sqlite_storage_rollup.cc (Compact's rollups) and sqlite_storage_retention.cc; what they share
-// is in sqlite_storage_internal.h.
+// sqlite_storage_steps.cc (training steps' reads), sqlite_storage_rollup.cc (Compact's rollups)
+// and sqlite_storage_retention.cc; what they share is in sqlite_storage_internal.h.
 class SqliteStorage : public Storage {
  public:
-  // 2 added the staged_samples table; a version 1 database is upgraded when opened.
-  static constexpr int kSchemaVersion = 2;
+  // 2 added the staged_samples table, 3 the training_steps table; an older database is
+  // upgraded when opened.
+  static constexpr int kSchemaVersion = 3;
 
   // Opens or creates the store. Errors name the path and the remedy: a data dir that cannot be
   // created or written, a file that is not a warpscope database, or one written by a newer
@@ -83,6 +84,8 @@ class SqliteStorage : public Storage {
   base::Result<int64_t> WriteProfile(const ProfileMeta& meta, std::string_view data) override;
   base::Result<std::vector<ProfileMeta>> ListProfiles(const ProfileQuery& query) override;
   base::Result<Profile> ReadProfile(int64_t id) override;
+  base::Result<std::vector<StoredStep>> QuerySteps(const StepQuery& query) override;
+  base::Result<std::vector<JobRecord>> ListJobs(const JobQuery& query) override;
   base::Result<CompactResult> Compact(base::TimePoint now) override;
   base::Result<StorageStats> Stats() override;
 
@@ -163,6 +166,7 @@ class SqliteStorage : public Storage {
                                                         int64_t start_ms, int64_t end_ms,
                                                         std::string& key);
   [[nodiscard]] base::Status WriteEvents(const IngestBatch& batch, int64_t host_id);
+  [[nodiscard]] base::Status WriteSteps(const IngestBatch& batch, int64_t host_id);
   // rollup_dirty: the bucket of `from_ms` at `resolution` (kDirtyMinute/Hour) for the host.
   [[nodiscard]] base::Status MarkDirty(int64_t resolution, int64_t host_id, int64_t from_ms);
 
@@ -222,7 +226,9 @@ class SqliteStorage : public Storage {
   [[nodiscard]] base::Status ForgetEntities(int64_t before_ms, CompactResult& result);
   [[nodiscard]] base::Status DeleteSeriesRows(const char* table, const char* time_column,
                                               int64_t before_ms, CompactResult& result);
-  [[nodiscard]] base::Status DeleteInChunks(const std::string& sql, int64_t before_ms,
+  // Runs `sql` (?1: `before`, in the unit of its time column; ?2: kDeleteBatch) until it
+  // deletes fewer than kDeleteBatch rows, one transaction each.
+  [[nodiscard]] base::Status DeleteInChunks(const std::string& sql, int64_t before,
                                             CompactResult& result);
   void RecountActiveSeries(int64_t now_ms);  // write_mu_ held
 
@@ -256,7 +262,7 @@ class SqliteStorage : public Storage {
   int64_t raw_cutoff_ = 0;  // 0: nothing deleted yet
   int64_t minute_cutoff_ = 0;
   int64_t hour_cutoff_ = 0;
-  int64_t other_retention_ms_ = 0;  // last time events/profiles/ingested were trimmed
+  int64_t other_retention_ms_ = 0;  // last time events/profiles/steps were trimmed
 
   std::unique_ptr<sqlite::ReaderPool> readers_;  // thread-safe itself
   // Every committed raw window from its horizon on (thread-safe itself; written with write_mu_

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A child process writes batches and reports each acknowledged sequence on a pipe; the parent
-// kills it with SIGKILL mid-stream and checks that every acknowledged batch is in the store.
+// kills it with SIGKILL mid-stream and checks that every acknowledged batch (its samples and its
+// training step) is in the store.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -33,6 +34,15 @@ IngestBatch MakeBatch(uint64_t sequence) {
                                     .max = 0.5,
                                     .last = 0.5});
   }
+  // One training step per batch, committed with it: step number = sequence.
+  model::TrainingStep step;
+  step.entity = "h1";
+  step.job = "job";
+  step.step = static_cast<int64_t>(sequence);
+  step.start = b.start;
+  step.end = b.start + std::chrono::seconds(5);
+  step.source = "collectives";
+  b.steps.push_back(step);
   return b;
 }
 
@@ -99,6 +109,12 @@ TEST(SqliteStorageCrashTest, AcknowledgedBatchesSurviveKill9) {
   ASSERT_TRUE(r.has_value()) << r.error().ToString();
   ASSERT_EQ(r->series.size(), 1u);
   EXPECT_EQ(r->series[0].points.size(), acknowledged);
+  auto steps = (*storage)->QuerySteps({.job = "job", .start = q.start, .end = q.end});
+  ASSERT_TRUE(steps.has_value()) << steps.error().ToString();
+  ASSERT_EQ(steps->size(), acknowledged);
+  for (uint64_t s = 1; s <= acknowledged; ++s) {
+    ASSERT_EQ((*steps)[s - 1].step.step, static_cast<int64_t>(s));
+  }
   for (uint64_t s = 1; s <= acknowledged; ++s) {
     auto again = (*storage)->WriteBatch(MakeBatch(s));
     ASSERT_TRUE(again.has_value());

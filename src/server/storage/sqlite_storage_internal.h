@@ -50,7 +50,7 @@ inline constexpr int64_t kHourSliceMs = kHourMs;
 inline constexpr int64_t kRetentionStepMs = kHourMs;
 // kRate needs the row before the first bucket; it is looked for this far back.
 inline constexpr int64_t kRateSeedMs = 10 * kMinuteMs;
-// Rows deleted per transaction by retention of events, profiles and the dedup table.
+// Rows deleted per transaction by retention of events, profiles, steps and the dedup table.
 inline constexpr int kDeleteBatch = 5000;
 
 // Resolution keys of rollup_dirty: the bucket in seconds.
@@ -67,8 +67,9 @@ inline constexpr char kMetaHourCutoff[] = "hour_cutoff_ms";
 
 // Every table, in the order Stats() reports them.
 inline constexpr const char* kTables[] = {
-    "samples", "staged_samples", "rollup_1m", "rollup_1h", "series", "entities",     "hosts",
-    "metrics", "events",         "profiles",  "ingested",  "agents", "rollup_dirty", "meta"};
+    "samples",        "staged_samples", "rollup_1m", "rollup_1h",    "series",
+    "entities",       "hosts",          "metrics",   "events",       "profiles",
+    "training_steps", "ingested",       "agents",    "rollup_dirty", "meta"};
 
 // The time marks kept in the meta table, in ms; 0 when absent.
 struct MetaMarks {

@@ -47,13 +47,13 @@ Status SqliteStorage::DeleteSeriesRows(const char* table, const char* time_colum
   return base::OkStatus();
 }
 
-Status SqliteStorage::DeleteInChunks(const std::string& sql, int64_t before_ms,
+Status SqliteStorage::DeleteInChunks(const std::string& sql, int64_t before,
                                      CompactResult& result) {
   while (true) {
     std::lock_guard lock(write_mu_);
     int64_t deleted = 0;
     WARPSCOPE_RETURN_IF_ERROR(sqlite::InWriteTransaction(*writer_, [&]() -> Status {
-      WARPSCOPE_RETURN_IF_ERROR(writer_->Run(sql, before_ms, kDeleteBatch));
+      WARPSCOPE_RETURN_IF_ERROR(writer_->Run(sql, before, kDeleteBatch));
       deleted = writer_->changes();
       result.deleted_rows += static_cast<uint64_t>(deleted);
       return base::OkStatus();
@@ -132,7 +132,8 @@ Status SqliteStorage::ApplyRetention(int64_t now_ms, CompactResult& result) {
     WARPSCOPE_RETURN_IF_ERROR(ForgetSeries(forget_before, result));
     WARPSCOPE_RETURN_IF_ERROR(ForgetEntities(forget_before, result));
   }
-  // Events and profiles by their own retention; checked at most every kRetentionStepMs.
+  // Events, profiles and training steps by their own retention; checked at most every
+  // kRetentionStepMs.
   if (now_ms >= other_retention_ms_ + kRetentionStepMs) {
     WARPSCOPE_RETURN_IF_ERROR(DeleteInChunks(
         "DELETE FROM events WHERE id IN (SELECT id FROM events WHERE time_ms < ?1 LIMIT ?2)",
@@ -140,6 +141,10 @@ Status SqliteStorage::ApplyRetention(int64_t now_ms, CompactResult& result) {
     WARPSCOPE_RETURN_IF_ERROR(DeleteInChunks(
         "DELETE FROM profiles WHERE id IN (SELECT id FROM profiles WHERE end_ms < ?1 LIMIT ?2)",
         now_ms - DurationMs(o.profile_retention), result));
+    WARPSCOPE_RETURN_IF_ERROR(DeleteInChunks(
+        "DELETE FROM training_steps WHERE id IN (SELECT id FROM training_steps WHERE end_ns < ?1 "
+        "LIMIT ?2)",
+        (now_ms - DurationMs(o.step_retention)) * 1'000'000, result));
     other_retention_ms_ = now_ms;
   }
   return base::OkStatus();

@@ -431,6 +431,46 @@ TEST_F(SqliteStorageTest, Version1DatabaseIsUpgradedAndKeepsItsData) {
   EXPECT_EQ(ReadValues(**storage, kStart, kStart + 20), (std::vector<double>{4.0, 5.0}));
 }
 
+TEST_F(SqliteStorageTest, Version2DatabaseGainsTheTrainingStepsTable) {
+  ASSERT_TRUE(Open(dir_).has_value());
+  Sql("DROP TABLE training_steps; UPDATE meta SET value = 2 WHERE key = 'schema_version';");
+
+  auto storage = Open(dir_);
+
+  ASSERT_TRUE(storage.has_value()) << storage.error().ToString();
+  EXPECT_EQ(Count("training_steps"), 0);
+  IngestBatch b;
+  b.agent_id = "agent";
+  b.host = "h1";
+  b.start = base::FromUnixNanos(1'700'000'000'000'000'000);
+  b.end = b.start + std::chrono::minutes(1);
+  model::TrainingStep step;
+  step.entity = "h1";
+  step.job = "job";
+  step.start = b.start;
+  step.end = b.start + std::chrono::seconds(1);
+  step.source = "nvtx";
+  b.steps = {step};
+  ASSERT_TRUE((*storage)->WriteBatch(b).has_value());
+  auto steps = (*storage)->QuerySteps({.job = "job", .start = b.start, .end = b.end});
+  ASSERT_TRUE(steps.has_value()) << steps.error().ToString();
+  ASSERT_EQ(steps->size(), 1u);
+  EXPECT_EQ((*steps)[0].step, step);
+  EXPECT_EQ(Count("meta WHERE key = 'schema_version' AND value = " +
+                  std::to_string(SqliteStorage::kSchemaVersion)),
+            1);
+}
+
+TEST(StorageTypesTest, StepRetentionMustBePositive) {
+  StorageOptions o;
+  o.step_retention = base::Duration::zero();
+
+  base::Status st = o.Validate();
+
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("step retention"));
+}
+
 TEST(StorageTypesTest, ParsesAggregationNames) {
   EXPECT_EQ(ParseAggregation("max").value(), Aggregation::kMax);
   EXPECT_EQ(AggregationName(Aggregation::kRate), "rate");

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // SqliteStorage's write path: WriteBatch (validation, dedup, interning of hosts, metrics,
-// entities and series, events, and staging of the samples) and WriteProfile.
+// entities and series, events, training steps, and staging of the samples) and WriteProfile.
 #include <algorithm>
 #include <cmath>
 #include <iterator>
@@ -103,6 +103,17 @@ Status SqliteStorage::CheckBatch(const IngestBatch& batch) const {
           batch.sequence, batch.agent_id, s.metric);
     }
   }
+  for (size_t i = 0; i < batch.steps.size(); ++i) {
+    const model::TrainingStep& s = batch.steps[i];
+    if (s.job.empty() || s.entity.empty()) {
+      return base::InvalidArgument("batch {} from agent {}: step {} has an empty job or entity",
+                                   batch.sequence, batch.agent_id, i);
+    }
+    if (s.end < s.start) {
+      return base::InvalidArgument("batch {} from agent {}: step {} ends before it starts",
+                                   batch.sequence, batch.agent_id, i);
+    }
+  }
   return base::OkStatus();
 }
 
@@ -187,6 +198,7 @@ Status SqliteStorage::WriteBatchRows(const IngestBatch& batch, int64_t agent_id,
   }
 
   WARPSCOPE_RETURN_IF_ERROR(WriteEvents(batch, host_id));
+  WARPSCOPE_RETURN_IF_ERROR(WriteSteps(batch, host_id));
   WARPSCOPE_RETURN_IF_ERROR(
       writer_->Run("INSERT OR REPLACE INTO ingested(agent_id, sequence, start_ms) "
                    "VALUES(?1, ?2, ?3)",
@@ -285,6 +297,29 @@ Status SqliteStorage::WriteEvents(const IngestBatch& batch, int64_t host_id) {
                      "attributes) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                      host_id, ev.entity, ToMs(ev.time), ev.kind, ev.code, ev.message,
                      EncodeLabels(ev.attributes)));
+  }
+  return base::OkStatus();
+}
+
+Status SqliteStorage::WriteSteps(const IngestBatch& batch, int64_t host_id) {
+  if (batch.steps.empty()) {
+    return base::OkStatus();
+  }
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      Statement stmt,
+      writer_->Prepare("INSERT INTO training_steps(host_id, entity, job, comm, rank, world_size, "
+                       "step, start_ns, end_ns, compute_ns, comm_ns, overlap_ns, "
+                       "last_collective_offset_ns, nccl_ns, collectives, bus_bytes, source) "
+                       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+                       "?16, ?17)"));
+  for (const model::TrainingStep& s : batch.steps) {
+    // bus_bytes is stored as its int64 bit pattern and read back as uint64.
+    stmt.Bind(host_id, s.entity, s.job, s.comm, s.rank, s.world_size, s.step,
+              base::ToUnixNanos(s.start), base::ToUnixNanos(s.end), s.compute_ns, s.comm_ns,
+              s.overlap_ns, s.last_collective_offset_ns, s.nccl_ns, s.collectives,
+              static_cast<int64_t>(s.bus_bytes), s.source);
+    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
+    stmt.Reset();
   }
   return base::OkStatus();
 }

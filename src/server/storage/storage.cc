@@ -76,6 +76,10 @@ base::Status StorageOptions::Validate() const {
   if (event_retention <= base::Duration::zero() || profile_retention <= base::Duration::zero()) {
     return base::InvalidArgument("storage: event and profile retention must be positive");
   }
+  if (step_retention <= base::Duration::zero()) {
+    return base::InvalidArgument("storage: step retention {} must be positive",
+                                 base::FormatDuration(step_retention));
+  }
   if (rollup_delay < base::Duration::zero()) {
     return base::InvalidArgument("storage: rollup_delay must not be negative");
   }

@@ -15,6 +15,12 @@
 // be). Every rank runs `--exec-us` per collective on the GPU, but for the ranks waiting for a slow
 // one (`--slow-rank`), which run `--slow-us` more: waiters show long kernels.
 //
+// Steps (`--step-compute-us US`): the collectives come in steps of `--step-collectives` all-reduces
+// of decreasing sizes (count, count/2, ...: DDP's buckets); before each step the rank sleeps US
+// (its compute phase; the slow rank `--slow-compute-us` more), and after each collective it sleeps
+// the kernel's time, so the GPU times lie on the real clock. The other ranks' first collective of
+// a step runs `--slow-compute-us` longer: they wait in it for the slow rank.
+//
 // Prints "calls N slow_calls M max_call_ns X" at the end: event calls (start, stop, state) that
 // took longer than --slow-call-ms, 500 by default (a plugin that blocks shows here; a busy
 // machine's scheduling delays stay far below). Exit status 0 unless the plugin failed to load.
@@ -24,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -59,6 +66,9 @@ struct Options {
   uint64_t slow_us = 400;
   uint64_t count = 1 << 20;  // elements of ncclFloat32
   int slow_call_ms = 500;
+  uint64_t step_compute_us = 0;  // > 0: run in steps (see the header comment)
+  uint64_t slow_compute_us = 0;
+  int step_collectives = 2;
   std::string wait_file;     // after the first half, wait until this file exists
   bool fork_child = false;   // after the first half, fork a child that runs its own communicator
 };
@@ -208,7 +218,23 @@ void RunRank(const Options& o, Plugin& p, void* ctx, int rank, int from, int to)
   ProxyThread proxy;
   const uint64_t exec_ns =
       (o.exec_us + (o.slow_rank >= 0 && rank != o.slow_rank ? o.slow_us : 0)) * 1000;
+  const bool steps = o.step_compute_us > 0;
+  const int per_step = std::max(1, o.step_collectives);
+  const bool slow = o.slow_rank >= 0 && rank == o.slow_rank;
   for (int i = from; i < to; ++i) {
+    uint64_t op_exec_ns = exec_ns;
+    uint64_t count = o.count;
+    if (steps) {
+      const int bucket = i % per_step;
+      count = o.count >> bucket;
+      op_exec_ns = o.exec_us * 1000;
+      if (bucket == 0) {
+        usleep(static_cast<useconds_t>(o.step_compute_us + (slow ? o.slow_compute_us : 0)));
+        if (o.slow_rank >= 0 && !slow) {
+          op_exec_ns += o.slow_compute_us * 1000;
+        }
+      }
+    }
     const int mask = __atomic_load_n(&g_mask, __ATOMIC_RELAXED);
     abi::EventDescrV6 g{};
     g.type = abi::kEventGroup;
@@ -234,7 +260,7 @@ void RunRank(const Options& o, Plugin& p, void* ctx, int rank, int from, int to)
         d.type = abi::kEventColl;
         d.coll.seq_number = static_cast<uint64_t>(i);
         d.coll.func = "AllReduce";
-        d.coll.count = o.count;
+        d.coll.count = count;
         d.coll.root = -1;
         d.coll.datatype = "ncclFloat32";
         d.coll.n_channels = static_cast<uint8_t>(o.channels);
@@ -248,7 +274,7 @@ void RunRank(const Options& o, Plugin& p, void* ctx, int rank, int from, int to)
       if (h == nullptr) {
         continue;
       }
-      proxy.Post([&p, ctx, h, mask, exec_ns, rank, &o] {
+      proxy.Post([&p, ctx, h, mask, exec_ns = op_exec_ns, rank, &o] {
         // The kernel starts on every channel at once, 1 us before the proxy thread sees it.
         const uint64_t start = Now(CLOCK_MONOTONIC) - 1000;
         for (int ch = 0; ch < o.channels; ++ch) {
@@ -296,6 +322,9 @@ void RunRank(const Options& o, Plugin& p, void* ctx, int rank, int from, int to)
       });
     }
     p.Stop(group);
+    if (steps) {
+      usleep(static_cast<useconds_t>(op_exec_ns / 1000));  // the kernel's time
+    }
   }
 }
 
@@ -344,6 +373,9 @@ Options Parse(int argc, char** argv) {
     else if (k == "--count") o.count = std::strtoull(v, nullptr, 10);
     else if (k == "--slow-call-ms") o.slow_call_ms = std::atoi(v);
     else if (k == "--wait-file") o.wait_file = v;
+    else if (k == "--step-compute-us") o.step_compute_us = std::strtoull(v, nullptr, 10);
+    else if (k == "--slow-compute-us") o.slow_compute_us = std::strtoull(v, nullptr, 10);
+    else if (k == "--step-collectives") o.step_collectives = std::atoi(v);
     else if (k == "--fork") o.fork_child = std::atoi(v) != 0;
   }
   return o;

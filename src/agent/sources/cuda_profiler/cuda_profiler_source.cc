@@ -39,6 +39,9 @@ void CudaProfilerSource::Poll(base::TimePoint now, model::SampleSink& out) {
     FinishWindow(now);
   }
   listener_->EmitSelfMetrics(out);
+  for (const model::TrainingStep& step : listener_->TakeSteps()) {
+    out.AddStep(step);
+  }
   ReportErrors();
 }
 

@@ -4,7 +4,9 @@
 // Start() opens the socket (ProfileListener) with a profile builder that makes only the formats
 // the exporters ask for. Every Poll() replays the profiler's self-metrics
 // (cuda_profiler_metrics.h, one process entity per injected process) and the NCCL metrics of the
-// processes whose NCCL profiler plugin reports on the same socket (nccl_metrics.h), and, once
+// processes whose NCCL profiler plugin reports on the same socket (nccl_metrics.h), the training
+// steps cut since the last Poll (SampleSink::AddStep, step_tracker.h) and their metrics
+// (training_metrics.h), and, once
 // `window` has passed since the window began, asks the listener to finish the window
 // [start, now) (the NCCL gauges' window too) and hands the result to every profile exporter
 // (src/exporters/profiles: directory, server). Poll never waits: the listener builds profiles on

@@ -144,6 +144,22 @@ model::JobIdentity ReadJobIdentity(const std::string& host_root, int32_t pid) {
   return text ? model::ParseJobEnviron(*text) : model::JobIdentity{};
 }
 
+ProcessEnviron ReadProcessEnviron(const std::string& host_root, int32_t pid) {
+  constexpr std::string_view kStepRange = "WARPSCOPE_STEP_RANGE=";
+  ProcessEnviron out;
+  auto text = base::ReadFile(PidFile(host_root, pid, "environ"), 256u << 10);
+  if (!text) {
+    return out;
+  }
+  out.job = model::ParseJobEnviron(*text);
+  for (std::string_view entry : base::SplitString(*text, std::string_view("\0", 1))) {
+    if (entry.starts_with(kStepRange)) {
+      out.step_range = std::string(entry.substr(kStepRange.size(), 128));
+    }
+  }
+  return out;
+}
+
 std::string DefaultListenSocket(const std::function<const char*(const char*)>& getenv) {
   if (geteuid() == 0 || access("/run/warpscope", W_OK) == 0) {
     return kSystemSocket;

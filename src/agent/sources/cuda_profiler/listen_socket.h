@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the CUDA profiler's listener needs of the file system: its socket path (default,
-// directories, a stale socket) and the /proc files of a connecting process (start ticks, job).
+// directories, a stale socket) and the /proc files of a connecting process (start ticks, job, step range).
 // Plain functions; callable from any thread.
 #ifndef WARPSCOPE_AGENT_SOURCES_CUDA_PROFILER_LISTEN_SOCKET_H_
 #define WARPSCOPE_AGENT_SOURCES_CUDA_PROFILER_LISTEN_SOCKET_H_
@@ -34,6 +34,13 @@ sockaddr_un SocketAddress(const std::string& path);
 uint64_t ReadStartTicks(const std::string& host_root, int32_t pid);
 // The job of <host_root>/proc/<pid>/environ (model::ParseJobEnviron); empty when unreadable.
 model::JobIdentity ReadJobIdentity(const std::string& host_root, int32_t pid);
+// The process's job, and its WARPSCOPE_STEP_RANGE (the name of its NVTX step range; "" when
+// unset or unreadable, at most 128 bytes), from one read of its environ.
+struct ProcessEnviron {
+  model::JobIdentity job;
+  std::string step_range;
+};
+ProcessEnviron ReadProcessEnviron(const std::string& host_root, int32_t pid);
 
 }  // namespace warpscope::agent::cuda_profiler
 

@@ -12,31 +12,68 @@
 #include <algorithm>
 
 #include "agent/sources/cuda_profiler/listen_socket.h"
+#include "agent/sources/cuda_profiler/profile_listener_connection.h"
 #include "base/logging.h"
 
 namespace warpscope::agent::cuda_profiler {
 namespace {
-
-// Which library a control is for: the proxy detail only the NCCL plugin; collection on and off
-// both; the others only the CUDA library.
-bool ControlApplies(bool nccl, wire::ControlOp op) {
-  switch (op) {
-    case wire::ControlOp::kEnableCollection:
-    case wire::ControlOp::kDisableCollection:
-      return true;
-    case wire::ControlOp::kSetNcclProxyDetail:
-      return nccl;
-    default:
-      return !nccl;
-  }
-}
 
 bool IsNcclHello(const wire::Message& message) {
   const auto* hello = std::get_if<wire::Hello>(&message);
   return hello != nullptr && hello->component == wire::Component::kNccl;
 }
 
+int64_t RealtimeNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
+
+// Forwards to the builder, and gives the step tracker the kernels and NVTX ranges of each pid
+// and its process (once per pid).
+class ListenerInputSink final : public ProfileInputSink {
+ public:
+  ListenerInputSink(ProfileBuilder* builder, StepTracker* steps,
+                    std::function<void(const ProcessDesc&)> track)
+      : builder_(builder), steps_(steps), track_(std::move(track)) {}
+  void AddProcess(const ProcessDesc& process) override {
+    builder_.AddProcess(process);
+    track_(process);
+  }
+  void AddStack(int32_t pid, InternedStack stack) override {
+    builder_.AddStack(pid, std::move(stack));
+  }
+  void AddKernel(int32_t pid, KernelActivity kernel) override {
+    steps_->AddKernel(pid, kernel.name, kernel.start_ns, kernel.end_ns);
+    builder_.AddKernel(pid, std::move(kernel));
+  }
+  void AddKernelAggregate(int32_t pid, const KernelAggregate& aggregate) override {
+    builder_.AddKernelAggregate(pid, aggregate);
+  }
+  void AddPcSample(int32_t pid, const PcSample& sample) override {
+    builder_.AddPcSample(pid, sample);
+  }
+  void AddMemoryActivity(int32_t pid, MemoryActivity activity) override {
+    builder_.AddMemoryActivity(pid, std::move(activity));
+  }
+  void AddNvtxRange(int32_t pid, NvtxRange range) override {
+    steps_->AddNvtxRange(pid, range.name, range.start_ns, range.end_ns);
+    builder_.AddNvtxRange(pid, std::move(range));
+  }
+  void UpdateCounters(int32_t pid, const ProcessCounters& counters) override {
+    builder_.UpdateCounters(pid, counters);
+  }
+  void UpdateDeviceMemory(int32_t pid, std::vector<DeviceMemoryTotals> totals) override {
+    builder_.UpdateDeviceMemory(pid, std::move(totals));
+  }
+
+ private:
+  BuilderInputSink builder_;
+  StepTracker* steps_;
+  std::function<void(const ProcessDesc&)> track_;
+};
 
 void RecordedSamples::ReplayInto(model::SampleSink& out) const {
   for (const auto& e : entities_) {
@@ -50,19 +87,6 @@ void RecordedSamples::ReplayInto(model::SampleSink& out) const {
   }
 }
 
-struct ProfileListener::Connection {
-  Connection(int fd_in, int32_t peer_pid, const ConnectionConverter::Options& options)
-      : fd(fd_in), converter(peer_pid, options) {}
-  int fd;
-  ConnectionConverter converter;
-  wire::StreamDecoder decoder;
-  std::string out;
-  size_t out_pos = 0;
-  bool closed = false;
-  bool nccl = false;     // its Hello came from the NCCL plugin
-  int32_t live_pid = 0;  // counted in live_by_pid_ (nccl_live_by_pid_ for the NCCL plugin)
-};
-
 struct ProfileListener::Request {
   bool window = false;
   int64_t start_ns = 0;
@@ -73,7 +97,7 @@ struct ProfileListener::Request {
 };
 
 ProfileListener::ProfileListener(Options options)
-    : options_(std::move(options)), nccl_(options_.nccl) {}
+    : options_(std::move(options)), nccl_(options_.nccl), steps_(options_.steps) {}
 
 base::Result<std::unique_ptr<ProfileListener>> ProfileListener::Start(Options options) {
   const std::string path = options.socket_path;
@@ -158,7 +182,7 @@ void ProfileListener::Stop() {
     }
     // The listener thread has exited: its state is ours now.
     if (builder_ != nullptr) {
-      BuilderInputSink sink(builder_.get());
+      ListenerInputSink sink = InputSink();
       for (auto& c : connections_) {
         if (!c->closed) {
           c->converter.OnClose(sink);
@@ -355,7 +379,7 @@ void ProfileListener::Accept() {
 }
 
 void ProfileListener::ReadFrom(Connection& c) {
-  BuilderInputSink sink(builder_.get());
+  ListenerInputSink sink = InputSink();
   std::string& buf = read_buffer_;
   buf.resize(std::max<size_t>(options_.read_chunk, 4096));
   for (int round = 0; round < options_.max_reads_per_wakeup; ++round) {
@@ -473,54 +497,6 @@ void ProfileListener::ReadFrom(Connection& c) {
   }
 }
 
-void ProfileListener::HandleNccl(Connection& c, const wire::Message& message) {
-  if (const auto* hello = std::get_if<wire::Hello>(&message)) {
-    if (c.nccl) {
-      return;  // one per connection; a repeat changes nothing
-    }
-    c.nccl = true;
-    // Before Hello the converter's pid is the peer's (SO_PEERCRED), or 0.
-    const int32_t pid =
-        c.converter.pid() > 0 ? c.converter.pid() : static_cast<int32_t>(hello->pid);
-    if (pid <= 0) {
-      return;
-    }
-    model::ProcessInfo info;
-    info.pid = pid;
-    info.container_pid = pid;
-    info.start_ticks =
-        options_.converter.start_ticks_of ? options_.converter.start_ticks_of(pid) : 0;
-    info.executable = hello->exe.substr(hello->exe.rfind('/') + 1);
-    info.executable_path = hello->exe;
-    info.job = ReadJobIdentity(options_.symbolizer.host_root, pid);
-    nccl_.AddProcess(info);
-    ++stats_.nccl_hellos;
-    c.live_pid = pid;
-    ++nccl_live_by_pid_[pid];
-    for (const auto& control : options_.controls_on_connect) {
-      if (ControlApplies(true, control.op)) {
-        Queue(c, control);
-      }
-    }
-    return;
-  }
-  if (c.live_pid == 0) {
-    return;
-  }
-  if (const auto* op = std::get_if<wire::NcclCollective>(&message)) {
-    ++stats_.nccl_records;
-    nccl_.AddCollective(c.live_pid, *op);
-  } else if (const auto* comm = std::get_if<wire::NcclComm>(&message)) {
-    nccl_.AddComm(c.live_pid, *comm);
-  } else if (const auto* counters = std::get_if<wire::Counters>(&message)) {
-    nccl_.UpdateCounters(c.live_pid, *counters);
-  } else if (const auto* notice = std::get_if<wire::Notice>(&message)) {
-    ++stats_.notices;
-    WARPSCOPE_LOG_FIRST_N(WARNING, 16, "NCCL profiler: pid {}: {}", c.live_pid,
-                          notice->message);
-  }
-}
-
 void ProfileListener::WarmSymbolizer(int32_t pid) {
   if (!options_.symbolize_on_arrival) {
     return;
@@ -583,7 +559,7 @@ void ProfileListener::Close(Connection& c) {
   if (c.closed) {
     return;
   }
-  BuilderInputSink sink(builder_.get());
+  ListenerInputSink sink = InputSink();
   c.converter.OnClose(sink);
   closed_unnamed_ += c.converter.stats().unnamed_kernels;
   closed_cubins_dropped_ += c.converter.stats().cubins_dropped;
@@ -623,7 +599,7 @@ void ProfileListener::HandleRequests() {
       }
       continue;
     }
-    BuilderInputSink sink(builder_.get());
+    ListenerInputSink sink = InputSink();
     for (auto& c : connections_) {
       if (!c->closed) {
         c->converter.OnWindowBoundary(sink);
@@ -631,16 +607,24 @@ void ProfileListener::HandleRequests() {
     }
     std::vector<profiling::WindowProfile> profiles = builder_->FinishWindow(r->start_ns, r->end_ns);
     nccl_.FinishWindow(r->start_ns, r->end_ns);
+    CollectSteps(r->end_ns);
+    steps_.FinishWindow();
     ++stats_.windows;
     SnapshotMetrics();
     for (int32_t pid : nccl_closed_pids_) {
       if (!nccl_live_by_pid_.contains(pid)) {
         nccl_.ForgetProcess(pid);
       }
+      if (!nccl_live_by_pid_.contains(pid) && !live_by_pid_.contains(pid)) {
+        steps_.ForgetProcess(pid);
+      }
     }
     nccl_closed_pids_.clear();
     for (int32_t pid : closed_pids_) {
       if (!live_by_pid_.contains(pid)) {
+        if (!nccl_live_by_pid_.contains(pid)) {
+          steps_.ForgetProcess(pid);
+        }
         builder_->ForgetProcess(pid);
         notices_logged_.erase(pid);
         ++stats_.processes_forgotten;
@@ -696,11 +680,30 @@ void ProfileListener::SassWorker() {
   }
 }
 
+ListenerInputSink ProfileListener::InputSink() {
+  return ListenerInputSink(builder_.get(), &steps_, [this](const ProcessDesc& process) {
+    if (steps_.HasProcess(process.pid)) {
+      return;  // its environment was read once, at its first Hello
+    }
+    model::ProcessInfo info;
+    info.pid = process.pid;
+    info.container_pid = process.pid;
+    info.start_ticks = process.start_ticks;
+    info.executable = process.executable.substr(process.executable.rfind('/') + 1);
+    info.executable_path = process.executable;
+    ProcessEnviron environ = ReadProcessEnviron(options_.symbolizer.host_root, process.pid);
+    info.job = std::move(environ.job);
+    steps_.AddProcess(info, std::move(environ.step_range));
+  });
+}
+
 void ProfileListener::SnapshotMetrics() {
   last_snapshot_ = std::chrono::steady_clock::now();
+  CollectSteps(RealtimeNowNs());
   auto recorded = std::make_shared<RecordedSamples>();
   builder_->EmitSelfMetrics(*recorded);
   nccl_.EmitMetrics(*recorded);
+  steps_.EmitMetrics(*recorded);
   std::lock_guard<std::mutex> lock(mu_);
   metrics_ = std::move(recorded);
 }

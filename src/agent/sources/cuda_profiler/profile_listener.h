@@ -6,7 +6,9 @@
 // its communicators, operations and counters go to an NcclAggregator (nccl_aggregator.h), whose
 // metrics join the self-metrics and whose windows close with the profiles'. Controls reach the
 // library they are for (kSetNcclProxyDetail the NCCL plugin, collection on/off both, the others
-// the CUDA library), for controls_on_connect and SendControl alike.
+// the CUDA library), for controls_on_connect and SendControl alike. Both libraries' records of a
+// pid also feed a StepTracker (step_tracker.h): the steps it cuts (every second and at every
+// window) wait for TakeSteps(); its metrics join the self-metrics.
 //
 // One listener thread serves every connection with poll(2): non-blocking reads into a
 // StreamDecoder per connection (at most `max_reads_per_wakeup` reads per connection per round,
@@ -50,6 +52,7 @@
 #include "agent/sources/cuda_profiler/listen_socket.h"
 #include "agent/sources/cuda_profiler/nccl_aggregator.h"
 #include "agent/sources/cuda_profiler/profile_builder.h"
+#include "agent/sources/cuda_profiler/step_tracker.h"
 #include "agent/sources/cuda_profiler/wire_convert.h"
 #include "base/status.h"
 #include "cupti/wire.h"
@@ -59,6 +62,7 @@
 
 namespace warpscope::agent::cuda_profiler {
 
+class ListenerInputSink;
 
 // The self-metrics of one moment, recorded on the listener thread and replayed on the agent
 // main sequence.
@@ -85,6 +89,10 @@ class RecordedSamples final : public model::SampleSink {
   std::vector<model::Event> events_;
 };
 
+// Which library a control is for: the proxy detail only the NCCL plugin (`nccl`); collection on
+// and off both; the others only the CUDA library.
+bool ControlApplies(bool nccl, ::warpscope::cupti::wire::ControlOp op);
+
 class ProfileListener {
  public:
   struct Options {
@@ -103,6 +111,8 @@ class ProfileListener {
     ConnectionConverter::Options converter;
     ProfileBuilder::Options builder;
     NcclAggregator::Options nccl;
+    StepTracker::Options steps;
+    size_t max_pending_steps = 10000;  // cut steps waiting for TakeSteps; beyond: dropped, counted
     profiling::Symbolizer::Options symbolizer;  // host_root also locates /proc/<pid>/stat
     bool symbolize_on_arrival = true;
     bool disassemble = true;  // run nvdisasm/cuobjdump on cubins when found
@@ -124,6 +134,8 @@ class ProfileListener {
     uint64_t hellos = 0;       // CUDA library connections
     uint64_t nccl_hellos = 0;  // NCCL plugin connections
     uint64_t nccl_records = 0; // NcclCollective records received
+    uint64_t steps = 0;          // training steps cut (step_tracker.h)
+    uint64_t steps_dropped = 0;  // cut, but max_pending_steps were waiting
     uint64_t messages = 0;
     uint64_t bytes = 0;
     uint64_t unknown_frames = 0;
@@ -158,6 +170,9 @@ class ProfileListener {
 
   // The self-metrics as of the last window or the last second, whichever is later.
   void EmitSelfMetrics(model::SampleSink& out) const;
+  // The training steps cut since the last call (each step once; step_tracker.h). Steps are cut
+  // every second and at every window.
+  std::vector<model::TrainingStep> TakeSteps();
 
   Stats stats() const;
   // Pids with an open connection that sent Hello.
@@ -187,6 +202,8 @@ class ProfileListener {
   void WarmSymbolizer(int32_t pid);
   void SymbolizeOnArrival(int32_t pid, const std::vector<uint64_t>& pcs);
   void SnapshotMetrics();
+  ListenerInputSink InputSink();  // the builder's input, tee'd to the step tracker
+  void CollectSteps(int64_t now_ns);
   void Publish();  // copies stats_ for other threads; notifies waiters
   void SassWorker();
 
@@ -204,6 +221,7 @@ class ProfileListener {
   std::vector<int32_t> closed_pids_;  // to forget after the next window
   NcclAggregator nccl_;
   std::map<int32_t, int> nccl_live_by_pid_;
+  StepTracker steps_;  // a pid is forgotten once neither library's connection is open
   std::vector<int32_t> nccl_closed_pids_;
   std::map<int32_t, std::vector<std::string>> notices_logged_;
   std::unordered_set<uint64_t> cubins_seen_;  // crcs queued or done (bounded)
@@ -220,6 +238,7 @@ class ProfileListener {
   Stats published_;
   std::vector<int32_t> published_pids_;
   std::shared_ptr<const RecordedSamples> metrics_;
+  std::vector<model::TrainingStep> pending_steps_;
   bool stopping_ = false;
   std::vector<std::pair<uint64_t, std::string>> sass_queue_;  // (crc, cubin)
   std::vector<std::pair<uint64_t, base::Result<profiling::FunctionSass>>> sass_results_;
