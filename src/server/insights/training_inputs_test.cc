@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "server/query/testing/query_fixture.h"
 #include "server/training/testing/job_builder.h"
 
@@ -65,6 +70,36 @@ TEST_F(TrainingInputsTest, ReadsAnalysesAndBoundsTheJobs) {
   ASSERT_EQ(jobs->size(), 1u);
   EXPECT_EQ((*jobs)[0].analysis.job, "job-b");  // the newest steps
   EXPECT_EQ((*jobs)[0].analysis.complete_steps, 10u);
+}
+
+TEST_F(TrainingInputsTest, ReadsTheStepsSqliteStorageKeeps) {
+  JobSpec spec;
+  spec.start = At(kT0 + 100);
+  spec.late_rank = 6;
+  spec.lag_ms = 50;
+  spec.steps = 20;
+  // The steps of each host in the window they ended in (10 s windows from kT0 + 100 s).
+  std::map<std::pair<std::string, int64_t>, IngestBatch> batches;
+  for (const StoredStep& s : MakeJob(spec)) {
+    const int64_t window = (base::ToUnixNanos(s.step.end) / 1'000'000'000 - kT0) / 10 * 10;
+    auto [it, added] = batches.try_emplace({s.host, window});
+    if (added) it->second = Window(s.host, window);
+    it->second.steps.push_back(s.step);
+  }
+  for (const auto& [key, batch] : batches) Write(batch);
+
+  base::Result<std::vector<JobInput>> jobs =
+      ReadTrainingJobs(*storage_, At(kT0), At(kT0 + 900), InsightConfig{}, {});
+  ASSERT_TRUE(jobs) << jobs.error().message();
+  ASSERT_EQ(jobs->size(), 1u);
+  const training::JobAnalysis& a = (*jobs)[0].analysis;
+  EXPECT_EQ(a.job, "job-1");
+  EXPECT_EQ(a.world_size, 8u);
+  EXPECT_EQ(a.hosts, (std::vector<std::string>{"node-a", "node-b"}));
+  EXPECT_EQ(a.complete_steps, 20u);
+  ASSERT_TRUE(a.straggler);
+  EXPECT_EQ(a.straggler->rank, 6u);
+  EXPECT_EQ(a.straggler->host, "node-b");
 }
 
 }  // namespace
