@@ -299,7 +299,8 @@ TEST_F(TrainingE2eTest, TheSlowRankOnTheSecondHostIsNamedTheStragglerAndTheContr
   EXPECT_EQ((*finding)["attributes"]["job.rank"], std::to_string(kSlowRank));
   EXPECT_EQ((*finding)["evidence"]["straggler"]["reason"], "late_collective");
   size_t stragglers = 0;
-  for (const json& f : json::parse(body)["insights"]) {
+  const json insights = json::parse(body);
+  for (const json& f : insights["insights"]) {
     EXPECT_NE(f["attributes"]["job.id"], "control-run") << f.dump();
     stragglers += f["rule"] == "training_straggler";
   }
