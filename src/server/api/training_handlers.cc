@@ -122,7 +122,9 @@ base::Result<ProcessMap> Processes(Storage& storage, const training::JobAnalysis
 }
 
 // Each NCCL counter's increase over the range per (collective, comm, comm_name) and rank
-// process: the per-second rate of the counter per bucket times the bucket.
+// process. The counters are totals since the agent first heard of the process: the increase is
+// the sum of the rises between the buckets' last values, from the bucket before the range (0
+// when the series has none: it began in the range), a fall counting as a reset to 0.
 struct CollectiveCell {
   std::string rank;
   std::string host;
@@ -132,12 +134,26 @@ struct CollectiveCell {
 };
 using CollectiveKey = std::tuple<std::string, std::string, std::string>;
 
+double CounterIncrease(const std::vector<Point>& points, base::TimePoint start,
+                       base::Duration step) {
+  double increase = 0;
+  double previous = 0;
+  for (const Point& p : points) {
+    if (p.time + step <= start) {
+      previous = p.value;  // the baseline: a bucket that ended before the range
+      continue;
+    }
+    increase += p.value >= previous ? p.value - previous : p.value;
+    previous = p.value;
+  }
+  return increase;
+}
+
 base::Result<json> Collectives(Storage& storage, const training::JobAnalysis& a, TimeRange range) {
   std::set<std::pair<std::string, std::string>> ranks;
   for (const training::RankSummary& r : a.ranks) ranks.insert({r.host, r.entity});
   const base::Duration step =
       std::max<base::Duration>(std::chrono::minutes(1), (range.end - range.start) / 1000);
-  const double step_s = std::chrono::duration<double>(step).count();
   std::map<CollectiveKey, std::map<std::pair<std::string, std::string>, CollectiveCell>> cells;
   const std::pair<std::string_view, double CollectiveCell::*> metrics[] = {
       {"nccl.collectives", &CollectiveCell::count},
@@ -149,10 +165,10 @@ base::Result<json> Collectives(Storage& storage, const training::JobAnalysis& a,
       q.metric = std::string(metric);
       q.match.host = host;
       q.match.entity_kind = model::EntityKind::kProcess;
-      q.start = range.start;
+      q.start = range.start - step;
       q.end = range.end;
       q.step = step;
-      q.aggregation = Aggregation::kRate;
+      q.aggregation = Aggregation::kLast;
       base::Result<RangeResult> r = storage.QueryRange(q);
       if (!r) {
         if (r.error().code() == base::StatusCode::kNotFound) continue;
@@ -166,7 +182,7 @@ base::Result<json> Collectives(Storage& storage, const training::JobAnalysis& a,
                    std::string(l.Get("comm_name"))}][{s.series.host, s.series.entity}];
         c.rank = std::string(l.Get("rank"));
         c.host = s.series.host;
-        for (const Point& p : s.points) c.*field += p.value * step_s;
+        c.*field += CounterIncrease(s.points, range.start, step);
       }
     }
   }

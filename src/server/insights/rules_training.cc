@@ -147,7 +147,7 @@ class TrainingStraggler final : public Rule {
       o.summary = fmt::format(
           "rank {} of job {} on host {} {} {} in {} of steps; the job's {} GPUs lose {} of every "
           "step ({:.3g} GPU-hours over its last {} steps)",
-          s.rank, job.job, s.host, late ? "starts the last large collective" : "computes",
+          s.rank, job.job, s.host, late ? "joins its collectives" : "computes",
           late ? Ms(s.lag_s) + " after the median rank" : Ms(s.lag_s) + " longer than its peers",
           Percent(s.late_fraction), job.world_size, Percent(s.step_share), s.gpu_hours_lost,
           job.complete_steps);

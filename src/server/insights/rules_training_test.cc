@@ -67,9 +67,9 @@ TEST(TrainingStragglerTest, NamesTheLateRankWithItsCost) {
   EXPECT_EQ(o.attributes.Get("job.id"), "job-1");
   EXPECT_EQ(o.attributes.Get("job.rank"), "5");
   EXPECT_EQ(o.attributes.Get("process.pid"), "1005");
-  EXPECT_THAT(o.summary, HasSubstr("rank 5 of job job-1 on host node-b starts the last large "
-                                   "collective 39 ms after the median rank in 100 % of steps"));
-  EXPECT_THAT(o.summary, HasSubstr("(0.00439 GPU-hours over its last 50 steps)"));
+  EXPECT_THAT(o.summary, HasSubstr("rank 5 of job job-1 on host node-b joins its collectives 40 "
+                                   "ms after the median rank in 100 % of steps"));
+  EXPECT_THAT(o.summary, HasSubstr("(0.00444 GPU-hours over its last 50 steps)"));
   EXPECT_THAT(o.summary, HasSubstr("lose 4 % of every step"));
   EXPECT_EQ(o.evidence["straggler"]["rank"], 5);
   EXPECT_EQ(o.evidence["straggler"]["reason"], "late_collective");

@@ -71,29 +71,50 @@ bool Complete(const std::vector<const StoredStep*>& row, size_t world_size) {
   return n >= world_size && n == row.size();
 }
 
-// The rank index that started the step's last large collective last, with the offsets'
-// median; nullopt when fewer than two ranks had one.
-struct Lateness {
+// The rank index whose collectives arrived last in a step. Collectives are synchronous: every
+// rank's operation ends when the last rank has joined it, so the ranks that arrive early wait
+// inside NCCL and the last one waits least. The step's NCCL time (nccl_ns, GPU time of its
+// operations, waiting included) is therefore smallest on the rank that arrives last, whichever
+// phase made it late (data loading, forward, backward) and whatever the clocks of the hosts say.
+// `lag_s[i]` is the median rank's NCCL time less rank i's (how much later than the median rank
+// it arrived); nullopt when fewer than two ranks ran collectives in the step.
+struct Arrival {
   size_t last = 0;
-  double last_offset_s = 0;
-  double median_offset_s = 0;
-  double max_offset_s = 0;
+  std::vector<double> lag_s;  // per rank index; NaN where the rank has no step
 };
-std::optional<Lateness> LatenessOf(const std::vector<const StoredStep*>& row) {
-  std::vector<double> offsets;
-  Lateness out;
-  double best = -1;
-  for (size_t i = 0; i < row.size(); ++i) {
-    if (!row[i] || row[i]->step.last_collective_offset_ns < 0) continue;
-    const double o = Seconds(row[i]->step.last_collective_offset_ns);
-    offsets.push_back(o);
-    // Ties go to the lower rank, so the verdict is deterministic.
-    if (o > best) best = o, out.last = i;
+std::optional<Arrival> ArrivalOf(const std::vector<const StoredStep*>& row) {
+  std::vector<double> nccl;
+  for (const StoredStep* s : row) {
+    if (s && s->step.collectives > 0) nccl.push_back(Seconds(s->step.nccl_ns));
   }
-  if (offsets.size() < 2) return std::nullopt;
-  out.last_offset_s = best;
-  out.max_offset_s = best;
-  out.median_offset_s = Median(offsets);
+  if (nccl.size() < 2) return std::nullopt;
+  const double median = Median(nccl);
+  // All equal: nobody arrived last.
+  if (*std::min_element(nccl.begin(), nccl.end()) == median &&
+      *std::max_element(nccl.begin(), nccl.end()) == median) {
+    return std::nullopt;
+  }
+  Arrival out;
+  out.lag_s.assign(row.size(), kNaN);
+  double best = -std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < row.size(); ++i) {
+    if (!row[i] || row[i]->step.collectives == 0) continue;
+    out.lag_s[i] = median - Seconds(row[i]->step.nccl_ns);
+    // Ties go to the lower rank, so the verdict is deterministic.
+    if (out.lag_s[i] > best) best = out.lag_s[i], out.last = i;
+  }
+  return out;
+}
+
+// The largest offset of the step's last large collective among the ranks: how long the rank
+// that started it last had run since its step began (FindSlowInterconnect's wait estimate).
+std::optional<double> MaxOffsetS(const std::vector<const StoredStep*>& row) {
+  std::optional<double> out;
+  for (const StoredStep* s : row) {
+    if (!s || s->step.last_collective_offset_ns < 0) continue;
+    const double o = Seconds(s->step.last_collective_offset_ns);
+    if (!out || o > *out) out = o;
+  }
   return out;
 }
 
@@ -160,18 +181,15 @@ void FindStraggler(const Aligned& aligned,
                    const AnalysisOptions& options, JobAnalysis& out) {
   const size_t n = aligned.ranks.size();
   std::vector<size_t> last_count(n, 0);
-  std::vector<std::vector<double>> lag(n);     // offset - the median rank's, per judged step
+  std::vector<std::vector<double>> lag(n);     // the median's NCCL time - its own, per judged step
   std::vector<std::vector<double>> excess(n);  // compute - the median compute, per judged step
   size_t judged = 0, compute_judged = 0;
   for (const auto* row : complete) {
-    if (std::optional<Lateness> late = LatenessOf(*row)) {
+    if (std::optional<Arrival> arrival = ArrivalOf(*row)) {
       ++judged;
-      ++last_count[late->last];
+      ++last_count[arrival->last];
       for (size_t r = 0; r < n; ++r) {
-        if ((*row)[r]->step.last_collective_offset_ns >= 0) {
-          lag[r].push_back(Seconds((*row)[r]->step.last_collective_offset_ns) -
-                           late->median_offset_s);
-        }
+        if (std::isfinite(arrival->lag_s[r])) lag[r].push_back(arrival->lag_s[r]);
       }
     }
     std::vector<double> compute;
@@ -244,13 +262,13 @@ void FindSlowInterconnect(const Aligned& aligned,
   std::vector<size_t> slow(n, 0);
   size_t judged = 0;
   for (const auto* row : complete) {
-    std::optional<Lateness> late = LatenessOf(*row);
+    const std::optional<double> max_offset_s = MaxOffsetS(*row);
     std::vector<double> own(n);
     for (size_t r = 0; r < n; ++r) {
       const model::TrainingStep& s = (*row)[r]->step;
       double wait = 0;
-      if (late && s.last_collective_offset_ns >= 0) {
-        wait = late->max_offset_s - Seconds(s.last_collective_offset_ns);
+      if (max_offset_s && s.last_collective_offset_ns >= 0) {
+        wait = *max_offset_s - Seconds(s.last_collective_offset_ns);
       }
       own[r] = std::max(0.0, Seconds(s.nccl_ns) - wait);
     }
@@ -358,7 +376,9 @@ JobAnalysis AnalyzeJob(std::string_view job, std::span<const StoredStep> steps,
       continue;
     }
     StepRow step = RowOf(number, row);
-    if (std::optional<Lateness> late = LatenessOf(row)) step.last_rank = aligned.ranks[late->last];
+    if (std::optional<Arrival> arrival = ArrivalOf(row)) {
+      step.last_rank = aligned.ranks[arrival->last];
+    }
     out.steps.push_back(std::move(step));
   }
   return out;

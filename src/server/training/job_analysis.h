@@ -25,10 +25,11 @@
 namespace warpscope::server::training {
 
 struct AnalysisOptions {
-  // Straggler by lateness: the rank that starts the step's last large collective last (largest
-  // last_collective_offset) in more than `late_fraction` of the complete steps where two ranks
-  // or more had one, later than the median rank by at least `min_lag_fraction` of the median
-  // step time (the median of its lag over those steps).
+  // Straggler by lateness: the rank whose collectives arrive last (it waits least in NCCL: the
+  // smallest nccl_ns, as collectives end together) in more than `late_fraction` of the complete
+  // steps where two ranks or more ran collectives, later than the median rank by at least
+  // `min_lag_fraction` of the median step time (the median over those steps of the median
+  // rank's NCCL time less its own).
   double late_fraction = 0.5;
   double min_lag_fraction = 0.02;
   // Straggler by compute: a rank whose compute time exceeds its peers' median by more than
@@ -67,7 +68,7 @@ struct RankSummary {
   double idle_share = 0;
   double nccl_time_mean_s = 0;               // per step
   double last_collective_offset_mean_s = 0;  // NaN when its steps have none
-  double late_fraction = 0;   // complete steps in which it started the last large collective last
+  double late_fraction = 0;   // complete steps in which its collectives arrived last
   double compute_excess_s = 0;  // mean (its compute - the peers' median compute), NaN: unknown
   bool straggler = false;
   bool slow_interconnect = false;
@@ -80,7 +81,7 @@ struct StepRow {
   base::TimePoint start;  // the earliest rank's start
   std::vector<double> duration_s;
   double max_s = 0;  // the job's step time: the slowest rank's
-  std::optional<uint32_t> last_rank;  // the rank that started the last large collective last
+  std::optional<uint32_t> last_rank;  // the rank whose collectives arrived last (least NCCL time)
 };
 
 struct Straggler {

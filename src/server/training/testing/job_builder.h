@@ -32,7 +32,8 @@ struct JobSpec {
   double overlap_ms = 50;
   double offset_ms = 800;
   double nccl_ms = 150;
-  int late_rank = -1;  // starts its last collective `lag_ms` late; its peers wait that long
+  int late_rank = -1;  // computes `lag_ms` longer: starts its last collective that late, and its
+                       // peers wait that long in NCCL
   double lag_ms = 0;
   int slow_nccl_rank = -1;  // spends `slow_nccl_factor` x nccl_ms in NCCL
   double slow_nccl_factor = 1;
@@ -72,7 +73,7 @@ inline std::vector<StoredStep> MakeJob(const JobSpec& spec) {
       s.step.last_collective_offset_ns = Ns(spec.offset_ms + jitter + (late ? spec.lag_ms : 0));
       const double nccl =
           spec.nccl_ms * (static_cast<int>(r) == spec.slow_nccl_rank ? spec.slow_nccl_factor : 1);
-      s.step.nccl_ns = Ns(nccl + wait);
+      s.step.nccl_ns = Ns(nccl + wait + jitter / 10);
       s.step.collectives = 3;
       s.step.bus_bytes = 1 << 30;
       s.step.source = "nvtx";
