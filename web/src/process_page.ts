@@ -7,7 +7,7 @@ import { getJson } from './api';
 import type { EntityRecord, ProfileMeta, Series } from './api';
 import { h } from './dom';
 import { formatAge, formatTime, formatValue } from './format';
-import { byUrgency, fetchInsights, severityBadge, stateBadge } from './insights_api';
+import { fetchInsights, findingList } from './insights_api';
 import { factList, findEntity, hostKnown, pageCharts, runLoaders, unknownCard } from './page_chart';
 import type { OpenProfile, PageChartDef, PageLoader } from './page_chart';
 import type { ViewContext, View } from './view';
@@ -149,11 +149,11 @@ async function loadFindings(box: HTMLElement, c: ViewContext, host: string, id: 
     box.replaceChildren(h('p.muted', {}, off));
     return;
   }
-  const items = [...list.insights].sort(byUrgency);
+  const items = list.insights;
   box.replaceChildren(
     items.length === 0
       ? h('p.empty', {}, 'No finding about this process in this window.')
-      : h('ul.finding-list', {}, ...items.map((f) => h('li', {}, severityBadge(f.severity), ' ', stateBadge(f.state), ' ', h('a', { href: c.href({ view: 'finding', finding: f.id }) }, f.title), h('span.muted', {}, ` · ${f.summary}`)))),
+      : findingList(items, c),
   );
 }
 
