@@ -124,8 +124,11 @@ export async function fetchJobs(start: number, end: number): Promise<JobSummary[
   return r.jobs ?? [];
 }
 
-// One job's analysis over the window, or null when the server has no steps of that job (404).
+// One job's analysis over the window, or null when no rank of it reported steps in the window.
+// The jobs list is asked first: a job it does not hold is not requested (whose 404 the browser
+// would log as an error); a 404 of the job itself (its steps expired in between) is null too.
 export async function fetchJob(job: string, start: number, end: number): Promise<JobDetail | null> {
+  if (!(await fetchJobs(start, end)).some((j) => j.job === job)) return null;
   try {
     return await getJson<JobDetail>(`/api/v1/jobs/${encodeURIComponent(job)}`, window(start, end));
   } catch (e) {

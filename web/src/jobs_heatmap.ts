@@ -112,7 +112,7 @@ export class Heatmap {
     const rows = ranks.map((r, i) => {
       const row = h('div.hm-row', { role: 'row', 'data-rank': r.rank, class: r.rank === straggler ? 'straggler' : undefined });
       row.style.gridTemplateColumns = columns;
-      row.append(h('div.hm-label', { role: 'rowheader', title: r.entity }, rankName(r), r.rank === straggler ? h('span.badge.sev-page', {}, 'straggler') : null));
+      row.append(h('div.hm-label', { role: 'rowheader', title: `${rankName(r)}${r.rank === straggler ? ' (the straggler)' : ''}: ${r.entity}` }, rankName(r)));
       const cells = steps.map((s, j) => {
         const d = s.duration_s[i];
         const last = s.last_rank === r.rank;
@@ -218,18 +218,16 @@ function legend(s: HeatmapScale): HTMLElement {
   const bar = h('span.hm-gradient', { 'aria-hidden': 'true' });
   bar.style.background = `linear-gradient(to right, ${[0, 0.25, 0.5, 0.75, 1].map(scaleColor).join(', ')})`;
   const mid = s.hi > s.lo ? (s.median - s.lo) / (s.hi - s.lo) : 0.5;
-  const ticks = h(
-    'span.hm-ticks',
-    {},
-    h('span', { style: 'left: 0' }, formatValue(s.lo, 's')),
-    h('span', { style: `left: ${(mid * 100).toFixed(1)}%` }, `median ${formatValue(s.median, 's')}`),
-    h('span', { style: 'left: 100%' }, `${s.capped ? '\u2265 ' : ''}${formatValue(s.hi, 's')}`),
-  );
+  const mark = h('span.hm-median', { 'aria-hidden': 'true' });
+  mark.style.left = `${(Math.min(1, mid) * 100).toFixed(1)}%`;
+  bar.append(mark);
+  const ticks = h('span.hm-ticks', {}, h('span', {}, formatValue(s.lo, 's')), h('span', {}, `${s.capped ? '\u2265 ' : ''}${formatValue(s.hi, 's')}`));
   return h(
     'div.hm-legend',
     { 'data-testid': 'heatmap-legend' },
     h('span.muted', {}, 'Step time'),
     h('span.hm-scale', {}, bar, ticks),
+    h('span.hm-key', {}, h('span.hm-median-key', { 'aria-hidden': 'true' }), `median ${formatValue(s.median, 's')}`),
     h('span.hm-key', {}, h('span.hm-swatch.missing', { 'aria-hidden': 'true' }), 'no step reported'),
     h('span.hm-key', {}, h('span.hm-swatch.last', { 'aria-hidden': 'true' }), 'started the step\u2019s last collective last'),
   );

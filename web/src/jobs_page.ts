@@ -38,7 +38,7 @@ function sortHeader(c: ViewContext, col: Column, active: boolean): HTMLElement {
   const dir = c.state.dir;
   const next = active && dir === 'desc' ? 'asc' : 'desc';
   return h(
-    col.key === 'job' || col.key === 'straggler' ? 'th' : 'th.num',
+    ['job', 'hosts', 'straggler'].includes(col.key) ? 'th' : 'th.num',
     { scope: 'col', title: col.note, 'aria-sort': active ? (dir === 'desc' ? 'descending' : 'ascending') : 'none' },
     h('a.sort', { href: c.href({ sort: col.key, dir: next }), title: `Sort by ${col.title}` }, col.title, active ? (dir === 'desc' ? ' ▼' : ' ▲') : ''),
   );
@@ -85,7 +85,7 @@ function jobsTable(c: ViewContext, jobs: JobSummary[]): HTMLElement {
             { 'data-job': j.job },
             h('td', {}, h('a', { href: c.href({ view: 'job', job: j.job }) }, j.job)),
             h('td.num', { 'data-col': 'ranks' }, j.world_size && j.world_size !== j.ranks ? `${j.ranks} / ${j.world_size}` : String(j.ranks)),
-            h('td.num', { 'data-col': 'hosts', title: j.hosts.join(', ') }, String(j.hosts.length)),
+            h('td', { 'data-col': 'hosts' }, ...hostLinks(c, j.hosts)),
             h('td.num', { 'data-col': 'step' }, formatValue(j.step_time_p50_s, 's')),
             h('td.num', { 'data-col': 'comm' }, formatValue(j.comm_share, '1')),
             h('td', { 'data-col': 'straggler' }, j.straggler ? h('a', { href: c.href({ view: 'host', host: j.straggler.host }) }, rankName(j.straggler)) : '–'),
