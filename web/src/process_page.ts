@@ -66,6 +66,7 @@ export async function processView(root: HTMLElement, ctx: ViewContext): Promise<
           ['Container', container ? h('a', { href: ctx.href({ view: 'top', kind: 'container' }), title: container }, container.slice(0, 12)) : 'none (runs on the host)'],
           ['Pod', pod ? `${a['k8s.namespace.name'] ? a['k8s.namespace.name'] + '/' : ''}${pod}` : undefined],
           ['Slurm job', a['slurm.job_id']],
+          ['Training job', a['job.id'] ? h('a', { href: ctx.href({ view: 'job', job: a['job.id'] }), 'data-testid': 'process-job' }, `${a['job.id']}${a['job.rank'] !== undefined ? ` · rank ${a['job.rank']}${a['job.world_size'] ? ` of ${a['job.world_size']}` : ''}` : ''}`) : undefined],
           ['Started', started(a['process.creation.time'], ticks)],
           ['First seen', formatTime(entity.first_seen)],
           ['Last seen', formatTime(entity.last_seen)],
