@@ -130,7 +130,8 @@ export function collectivesTable(j: JobDetail): HTMLElement {
   const groups = list.map((op) => {
     const ranks = [...op.per_rank].sort((a, b) => a.rank - b.rank);
     const bws = ranks.map((r) => r.bus_bandwidth_bytes_per_second).filter((v): v is number => v !== null);
-    const lowest = bws.length > 1 ? Math.min(...bws) : null;
+    // The lowest bus bandwidth, marked when it is below the others' (not when all are equal).
+    const lowest = bws.length > 1 && Math.min(...bws) < Math.max(...bws) * 0.999 ? Math.min(...bws) : null;
     const name = `${op.collective} · ${op.comm_name || op.comm}`;
     return h(
       'tbody',
