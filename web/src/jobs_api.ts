@@ -114,13 +114,14 @@ export interface JobDetail extends Shares {
   findings: Finding[];
 }
 
-// The query window of a view: Unix seconds, whole.
+// The query window of a view: Unix seconds, whole (the API takes from/to as start/end).
 function window(start: number, end: number): { from: number; to: number } {
   return { from: Math.floor(start), to: Math.ceil(end) };
 }
 
+// The jobs with steps in the window, newest last step first (the server's most, 1000).
 export async function fetchJobs(start: number, end: number): Promise<JobSummary[]> {
-  const r = await getJson<{ jobs: JobSummary[] }>('/api/v1/jobs', window(start, end));
+  const r = await getJson<{ jobs: JobSummary[] }>('/api/v1/jobs', { ...window(start, end), limit: 1000 });
   return r.jobs ?? [];
 }
 
