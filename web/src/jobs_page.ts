@@ -123,8 +123,8 @@ function headline(j: JobDetail): HTMLElement[] {
   ];
 }
 
-// The profile panel's window of the job: the analysed steps' span, whole seconds, at least a
-// minute.
+// The job's time range (the analysis's from and to), whole seconds, at least a minute: the
+// window of the straggler's links and of its GPU profile.
 function jobWindow(j: JobDetail): { from: number; to: number } {
   const from = Math.floor(j.from / 1000);
   return { from, to: Math.max(Math.ceil(j.to / 1000), from + 60) };
