@@ -224,10 +224,5 @@ async function loadFindings(box: HTMLElement, c: ViewContext, host: string, uuid
     box.replaceChildren(h('p.muted', {}, off));
     return;
   }
-  const items = list.insights;
-  box.replaceChildren(
-    items.length === 0
-      ? h('p.empty', {}, 'No finding about this GPU in this window.')
-      : findingList(items, c),
-  );
+  box.replaceChildren(list.insights.length === 0 ? h('p.empty', {}, 'No finding about this GPU in this window.') : findingList(list.insights, c));
 }

@@ -150,12 +150,7 @@ async function loadFindings(box: HTMLElement, c: ViewContext, host: string, id: 
     box.replaceChildren(h('p.muted', {}, off));
     return;
   }
-  const items = list.insights;
-  box.replaceChildren(
-    items.length === 0
-      ? h('p.empty', {}, 'No finding about this process in this window.')
-      : findingList(items, c),
-  );
+  box.replaceChildren(list.insights.length === 0 ? h('p.empty', {}, 'No finding about this process in this window.') : findingList(list.insights, c));
 }
 
 // The start as a clock time and an age (the agent's process.creation.time); from older agents,
