@@ -9,7 +9,7 @@ import { getJson, knownMetrics } from './api';
 import type { EventRecord, RangeResponse, TopEntry } from './api';
 import { h } from './dom';
 import { formatTime, formatValue } from './format';
-import { byUrgency, fetchInsights, severityBadge, stateBadge } from './insights_api';
+import { fetchInsights, findingList } from './insights_api';
 import { factList, findEntity, hostKnown, pageCharts, runLoaders, unknownCard } from './page_chart';
 import type { OpenProfile, PageChartDef, PageLoader } from './page_chart';
 import type { View, ViewContext } from './view';
@@ -224,10 +224,5 @@ async function loadFindings(box: HTMLElement, c: ViewContext, host: string, uuid
     box.replaceChildren(h('p.muted', {}, off));
     return;
   }
-  const items = [...list.insights].sort(byUrgency);
-  box.replaceChildren(
-    items.length === 0
-      ? h('p.empty', {}, 'No finding about this GPU in this window.')
-      : h('ul.finding-list', {}, ...items.map((f) => h('li', {}, severityBadge(f.severity), ' ', stateBadge(f.state), ' ', h('a', { href: c.href({ view: 'finding', finding: f.id }) }, f.title), h('span.muted', {}, ` · ${f.summary}`)))),
-  );
+  box.replaceChildren(list.insights.length === 0 ? h('p.empty', {}, 'No finding about this GPU in this window.') : findingList(list.insights, c));
 }

@@ -80,11 +80,16 @@ export function buildHostTab(
         : Promise.resolve({ entries: [] as TopEntry[] }),
     ]);
     const rssBy = new Map(rss.entries.map((e) => [e.entity, e.latest]));
+    // The training job of a rank's process (job.id, job.rank: docs/design/data-model.md), when
+    // one of the listed processes belongs to one.
+    const jobs = cpu.entries.some((e) => e.attributes['job.id']);
+    const jobCell = (a: Record<string, string>) =>
+      h('td', {}, a['job.id'] ? h('a', { href: c.href({ view: 'job', job: a['job.id'] }), 'data-testid': 'process-job' }, `${a['job.id']}${a['job.rank'] !== undefined ? ` · rank ${a['job.rank']}` : ''}`) : '');
     procBox.replaceChildren(
       h(
         'table.data',
         {},
-        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Process'), h('th.num', { scope: 'col' }, 'PID'), h('th.num', { scope: 'col' }, 'CPU (avg)'), h('th.num', { scope: 'col' }, 'RSS'), h('th', { scope: 'col' }, 'CPU over the window'))),
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Process'), h('th.num', { scope: 'col' }, 'PID'), h('th.num', { scope: 'col' }, 'CPU (avg)'), h('th.num', { scope: 'col' }, 'RSS'), jobs ? h('th', { scope: 'col' }, 'Training job') : null, h('th', { scope: 'col' }, 'CPU over the window'))),
         h(
           'tbody',
           {},
@@ -96,6 +101,7 @@ export function buildHostTab(
               h('td.num', {}, e.attributes['process.pid'] ?? ''),
               h('td.num', {}, formatValue(e.value, '1')),
               h('td.num', {}, formatValue(rssBy.get(e.entity) ?? null, 'By')),
+              jobs ? jobCell(e.attributes) : null,
               h('td', {}, sparkline(e.sparkline ?? [], 140, 26, { max: 1 })),
             ),
           ),

@@ -101,6 +101,15 @@ export function findingPlace(f: Finding): string {
   return f.host || 'fleet';
 }
 
+// Findings as a list, most urgent first: severity, state, title (a link to the finding) and summary.
+export function findingList(items: Finding[], c: ViewContext): HTMLElement {
+  return h(
+    'ul.finding-list',
+    {},
+    ...[...items].sort(byUrgency).map((f) => h('li', { 'data-rule': f.rule }, severityBadge(f.severity), ' ', stateBadge(f.state), ' ', h('a', { href: c.href({ view: 'finding', finding: f.id }) }, f.title), h('span.muted', {}, ` · ${f.summary}`))),
+  );
+}
+
 export function severityBadge(s: Severity, text: string = s): HTMLElement {
   return h('span', { class: `badge sev-${s}` }, text);
 }

@@ -10,6 +10,7 @@ import { gpuView } from './gpu_page';
 import { hostView } from './host';
 import { inferenceView, modelView } from './inference_page';
 import { insightsView } from './insights';
+import { jobView, jobsView } from './jobs_page';
 import { notFoundView, urlProblems } from './not_found';
 import { processView } from './process_page';
 import { ProfilePanel } from './profile';
@@ -73,6 +74,7 @@ function href(patch: Partial<ViewState>): string {
     if (!('gpu' in patch)) next.gpu = undefined;
     if (!('model' in patch)) next.model = undefined;
     if (!('trace' in patch)) next.trace = undefined;
+    if (!('job' in patch)) next.job = undefined;
   }
   return buildUrl(next);
 }
@@ -101,6 +103,8 @@ function topBar(s: ViewState): HTMLElement {
     h('a', { href: href({ view: 'top' }), 'aria-current': s.view === 'top' ? 'page' : undefined, title: 'Top entities (t)' }, 'Top entities'),
     h('a', { href: href({ view: 'insights' }), 'aria-current': s.view === 'insights' ? 'page' : undefined, title: 'Insights: what is wrong (i)', 'data-testid': 'nav-insights' }, 'Insights'),
     h('a', { href: href({ view: 'inference' }), 'aria-current': s.view === 'inference' ? 'page' : undefined, title: 'Models served across hosts (n)', 'data-testid': 'nav-inference' }, 'Inference'),
+    h('a', { href: href({ view: 'jobs' }), 'aria-current': s.view === 'jobs' ? 'page' : undefined, title: 'Distributed training jobs (j)', 'data-testid': 'nav-jobs' }, 'Jobs'),
+    s.view === 'job' ? h('span.crumb', { 'aria-current': 'page' }, `Job ${s.job ?? ''}`) : null,
     s.view === 'host' && s.host ? h('span.crumb', { 'aria-current': 'page' }, `Host ${s.host}`) : null,
     (s.view === 'process' || s.view === 'gpu') && s.host ? h('a.crumb', { href: href({ view: 'host', host: s.host, tab: s.view === 'gpu' ? 'gpu' : 'host' }) }, `Host ${s.host}`) : null,
   );
@@ -202,6 +206,7 @@ function showHelp(): void {
     ['t', 'top entities'],
     ['i', 'insights'],
     ['n', 'inference: models served across hosts'],
+    ['j', 'training jobs'],
     ['h / g', 'host page: Host Metrics / GPU Metrics tab'],
     ['1 … 5', 'last 15 min, 1 h, 6 h, 24 h, 7 d'],
     ['l', 'live mode on/off'],
@@ -374,6 +379,8 @@ const VIEWS: Record<ViewState['view'], (root: HTMLElement, ctx: ViewContext) => 
   gpu: gpuView,
   inference: inferenceView,
   model: modelView,
+  jobs: jobsView,
+  job: jobView,
   notfound: notFoundView,
 };
 const TITLES: Partial<Record<ViewState['view'], string>> = {
@@ -384,6 +391,7 @@ const TITLES: Partial<Record<ViewState['view'], string>> = {
   process: 'Process',
   gpu: 'GPU',
   inference: 'Inference',
+  jobs: 'Jobs',
   notfound: 'Not found',
 };
 
@@ -436,7 +444,7 @@ async function render(): Promise<void> {
     document.body.dataset.ready = String(seq);
     return;
   }
-  document.title = TITLES[s.view] ? `${TITLES[s.view]} · warpscope` : `${s.view === 'model' ? s.model : s.host} · warpscope`;
+  document.title = TITLES[s.view] ? `${TITLES[s.view]} · warpscope` : `${s.view === 'model' ? s.model : s.view === 'job' ? `Job ${s.job}` : s.host} · warpscope`;
   if (s.problems?.length) main.append(urlProblems(s.problems));
   try {
     const view = await VIEWS[s.view](main, ctx);
@@ -493,6 +501,9 @@ function onKey(e: KeyboardEvent): void {
       break;
     case 'n':
       navigate({ view: 'inference', profile: undefined });
+      break;
+    case 'j':
+      navigate({ view: 'jobs', profile: undefined });
       break;
     case 'h':
     case 'g':

@@ -7,7 +7,7 @@ import { getJson } from './api';
 import type { EntityRecord, ProfileMeta, Series } from './api';
 import { h } from './dom';
 import { formatAge, formatTime, formatValue } from './format';
-import { byUrgency, fetchInsights, severityBadge, stateBadge } from './insights_api';
+import { fetchInsights, findingList } from './insights_api';
 import { factList, findEntity, hostKnown, pageCharts, runLoaders, unknownCard } from './page_chart';
 import type { OpenProfile, PageChartDef, PageLoader } from './page_chart';
 import type { ViewContext, View } from './view';
@@ -66,6 +66,7 @@ export async function processView(root: HTMLElement, ctx: ViewContext): Promise<
           ['Container', container ? h('a', { href: ctx.href({ view: 'top', kind: 'container' }), title: container }, container.slice(0, 12)) : 'none (runs on the host)'],
           ['Pod', pod ? `${a['k8s.namespace.name'] ? a['k8s.namespace.name'] + '/' : ''}${pod}` : undefined],
           ['Slurm job', a['slurm.job_id']],
+          ['Training job', a['job.id'] ? h('a', { href: ctx.href({ view: 'job', job: a['job.id'] }), 'data-testid': 'process-job' }, `${a['job.id']}${a['job.rank'] !== undefined ? ` · rank ${a['job.rank']}${a['job.world_size'] ? ` of ${a['job.world_size']}` : ''}` : ''}`) : undefined],
           ['Started', started(a['process.creation.time'], ticks)],
           ['First seen', formatTime(entity.first_seen)],
           ['Last seen', formatTime(entity.last_seen)],
@@ -149,12 +150,7 @@ async function loadFindings(box: HTMLElement, c: ViewContext, host: string, id: 
     box.replaceChildren(h('p.muted', {}, off));
     return;
   }
-  const items = [...list.insights].sort(byUrgency);
-  box.replaceChildren(
-    items.length === 0
-      ? h('p.empty', {}, 'No finding about this process in this window.')
-      : h('ul.finding-list', {}, ...items.map((f) => h('li', {}, severityBadge(f.severity), ' ', stateBadge(f.state), ' ', h('a', { href: c.href({ view: 'finding', finding: f.id }) }, f.title), h('span.muted', {}, ` · ${f.summary}`)))),
-  );
+  box.replaceChildren(list.insights.length === 0 ? h('p.empty', {}, 'No finding about this process in this window.') : findingList(list.insights, c));
 }
 
 // The start as a clock time and an age (the agent's process.creation.time); from older agents,

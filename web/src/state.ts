@@ -11,6 +11,8 @@
 //   /inference                    the served models across hosts
 //   /inference/<model>            one model: its serving processes, their latency and load
 //   /inference/<model>?trace=<trace id>   and one request trace's waterfall (32 hex digits)
+//   /jobs?sort=<column>&dir=asc   the training jobs (columns: jobs_page.ts)
+//   /jobs/<job>                   one training job: its ranks, steps, straggler, collectives
 // plus, on every view:
 //   range=15m|1h|6h|24h|7d      a window ending now (default 1h), or from=<unix s>&to=<unix s>
 //   live=1                    refresh every 10 s (relative ranges only)
@@ -26,7 +28,7 @@
 // Any other path is the "not found" view; a parameter that cannot be read is reported in
 // ViewState.problems (and the view uses its default).
 
-export type ViewName = 'fleet' | 'top' | 'host' | 'insights' | 'finding' | 'process' | 'gpu' | 'inference' | 'model' | 'notfound';
+export type ViewName = 'fleet' | 'top' | 'host' | 'insights' | 'finding' | 'process' | 'gpu' | 'inference' | 'model' | 'jobs' | 'job' | 'notfound';
 export type HostTab = 'host' | 'gpu' | 'inference';
 const HOST_TABS: HostTab[] = ['host', 'gpu', 'inference'];
 export type TopKind = 'host' | 'gpu' | 'executable' | 'process' | 'container' | 'pod';
@@ -76,6 +78,8 @@ export interface ViewState {
   model?: string;
   // The model page's request trace (its waterfall), 32 lowercase hex digits.
   trace?: string;
+  // The job page's training job (the job.id of its processes, or comm-<communicator id>).
+  job?: string;
   // URL parameters that could not be read, each with what the view does instead.
   problems?: string[];
 }
@@ -114,7 +118,7 @@ function decode(part: string): string | undefined {
 }
 
 // The view a path names, with its host, finding, process or GPU; 'notfound' for any other path.
-function parsePath(pathname: string): Pick<ViewState, 'view' | 'host' | 'finding' | 'process' | 'gpu' | 'model'> {
+function parsePath(pathname: string): Pick<ViewState, 'view' | 'host' | 'finding' | 'process' | 'gpu' | 'model' | 'job'> {
   const parts = pathname.split('/').filter((p) => p !== '');
   const decoded = parts.map(decode);
   if (decoded.some((p) => p === undefined)) return { view: 'notfound' };
@@ -126,6 +130,8 @@ function parsePath(pathname: string): Pick<ViewState, 'view' | 'host' | 'finding
   if (first === 'inference' && parts.length === 1) return { view: 'inference' };
   // A model name may hold slashes (meta-llama/Llama-3.1-8B-Instruct), escaped or not.
   if (first === 'inference') return { view: 'model', model: (decoded as string[]).slice(1).join('/') };
+  if (first === 'jobs' && parts.length === 1) return { view: 'jobs' };
+  if (first === 'jobs') return { view: 'job', job: (decoded as string[]).slice(1).join('/') };
   if (first === 'host' && parts.length === 2) return { view: 'host', host };
   if (first === 'host' && parts.length === 4 && sub === 'process') return { view: 'process', host, process: id };
   if (first === 'host' && parts.length === 4 && sub === 'gpu') return { view: 'gpu', host, gpu: id };
@@ -134,7 +140,7 @@ function parsePath(pathname: string): Pick<ViewState, 'view' | 'host' | 'finding
 
 export function parseUrl(loc: { pathname: string; search: string }): ViewState {
   const q = new URLSearchParams(loc.search);
-  const { view, host, finding, process, gpu, model } = parsePath(loc.pathname);
+  const { view, host, finding, process, gpu, model, job } = parsePath(loc.pathname);
   const problems: string[] = [];
   const presets = RANGE_PRESETS.map((p) => p.id).join(', ');
   const kind = q.get('kind') as TopKind | null;
@@ -188,6 +194,7 @@ export function parseUrl(loc: { pathname: string; search: string }): ViewState {
   if (process) state.process = process;
   if (gpu) state.gpu = gpu;
   if (model !== undefined) state.model = model;
+  if (job !== undefined) state.job = job;
   const trace = q.get('trace');
   if (view === 'model' && trace !== null) {
     if (/^[0-9a-fA-F]{32}$/.test(trace)) state.trace = trace.toLowerCase();
@@ -237,6 +244,8 @@ export function buildUrl(s: ViewState): string {
   if (s.view === 'gpu' && s.host && s.gpu) path = `/host/${encodeURIComponent(s.host)}/gpu/${encodeURIComponent(s.gpu)}`;
   if (s.view === 'inference') path = '/inference';
   if (s.view === 'model' && s.model !== undefined) path = `/inference/${encodeURIComponent(s.model)}`;
+  if (s.view === 'jobs') path = '/jobs';
+  if (s.view === 'job' && s.job !== undefined) path = `/jobs/${encodeURIComponent(s.job)}`;
   const q = new URLSearchParams();
   if (s.view === 'insights' && s.insights) {
     for (const k of INSIGHT_FILTERS) if (s.insights[k]) q.set(k, s.insights[k]!);
@@ -249,6 +258,10 @@ export function buildUrl(s: ViewState): string {
   if (s.view === 'model' && s.trace) q.set('trace', s.trace);
   if (s.view === 'top') {
     q.set('kind', s.kind);
+    if (s.sort) q.set('sort', s.sort);
+    if (s.dir === 'asc') q.set('dir', 'asc');
+  }
+  if (s.view === 'jobs') {
     if (s.sort) q.set('sort', s.sort);
     if (s.dir === 'asc') q.set('dir', 'asc');
   }
