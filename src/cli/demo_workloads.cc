@@ -89,7 +89,9 @@ std::vector<std::vector<std::string>> DdpJobEnvironment(const std::vector<DemoWo
               "LOCAL_WORLD_SIZE=" + std::to_string(world),
               "MASTER_ADDR=127.0.0.1",
               "MASTER_PORT=29500",
-              "NCCL_PROFILER_PLUGIN=" + nccl_plugin};
+              "NCCL_PROFILER_PLUGIN=" + nccl_plugin,
+              // Every kernel record, not only the sampled launches': the steps' breakdown.
+              "WARPSCOPE_CUPTI_KERNELS=all"};
     ++rank;
   }
   return out;

@@ -48,7 +48,9 @@ std::string InferenceServerConfigJson();
 
 // The `ddp` workloads of `workloads` form one torchrun job on this host: each gets the
 // launcher's variables (TORCHELASTIC_RUN_ID=`job_id`, RANK and LOCAL_RANK in list order,
-// WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and NCCL_PROFILER_PLUGIN=`nccl_plugin`.
+// WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), NCCL_PROFILER_PLUGIN=`nccl_plugin`
+// and WARPSCOPE_CUPTI_KERNELS=all (every kernel record reaches the agent's step breakdown, not only
+// the sampled launches': the demo's ranks launch under a thousand kernels a second).
 // Returns one "KEY=VALUE" list per workload, empty for the others.
 std::vector<std::vector<std::string>> DdpJobEnvironment(const std::vector<DemoWorkload>& workloads,
                                                         const std::string& job_id,
