@@ -6,7 +6,8 @@
 # timed with and without injection (goal: injected throughput >= 0.97x), with the top kernels and
 # their launch sites and a check that the training script's own Python functions sit above its
 # kernels; then a short run with PC sampling (stall reasons, or the refusal notice where profiling
-# is restricted to admins) and the training loop under torch.profiler next to the library.
+# is restricted to admins), the training loop under torch.profiler next to the library, and a
+# torch.distributed (NCCL) job with libwarpscope_nccl.so: plugin table, collectives, NVTX steps.
 # Results go to docs/device-results.md (by hand, from this script's output).
 #
 # The GPU machine has no package registry, so the binary is built here and carried over:
@@ -307,4 +308,53 @@ PY
     echo "RESULT torch_profiler=FAIL ($(tail -2 "$out/train_prof.log"))"
   fi
   grep -iE "warpscope|cupti" "$out/train_prof.log" | head -3
+fi
+
+# NCCL: torch.distributed with the NCCL backend, libwarpscope_nccl.so loaded through
+# NCCL_PROFILER_PLUGIN and the CUDA library injected, one rank per GPU (world size 1, and 2 when
+# there are two GPUs: NCCL refuses two ranks on one GPU). Steps are NVTX ProfilerStep#N ranges.
+# Prints which plugin table NCCL picked, the agent's NCCL and training-step series.
+nccl_plugin="$root/build/release/lib/libwarpscope_nccl.so"
+if [[ -f "$out/train.py" && -f "$nccl_plugin" ]]; then
+  echo "== NCCL plugin and training steps"
+  cat >"$out/ddp.py" <<'PY'
+import os, torch, torch.distributed as dist
+dist.init_process_group("nccl")
+rank = dist.get_rank(); torch.cuda.set_device(rank % torch.cuda.device_count())
+model = torch.nn.Sequential(*[torch.nn.Linear(2048, 2048) for _ in range(6)]).cuda()
+model = torch.nn.parallel.DistributedDataParallel(model)
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+x = torch.randn(256, 2048, device="cuda")
+for step in range(60):
+    torch.cuda.nvtx.range_push(f"ProfilerStep#{step}")
+    opt.zero_grad(); model(x).square().mean().backward(); opt.step()
+    torch.cuda.nvtx.range_pop()
+torch.cuda.synchronize(); dist.destroy_process_group()
+print(f"rank {rank} done")
+PY
+  gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
+  "$bin" agent --cuda-profiler --cuda-profiler-socket="$sock.nccl" --cuda-profile-dir="$out/nccl-profiles" \
+    --cuda-profile-interval=3s --listen-address=127.0.0.1:19403 >"$out/nccl-agent.log" 2>&1 &
+  nccl_agent=$!
+  sleep 1
+  for world in 1 2; do
+    (( world <= gpus )) || { echo "RESULT nccl_world_$world=skipped ($gpus GPU)"; continue; }
+    if CUDA_INJECTION64_PATH="$inject" WARPSCOPE_AGENT_SOCKET="$sock.nccl" \
+        NCCL_PROFILER_PLUGIN="$nccl_plugin" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,PROFILE \
+        timeout 300 python3 -m torch.distributed.run --standalone --nproc-per-node="$world" \
+        "$out/ddp.py" >"$out/ddp-$world.log" 2>&1; then
+      echo "RESULT nccl_world_$world=ran ($(grep -ioE "profiler[^\n]{0,60}(v[0-9]|plugin)[^\n]{0,40}" "$out/ddp-$world.log" | head -1))"
+    else
+      echo "RESULT nccl_world_$world=FAIL ($(tail -2 "$out/ddp-$world.log"))"
+    fi
+  done
+  sleep 7  # two agent windows after the last rank
+  curl -s http://127.0.0.1:19403/metrics >"$out/nccl-metrics.txt"
+  kill -TERM "$nccl_agent"; wait "$nccl_agent"
+  echo "-- NCCL series (collectives, GPU seconds, bus bandwidth) and training steps"
+  grep -E "^warpscope_nccl_(collectives_total|collective_gpu_seconds_total|bus_bandwidth)" \
+    "$out/nccl-metrics.txt" | head -8
+  grep -E "^warpscope_training_" "$out/nccl-metrics.txt" | head -12
+  steps=$(grep -E "^warpscope_training_steps_total" "$out/nccl-metrics.txt" | awk '{n += $NF} END {print n + 0}')
+  echo "RESULT training_steps=$steps (expected 60 per rank, from NVTX)"
 fi

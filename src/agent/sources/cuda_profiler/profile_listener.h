@@ -89,6 +89,10 @@ class RecordedSamples final : public model::SampleSink {
   std::vector<model::Event> events_;
 };
 
+// Which library a control is for: the proxy detail only the NCCL plugin (`nccl`); collection on
+// and off both; the others only the CUDA library.
+bool ControlApplies(bool nccl, ::warpscope::cupti::wire::ControlOp op);
+
 class ProfileListener {
  public:
   struct Options {
