@@ -29,6 +29,17 @@ constexpr UnexportedRule kUnexported[] = {
     {"fleet_regression",
      "needs the least-squares slope of a cluster's median utilization over an hour, the share "
      "of GPUs that declined and the exclusion of steps and ended jobs"},
+    {"training_straggler",
+     "needs the training steps of every rank, aligned by step number (the server's job "
+     "analysis), which are not Prometheus series"},
+    {"training_slow_interconnect",
+     "needs each rank's NCCL time per step less its wait for the last rank (the server's job "
+     "analysis)"},
+    {"training_comm_heavy",
+     "needs the GPU time in communication not overlapped by compute per step (the training "
+     "steps)"},
+    {"training_step_regression",
+     "needs the job's step times (the slowest rank's per step) against their trailing median"},
 };
 
 // A number as PromQL writes it: the shortest form that reads back the same.

@@ -24,7 +24,8 @@ std::map<std::string, std::string> AlertLabels(const insights::Finding& f) {
     std::string_view attribute;
     const char* label;
   } const from_attributes[] = {
-      {"gpu.index", "gpu"}, {"gpu.uuid", "UUID"}, {"process.pid", "pid"}, {"cluster", "cluster"}};
+      {"gpu.index", "gpu"}, {"gpu.uuid", "UUID"}, {"process.pid", "pid"},
+      {"cluster", "cluster"}, {"job.id", "job"},   {"job.rank", "rank"}};
   for (const auto& [attribute, label] : from_attributes) {
     std::string_view v = f.attributes.Get(attribute);
     if (!v.empty()) labels[label] = std::string(v);

@@ -41,6 +41,19 @@ TEST(AlertTest, AFindingsAlertCarriesItsIdentityEvidenceAndLink) {
   EXPECT_EQ(a.generator_url, "http://ui.example:9410/insights/f0123456789abcdef");
 }
 
+TEST(AlertTest, ATrainingFindingNamesItsJobAndRank) {
+  insights::Finding f = CoolingFinding();
+  f.rule = "training_straggler";
+  f.entity = "pid/7730/1";
+  f.attributes = model::Labels({{"process.pid", "7730"}, {"job.id", "run-3"}, {"job.rank", "5"}});
+  Alert a = AlertOfFinding(f, "http://ui.example:9410/");
+  EXPECT_EQ(a.labels.at("alertname"), "TrainingStraggler");
+  EXPECT_EQ(a.labels.at("pid"), "7730");
+  EXPECT_EQ(a.labels.at("job"), "run-3");
+  EXPECT_EQ(a.labels.at("rank"), "5");
+  EXPECT_FALSE(a.labels.contains("gpu"));
+}
+
 TEST(AlertTest, HugeEvidenceIsCut) {
   insights::Finding f = CoolingFinding();
   f.evidence = {{"series", std::string(100000, 'x')}};

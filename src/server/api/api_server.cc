@@ -187,6 +187,8 @@ void ApiServer::InstallRoutes() {
   http_->Get(R"(/api/v1/profiles/(\d+))", bind(&ApiServer::ProfileData));
   http_->Get("/api/v1/insights", bind(&ApiServer::Insights));
   http_->Get(R"(/api/v1/insights/([A-Za-z0-9]+))", bind(&ApiServer::InsightById));
+  http_->Get("/api/v1/jobs", bind(&ApiServer::Jobs));
+  http_->Get(R"(/api/v1/jobs/(.+))", bind(&ApiServer::JobById));
   http_->Post("/mcp", bind(&ApiServer::Mcp));
   http_->Get("/mcp", bind(&ApiServer::McpNotAllowed));
   http_->Delete("/mcp", bind(&ApiServer::McpNotAllowed));

@@ -163,6 +163,10 @@ class ApiServer {
   // and GET /api/v1/insights/{id} (one, with its full evidence).
   void Insights(const httplib::Request& req, httplib::Response& res);
   void InsightById(const httplib::Request& req, httplib::Response& res);
+  // Training endpoints (training_handlers.cc): GET /api/v1/jobs (the jobs with steps in the
+  // range) and GET /api/v1/jobs/{job} (one job's analysis, ranks, steps, collectives, findings).
+  void Jobs(const httplib::Request& req, httplib::Response& res);
+  void JobById(const httplib::Request& req, httplib::Response& res);
 
   // MCP for AI agents (mcp_handlers.cc): POST /mcp answers JSON-RPC messages with
   // server/mcp; GET and DELETE /mcp get 405 (no SSE stream, no session state).

@@ -49,8 +49,7 @@ base::Status InsightConfig::Validate() const {
   WARPSCOPE_RETURN_IF_ERROR(
       Check("power_drop_busy_utilization", power_drop_busy_utilization, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(CheckWindow("power_drop_window", power_drop_window));
-  WARPSCOPE_RETURN_IF_ERROR(
-      Check("power_drop_clock_fraction", power_drop_clock_fraction, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("power_drop_clock_fraction", power_drop_clock_fraction, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(CheckWindow("hardware_hold", hardware_hold));
   WARPSCOPE_RETURN_IF_ERROR(Check("idle_utilization", idle_utilization, 0, 1));
   WARPSCOPE_RETURN_IF_ERROR(
@@ -119,14 +118,36 @@ base::Status InsightConfig::Validate() const {
                                   inference_low_efficiency, 1));
   WARPSCOPE_RETURN_IF_ERROR(Check("inference_high_efficiency", inference_high_efficiency,
                                   inference_target_efficiency, 1));
-  WARPSCOPE_RETURN_IF_ERROR(
-      Check("inference_sustained_share", inference_sustained_share, 0.1, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("inference_sustained_share", inference_sustained_share, 0.1, 1));
   WARPSCOPE_RETURN_IF_ERROR(Check("inference_queue_waiting", inference_queue_waiting, 0, 1e6));
   WARPSCOPE_RETURN_IF_ERROR(Check("inference_kv_cache_full", inference_kv_cache_full, 0.1, 1));
   WARPSCOPE_RETURN_IF_ERROR(Check("inference_queue_growth", inference_queue_growth, 0, 1e6));
   WARPSCOPE_RETURN_IF_ERROR(CheckWindow("inference_window", inference_window));
   WARPSCOPE_RETURN_IF_ERROR(Check("inference_ttft_target_s", inference_ttft_target_s, 0.001, 600));
   WARPSCOPE_RETURN_IF_ERROR(CheckWindow("inference_ttft_window", inference_ttft_window));
+  WARPSCOPE_RETURN_IF_ERROR(Check("training_late_fraction", training_late_fraction, 0.05, 0.99));
+  WARPSCOPE_RETURN_IF_ERROR(Check("training_min_lag_share", training_min_lag_share, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("training_compute_excess", training_compute_excess, 0, 1));
+  WARPSCOPE_RETURN_IF_ERROR(Check("training_nccl_excess", training_nccl_excess, 0.05, 100));
+  WARPSCOPE_RETURN_IF_ERROR(Check("training_comm_share", training_comm_share, 0.01, 1));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("training_slow_step_factor", training_slow_step_factor, 1.05, 100));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("training_stall_factor", training_stall_factor, training_slow_step_factor, 1000));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("training_trailing_steps", static_cast<double>(training_trailing_steps), 1, 10000));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("training_min_steps", static_cast<double>(training_min_steps), 2, 10000));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("training_max_jobs", static_cast<double>(training_max_jobs), 1, 10000));
+  WARPSCOPE_RETURN_IF_ERROR(
+      Check("training_max_step_records", static_cast<double>(training_max_step_records), 100, 1e7));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("training_window", training_window));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("training_step_window", training_step_window));
+  if (training_refresh < base::Duration::zero() || training_refresh > minutes(10)) {
+    return base::InvalidArgument("insights: training-refresh = {} is out of range; use 0s to 10m",
+                                 base::FormatDuration(training_refresh));
+  }
   return base::OkStatus();
 }
 

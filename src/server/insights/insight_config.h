@@ -163,6 +163,36 @@ struct InsightConfig {
   double inference_ttft_target_s = 0.5;
   base::Duration inference_ttft_window = minutes(5);
 
+  // Training jobs (rules 9-11, docs/design/training-analysis.md), over the steps that ended in
+  // the last `training_window`:
+  // training_straggler: a rank starts the step's last large collective last in more than
+  // `training_late_fraction` of the complete steps, later than the median rank by at least
+  // `training_min_lag_share` of the median step time; or, in steps without such a collective,
+  // its compute exceeds its peers' median by `training_compute_excess` of the step time as
+  // often. training_slow_interconnect: a rank whose NCCL time (less its wait for the last rank)
+  // is at least 1 + `training_nccl_excess` times the median rank's in as many steps.
+  // training_comm_heavy: communication not overlapped by compute above `training_comm_share` of
+  // the step time, job-wide. training_step_regression: a step longer than
+  // `training_slow_step_factor` x the median of the `training_trailing_steps` complete steps
+  // before it that started in the last `training_step_window`; `training_stall_factor` x pages.
+  // Verdicts need `training_min_steps` complete steps. At most `training_max_jobs` jobs (those
+  // with the newest steps) and `training_max_step_records` step records per job (the newest)
+  // are read, once every `training_refresh`.
+  double training_late_fraction = 0.5;
+  double training_min_lag_share = 0.02;
+  double training_compute_excess = 0.05;
+  double training_nccl_excess = 0.5;
+  double training_comm_share = 0.25;
+  double training_slow_step_factor = 1.5;
+  double training_stall_factor = 5;
+  size_t training_trailing_steps = 20;
+  size_t training_min_steps = 5;
+  size_t training_max_jobs = 50;
+  size_t training_max_step_records = 100000;
+  base::Duration training_window = minutes(15);
+  base::Duration training_step_window = minutes(5);
+  base::Duration training_refresh = seconds(30);
+
   // OK, or InvalidArgument naming the first threshold out of range and its allowed range.
   [[nodiscard]] base::Status Validate() const;
 };

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/logging.h"
+#include "server/insights/training_inputs.h"
 
 namespace warpscope::server::insights {
 
@@ -57,6 +58,7 @@ base::Status InsightEngine::Evaluate(base::TimePoint now) {
   if (full) last_full_read_ = now;
   WARPSCOPE_ASSIGN_OR_RETURN(inputs.long_view, LongViewAt(now));
   ReadGpuProfiles(inputs, now);
+  inputs.jobs = JobsAt(now, inputs);
   std::vector<Finding> findings;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -96,6 +98,24 @@ base::Result<std::shared_ptr<const LongView>> InsightEngine::LongViewAt(base::Ti
   if (full) last_long_full_read_ = now;
   long_view_ = std::make_shared<const LongView>(std::move(view));
   return long_view_;
+}
+
+std::shared_ptr<const std::vector<JobInput>> InsightEngine::JobsAt(base::TimePoint now,
+                                                                   const InsightInputs& inputs) {
+  const InsightConfig& config = options_.config;
+  if (jobs_ && now >= jobs_read_ && now - jobs_read_ < config.training_refresh) return jobs_;
+  base::Result<std::vector<JobInput>> jobs =
+      ReadTrainingJobs(storage_, now - config.training_window, now, config, inputs.processes);
+  if (!jobs) {
+    // The training rules keep the jobs read before; the other rules are not held up.
+    WARPSCOPE_LOG_EVERY_N(WARNING, 60, "insights: reading training steps: {}",
+                          jobs.error().message());
+    if (!jobs_) jobs_ = std::make_shared<const std::vector<JobInput>>();
+    return jobs_;
+  }
+  jobs_read_ = now;
+  jobs_ = std::make_shared<const std::vector<JobInput>>(std::move(*jobs));
+  return jobs_;
 }
 
 void InsightEngine::ReadGpuProfiles(InsightInputs& inputs, base::TimePoint now) {

@@ -81,6 +81,10 @@ class InsightEngine {
   // Fills inputs.gpu_profiles for the GPUs a rule wants profiles of (from the cache; a storage
   // error is logged and leaves the digests read so far).
   void ReadGpuProfiles(InsightInputs& inputs, base::TimePoint now);
+  // The training jobs (training_inputs.h), read again once config.training_refresh has passed;
+  // a failed read keeps those read before (logged).
+  std::shared_ptr<const std::vector<JobInput>> JobsAt(base::TimePoint now,
+                                                      const InsightInputs& inputs);
 
   Storage& storage_;
   const EngineOptions options_;
@@ -91,6 +95,8 @@ class InsightEngine {
   base::TimePoint last_full_read_;
   // The long view, and when it was last read whole; Evaluate's sequence only.
   std::shared_ptr<const LongView> long_view_;
+  std::shared_ptr<const std::vector<JobInput>> jobs_;  // Evaluate's sequence only
+  base::TimePoint jobs_read_;
   base::TimePoint last_long_full_read_;
   const std::vector<std::unique_ptr<Rule>> rules_;
   GpuProfileCache gpu_profiles_;  // Evaluate's sequence only

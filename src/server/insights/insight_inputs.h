@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "base/time.h"
 #include "model/labels.h"
 #include "server/storage/storage.h"
+#include "server/training/job_analysis.h"
 
 namespace warpscope::server::insights {
 
@@ -131,6 +133,16 @@ struct LongView {
   base::TimePoint end() const { return BucketStart(buckets); }
 };
 
+// One distributed training job with steps in the snapshot's range, analysed
+// (server/training/job_analysis.h); read by training_inputs.h, not by ReadInsightInputs.
+struct JobInput {
+  training::JobAnalysis analysis;
+  // Per rank (analysis.ranks order), where known: whether the GPU its process uses has active
+  // NVLink links (it stored gpu.nvlink.transmit.bytes series in the range). Read for the ranks
+  // with a verdict only (the straggler and slow-interconnect ranks); nullopt elsewhere.
+  std::vector<std::optional<bool>> nvlink;
+};
+
 struct InsightInputs {
   base::TimePoint start;  // bucket 0 starts here; aligned to `step`
   base::Duration step = std::chrono::seconds(10);
@@ -154,6 +166,9 @@ struct InsightInputs {
   base::TimePoint slow_end;
   // The long view, shared between evaluations (it changes once a minute); null when not read.
   std::shared_ptr<const LongView> long_view;
+  // Training jobs with steps in the range, ordered by job id; shared between evaluations (read
+  // once a `training_refresh`, training_inputs.h); null when not read.
+  std::shared_ptr<const std::vector<JobInput>> jobs;
 
   base::TimePoint BucketStart(size_t i) const { return start + step * static_cast<int64_t>(i); }
   base::TimePoint end() const { return BucketStart(buckets); }

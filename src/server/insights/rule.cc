@@ -81,6 +81,10 @@ std::vector<std::unique_ptr<Rule>> DefaultRules() {
   rules.push_back(MakeCoolingFailureRule());   // 6
   rules.push_back(MakePowerDropRule());        // 7
   rules.push_back(MakeHardwareErrorsRule());   // 8
+  rules.push_back(MakeTrainingStragglerRule());         // 9
+  rules.push_back(MakeTrainingSlowInterconnectRule());  // 9
+  rules.push_back(MakeTrainingCommHeavyRule());         // 10
+  rules.push_back(MakeTrainingStepRegressionRule());    // 11
   rules.push_back(MakeMemoryLeakRule());       // 12
   rules.push_back(MakeInferenceOverprovisionedRule());  // 13
   rules.push_back(MakeInferenceQueueingRule());         // 13
@@ -97,7 +101,8 @@ std::string AlertName(std::string_view rule) {
   if (rule == "hardware_errors") return "GpuHardwareError";
   // A serving process's findings are the model's, not a GPU's: "inference_queueing" ->
   // "InferenceQueueing".
-  const bool inference = rule.starts_with("inference_");
+  // So are a training job's (a rank's process): "training_straggler" -> "TrainingStraggler".
+  const bool inference = rule.starts_with("inference_") || rule.starts_with("training_");
   std::string out = inference ? "" : "Gpu";
   bool upper = true;
   for (char c : rule) {

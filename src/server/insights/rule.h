@@ -91,7 +91,8 @@ std::vector<std::unique_ptr<Rule>> DefaultRules();
 // exported Prometheus rules (integrations/): "Gpu" and the rule in CamelCase
 // ("cooling_failure" -> "GpuCoolingFailure"); a process's leak is "GpuProcessMemoryLeak", a
 // cluster's regression "FleetRegression", the inference rules' (a model's serving process) have
-// no "Gpu" ("inference_queueing" -> "InferenceQueueing"). hardware_errors is "GpuHardwareError" here; the
+// no "Gpu" ("inference_queueing" -> "InferenceQueueing"), nor have the training rules' (a rank's
+// process: "training_straggler" -> "TrainingStraggler"). hardware_errors is "GpuHardwareError" here; the
 // exported rules split it by kind (XID, application XID, ECC, row remapping) under the same
 // `rule` label.
 std::string AlertName(std::string_view rule);

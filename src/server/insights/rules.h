@@ -21,6 +21,10 @@ std::unique_ptr<Rule> MakeCoolingFailureRule();  // rules_thermal.cc
 std::unique_ptr<Rule> MakeThermalOutlierRule();  // rules_thermal.cc
 std::unique_ptr<Rule> MakePowerDropRule();       // rules_power.cc
 std::unique_ptr<Rule> MakeHardwareErrorsRule();  // rules_hardware.cc
+std::unique_ptr<Rule> MakeTrainingStragglerRule();         // rules_training.cc
+std::unique_ptr<Rule> MakeTrainingSlowInterconnectRule();  // rules_training.cc
+std::unique_ptr<Rule> MakeTrainingCommHeavyRule();         // rules_training.cc
+std::unique_ptr<Rule> MakeTrainingStepRegressionRule();    // rules_training.cc
 std::unique_ptr<Rule> MakeIdleAllocatedRule();   // rules_memory.cc
 std::unique_ptr<Rule> MakeMemoryLeakRule();      // rules_memory.cc
 std::unique_ptr<Rule> MakeInferenceOverprovisionedRule();  // rules_inference.cc

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Where a training job's time goes, per rank and per step, and which rank holds the others
 // back: the analysis behind the Jobs view (/api/v1/jobs/{id}) and insight rules 9-11
-// (docs/design/training.md, "Analysis in the server").
+// (docs/design/training-analysis.md).
 //
 // Input: the stored steps of one job (every rank, every host), as the agents' step tracker cut
 // them (proto TrainingStep). Steps are aligned across ranks by their number; a step is complete
@@ -26,14 +26,17 @@ namespace warpscope::server::training {
 
 struct AnalysisOptions {
   // Straggler by lateness: the rank that starts the step's last large collective last (largest
-  // last_collective_offset) in more than `late_fraction` of the complete steps, later than the
-  // median rank by at least `min_lag_fraction` of the median step time on average.
+  // last_collective_offset) in more than `late_fraction` of the complete steps where two ranks
+  // or more had one, later than the median rank by at least `min_lag_fraction` of the median
+  // step time (the median of its lag over those steps).
   double late_fraction = 0.5;
   double min_lag_fraction = 0.02;
   // Straggler by compute: a rank whose compute time exceeds its peers' median by more than
   // `compute_excess` of the median step time in more than `late_fraction` of the steps.
   double compute_excess = 0.05;
-  // Slow interconnect: time in NCCL >= (1 + nccl_excess) x the median rank's, per step.
+  // Slow interconnect: time in NCCL, less the wait for the last rank to start the last large
+  // collective, >= (1 + nccl_excess) x the median rank's, in more than `late_fraction` of the
+  // complete steps.
   double nccl_excess = 0.5;
   // Rule 10: communication (not overlapped) above this share of step time.
   double comm_share = 0.25;

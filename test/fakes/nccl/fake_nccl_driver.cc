@@ -20,6 +20,9 @@
 // (its compute phase; the slow rank `--slow-compute-us` more), and after each collective it sleeps
 // the kernel's time, so the GPU times lie on the real clock. The other ranks' first collective of
 // a step runs `--slow-compute-us` longer: they wait in it for the slow rank.
+// `--slow-phase backward` puts the slow rank's extra compute before its step's last collective
+// instead (a slow backward pass between DDP's buckets): the slow rank starts its last collective
+// late, and the other ranks wait in their last collective, which starts on time.
 //
 // Prints "calls N slow_calls M max_call_ns X" at the end: event calls (start, stop, state) that
 // took longer than --slow-call-ms, 500 by default (a plugin that blocks shows here; a busy
@@ -69,6 +72,7 @@ struct Options {
   uint64_t step_compute_us = 0;  // > 0: run in steps (see the header comment)
   uint64_t slow_compute_us = 0;
   int step_collectives = 2;
+  bool slow_backward = false;  // --slow-phase backward (default forward)
   std::string wait_file;     // after the first half, wait until this file exists
   bool fork_child = false;   // after the first half, fork a child that runs its own communicator
 };
@@ -228,11 +232,16 @@ void RunRank(const Options& o, Plugin& p, void* ctx, int rank, int from, int to)
       const int bucket = i % per_step;
       count = o.count >> bucket;
       op_exec_ns = o.exec_us * 1000;
+      // Where the slow rank computes longer and the others wait: before the step's first
+      // collective (forward) or its last (backward).
+      const bool slow_here = o.slow_backward ? bucket == per_step - 1 : bucket == 0;
       if (bucket == 0) {
-        usleep(static_cast<useconds_t>(o.step_compute_us + (slow ? o.slow_compute_us : 0)));
-        if (o.slow_rank >= 0 && !slow) {
-          op_exec_ns += o.slow_compute_us * 1000;
-        }
+        usleep(static_cast<useconds_t>(o.step_compute_us));
+      }
+      if (slow_here && slow) {
+        usleep(static_cast<useconds_t>(o.slow_compute_us));
+      } else if (slow_here && o.slow_rank >= 0) {
+        op_exec_ns += o.slow_compute_us * 1000;
       }
     }
     const int mask = __atomic_load_n(&g_mask, __ATOMIC_RELAXED);
@@ -376,6 +385,7 @@ Options Parse(int argc, char** argv) {
     else if (k == "--step-compute-us") o.step_compute_us = std::strtoull(v, nullptr, 10);
     else if (k == "--slow-compute-us") o.slow_compute_us = std::strtoull(v, nullptr, 10);
     else if (k == "--step-collectives") o.step_collectives = std::atoi(v);
+    else if (k == "--slow-phase") o.slow_backward = std::string(v) == "backward";
     else if (k == "--fork") o.fork_child = std::atoi(v) != 0;
   }
   return o;

@@ -616,14 +616,14 @@ void ProfileListener::HandleRequests() {
         nccl_.ForgetProcess(pid);
       }
       if (!nccl_live_by_pid_.contains(pid) && !live_by_pid_.contains(pid)) {
-        steps_.ForgetProcess(pid);
+        ForgetSteps(pid);
       }
     }
     nccl_closed_pids_.clear();
     for (int32_t pid : closed_pids_) {
       if (!live_by_pid_.contains(pid)) {
         if (!nccl_live_by_pid_.contains(pid)) {
-          steps_.ForgetProcess(pid);
+          ForgetSteps(pid);
         }
         builder_->ForgetProcess(pid);
         notices_logged_.erase(pid);

@@ -204,6 +204,8 @@ class ProfileListener {
   void SnapshotMetrics();
   ListenerInputSink InputSink();  // the builder's input, tee'd to the step tracker
   void CollectSteps(int64_t now_ns);
+  void ForgetSteps(int32_t pid);  // a process without open connections: its ended steps
+  void QueueSteps(std::vector<model::TrainingStep> steps);
   void Publish();  // copies stats_ for other threads; notifies waiters
   void SassWorker();
 

@@ -77,8 +77,11 @@ void ProfileListener::HandleNccl(Connection& c, const wire::Message& message) {
   }
 }
 
-void ProfileListener::CollectSteps(int64_t now_ns) {
-  std::vector<model::TrainingStep> steps = steps_.Collect(now_ns);
+void ProfileListener::CollectSteps(int64_t now_ns) { QueueSteps(steps_.Collect(now_ns)); }
+
+void ProfileListener::ForgetSteps(int32_t pid) { QueueSteps(steps_.ForgetProcess(pid)); }
+
+void ProfileListener::QueueSteps(std::vector<model::TrainingStep> steps) {
   if (steps.empty()) {
     return;
   }

@@ -181,7 +181,17 @@ void StepTracker::AddNvtxRange(int32_t pid, std::string_view name, int64_t start
   }
 }
 
-void StepTracker::ForgetProcess(int32_t pid) { processes_.erase(pid); }
+std::vector<model::TrainingStep> StepTracker::ForgetProcess(int32_t pid) {
+  std::vector<model::TrainingStep> out;
+  auto it = processes_.find(pid);
+  if (it == processes_.end()) {
+    return out;
+  }
+  // Past every grace period: no data of it is still on the way.
+  CollectProcess(it->second, INT64_MAX - options_.grace_ns, out);
+  processes_.erase(it);
+  return out;
+}
 
 StepTracker::Comm* StepTracker::StepComm(Process& p) {
   Comm* best = nullptr;
@@ -196,17 +206,22 @@ StepTracker::Comm* StepTracker::StepComm(Process& p) {
 std::vector<model::TrainingStep> StepTracker::Collect(int64_t now_ns) {
   std::vector<model::TrainingStep> out;
   for (auto& [pid, p] : processes_) {
-    if (p.nvtx) {
-      CollectRanges(p, now_ns, out);
-    } else if (Comm* comm = StepComm(p)) {
-      if (comm->history_changed) {
-        Redetect(p, *comm);
-      }
-      CollectPattern(p, *comm, now_ns, out);
-    }
-    Trim(p);
+    CollectProcess(p, now_ns, out);
   }
   return out;
+}
+
+void StepTracker::CollectProcess(Process& p, int64_t now_ns,
+                                 std::vector<model::TrainingStep>& out) {
+  if (p.nvtx) {
+    CollectRanges(p, now_ns, out);
+  } else if (Comm* comm = StepComm(p)) {
+    if (comm->history_changed) {
+      Redetect(p, *comm);
+    }
+    CollectPattern(p, *comm, now_ns, out);
+  }
+  Trim(p);
 }
 
 void StepTracker::CollectRanges(Process& p, int64_t now_ns,

@@ -20,7 +20,8 @@
 // Memory is bounded per process: the last `max_ops` NCCL operations (all communicators), the last
 // `max_history` collectives per communicator for the pattern search, the last `max_kernels`
 // kernel intervals and `max_ranges` step ranges waiting; the oldest go first (counted in
-// stats()). At most `max_processes` processes; ForgetProcess drops one.
+// stats()). At most `max_processes` processes; ForgetProcess drops one
+// (returning the steps that ended).
 //
 // Thread contract: not thread-safe; owned by the listener thread.
 #ifndef WARPSCOPE_AGENT_SOURCES_CUDA_PROFILER_STEP_TRACKER_H_
@@ -72,7 +73,10 @@ class StepTracker {
   // with "nccl".
   void AddKernel(int32_t pid, std::string_view name, int64_t start_ns, int64_t end_ns);
   void AddNvtxRange(int32_t pid, std::string_view name, int64_t start_ns, int64_t end_ns);
-  void ForgetProcess(int32_t pid);
+  // Drops a process whose connections have all closed. Nothing more arrives for it, so every
+  // step of it that has ended is complete: those not emitted yet are returned (as Collect would
+  // return them after the grace period), ordered by step.
+  [[nodiscard]] std::vector<model::TrainingStep> ForgetProcess(int32_t pid);
 
   // The steps complete as of `now_ns` (CLOCK_REALTIME, the wire's clock), each once, ordered by
   // process and step.
@@ -145,6 +149,7 @@ class StepTracker {
 
   Process* Find(int32_t pid);
   Comm* StepComm(Process& p);
+  void CollectProcess(Process& p, int64_t now_ns, std::vector<model::TrainingStep>& out);
   void CollectRanges(Process& p, int64_t now_ns, std::vector<model::TrainingStep>& out);
   void CollectPattern(Process& p, Comm& comm, int64_t now_ns,
                       std::vector<model::TrainingStep>& out);

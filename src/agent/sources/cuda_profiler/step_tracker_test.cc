@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 
 #include "agent/sources/cuda_profiler/step_pattern.h"
@@ -423,10 +424,36 @@ TEST(StepTrackerTest, CapsBoundWhatIsKeptAndGoneProcessesAreDropped) {
   EXPECT_EQ(tracker.stats().ranges_dropped, 6u);
   const auto steps = tracker.Collect(kLater + 3'600'000 * kMs);
   EXPECT_EQ(Numbers(steps), (std::vector<int64_t>{6, 7, 8, 9}));
-  tracker.ForgetProcess(kPid);
+  EXPECT_TRUE(tracker.ForgetProcess(kPid).empty());
   EXPECT_FALSE(tracker.HasProcess(kPid));
   tracker.AddProcess(Rank(kPid + 1), "");
   EXPECT_TRUE(tracker.HasProcess(kPid + 1));
+}
+
+// A rank that exits: once its connections have closed nothing more comes, so the step that
+// ended when the last one began is complete without waiting for the grace period (the process
+// is forgotten at the next window, long before); the last step, which never ends, is not.
+TEST(StepTrackerTest, ForgettingAProcessReturnsTheStepsThatEnded) {
+  StepTracker tracker({});
+  tracker.AddProcess(Rank(kPid, "0"), "");
+  tracker.AddProcess(Rank(kPid + 1, "1"), "");
+  Issuer nccl_only(tracker, kPid);
+  Issuer with_kernels(tracker, kPid + 1, 1);
+  for (int step = 0; step < 6; ++step) {
+    DdpStep(nccl_only, 2, 5 * kMs);
+    DdpStep(with_kernels, 2, 5 * kMs);
+    tracker.AddKernel(kPid + 1, "gemm", with_kernels.now() - kMs, with_kernels.now());
+  }
+  // Without kernel records, a step is cut once the step after it has ended (0-3); with them,
+  // only after the grace period (none yet).
+  const int64_t now = std::max(nccl_only.now(), with_kernels.now());
+  EXPECT_EQ(Numbers(tracker.Collect(now)), (std::vector<int64_t>{0, 1, 2, 3}));
+  EXPECT_EQ(Numbers(tracker.ForgetProcess(kPid)), (std::vector<int64_t>{4}));
+  EXPECT_EQ(Numbers(tracker.ForgetProcess(kPid + 1)), (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  EXPECT_FALSE(tracker.HasProcess(kPid));
+  EXPECT_FALSE(tracker.HasProcess(kPid + 1));
+  EXPECT_TRUE(tracker.ForgetProcess(kPid).empty());
+  EXPECT_TRUE(tracker.Collect(kLater).empty());
 }
 
 TEST(StepTrackerTest, ProfilerStepNumberParsesTheSuffix) {
