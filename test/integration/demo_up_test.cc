@@ -8,8 +8,8 @@
 // GPU's inference workload under a fake vLLM, its parent, that serves vLLM's metrics, which the
 // agent scrapes and the server stores on the serving process with the GPU of its workload.
 // `up --simulate training-straggler` runs 8 ddp ranks of one torchrun job in lockstep: the agent
-// cuts their steps from the NVTX ProfilerStep#N ranges, and rank 5, which computes 20 % longer,
-// is the one its peers wait for in NCCL.
+// cuts their steps from the NVTX ProfilerStep#N ranges, rank 5, which computes 20 % longer, is
+// the one its peers wait for in NCCL, and the server's Jobs view names it the straggler.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -354,16 +354,18 @@ TEST(DemoUpTest, TrainingStragglerRunsOneJobOfEightRanksThatWaitForRankFive) {
        "0", "--data-dir", dir.path() + "/up"},
       dir.path(), {"TMPDIR=" + dir.path(), "WARPSCOPE_AGENT_SOCKET=" + dir.path() + "/cupti.sock"});
   ASSERT_TRUE(child) << child.error().message();
-  int agent_port = 0;
+  int agent_port = 0, api_port = 0;
   std::set<pid_t> ranks;
   ASSERT_TRUE(WaitFor(
       [&] {
         const std::string out = (*child)->Stdout();
         static const std::regex kAgent(R"(agent metrics +http://127\.0\.0\.1:(\d+)/metrics)");
         static const std::regex kRank(R"(GPU \d pid (\d+) \(ddp\))");
-        std::smatch a;
-        if (!std::regex_search(out, a, kAgent)) return false;
+        static const std::regex kUrl(R"(web UI +http://127\.0\.0\.1:(\d+)/)");
+        std::smatch a, u;
+        if (!std::regex_search(out, a, kAgent) || !std::regex_search(out, u, kUrl)) return false;
         agent_port = std::stoi(a[1]);
+        api_port = std::stoi(u[1]);
         ranks.clear();
         for (auto it = std::sregex_iterator(out.begin(), out.end(), kRank);
              it != std::sregex_iterator(); ++it) {
@@ -417,6 +419,41 @@ TEST(DemoUpTest, TrainingStragglerRunsOneJobOfEightRanksThatWaitForRankFive) {
       EXPECT_LT(s.value, 0.25) << "rank " << s.rank << "\n" << text;
     }
   }
+
+  // The server's Jobs view: the job, its 8 ranks, rank 5 the straggler, and its finding (open:
+  // pending until it has held for 2 minutes), the only training rule the job raises.
+  httplib::Client api("127.0.0.1", api_port);
+  const std::string job = *jobs.begin();
+  nlohmann::json analysis;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto res = api.Get("/api/v1/jobs/" + job);
+        if (!res || res->status != 200) return false;
+        analysis = nlohmann::json::parse(res->body, nullptr, false);
+        return !analysis.is_discarded() && analysis["straggler"].is_object() &&
+               !analysis["findings"].empty();
+      },
+      120s))
+      << "no straggler finding of job " << job << ": " << analysis.dump().substr(0, 4000);
+  EXPECT_EQ(analysis.value("world_size", 0), 8);
+  ASSERT_EQ(analysis["ranks"].size(), 8u);
+  for (const auto& r : analysis["ranks"]) {
+    EXPECT_TRUE(ranks.contains(r.value("pid", 0))) << r.dump();
+  }
+  EXPECT_EQ(analysis["straggler"].value("rank", -1), 5) << analysis["straggler"].dump();
+  EXPECT_EQ(analysis["straggler"].value("reason", ""), "late_collective");
+  for (const auto& f : analysis["findings"]) {
+    EXPECT_EQ(f.value("rule", ""), "training_straggler") << f.dump();
+    EXPECT_EQ(f["attributes"].value("job.rank", ""), "5") << f.dump();
+    EXPECT_EQ(f["attributes"].value("job.id", ""), job) << f.dump();
+  }
+  auto listed = api.Get("/api/v1/jobs");
+  ASSERT_TRUE(listed && listed->status == 200);
+  const auto list = nlohmann::json::parse(listed->body, nullptr, false);
+  ASSERT_FALSE(list.is_discarded());
+  ASSERT_EQ(list["jobs"].size(), 1u) << list.dump();
+  EXPECT_EQ(list["jobs"][0].value("job", ""), job);
+  EXPECT_EQ(list["jobs"][0].value("ranks", 0), 8);
 
   const int status = (*child)->Signal(SIGINT, 30s);
   ASSERT_NE(status, -1) << "up did not stop within 30 s of SIGINT";
