@@ -249,7 +249,8 @@ extern "C" __attribute__((noinline, visibility("default"))) uint32_t SimNcclAllR
   // A rank of the job: the kernel ends when the slowest rank has joined (ddp_rank.h).
   const warpscope::sim::workload::Interval run = g_ddp->clock.AllReduce(duration_ns);
   if (g_ddp->dry) return 0;
-  const uint32_t corr = g_launch(abi::kDomainRuntimeApi, abi::kCbidCudaLaunchKernel, kernel, kContext);
+  const uint32_t corr =
+      g_launch(abi::kDomainRuntimeApi, abi::kCbidCudaLaunchKernel, kernel, kContext);
   g_add_kernel(corr, kernel, g_device, kNcclStream, run.start_ns, run.end_ns, 0, 0);
   if (g_ddp->nccl != nullptr) g_ddp->nccl->AllReduce(g_ddp->nccl_seq, count, run, kNcclChannels);
   ++g_ddp->nccl_seq;
@@ -450,7 +451,8 @@ int StartDdpRank(void* cupti, const DdpArgs& args) {
   rank.schedule.epoch_ns = args.epoch_ns != 0 ? args.epoch_ns : RealtimeNs() + 1'000'000'000ull;
   rank.add_marker = reinterpret_cast<AddMarkerFn>(dlsym(cupti, "FakeCuptiAddMarker"));
   if (rank.add_marker == nullptr) {
-    std::fprintf(stderr, "warpscope-demo-workload: the CUPTI simulator has no FakeCuptiAddMarker\n");
+    std::fprintf(stderr,
+                 "warpscope-demo-workload: the CUPTI simulator has no FakeCuptiAddMarker\n");
     return 3;
   }
   const int world = EnvInt("WORLD_SIZE", 1);
