@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstring>
@@ -56,9 +57,59 @@ base::Result<std::vector<DemoWorkload>> ListDemoWorkloads(const std::string& sim
   text.resize(static_cast<size_t>(n));
   std::vector<DemoWorkload> out;
   std::istringstream lines(text);
-  DemoWorkload w;
-  while (lines >> w.scenario_pid >> w.device >> w.workload) out.push_back(w);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream fields(line);
+    DemoWorkload w;
+    if (!(fields >> w.scenario_pid >> w.device >> w.workload)) continue;
+    if (!(fields >> w.slowdown_percent)) w.slowdown_percent = 0;
+    out.push_back(w);
+  }
   return out;
+}
+
+namespace {
+constexpr char kDdpWorkload[] = "ddp";  // sim/nvml/workloads.h kDdpWorkload
+}  // namespace
+
+std::vector<std::vector<std::string>> DdpJobEnvironment(const std::vector<DemoWorkload>& workloads,
+                                                        const std::string& job_id,
+                                                        const std::string& nccl_plugin) {
+  size_t world = 0;
+  for (const DemoWorkload& w : workloads) world += w.workload == kDdpWorkload;
+  std::vector<std::vector<std::string>> out(workloads.size());
+  size_t rank = 0;
+  for (size_t i = 0; i < workloads.size(); ++i) {
+    if (workloads[i].workload != kDdpWorkload) continue;
+    out[i] = {"TORCHELASTIC_RUN_ID=" + job_id,
+              "RANK=" + std::to_string(rank),
+              "LOCAL_RANK=" + std::to_string(rank),
+              "GROUP_RANK=0",
+              "WORLD_SIZE=" + std::to_string(world),
+              "LOCAL_WORLD_SIZE=" + std::to_string(world),
+              "MASTER_ADDR=127.0.0.1",
+              "MASTER_PORT=29500",
+              "NCCL_PROFILER_PLUGIN=" + nccl_plugin,
+              // Every kernel record, not only the sampled launches': the steps' breakdown.
+              "WARPSCOPE_CUPTI_KERNELS=all"};
+    ++rank;
+  }
+  return out;
+}
+
+std::vector<std::string> DdpArguments(const std::vector<DemoWorkload>& workloads,
+                                      const DemoWorkload& self, uint64_t epoch_ns) {
+  double job_slowdown = 0;
+  for (const DemoWorkload& w : workloads) {
+    if (w.workload == kDdpWorkload) job_slowdown = std::max(job_slowdown, w.slowdown_percent);
+  }
+  auto percent = [](double v) {
+    std::ostringstream text;
+    text << v;
+    return text.str();
+  };
+  return {"--slowdown", percent(self.slowdown_percent), "--job-slowdown", percent(job_slowdown),
+          "--job-epoch-ns", std::to_string(epoch_ns)};
 }
 
 base::Result<std::vector<DemoWorkload>> SelectDemoWorkloads(const std::vector<DemoWorkload>& all,
@@ -179,14 +230,20 @@ base::Result<std::unique_ptr<DemoWorkloads>> DemoWorkloads::Start(
   std::vector<const std::string*> needed = {&options.program, &options.inject_library,
                                             &options.cupti_library};
   bool inference = false;
-  for (const DemoWorkload& w : workloads) inference |= w.workload == kInferenceWorkload;
+  bool ddp = false;
+  for (const DemoWorkload& w : workloads) {
+    inference |= w.workload == kInferenceWorkload;
+    ddp |= w.workload == kDdpWorkload;
+  }
   if (inference) needed.push_back(&options.inference_program);
+  if (ddp) needed.push_back(&options.nccl_plugin);
   for (const std::string* f : needed) {
     if (access(f->c_str(), R_OK) != 0) {
       return base::Error(base::NotFound(
           "{} is missing; rebuild warpscope (targets warpscope_demo_workload, warpscope_cupti, "
-          "warpscope_sim_cupti, warpscope_fake_inference) or run `up --workloads none`",
-          f->empty() ? std::string("warpscope-fake-inference") : *f));
+          "warpscope_sim_cupti, warpscope_fake_inference, warpscope_nccl) or run `up "
+          "--workloads none`",
+          f->empty() ? std::string("a helper program or library") : *f));
     }
   }
   const std::string config = options.log_dir + "/inference.json";
@@ -210,13 +267,29 @@ base::Result<std::unique_ptr<DemoWorkloads>> DemoWorkloads::Start(
   workload_env.push_back("CUDA_INJECTION64_PATH=" + options.inject_library);
   workload_env.push_back("WARPSCOPE_CUPTI_LIBRARY=" + options.cupti_library);
   workload_env.push_back("WARPSCOPE_AGENT_SOCKET=" + options.agent_socket);
-  Argv envp(std::move(workload_env));
+  const std::vector<std::vector<std::string>> job_env =
+      DdpJobEnvironment(workloads, options.job_id, options.nccl_plugin);
+  const uint64_t epoch_ns =
+      options.job_epoch_ns != 0
+          ? options.job_epoch_ns
+          : static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                      std::chrono::system_clock::now().time_since_epoch())
+                                      .count()) +
+                2'000'000'000ull;
   const pid_t parent = getpid();
   self->workloads_ = std::move(workloads);
-  for (DemoWorkload& w : self->workloads_) {
+  for (size_t i = 0; i < self->workloads_.size(); ++i) {
+    DemoWorkload& w = self->workloads_[i];
     const std::string device = std::to_string(w.device);
     const std::string log = options.log_dir + "/workload-gpu" + device + ".log";
-    Argv argv({options.program, "--workload", w.workload, "--device", device});
+    std::vector<std::string> args = {options.program, "--workload", w.workload, "--device", device};
+    std::vector<std::string> env = workload_env;
+    if (w.workload == kDdpWorkload) {
+      for (std::string& a : DdpArguments(self->workloads_, w, epoch_ns)) args.push_back(a);
+      env.insert(env.end(), job_env[i].begin(), job_env[i].end());
+    }
+    Argv argv(std::move(args));
+    Argv envp(std::move(env));
     const bool serve = w.workload == kInferenceWorkload;
     const std::string server_log = options.log_dir + "/inference-gpu" + device + ".log";
     const std::string port_file = options.log_dir + "/inference-gpu" + device + ".port";

@@ -21,6 +21,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,7 @@ struct DemoWorkload {
   unsigned scenario_pid = 0;  // the pid the scenario gives the GPU process
   unsigned device = 0;        // its GPU's NVML index
   std::string workload;       // sim/nvml/workloads.h
+  double slowdown_percent = 0;  // `ddp`: how much longer this rank computes than its peers
   pid_t pid = 0;              // the process running it (0 before Start)
   pid_t server_pid = 0;       // `inference`: the fake vLLM, the workload's parent
   int server_port = 0;        // `inference`: the port it serves /metrics on
@@ -43,6 +45,21 @@ struct DemoWorkload {
 // requests per second: about 7 requests running of --max-num-seqs 256.
 std::vector<std::string> InferenceServerArgv();
 std::string InferenceServerConfigJson();
+
+// The `ddp` workloads of `workloads` form one torchrun job on this host: each gets the
+// launcher's variables (TORCHELASTIC_RUN_ID=`job_id`, RANK and LOCAL_RANK in list order,
+// WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT), NCCL_PROFILER_PLUGIN=`nccl_plugin`
+// and WARPSCOPE_CUPTI_KERNELS=all (every kernel record reaches the agent's step breakdown, not only
+// the sampled launches': the demo's ranks launch under a thousand kernels a second).
+// Returns one "KEY=VALUE" list per workload, empty for the others.
+std::vector<std::vector<std::string>> DdpJobEnvironment(const std::vector<DemoWorkload>& workloads,
+                                                        const std::string& job_id,
+                                                        const std::string& nccl_plugin);
+
+// The extra arguments of a `ddp` workload's warpscope-demo-workload: its slowdown, the job's
+// largest (the pace of every rank) and the job's step-0 time.
+std::vector<std::string> DdpArguments(const std::vector<DemoWorkload>& workloads,
+                                      const DemoWorkload& self, uint64_t epoch_ns);
 
 // Which workloads `up --workloads` runs: "all", "none" or GPU indices ("3" or "0,3").
 // Returns the subset of `all` selected, or an error naming the bad value.
@@ -64,6 +81,11 @@ class DemoWorkloads {
     std::string log_dir;         // each process's stdout and stderr: workload-gpu<N>.log
     // warpscope-fake-inference, needed when a workload is `inference`
     std::string inference_program;
+    // `ddp` workloads: the NCCL profiler plugin (NCCL_PROFILER_PLUGIN), the job's run id
+    // (TORCHELASTIC_RUN_ID) and when its step 0 begins (CLOCK_REALTIME ns; 0: 2 s from now).
+    std::string nccl_plugin;
+    std::string job_id = "warpscope-demo";
+    uint64_t job_epoch_ns = 0;
   };
   [[nodiscard]] static base::Result<std::unique_ptr<DemoWorkloads>> Start(
       const Options& options, std::vector<DemoWorkload> workloads);

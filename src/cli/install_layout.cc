@@ -21,6 +21,7 @@ InstallLayout FindInstallLayout(const std::string& bin_dir) {
   const fs::path lib = installed ? private_dir : prefix / "lib";
   InstallLayout layout;
   layout.cupti_inject = (lib / "libwarpscope_cupti.so").string();
+  layout.nccl_plugin = (lib / "libwarpscope_nccl.so").string();
   layout.sim_dir = (lib / "sim").string();
   layout.helper_dir = installed ? private_dir.string() : bin.string();
   layout.scenarios_dir = (prefix / "share" / "warpscope" / "scenarios").string();

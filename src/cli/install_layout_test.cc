@@ -29,6 +29,7 @@ TEST_F(InstallLayoutTest, ABuildTreeKeepsLibrariesInLibAndHelpersBesideTheBinary
   InstallLayout layout = FindInstallLayout((root_ / "bin").string());
 
   EXPECT_EQ(layout.cupti_inject, (root_ / "lib" / "libwarpscope_cupti.so").string());
+  EXPECT_EQ(layout.nccl_plugin, (root_ / "lib" / "libwarpscope_nccl.so").string());
   EXPECT_EQ(layout.sim_dir, (root_ / "lib" / "sim").string());
   EXPECT_EQ(layout.helper_dir, (root_ / "bin").string());
   EXPECT_EQ(layout.scenarios_dir, (root_ / "share" / "warpscope" / "scenarios").string());
@@ -41,6 +42,7 @@ TEST_F(InstallLayoutTest, AnInstalledTreeKeepsLibrariesAndHelpersInLibWarpscope)
 
   const fs::path own = root_ / "lib" / "warpscope";
   EXPECT_EQ(layout.cupti_inject, (own / "libwarpscope_cupti.so").string());
+  EXPECT_EQ(layout.nccl_plugin, (own / "libwarpscope_nccl.so").string());
   EXPECT_EQ(layout.sim_dir, (own / "sim").string());
   EXPECT_EQ(layout.helper_dir, own.string());
   EXPECT_EQ(layout.scenarios_dir, (root_ / "share" / "warpscope" / "scenarios").string());

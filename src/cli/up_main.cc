@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 
@@ -61,6 +62,12 @@ base::Result<std::unique_ptr<DemoWorkloads>> StartWorkloads(const UpOptions& opt
   o.agent_socket = agent_socket;
   o.log_dir = options.data_dir;
   o.inference_program = (helpers / "warpscope-fake-inference").string();
+  o.nccl_plugin = layout.nccl_plugin;
+  // A run id of its own per `up`: a restarted demo is another run, whose steps number from 0.
+  o.job_id = std::filesystem::path(sim.scenario_path).stem().string() + "-" +
+             std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::system_clock::now().time_since_epoch())
+                                .count());
   return DemoWorkloads::Start(o, std::move(*selected));
 }
 

@@ -7,6 +7,9 @@
 // kill -9) leaves no workload process behind. `up --simulate inference-overprovisioned` runs each
 // GPU's inference workload under a fake vLLM, its parent, that serves vLLM's metrics, which the
 // agent scrapes and the server stores on the serving process with the GPU of its workload.
+// `up --simulate training-straggler` runs 8 ddp ranks of one torchrun job in lockstep: the agent
+// cuts their steps from the NVTX ProfilerStep#N ranges, rank 5, which computes 20 % longer, is
+// the one its peers wait for in NCCL, and the server's Jobs view names it the straggler.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <signal.h>
@@ -317,6 +320,146 @@ TEST(DemoUpTest, InferenceScenarioServesVllmMetricsAboveItsGpuWorkload) {
   ASSERT_NE(status, -1) << "up did not stop within 30 s of SIGINT";
   EXPECT_TRUE(WaitFor([&] { return Gone(server) && Gone(worker); }, 10s))
       << "the fake vLLM " << server << " or its worker " << worker << " outlived up";
+}
+
+// One series of the agent's Prometheus text: its labels and value.
+struct PromSample {
+  std::string job;
+  int rank = -1;
+  double value = 0;
+};
+std::vector<PromSample> SamplesOf(const std::string& text, const std::string& metric) {
+  std::vector<PromSample> out;
+  const std::regex line("^" + metric + R"(\{([^}]*)\} (\S+)$)");
+  static const std::regex kJob(R"re(job="([^"]*)")re"), kRank(R"re(rank="(\d+)")re");
+  std::istringstream in(text);
+  std::string l;
+  while (std::getline(in, l)) {
+    std::smatch m, j, r;
+    if (!std::regex_match(l, m, line)) continue;
+    const std::string labels = m[1];
+    PromSample s;
+    if (std::regex_search(labels, j, kJob)) s.job = j[1];
+    if (std::regex_search(labels, r, kRank)) s.rank = std::stoi(r[1]);
+    s.value = std::stod(m[2]);
+    out.push_back(s);
+  }
+  return out;
+}
+
+TEST(DemoUpTest, TrainingStragglerRunsOneJobOfEightRanksThatWaitForRankFive) {
+  TempDir dir;
+  auto child = ChildProcess::Start(
+      {WarpscopeBinary(), "up", "--simulate", "training-straggler", "--port", "0", "--agent-port",
+       "0", "--data-dir", dir.path() + "/up"},
+      dir.path(), {"TMPDIR=" + dir.path(), "WARPSCOPE_AGENT_SOCKET=" + dir.path() + "/cupti.sock"});
+  ASSERT_TRUE(child) << child.error().message();
+  int agent_port = 0, api_port = 0;
+  std::set<pid_t> ranks;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const std::string out = (*child)->Stdout();
+        static const std::regex kAgent(R"(agent metrics +http://127\.0\.0\.1:(\d+)/metrics)");
+        static const std::regex kRank(R"(GPU \d pid (\d+) \(ddp\))");
+        static const std::regex kUrl(R"(web UI +http://127\.0\.0\.1:(\d+)/)");
+        std::smatch a, u;
+        if (!std::regex_search(out, a, kAgent) || !std::regex_search(out, u, kUrl)) return false;
+        agent_port = std::stoi(a[1]);
+        api_port = std::stoi(u[1]);
+        ranks.clear();
+        for (auto it = std::sregex_iterator(out.begin(), out.end(), kRank);
+             it != std::sregex_iterator(); ++it) {
+          ranks.insert(std::stoi((*it)[1]));
+        }
+        return ranks.size() == 8;
+      },
+      60s))
+      << "stdout:\n" << (*child)->Stdout() << "\nstderr:\n" << (*child)->Stderr();
+
+  // Every rank's steps, with the breakdown of its kernel records, in one job: 8 ranks.
+  httplib::Client agent("127.0.0.1", agent_port);
+  std::string text;
+  auto all_ranks = [&](const std::string& metric) {
+    std::set<int> seen;
+    for (const PromSample& s : SamplesOf(text, metric)) seen.insert(s.rank);
+    return seen.size() == 8;
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto res = agent.Get("/metrics");
+        if (!res || res->status != 200) return false;
+        text = res->body;
+        return all_ranks("warpscope_training_communication_ratio") &&
+               all_ranks("warpscope_training_compute_ratio") &&
+               all_ranks("warpscope_training_step_duration_seconds");
+      },
+      90s))
+      << "no training steps of 8 ranks at the agent\n" << text << "\nstderr:\n"
+      << (*child)->Stderr();
+  std::set<std::string> jobs;
+  for (const PromSample& s : SamplesOf(text, "warpscope_training_last_step")) jobs.insert(s.job);
+  ASSERT_EQ(jobs.size(), 1u) << text;
+  EXPECT_TRUE(std::regex_match(*jobs.begin(), std::regex(R"(training-straggler-\d+)")))
+      << *jobs.begin();
+
+  // Lockstep: one step time for all (the straggler's pace), steps numbered alike.
+  const auto durations = SamplesOf(text, "warpscope_training_step_duration_seconds");
+  for (const PromSample& s : durations) {
+    EXPECT_NEAR(s.value, durations.front().value, durations.front().value * 0.01)
+        << "rank " << s.rank;
+    EXPECT_GT(s.value, 0.05) << "rank " << s.rank;
+    EXPECT_LT(s.value, 0.2) << "rank " << s.rank;
+  }
+  // The waiting ranks spend ~18 % of each step in NCCL beyond compute, rank 5 ~2 %.
+  for (const PromSample& s : SamplesOf(text, "warpscope_training_communication_ratio")) {
+    if (s.rank == 5) {
+      EXPECT_LT(s.value, 0.06) << text;
+    } else {
+      EXPECT_GT(s.value, 0.12) << "rank " << s.rank << "\n" << text;
+      EXPECT_LT(s.value, 0.25) << "rank " << s.rank << "\n" << text;
+    }
+  }
+
+  // The server's Jobs view: the job, its 8 ranks, rank 5 the straggler, and its finding (open:
+  // pending until it has held for 2 minutes), the only training rule the job raises.
+  httplib::Client api("127.0.0.1", api_port);
+  const std::string job = *jobs.begin();
+  nlohmann::json analysis;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto res = api.Get("/api/v1/jobs/" + job);
+        if (!res || res->status != 200) return false;
+        analysis = nlohmann::json::parse(res->body, nullptr, false);
+        return !analysis.is_discarded() && analysis["straggler"].is_object() &&
+               !analysis["findings"].empty();
+      },
+      120s))
+      << "no straggler finding of job " << job << ": " << analysis.dump().substr(0, 4000);
+  EXPECT_EQ(analysis.value("world_size", 0), 8);
+  ASSERT_EQ(analysis["ranks"].size(), 8u);
+  for (const auto& r : analysis["ranks"]) {
+    EXPECT_TRUE(ranks.contains(r.value("pid", 0))) << r.dump();
+  }
+  EXPECT_EQ(analysis["straggler"].value("rank", -1), 5) << analysis["straggler"].dump();
+  EXPECT_EQ(analysis["straggler"].value("reason", ""), "late_collective");
+  for (const auto& f : analysis["findings"]) {
+    EXPECT_EQ(f.value("rule", ""), "training_straggler") << f.dump();
+    EXPECT_EQ(f["attributes"].value("job.rank", ""), "5") << f.dump();
+    EXPECT_EQ(f["attributes"].value("job.id", ""), job) << f.dump();
+  }
+  auto listed = api.Get("/api/v1/jobs");
+  ASSERT_TRUE(listed && listed->status == 200);
+  const auto list = nlohmann::json::parse(listed->body, nullptr, false);
+  ASSERT_FALSE(list.is_discarded());
+  ASSERT_EQ(list["jobs"].size(), 1u) << list.dump();
+  EXPECT_EQ(list["jobs"][0].value("job", ""), job);
+  EXPECT_EQ(list["jobs"][0].value("ranks", 0), 8);
+
+  const int status = (*child)->Signal(SIGINT, 30s);
+  ASSERT_NE(status, -1) << "up did not stop within 30 s of SIGINT";
+  for (pid_t pid : ranks) {
+    EXPECT_TRUE(WaitFor([&] { return Gone(pid); }, 10s)) << "rank pid " << pid << " outlived up";
+  }
 }
 
 }  // namespace

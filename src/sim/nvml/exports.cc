@@ -8,6 +8,7 @@
 #include <string>
 #include <type_traits>
 
+#include "fmt/format.h"
 #include "nvml/abi.h"
 #include "sim/nvml/nvml_sim.h"
 #include "sim/nvml/scenario.h"
@@ -342,7 +343,7 @@ WARPSCOPE_SIM_EXPORT long warpscope_sim_list_workloads(const char* scenario_path
       result = LONG_MIN;
     } else {
       for (const auto& w : warpscope::sim::ListWorkloads(*scenario)) {
-        text += std::to_string(w.pid) + " " + std::to_string(w.device) + " " + w.workload + "\n";
+        text += fmt::format("{} {} {} {:g}\n", w.pid, w.device, w.workload, w.slowdown_percent);
       }
       result = static_cast<long>(text.size());
     }

@@ -35,7 +35,8 @@ using LastErrorFn = const char* (*)();
 
 // long warpscope_sim_list_workloads(const char* scenario_path, char* out, unsigned long cap):
 // parses the scenario file (no init needed, no simulator state touched) and writes its demo
-// workload processes (ListWorkloads), one "PID DEVICE WORKLOAD\n" line each, NUL-terminated,
+// workload processes (ListWorkloads), one "PID DEVICE WORKLOAD SLOWDOWN\n" line each (SLOWDOWN:
+// the process's `slowdown` percentage, 0 unless given), NUL-terminated,
 // into `out`. Returns the length written, or minus the length needed (NUL included) when `cap`
 // is too small; on a scenario that does not load, writes the error message and returns
 // LONG_MIN.

@@ -96,6 +96,8 @@ struct ProcessSpec {
   std::optional<HostProcessSpec> host;      // its host side, when the scenario gives one
   // The demo workload `warpscope up --simulate` runs for this process (workloads.h), or "".
   std::string workload;
+  // `ddp` only: how much longer (%) this rank's compute kernels run than its peers'.
+  double slowdown_percent = 0;
 };
 
 // The simulated host: the totals of the synthetic /proc tree, and its processes that use no GPU.
@@ -197,6 +199,7 @@ struct WorkloadProcess {
   unsigned pid = 0;
   unsigned device = 0;  // NVML index
   std::string workload;
+  double slowdown_percent = 0;  // ProcessSpec::slowdown_percent
 };
 std::vector<WorkloadProcess> ListWorkloads(const Scenario& scenario);
 

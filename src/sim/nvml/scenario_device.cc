@@ -512,7 +512,7 @@ Status Parser::ParseProcess(const YAML::Node& p, const std::string& ppath, const
   WARPSCOPE_RETURN_IF_ERROR(
       CheckKeys(p, ppath,
                 {"pid", "name", "type", "start", "stop", "memory", "sm_util", "mem_util",
-                 "gpu_instance_id", "compute_instance_id", "host", "workload"}));
+                 "gpu_instance_id", "compute_instance_id", "host", "workload", "slowdown"}));
   WARPSCOPE_ASSIGN_OR_RETURN(YAML::Node pid, Required(p, ppath, "pid", "pid: 41000"));
   WARPSCOPE_ASSIGN_OR_RETURN(proc.pid, UInt(pid, Join(ppath, "pid"), 1, 4194304));
   if (Present(p["name"])) {
@@ -555,6 +555,19 @@ Status Parser::ParseProcess(const YAML::Node& p, const std::string& ppath, const
       return Err(p["workload"], Join(ppath, "workload"),
                  fmt::format("unknown workload '{}'; use one of {}", proc.workload,
                              KnownWorkloadList()));
+    }
+  }
+  if (Present(p["slowdown"])) {
+    WARPSCOPE_RETURN_IF_ERROR(
+        OptionalQuantity(p, ppath, "slowdown", Unit::kNumber, proc.slowdown_percent));
+    if (proc.workload != kDdpWorkload) {
+      return Err(p["slowdown"], Join(ppath, "slowdown"),
+                 fmt::format("only for workload: {} (a rank that computes slower); remove it",
+                             kDdpWorkload));
+    }
+    if (!(proc.slowdown_percent >= 0 && proc.slowdown_percent <= 400)) {
+      return Err(p["slowdown"], Join(ppath, "slowdown"),
+                 "must be a percentage 0..400 (20 computes 20 % longer)");
     }
   }
   if (Present(p["host"])) {

@@ -17,7 +17,7 @@ std::vector<WorkloadProcess> ListWorkloads(const Scenario& scenario) {
   for (const DeviceSpec& d : scenario.devices) {
     for (const ProcessSpec& p : d.processes) {
       if (p.workload.empty() || !seen.insert(p.pid).second) continue;
-      out.push_back({p.pid, d.index, p.workload});
+      out.push_back({p.pid, d.index, p.workload, p.slowdown_percent});
     }
   }
   return out;

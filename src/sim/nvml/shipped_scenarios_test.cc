@@ -142,6 +142,32 @@ TEST(ShippedScenariosTest, ThermalOutlierIsHotterAtSimilarPower) {
   EXPECT_NEAR(outlier_power / peer_power, 1.0, 0.05);
 }
 
+// One torchrun job, a ddp rank per GPU; GPU 5's rank computes 20 % longer, as its SM clock is
+// 20 % lower, while its power and temperature stay where no GPU rule looks.
+TEST(ShippedScenariosTest, TrainingStragglerSlowsOneRankByItsClock) {
+  auto scenario = LoadScenarioFile(ScenarioPath("training-straggler"));
+  ASSERT_TRUE(scenario) << scenario.error().ToString();
+  const std::vector<WorkloadProcess> ranks = ListWorkloads(*scenario);
+  ASSERT_EQ(ranks.size(), 8u);
+  for (const WorkloadProcess& w : ranks) {
+    EXPECT_EQ(w.workload, "ddp") << "GPU " << w.device;
+    EXPECT_EQ(w.slowdown_percent, w.device == 5 ? 20 : 0) << "GPU " << w.device;
+  }
+  auto sim = Load("training-straggler");
+  ASSERT_TRUE(sim);
+  const double slow_clock = Mean(*sim, 5, SignalId::kSmClock, 0, 10 * kMinute);
+  const double peer_clock = Mean(*sim, 0, SignalId::kSmClock, 0, 10 * kMinute);
+  EXPECT_NEAR(peer_clock / slow_clock, 1.2, 0.03);
+  EXPECT_EQ(sim->Value(5, SignalId::kClockEventReasons, kMinute), 0x2);
+  EXPECT_EQ(sim->Value(0, SignalId::kClockEventReasons, kMinute), 0);
+  EXPECT_GT(Mean(*sim, 5, SignalId::kPower, 0, 10 * kMinute), 560);
+  for (double t : {1 * kMinute, 10 * kMinute}) {
+    EXPECT_LT(std::abs(sim->Value(5, SignalId::kTemperature, t) -
+                       MedianOfOthers(*sim, 5, SignalId::kTemperature, t)),
+              4);
+  }
+}
+
 TEST(ShippedScenariosTest, CoolingFailureHeatsFasterThanTenDegreesPerMinute) {
   auto sim = Load("cooling-failure");
   ASSERT_TRUE(sim);

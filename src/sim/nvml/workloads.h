@@ -22,7 +22,12 @@ inline constexpr WorkloadName kWorkloads[] = {
     {"fp32-training", "the training step in fp32: SGEMMs that leave the tensor cores idle"},
     {"memory-bound", "elementwise, layer-norm and reduction kernels bound by DRAM bandwidth"},
     {"inference", "a decode loop: small GEMMs, paged flash-decoding attention, sampling"},
+    {"ddp", "a rank of a data-parallel job: the training step in lockstep with the other ddp "
+            "ranks, NVTX ProfilerStep#N ranges, gradient all-reduces through the NCCL plugin"},
 };
+
+// The workload whose processes form one distributed job under `up` (docs/simulator.md).
+inline constexpr std::string_view kDdpWorkload = "ddp";
 
 inline bool IsKnownWorkload(std::string_view name) {
   for (const WorkloadName& w : kWorkloads) {

@@ -12,13 +12,24 @@
 // context's module and, while the profiler has a PC-sampling window open, the GPU time of its
 // kernels turns into PC samples at its real instruction offsets (pc_sample_mix.h).
 //
+// A `ddp` workload is one rank of a data-parallel job (ddp_rank.h): its job comes from the
+// launcher's variables (RANK, WORLD_SIZE, TORCHELASTIC_RUN_ID, as torch.distributed reads them),
+// its steps are NVTX ranges ProfilerStep#N (marker records of the fake libcupti) at the job's
+// schedule, and its gradient all-reduces also go to the NCCL profiler plugin named by
+// NCCL_PROFILER_PLUGIN, as NCCL reports them.
+//
 // Usage: warpscope-demo-workload --workload NAME --device N
+//            [--slowdown PCT --job-slowdown PCT --job-epoch-ns NS]   (ddp)
 //   NAME: sim/nvml/workloads.h. N: the NVML index of the simulated GPU, the device of every
-//   kernel record. Runs until SIGTERM or SIGINT; exit status 0 then, 2 for bad arguments or
-//   environment, 3 when a library cannot be loaded, 4 when the script fails.
+//   kernel record. ddp: this rank's and the job's largest slowdown (percent), and when the
+//   job's step 0 begins (CLOCK_REALTIME ns; default: 1 s after start). Runs until SIGTERM or
+//   SIGINT; exit status 0 then, 2 for bad arguments or environment, 3 when a library cannot be
+//   loaded, 4 when the script fails.
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -40,6 +51,7 @@
 
 #include "cupti/abi.h"
 #include "sim/nvml/workloads.h"
+#include "sim/workload/ddp_rank.h"
 #include "sim/workload/pc_sample_mix.h"
 #include "sim/workload/train_script.h"
 
@@ -59,6 +71,8 @@ using AddPcSampleFn = void (*)(void* context, uint64_t cubin_crc, const char* fu
 using PcActiveFn = int (*)(void* context);
 using StallIndexFn = uint32_t (*)(const char* name);
 using CubinCrcFn = abi::CUptiResult (*)(abi::CUpti_GetCubinCrcParams* params);
+using AddMarkerFn = void (*)(uint32_t id, uint32_t flags, uint64_t timestamp_ns, const char* name,
+                             uint32_t tid);
 
 LaunchFn g_launch = nullptr;
 AddKernelFn g_add_kernel = nullptr;
@@ -85,6 +99,21 @@ uint64_t QueueKernel(uint64_t duration_ns) {
   g_gpu_free_ns = start + duration_ns;
   return start;
 }
+
+// A `ddp` rank (ddp_rank.h): the job's model of its GPU, the step schedule, the NCCL plugin.
+// Touched only by the script's thread (the plugin driver has its own proxy thread).
+struct DdpRank {
+  warpscope::sim::workload::DdpClock clock{0, 0};
+  warpscope::sim::workload::DdpSchedule schedule;
+  std::unique_ptr<warpscope::sim::workload::NcclPluginDriver> nccl;
+  AddMarkerFn add_marker = nullptr;
+  double time_scale = 1;    // the script's kernel times are multiplied by this
+  bool dry = false;         // a dry run times the step, launches nothing
+  bool started = false;     // a step has begun
+  uint64_t step = 0;        // the current (or next) step
+  uint64_t nccl_seq = 0;    // all-reduces on the communicator so far
+};
+DdpRank* g_ddp = nullptr;  // null unless --workload ddp
 
 // Kernel names must stay valid for the life of the process (CUPTI shares them the same way).
 const char* Intern(const char* name) {
@@ -190,18 +219,41 @@ std::string LoadDemoCubin(void* cupti, const std::string& cupti_path) {
 // injected library's unwinder and symbolizer see them.
 extern "C" __attribute__((noinline, visibility("default"))) uint32_t SimLaunchKernel(
     const char* kernel, uint32_t stream, uint64_t duration_ns) {
+  warpscope::sim::workload::Interval run;
+  if (g_ddp != nullptr) {
+    run = g_ddp->clock.Compute(static_cast<uint64_t>(static_cast<double>(duration_ns) *
+                                                     g_ddp->time_scale));
+    if (g_ddp->dry) return 0;
+  } else {
+    run.start_ns = QueueKernel(duration_ns);
+    run.end_ns = run.start_ns + duration_ns;
+  }
   const uint32_t corr = g_launch(abi::kDomainRuntimeApi, abi::kCbidCudaLaunchKernel, kernel, kContext);
-  const uint64_t start = QueueKernel(duration_ns);
-  g_add_kernel(corr, kernel, g_device, stream, start, start + duration_ns, 0, 0);
-  AccruePcTime(kernel, duration_ns);
+  g_add_kernel(corr, kernel, g_device, stream, run.start_ns, run.end_ns, 0, 0);
+  AccruePcTime(kernel, run.end_ns - run.start_ns);
   asm volatile("" ::: "memory");
   return corr;
 }
 
+// NCCL launches its collectives on a stream of its own.
+constexpr uint32_t kNcclStream = 13;
+constexpr int kNcclChannels = 4;
+
 extern "C" __attribute__((noinline, visibility("default"))) uint32_t SimNcclAllReduce(
-    const char* kernel, uint64_t duration_ns) {
-  // NCCL launches its collectives on a stream of its own.
-  const uint32_t corr = SimLaunchKernel(kernel, 13, duration_ns);
+    const char* kernel, uint64_t duration_ns, uint64_t count) {
+  if (g_ddp == nullptr) {
+    const uint32_t corr = SimLaunchKernel(kernel, kNcclStream, duration_ns);
+    asm volatile("" ::: "memory");
+    return corr;
+  }
+  // A rank of the job: the kernel ends when the slowest rank has joined (ddp_rank.h).
+  const warpscope::sim::workload::Interval run = g_ddp->clock.AllReduce(duration_ns);
+  if (g_ddp->dry) return 0;
+  const uint32_t corr =
+      g_launch(abi::kDomainRuntimeApi, abi::kCbidCudaLaunchKernel, kernel, kContext);
+  g_add_kernel(corr, kernel, g_device, kNcclStream, run.start_ns, run.end_ns, 0, 0);
+  if (g_ddp->nccl != nullptr) g_ddp->nccl->AllReduce(g_ddp->nccl_seq, count, run, kNcclChannels);
+  ++g_ddp->nccl_seq;
   asm volatile("" ::: "memory");
   return corr;
 }
@@ -229,8 +281,9 @@ PyObject* PyLaunch(PyObject*, PyObject* args) {
 PyObject* PyAllReduce(PyObject*, PyObject* args) {
   const char* name = nullptr;
   unsigned long us = 0;
-  if (!PyArg_ParseTuple(args, "sk", &name, &us)) return nullptr;
-  return PyLong_FromUnsignedLong(SimNcclAllReduce(Intern(name), us * 1000));
+  unsigned long long count = 0;
+  if (!PyArg_ParseTuple(args, "sk|K", &name, &us, &count)) return nullptr;
+  return PyLong_FromUnsignedLong(SimNcclAllReduce(Intern(name), us * 1000, count));
 }
 
 PyObject* PyDecodeImage(PyObject*, PyObject* args) {
@@ -259,13 +312,99 @@ PyObject* PySynchronize(PyObject*, PyObject*) {
   Py_RETURN_NONE;
 }
 
+// Sleeps, with the GIL released, until CLOCK_REALTIME `until_ns` or a stop signal.
+void SleepUntil(uint64_t until_ns) {
+  Py_BEGIN_ALLOW_THREADS;
+  for (uint64_t now = RealtimeNs(); now < until_ns && !g_stop.load(); now = RealtimeNs()) {
+    const uint64_t wait = std::min<uint64_t>(until_ns - now, 100'000'000ull);
+    timespec ts{static_cast<time_t>(wait / 1'000'000'000ull),
+                static_cast<long>(wait % 1'000'000'000ull)};
+    nanosleep(&ts, nullptr);
+  }
+  Py_END_ALLOW_THREADS;
+}
+
+PyObject* NotDdp() {
+  PyErr_SetString(PyExc_RuntimeError, "only the ddp workload runs in steps of a job");
+  return nullptr;
+}
+
+// ddp_dry_run(True) ... ddp_dry_run(False): the step run in between launches nothing and sets
+// the job's step period (every rank times the same step with the same slowdowns).
+PyObject* PyDdpDryRun(PyObject*, PyObject* args) {
+  int on = 0;
+  if (!PyArg_ParseTuple(args, "p", &on)) return nullptr;
+  if (g_ddp == nullptr) return NotDdp();
+  g_ddp->dry = on != 0;
+  if (on) {
+    g_ddp->clock.BeginStep(0);
+  } else {
+    g_ddp->schedule.period_ns = std::max<uint64_t>(g_ddp->clock.JobEnd(), 1'000'000);
+  }
+  Py_RETURN_NONE;
+}
+
+// Waits for the job's next step and begins it: the step's NVTX range ProfilerStep#N opens at its
+// scheduled start. A rank that fell behind (a busy machine) skips to the step ahead of it, as a
+// late rank's steps are missing; the other ranks' go on. Returns N, or None once stopping.
+PyObject* PyDdpStepBegin(PyObject*, PyObject*) {
+  if (g_ddp == nullptr) return NotDdp();
+  DdpRank& d = *g_ddp;
+  const uint64_t now = RealtimeNs();
+  if (!d.started || d.schedule.StartOf(d.step) + d.schedule.period_ns / 4 < now) {
+    d.step = d.schedule.NextStepAt(now);
+  }
+  const uint64_t start = d.schedule.StartOf(d.step);
+  SleepUntil(start);
+  if (g_stop.load()) Py_RETURN_NONE;
+  d.started = true;
+  d.clock.BeginStep(start);
+  const std::string name = "ProfilerStep#" + std::to_string(d.step);
+  d.add_marker(static_cast<uint32_t>(d.step + 1), 2, start, Intern(name.c_str()),
+               static_cast<uint32_t>(syscall(SYS_gettid)));
+  return PyLong_FromUnsignedLongLong(d.step);
+}
+
+// Ends the step: waits for the job's step to end on the GPU (every rank's), then closes its range.
+PyObject* PyDdpStepEnd(PyObject*, PyObject*) {
+  if (g_ddp == nullptr) return NotDdp();
+  DdpRank& d = *g_ddp;
+  const uint64_t end = d.schedule.StartOf(d.step + 1);
+  SleepUntil(end);
+  d.add_marker(static_cast<uint32_t>(d.step + 1), 4, end, nullptr,
+               static_cast<uint32_t>(syscall(SYS_gettid)));
+  ++d.step;
+  Py_RETURN_NONE;
+}
+
+// The compute stream waits for the all-reduces (DDP before the optimizer step).
+PyObject* PyWaitAllReduces(PyObject*, PyObject*) {
+  if (g_ddp == nullptr) return NotDdp();
+  g_ddp->clock.WaitAllReduces();
+  Py_RETURN_NONE;
+}
+
+PyObject* PySetTimeScale(PyObject*, PyObject* args) {
+  double scale = 1;
+  if (!PyArg_ParseTuple(args, "d", &scale)) return nullptr;
+  if (g_ddp == nullptr) return NotDdp();
+  g_ddp->time_scale = scale;
+  Py_RETURN_NONE;
+}
+
 PyObject* PyRunning(PyObject*, PyObject*) { return PyBool_FromLong(g_stop.load() ? 0 : 1); }
 
 PyObject* PyWorkload(PyObject*, PyObject*) { return PyUnicode_FromString(g_workload.c_str()); }
 
 PyMethodDef kMethods[] = {
     {"launch", PyLaunch, METH_VARARGS, "launch(kernel, microseconds): one kernel launch"},
-    {"all_reduce", PyAllReduce, METH_VARARGS, "all_reduce(kernel, microseconds): NCCL launch"},
+    {"all_reduce", PyAllReduce, METH_VARARGS,
+     "all_reduce(kernel, microseconds[, count]): NCCL launch of count bf16 elements"},
+    {"ddp_dry_run", PyDdpDryRun, METH_VARARGS, "ddp_dry_run(on): time a step, launch nothing"},
+    {"ddp_step_begin", PyDdpStepBegin, METH_NOARGS, "wait for the job's next step; its number"},
+    {"ddp_step_end", PyDdpStepEnd, METH_NOARGS, "wait for the end of the job's step"},
+    {"wait_all_reduces", PyWaitAllReduces, METH_NOARGS, "compute waits for the all-reduces"},
+    {"set_time_scale", PySetTimeScale, METH_VARARGS, "multiply the kernels' times (ddp)"},
     {"decode_image", PyDecodeImage, METH_VARARGS, "decode_image(pixels): CPU work"},
     {"synchronize", PySynchronize, METH_NOARGS, "wait for the simulated GPU"},
     {"running", PyRunning, METH_NOARGS, "False once SIGTERM or SIGINT arrived"},
@@ -279,9 +418,63 @@ void OnStopSignal(int) { g_stop.store(true); }
 int Usage(const char* why) {
   std::fprintf(stderr,
                "warpscope-demo-workload: %s\n"
-               "usage: warpscope-demo-workload --workload NAME --device N  (NAME: %s)\n",
+               "usage: warpscope-demo-workload --workload NAME --device N  (NAME: %s)\n"
+               "         [--slowdown PCT --job-slowdown PCT --job-epoch-ns NS]  (ddp)\n",
                why, warpscope::sim::KnownWorkloadList().c_str());
   return 2;
+}
+
+bool ParsePercent(const char* text, double* out) {
+  char* end = nullptr;
+  const double v = std::strtod(text, &end);
+  if (end == text || *end != '\0' || !(v >= 0 && v <= 400)) return false;
+  *out = v;
+  return true;
+}
+
+struct DdpArgs {
+  double slowdown = 0;
+  double job_slowdown = 0;
+  uint64_t epoch_ns = 0;
+};
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : fallback;
+}
+
+// The rank's side of the job: its clock and schedule, and the NCCL plugin when
+// NCCL_PROFILER_PLUGIN names one (NCCL runs without a plugin it cannot load, and so does this).
+int StartDdpRank(void* cupti, const DdpArgs& args) {
+  static DdpRank rank;
+  rank.clock = warpscope::sim::workload::DdpClock(args.slowdown, args.job_slowdown);
+  rank.schedule.epoch_ns = args.epoch_ns != 0 ? args.epoch_ns : RealtimeNs() + 1'000'000'000ull;
+  rank.add_marker = reinterpret_cast<AddMarkerFn>(dlsym(cupti, "FakeCuptiAddMarker"));
+  if (rank.add_marker == nullptr) {
+    std::fprintf(stderr,
+                 "warpscope-demo-workload: the CUPTI simulator has no FakeCuptiAddMarker\n");
+    return 3;
+  }
+  const int world = EnvInt("WORLD_SIZE", 1);
+  const int r = EnvInt("RANK", 0);
+  const char* run_id = std::getenv("TORCHELASTIC_RUN_ID");
+  const char* plugin = std::getenv("NCCL_PROFILER_PLUGIN");
+  if (plugin == nullptr || *plugin == '\0') {
+    std::fprintf(stderr, "warpscope-demo-workload: NCCL_PROFILER_PLUGIN is not set; the "
+                 "all-reduces reach no NCCL profiler\n");
+  } else {
+    auto nccl = warpscope::sim::workload::NcclPluginDriver::Create(
+        plugin, warpscope::sim::workload::CommIdOf(run_id != nullptr ? run_id : "none"), world, r);
+    if (nccl) {
+      rank.nccl = std::move(*nccl);
+    } else {
+      std::fprintf(stderr, "warpscope-demo-workload: %s\n", nccl.error().message().c_str());
+    }
+  }
+  std::fprintf(stderr, "warpscope-demo-workload: ddp rank %d of %d, %g %% slower (the job's "
+               "slowest: %g %%)\n", r, world, args.slowdown, args.job_slowdown);
+  g_ddp = &rank;
+  return 0;
 }
 
 void* Load(const char* env, int flags) {
@@ -302,10 +495,19 @@ void* Load(const char* env, int flags) {
 
 int main(int argc, char** argv) {
   bool have_device = false;
+  DdpArgs ddp;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--workload" && i + 1 < argc) {
       g_workload = argv[++i];
+    } else if ((a == "--slowdown" || a == "--job-slowdown") && i + 1 < argc) {
+      if (!ParsePercent(argv[++i], a == "--slowdown" ? &ddp.slowdown : &ddp.job_slowdown)) {
+        return Usage((a + " must be a percentage 0..400").c_str());
+      }
+    } else if (a == "--job-epoch-ns" && i + 1 < argc) {
+      char* end = nullptr;
+      ddp.epoch_ns = std::strtoull(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0') return Usage("--job-epoch-ns must be a number");
     } else if (a == "--device" && i + 1 < argc) {
       char* end = nullptr;
       const unsigned long d = std::strtoul(argv[++i], &end, 10);
@@ -346,6 +548,9 @@ int main(int argc, char** argv) {
     return 3;
   }
   context_created(kContext);
+  if (g_workload == warpscope::sim::kDdpWorkload) {
+    if (int rc = StartDdpRank(cupti, ddp); rc != 0) return rc;
+  }
   const std::string no_pc = LoadDemoCubin(cupti, std::getenv("WARPSCOPE_CUPTI_LIBRARY"));
   if (!no_pc.empty()) std::fprintf(stderr, "warpscope-demo-workload: no PC samples: %s\n", no_pc.c_str());
   std::thread sampler;
@@ -370,5 +575,6 @@ int main(int argc, char** argv) {
   Py_FinalizeEx();
   g_stop.store(true);
   if (sampler.joinable()) sampler.join();
+  if (g_ddp != nullptr) g_ddp->nccl.reset();  // reports the last channels, finalizes
   return ok ? 0 : 4;
 }
