@@ -33,32 +33,45 @@ constexpr double kExecSeconds = 100e-6;     // --exec-us 100
 // Bus bytes of an all-reduce on 2 ranks: bytes x 2(n-1)/n = bytes.
 constexpr double kBusBandwidth = kBytes / kExecSeconds;
 
+// The driver and the plugin exist (built with this test).
+void CheckBuilt() {
+  for (const auto& path : {kDriver, kPlugin}) {
+    ASSERT_EQ(access(path.c_str(), R_OK), 0)
+        << path << " is missing; build fake_nccl_driver and warpscope_nccl";
+  }
+}
+
+// `warpscope agent --cuda-profiler` on `socket`, serving /metrics on `port`, collecting every
+// `collect_interval`; returns once /metrics has a first cycle (an empty body before it).
+void StartAgent(const test::TempDir& dir, const std::string& socket, int port,
+                const std::string& collect_interval, std::unique_ptr<test::ChildProcess>& out) {
+  auto agent = test::ChildProcess::Start(
+      {test::WarpscopeBinary(), "agent", "--enable-gpu-metrics=false",
+       "--enable-host-metrics=false", "--cuda-profiler", "--cuda-profiler-socket", socket,
+       "--cuda-profile-interval", "1s", "--collect-metrics-interval", collect_interval,
+       "--export-metrics-interval", "1s", "--listen-address", "127.0.0.1:" + std::to_string(port),
+       "--hostname", "nccl-node"},
+      dir.path());
+  ASSERT_TRUE(agent.has_value()) << agent.error().message();
+  out = std::move(*agent);
+  ASSERT_FALSE(test::WaitForHttp(port, "/metrics", [](const std::string& text) {
+                 return !text.empty();
+               }).empty())
+      << out->Stderr();
+}
+
 std::vector<std::string> Rank(int rank) {
   return {"comm=\"0000000000005eed\"", "comm_name=\"fake\"",
           "rank=\"" + std::to_string(rank) + "\"", "nranks=\"2\"", "collective=\"AllReduce\""};
 }
 
 TEST(NcclAgentE2eTest, TheAgentServesTheDriversCollectivesOnItsMetricsEndpoint) {
-  for (const auto& path : {kDriver, kPlugin}) {
-    ASSERT_EQ(access(path.c_str(), R_OK), 0)
-        << path << " is missing; build fake_nccl_driver and warpscope_nccl";
-  }
+  ASSERT_NO_FATAL_FAILURE(CheckBuilt());
   test::TempDir dir;
   const std::string socket = dir.path() + "/agent/cupti.sock";
   const int port = test::PickFreePort();
-  auto agent = test::ChildProcess::Start(
-      {test::WarpscopeBinary(), "agent", "--enable-gpu-metrics=false",
-       "--enable-host-metrics=false", "--cuda-profiler", "--cuda-profiler-socket", socket,
-       "--cuda-profile-interval", "1s", "--collect-metrics-interval", "500ms",
-       "--export-metrics-interval", "1s", "--listen-address", "127.0.0.1:" + std::to_string(port),
-       "--hostname", "nccl-node"},
-      dir.path());
-  ASSERT_TRUE(agent.has_value()) << agent.error().message();
-  // Up once /metrics has a first cycle (an empty body before it).
-  ASSERT_FALSE(test::WaitForHttp(port, "/metrics", [](const std::string& text) {
-                 return !text.empty();
-               }).empty())
-      << (*agent)->Stderr();
+  std::unique_ptr<test::ChildProcess> agent;
+  ASSERT_NO_FATAL_FAILURE(StartAgent(dir, socket, port, "500ms", agent));
 
   const std::string go = dir.path() + "/go";
   auto driver = test::ChildProcess::Start(
@@ -83,7 +96,7 @@ TEST(NcclAgentE2eTest, TheAgentServesTheDriversCollectivesOnItsMetricsEndpoint) 
   for (int rank : {0, 1}) {
     const std::vector<std::string> op = Rank(rank);
     ASSERT_EQ(test::PromSample(body, "warpscope_nccl_collectives_total", op), kHalf)
-        << (*agent)->Stderr();
+        << agent->Stderr();
     EXPECT_NEAR(*test::PromSample(body, "warpscope_nccl_collective_gpu_seconds_total", op),
                 kHalf * kExecSeconds, 1e-9);
     EXPECT_EQ(test::PromSample(body, "warpscope_nccl_collective_bytes_total", op), kHalf * kBytes);
@@ -113,34 +126,20 @@ TEST(NcclAgentE2eTest, TheAgentServesTheDriversCollectivesOnItsMetricsEndpoint) 
   std::ofstream(go) << "go";
   const int status = (*driver)->Wait(30s);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << (*driver)->Stdout();
-  const int agent_status = (*agent)->Signal(SIGINT, 20s);
-  EXPECT_TRUE(WIFEXITED(agent_status) && WEXITSTATUS(agent_status) == 0) << (*agent)->Stderr();
+  const int agent_status = agent->Signal(SIGINT, 20s);
+  EXPECT_TRUE(WIFEXITED(agent_status) && WEXITSTATUS(agent_status) == 0) << agent->Stderr();
 }
 
 // Two ranks, each its own process (as torchrun starts them), run steps of two all-reduces after a
 // compute phase; rank 1 computes 30 ms longer and rank 0 waits for it in its first all-reduce.
 // The agent cuts the steps from the collectives alone (no CUDA library: no kernel records).
 TEST(NcclAgentE2eTest, StepsFromTheCollectivesPeriodicityShowTheWaitingRank) {
-  for (const auto& path : {kDriver, kPlugin}) {
-    ASSERT_EQ(access(path.c_str(), R_OK), 0)
-        << path << " is missing; build fake_nccl_driver and warpscope_nccl";
-  }
+  ASSERT_NO_FATAL_FAILURE(CheckBuilt());
   test::TempDir dir;
   const std::string socket = dir.path() + "/agent/cupti.sock";
   const int port = test::PickFreePort();
-  auto agent = test::ChildProcess::Start(
-      {test::WarpscopeBinary(), "agent", "--enable-gpu-metrics=false",
-       "--enable-host-metrics=false", "--cuda-profiler", "--cuda-profiler-socket", socket,
-       "--cuda-profile-interval", "1s", "--collect-metrics-interval", "200ms",
-       "--export-metrics-interval", "1s", "--listen-address", "127.0.0.1:" + std::to_string(port),
-       "--hostname", "nccl-node"},
-      dir.path());
-  ASSERT_TRUE(agent.has_value()) << agent.error().message();
-  // Up once /metrics has a first cycle (an empty body before it).
-  ASSERT_FALSE(test::WaitForHttp(port, "/metrics", [](const std::string& text) {
-                 return !text.empty();
-               }).empty())
-      << (*agent)->Stderr();
+  std::unique_ptr<test::ChildProcess> agent;
+  ASSERT_NO_FATAL_FAILURE(StartAgent(dir, socket, port, "200ms", agent));
 
   // 12 steps of 2 collectives; each driver waits after 6 steps.
   const std::string go = dir.path() + "/go";
@@ -182,7 +181,7 @@ TEST(NcclAgentE2eTest, StepsFromTheCollectivesPeriodicityShowTheWaitingRank) {
     const std::vector<std::string> labels = {"job=\"steps-e2e\"",
                                              "rank=\"" + std::to_string(rank) + "\""};
     ASSERT_EQ(test::PromSample(body, "warpscope_training_steps_total", labels), 5)
-        << (*agent)->Stderr();
+        << agent->Stderr();
     EXPECT_EQ(test::PromSample(body, "warpscope_training_last_step", labels), 4);
     EXPECT_FALSE(test::PromSample(body, "warpscope_training_compute_ratio", labels))
         << "no kernel records: compute is unknown";
@@ -201,8 +200,8 @@ TEST(NcclAgentE2eTest, StepsFromTheCollectivesPeriodicityShowTheWaitingRank) {
     const int status = driver->Wait(30s);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << driver->Stdout();
   }
-  const int agent_status = (*agent)->Signal(SIGINT, 20s);
-  EXPECT_TRUE(WIFEXITED(agent_status) && WEXITSTATUS(agent_status) == 0) << (*agent)->Stderr();
+  const int agent_status = agent->Signal(SIGINT, 20s);
+  EXPECT_TRUE(WIFEXITED(agent_status) && WEXITSTATUS(agent_status) == 0) << agent->Stderr();
 }
 
 }  // namespace
