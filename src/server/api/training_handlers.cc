@@ -314,6 +314,16 @@ void ApiServer::Jobs(const httplib::Request& req, httplib::Response& res) {
   if (!jobs && jobs.error().code() != base::StatusCode::kUnsupported) {
     return SendStatus(res, jobs.error());
   }
+  // The open findings counted per job once, not read again for every job listed.
+  std::map<std::string, size_t, std::less<>> findings_by_job;
+  if (options_.insight_engine) {
+    for (const insights::Finding& f : options_.insight_engine->Findings()) {
+      std::string_view job = f.attributes.Get(model::attr::kJobId);
+      if (f.state != insights::FindingState::kResolved && !job.empty()) {
+        ++findings_by_job[std::string(job)];
+      }
+    }
+  }
   for (const JobRecord& j : jobs ? *jobs : std::vector<JobRecord>{}) {
     base::Result<training::JobAnalysis> a = Analyze(storage_, j.job, *range, 0);
     if (!a) return SendStatus(res, a.error());
@@ -329,7 +339,7 @@ void ApiServer::Jobs(const httplib::Request& req, httplib::Response& res) {
                     {"step_time_p50_s", Num(a->step_time_p50_s)},
                     {"comm_share", Num(a->comm_share)},
                     {"straggler", StragglerBrief(*a)},
-                    {"findings", JobFindings(options_.insight_engine, j.job).size()}});
+                    {"findings", findings_by_job.contains(j.job) ? findings_by_job.at(j.job) : 0}});
   }
   SendJson(res, 200, {{"jobs", std::move(list)}});
 }
