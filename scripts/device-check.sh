@@ -12,7 +12,7 @@
 #
 # The GPU machine has no package registry, so the binary is built here and carried over:
 #   scripts/device-check.sh --bundle     # on the dev machine: release build + its shared libs
-#   (device tool) run  scripts/device-check.sh   with carry: ["build/release"]
+#   (device tool) run  scripts/device-check.sh   with carry: ["build/release/bin", "build/release/lib"]
 # Without a bundle it tries to build with whatever the GPU machine has.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,19 +22,32 @@ deps="$root/build/release/lib/deps"
 
 if [[ "${1:-}" == "--bundle" ]]; then
   scripts/setup.sh >&2
-  cmake --preset release >/dev/null && cmake --build --preset release -j "$(nproc)" >&2 || exit 1
+  cmake --preset release >/dev/null &&
+    cmake --build --preset release -j "$(nproc)" --target warpscope warpscope_cupti warpscope_nccl >&2 ||
+    exit 1
   mkdir -p "$deps"
   # Copy the non-libc shared libraries the binary needs (the GPU machine may lack them).
   ldd "$bin" | awk '/=> \//{print $3}' | grep -Ev '/(libc|libm|libpthread|libdl|librt|ld-linux)[.-]' |
     while read -r lib; do cp -L "$lib" "$deps/"; done
-  du -sh "$root/build/release" >&2
+  du -sh "$root/build/release/bin" "$root/build/release/lib" >&2
   exit 0
 fi
 
-echo "== machine"
+# The bundled libraries serve our binary alone: the workloads (PyTorch) keep the machine's own
+# libstdc++. The driver's folder is added for NVML where the loader's cache lacks it.
+driver_libs=""
+for d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib /usr/lib/x86_64-linux-gnu/nvidia; do
+  [[ -d "$d" ]] && driver_libs="$driver_libs:$d"
+done
+# (env execs the binary, so `"${ws[@]}" agent &` leaves the agent's own pid in $!)
+ws=(env "LD_LIBRARY_PATH=$deps$driver_libs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$bin")
+section() { echo "== $* ($(date +%T))"; }
+
+section machine
 nvidia-smi --query-gpu=index,name,driver_version,memory.total,power.limit --format=csv 2>&1 | head -20
-export LD_LIBRARY_PATH="$deps${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if ! "$bin" --version >/dev/null 2>&1; then
+uname -r; grep PRETTY_NAME /etc/os-release; ldconfig -p | grep -E 'libnvidia-ml|libcuda\.so' | head -3
+if ! "${ws[@]}" --version >/dev/null 2>&1; then
+  "${ws[@]}" --version 2>&1 | head -3
   echo "== building (no usable bundle)"
   if ! (cmake --preset release >/dev/null && cmake --build --preset release -j "$(nproc)") \
       >/tmp/warpscope-build.log 2>&1; then
@@ -43,22 +56,27 @@ if ! "$bin" --version >/dev/null 2>&1; then
     exit 1
   fi
 fi
-"$bin" --version
+"${ws[@]}" --version
 
-out="${OUT:-/tmp}/device-check"
-mkdir -p "$out"
+out=/tmp/device-check
+rm -rf "$out"; mkdir -p "$out"
+# Everything the run wrote comes back as one archive (the device tool returns few files).
+[[ -n "${OUT:-}" ]] && trap 'tar -czf "$OUT/device-check.tgz" -C /tmp --exclude=device-check/tiny --exclude='*.sock*' device-check' EXIT
 duration="${DEVICE_CHECK_SECONDS:-30}"
 port=19400
-echo "== agent against the real driver for ${duration}s"
-"$bin" agent --enable-gpu-metrics --collect-metrics-interval=1s --export-metrics-interval=5s \
+section "agent against the real driver for ${duration}s"
+"${ws[@]}" agent --enable-gpu-metrics --collect-metrics-interval=1s --export-metrics-interval=5s \
   --listen-address="127.0.0.1:$port" >"$out/agent.log" 2>&1 &
 agent_pid=$!
 sleep "$duration"
-curl -s "http://127.0.0.1:$port/metrics" >"$out/metrics.txt" ||
-  python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$port/metrics').read().decode())" >"$out/metrics.txt"
+scrape() {  # scrape PORT FILE
+  curl -s "http://127.0.0.1:$1/metrics" >"$2" ||
+    python3 -c "import urllib.request,sys; sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$1/metrics').read().decode())" >"$2"
+}
+scrape "$port" "$out/metrics.txt"
 rss_kb=$(awk '/VmRSS/{print $2}' "/proc/$agent_pid/status")
-kill -TERM "$agent_pid"; wait "$agent_pid"; rc=$?
-"$bin" metrics --format tsv >"$out/catalog.tsv"
+rc="running (stopped at the end, after the workloads)"
+"${ws[@]}" metrics --format tsv >"$out/catalog.tsv"
 head -5 "$out/agent.log"
 
 python3 - "$out/metrics.txt" "$out/catalog.tsv" "$rss_kb" "$rc" <<'PY'
@@ -108,7 +126,7 @@ PY
 # The CUDA kernel profiler: libwarpscope_cupti.so injected into a launch-heavy loop of tiny
 # kernels (built with nvcc when present) and a small PyTorch training loop (when torch sees a
 # GPU), each timed with and without injection, with the agent collecting profiles.
-echo "== CUDA profiler"
+section "CUDA profiler"
 inject="$root/build/release/lib/libwarpscope_cupti.so"
 cupti=""
 for c in /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* /usr/local/cuda/lib64/libcupti.so* \
@@ -120,17 +138,18 @@ for c in /usr/local/cuda/extras/CUPTI/lib64/libcupti.so* /usr/local/cuda/lib64/l
 done
 if [[ ! -f "$inject" || -z "$cupti" ]]; then
   echo "RESULT profiler=skipped (library: $inject, libcupti: ${cupti:-not found})"
-  exit 0
+  kill -TERM "$agent_pid"; exit 0
 fi
 echo "libcupti: $cupti"
 # The stack at launch is unwound through libcuda: say whether the driver's library has unwind tables.
 libcuda=$(ldconfig -p 2>/dev/null | awk '/libcuda\.so\.1 /{print $NF; exit}')
 [[ -n "$libcuda" ]] && echo "libcuda: $(readlink -f "$libcuda"), unwind sections: $(readelf -SW "$(readlink -f "$libcuda")" 2>/dev/null | grep -oE '\.eh_frame(_hdr)?' | tr '\n' ' ')"
-export WARPSCOPE_CUPTI_LIBRARY="$cupti"
+# The library finds libcupti itself (the one already in the process, a wheel's, the toolkit's);
+# the path above only says that one exists.
 sock="$out/cupti.sock"
 profiles="$out/profiles"
 mkdir -p "$profiles"
-"$bin" agent --cuda-profiler --cuda-profiler-socket="$sock" --cuda-profile-dir="$profiles" \
+"${ws[@]}" agent --cuda-profiler --cuda-profiler-socket="$sock" --cuda-profile-dir="$profiles" \
   --cuda-profile-interval=5s --listen-address=127.0.0.1:19401 \
   >"$out/profiler-agent.log" 2>&1 &
 prof_agent=$!
@@ -146,9 +165,9 @@ time_runs() {
       local t0 t1
       t0=$(date +%s.%N)
       if [[ "$mode" == injected ]]; then
-        CUDA_INJECTION64_PATH="$inject" WARPSCOPE_AGENT_SOCKET="$sock" "$@" >>"$out/$name.log" 2>&1
+        CUDA_INJECTION64_PATH="$inject" WARPSCOPE_AGENT_SOCKET="$sock" timeout 120 "$@" >>"$out/$name.log" 2>&1
       else
-        "$@" >>"$out/$name.log" 2>&1
+        timeout 120 "$@" >>"$out/$name.log" 2>&1
       fi || { echo "$name ($mode) failed: $(tail -3 "$out/$name.log")"; return 1; }
       t1=$(date +%s.%N)
       best=$(awk -v a="$best" -v b="$(awk -v x="$t0" -v y="$t1" 'BEGIN{print y-x}')" \
@@ -272,15 +291,15 @@ PY
 
 # PC sampling where the driver permits it (NVreg_RestrictProfilingToAdminUsers=0 or root).
 if [[ -x "$out/tiny" ]]; then
-  echo "== PC sampling"
+  section "PC sampling"
   pc_profiles="$out/pc-profiles"; mkdir -p "$pc_profiles"
-  "$bin" agent --cuda-profiler --cuda-profiler-socket="$sock.pc" --cuda-profile-dir="$pc_profiles" \
+  "${ws[@]}" agent --cuda-profiler --cuda-profiler-socket="$sock.pc" --cuda-profile-dir="$pc_profiles" \
     --cuda-profile-interval=3s --listen-address=127.0.0.1:19402 --cuda-pc-sampling \
     >"$out/pc-agent.log" 2>&1 &
   pc_agent=$!
   sleep 1
   CUDA_INJECTION64_PATH="$inject" WARPSCOPE_AGENT_SOCKET="$sock.pc" WARPSCOPE_CUPTI_PC_INTERVAL_MS=1000 \
-    "$out/tiny" 400000 >>"$out/tiny-pc.log" 2>&1
+    timeout 60 "$out/tiny" 400000 >>"$out/tiny-pc.log" 2>&1
   sleep 4
   kill -TERM "$pc_agent"; wait "$pc_agent"
   samples=$(cat "$pc_profiles"/*.pc.folded 2>/dev/null | awk '{n += $NF} END {print n + 0}')
@@ -292,7 +311,7 @@ fi
 # Next to torch.profiler: the job must run; say who got CUPTI (the library goes passive with a
 # notice when torch.profiler subscribed first, or torch.profiler reports missing CUDA events).
 if [[ -f "$out/train.py" ]]; then
-  echo "== next to torch.profiler"
+  section "next to torch.profiler"
   cat >"$out/train_prof.py" <<'PY'
 import runpy, sys, torch
 from torch.profiler import profile, ProfilerActivity
@@ -302,7 +321,7 @@ cuda = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.C
 print(f"torch.profiler CUDA events: {len(cuda)}")
 PY
   if CUDA_INJECTION64_PATH="$inject" WARPSCOPE_AGENT_SOCKET="$sock" \
-      python3 "$out/train_prof.py" "$out/train.py" >"$out/train_prof.log" 2>&1; then
+      timeout 120 python3 "$out/train_prof.py" "$out/train.py" >"$out/train_prof.log" 2>&1; then
     echo "RESULT torch_profiler=ran ($(grep -E "CUDA events" "$out/train_prof.log"))"
   else
     echo "RESULT torch_profiler=FAIL ($(tail -2 "$out/train_prof.log"))"
@@ -316,7 +335,7 @@ fi
 # Prints which plugin table NCCL picked, the agent's NCCL and training-step series.
 nccl_plugin="$root/build/release/lib/libwarpscope_nccl.so"
 if [[ -f "$out/train.py" && -f "$nccl_plugin" ]]; then
-  echo "== NCCL plugin and training steps"
+  section "NCCL plugin and training steps"
   cat >"$out/ddp.py" <<'PY'
 import os, torch, torch.distributed as dist
 dist.init_process_group("nccl")
@@ -333,7 +352,7 @@ torch.cuda.synchronize(); dist.destroy_process_group()
 print(f"rank {rank} done")
 PY
   gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
-  "$bin" agent --cuda-profiler --cuda-profiler-socket="$sock.nccl" --cuda-profile-dir="$out/nccl-profiles" \
+  "${ws[@]}" agent --cuda-profiler --cuda-profiler-socket="$sock.nccl" --cuda-profile-dir="$out/nccl-profiles" \
     --cuda-profile-interval=3s --listen-address=127.0.0.1:19403 >"$out/nccl-agent.log" 2>&1 &
   nccl_agent=$!
   sleep 1
@@ -341,7 +360,7 @@ PY
     (( world <= gpus )) || { echo "RESULT nccl_world_$world=skipped ($gpus GPU)"; continue; }
     if CUDA_INJECTION64_PATH="$inject" WARPSCOPE_AGENT_SOCKET="$sock.nccl" \
         NCCL_PROFILER_PLUGIN="$nccl_plugin" NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,PROFILE \
-        timeout 300 python3 -m torch.distributed.run --standalone --nproc-per-node="$world" \
+        timeout 150 python3 -m torch.distributed.run --standalone --nproc-per-node="$world" \
         "$out/ddp.py" >"$out/ddp-$world.log" 2>&1; then
       echo "RESULT nccl_world_$world=ran ($(grep -ioE "profiler[^\n]{0,60}(v[0-9]|plugin)[^\n]{0,40}" "$out/ddp-$world.log" | head -1))"
     else
@@ -358,3 +377,13 @@ PY
   steps=$(grep -E "^warpscope_training_steps_total" "$out/nccl-metrics.txt" | awk '{n += $NF} END {print n + 0}')
   echo "RESULT training_steps=$steps (expected 60 per rank, from NVTX)"
 fi
+
+# The metrics agent has watched the whole run: the per-process series of the workloads above and
+# the agent's own footprint after them.
+section "metrics agent after the workloads"
+scrape "$port" "$out/metrics-end.txt"
+echo "agent RSS $(awk '/VmRSS/{printf "%.1f MiB", $2 / 1024}' "/proc/$agent_pid/status")"
+grep -E 'pid="' "$out/metrics-end.txt" | awk '{split($1, a, "{"); if (!(a[1] in seen)) {seen[a[1]] = 1; print}}' | head -12
+grep -E '^warpscope_agent_source_errors_total' "$out/metrics-end.txt" | head -8
+kill -TERM "$agent_pid"; wait "$agent_pid"
+echo "RESULT metrics_agent_exit=$?"
