@@ -52,6 +52,8 @@ inline constexpr std::string_view kCreationTime = "process.creation.time";
 inline constexpr std::string_view kContainerId = "container.id";
 inline constexpr std::string_view kPodUid = "k8s.pod.uid";
 inline constexpr std::string_view kPodNamespace = "k8s.namespace.name";
+inline constexpr std::string_view kPodName = "k8s.pod.name";
+inline constexpr std::string_view kContainerName = "k8s.container.name";
 inline constexpr std::string_view kSlurmJob = "slurm.job_id";
 // The distributed job of a process, from its launcher's environment (model/job.h).
 inline constexpr std::string_view kJobId = "job.id";

@@ -70,6 +70,8 @@ Entity MakeProcessEntity(const ProcessInfo& info) {
   if (!info.container_id.empty()) e.attributes.Set(attr::kContainerId, info.container_id);
   if (!info.pod_uid.empty()) e.attributes.Set(attr::kPodUid, info.pod_uid);
   if (!info.pod_namespace.empty()) e.attributes.Set(attr::kPodNamespace, info.pod_namespace);
+  if (!info.pod_name.empty()) e.attributes.Set(attr::kPodName, info.pod_name);
+  if (!info.container_name.empty()) e.attributes.Set(attr::kContainerName, info.container_name);
   if (!info.slurm_job.empty()) e.attributes.Set(attr::kSlurmJob, info.slurm_job);
   SetJobAttributes(info.job, e.attributes);
   return e;
@@ -93,6 +95,8 @@ Entity MakeContainerEntity(const ProcessInfo& info) {
   e.attributes.Set(attr::kContainerId, info.container_id);
   if (!info.pod_uid.empty()) e.attributes.Set(attr::kPodUid, info.pod_uid);
   if (!info.pod_namespace.empty()) e.attributes.Set(attr::kPodNamespace, info.pod_namespace);
+  if (!info.pod_name.empty()) e.attributes.Set(attr::kPodName, info.pod_name);
+  if (!info.container_name.empty()) e.attributes.Set(attr::kContainerName, info.container_name);
   return e;
 }
 

@@ -28,7 +28,9 @@ struct ProcessInfo {
   std::string user;             // user name, or the numeric uid when unknown
   std::string container_id;     // 64-hex id from the cgroup path, "" on the host
   std::string pod_uid;          // Kubernetes pod UID from the cgroup path
-  std::string pod_namespace;    // when it can be known (kubelet checkpoint); often ""
+  std::string pod_namespace;    // from the Kubernetes API (pod attribution), else ""
+  std::string pod_name;         // likewise
+  std::string container_name;   // the container's name in its pod spec, likewise
   std::string slurm_job;        // "1234" from a slurm cgroup path
   int64_t start_time_ms = 0;    // wall clock (Unix ms) of the start; 0 when not known
   JobIdentity job;              // from /proc/<pid>/environ; empty when in no known job
