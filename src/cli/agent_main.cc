@@ -23,6 +23,7 @@
 #include "base/logging.h"
 #include "base/task_runner.h"
 #include "base/token_file.h"
+#include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "cli/simulation.h"
 #include "exporters/otlp/otlp_http_exporter.h"
@@ -342,7 +343,39 @@ const std::string& AgentProcess::LatestExposition() const {
   return store_->Get()->body(exporters::ExpositionFormat::kText004);
 }
 
-int RunAgent(const agent::AgentConfig& config, bool once) {
+namespace {
+
+// SIGHUP: the log level applies at once; other changed settings are named as needing a restart
+// (the sources, exporters and listeners are built once, at start).
+void ReloadAgent(const Reloader& reloader) {
+  base::Result<std::unique_ptr<CliApp>> again = reloader.parse_again();
+  agent::AgentConfig next;
+  base::Status st = again ? (*again)->agent_flags.Finish(next) : again.error();
+  if (!st.ok()) {
+    WARPSCOPE_LOG(ERROR, "reload refused, the running configuration stays: {}", st.message());
+    return;
+  }
+  const AgentFlags& flags = (*again)->agent_flags;
+  std::vector<std::string> restart;
+  for (const std::string& name :
+       ChangedOptions(*reloader.at_start->agent_cmd, *(*again)->agent_cmd)) {
+    if (name != "--log-level" && name != "--verbose") restart.push_back(name);
+  }
+  if (!restart.empty()) {
+    WARPSCOPE_LOG(WARNING,
+                  "reload: {} changed; that takes a restart (systemctl restart warpscope-agent)",
+                  fmt::join(restart, ", "));
+  }
+  // Said before the new level applies, so that it is seen whatever the level.
+  WARPSCOPE_LOG(INFO, "configuration reloaded: log level {}, verbosity {}", flags.log_level,
+                flags.verbosity);
+  base::SetMinLogSeverity(LogSeverityFromName(flags.log_level));
+  base::SetVerboseLevel(flags.verbosity);
+}
+
+}  // namespace
+
+int RunAgent(const agent::AgentConfig& config, bool once, const Reloader& reloader) {
   const sigset_t signals = BlockTerminationSignals();
 
   base::RealClock& clock = base::RealClock::Get();
@@ -367,7 +400,10 @@ int RunAgent(const agent::AgentConfig& config, bool once) {
     std::fwrite(body.data(), 1, body.size(), stdout);
     return 0;
   }
-  RunUntilSignal(runner, signals, [&] { (*process)->Stop(); });
+  std::function<void()> reload;
+  if (reloader.parse_again) reload = [&] { ReloadAgent(reloader); };
+  RunUntilSignal(
+      runner, signals, [&] { (*process)->Stop(); }, std::move(reload));
   return 0;
 }
 

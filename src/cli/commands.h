@@ -51,12 +51,24 @@ namespace warpscope::cli {
 
 inline constexpr std::string_view kVersion = "0.1.0";
 
+struct CliApp;
+
+// What a daemon needs to reload its configuration on SIGHUP: the command line as parsed at
+// start and a way to parse it again (cli_app.h, ParseAgain), the config file and environment
+// read afresh. A Reloader without `parse_again` makes SIGHUP a logged no-op.
+struct Reloader {
+  const CliApp* at_start = nullptr;
+  std::function<base::Result<std::unique_ptr<CliApp>>()> parse_again;
+};
+
 // `warpscope agent`: runs until SIGINT/SIGTERM (or, with `once`, collects two cycles one collect
 // interval apart, prints the Prometheus exposition and returns). Returns the exit code.
-int RunAgent(const agent::AgentConfig& config, bool once);
+// SIGHUP applies a new log level and names the changed settings that need a restart.
+int RunAgent(const agent::AgentConfig& config, bool once, const Reloader& reloader = {});
 
-// `warpscope server`: runs until SIGINT/SIGTERM. Returns the exit code.
-int RunServer(const server::ServerConfig& config);
+// `warpscope server`: runs until SIGINT/SIGTERM; SIGHUP reloads what can change at run time
+// (ServerProcess::Reload). Returns the exit code.
+int RunServer(const server::ServerConfig& config, const Reloader& reloader = {});
 
 // `warpscope up`: server + local agent in one process (see up_main.cc).
 struct UpOptions {
@@ -144,6 +156,13 @@ class ServerProcess {
   ~ServerProcess();
   void Stop();
   int port() const { return port_; }
+  // Applies what `next` (the configuration parsed again on SIGHUP) changes and can change at
+  // run time: the bearer token (the token file is read again, so a rotated token is picked up),
+  // the insight thresholds of [server.insights], --gpu-hour-price, --insights-interval and
+  // --compact-interval. `changed` names the options that differ from those at start; the ones
+  // of them that need a restart are logged as such. Returns a line saying what was applied. On
+  // the main sequence.
+  std::string Reload(const server::ServerConfig& next, const std::vector<std::string>& changed);
 
  private:
   ServerProcess(base::TaskRunner& runner, const base::Clock& clock);
@@ -154,6 +173,7 @@ class ServerProcess {
 
   base::TaskRunner& runner_;
   const base::Clock& clock_;
+  server::ServerConfig config_;  // as started, but for what Reload applied
   std::unique_ptr<server::SqliteStorage> storage_;
   std::unique_ptr<server::traces::TraceStore> traces_;
   std::unique_ptr<server::insights::FindingStore> finding_store_;
@@ -168,14 +188,15 @@ class ServerProcess {
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
-// Blocks SIGINT and SIGTERM in the calling thread (and so in every thread it starts later),
+// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and so in every thread it starts later),
 // so that only RunUntilSignal's sigwait receives them. Call before starting any thread.
 sigset_t BlockTerminationSignals();
 
 // Runs `runner` until SIGINT or SIGTERM (which must be blocked in every thread, see
-// pthread_sigmask), then runs `on_stop` on the runner and returns.
+// pthread_sigmask), then runs `on_stop` on the runner and returns. SIGHUP (blocked too, so it
+// never ends the process) runs `on_reload` on the runner, or is logged as ignored without one.
 void RunUntilSignal(base::ThreadTaskRunner& runner, const sigset_t& signals,
-                    std::function<void()> on_stop);
+                    std::function<void()> on_stop, std::function<void()> on_reload = {});
 
 }  // namespace warpscope::cli
 

@@ -5,13 +5,16 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <set>
 #include <thread>
 
 #include "base/listen_address.h"
 #include "base/logging.h"
 #include "base/task_runner.h"
 #include "base/token_file.h"
+#include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "cli/server_flags.h"
 #include "server/alerts/alert_notifier.h"
@@ -46,6 +49,7 @@ std::string ExternalUrl(const server::ServerConfig& config, int port) {
 base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     const server::ServerConfig& config, base::TaskRunner& runner, const base::Clock& clock) {
   std::unique_ptr<ServerProcess> p(new ServerProcess(runner, clock));
+  p->config_ = config;
   std::string token;
   if (!config.auth_token_file.empty()) {
     WARPSCOPE_ASSIGN_OR_RETURN(token,
@@ -171,7 +175,65 @@ void ServerProcess::Stop() {
   if (alert_sender_) alert_sender_->Shutdown(std::chrono::seconds(2));
 }
 
-int RunServer(const server::ServerConfig& config) {
+std::string ServerProcess::Reload(const server::ServerConfig& next,
+                                  const std::vector<std::string>& changed) {
+  std::vector<std::string> applied;
+  std::vector<std::string> failed;
+  // The token file is read again even when its name did not change: that is how a token is
+  // rotated. A file that cannot be read keeps the token in use.
+  if (next.auth_token_file.empty()) {
+    if (!config_.auth_token_file.empty()) {
+      api_->SetAuthToken("");
+      WARPSCOPE_LOG(WARNING, "ingest is open to anyone who can reach {}: pass --auth-token-file",
+                    config_.listen_address);
+    }
+    config_.auth_token_file.clear();
+  } else {
+    base::Result<std::string> token =
+        base::ReadTokenFile("--auth-token-file", next.auth_token_file);
+    if (token) {
+      api_->SetAuthToken(*token);
+      config_.auth_token_file = next.auth_token_file;
+      applied.push_back("the bearer token");
+    } else {
+      failed.push_back(token.error().message() + " (the token in use stays)");
+    }
+  }
+  if (insights_ && next.insights_interval != base::Duration::zero()) {
+    base::Status st = insights_->Reconfigure(InsightEngineOptions(next));
+    if (st.ok()) {
+      config_.insights = next.insights;
+      config_.gpu_hour_price = next.gpu_hour_price;
+      insights_interval_ = config_.insights_interval = next.insights_interval;
+      applied.push_back("the insight thresholds");
+    } else {
+      failed.push_back(st.message() + " (the thresholds in use stay)");
+    }
+  }
+  compact_interval_ = config_.compact_interval = next.compact_interval;
+  // Everything else is read once, at start.
+  static const std::set<std::string> kReloadable = {"--auth-token-file", "--gpu-hour-price",
+                                                    "--insights-interval", "--compact-interval"};
+  std::vector<std::string> restart;
+  for (const std::string& name : changed) {
+    const bool insights_toggled = name == "--insights-interval" &&
+                                  (next.insights_interval == base::Duration::zero()) != !insights_;
+    if (!kReloadable.contains(name) || insights_toggled) restart.push_back(name);
+  }
+  for (const std::string& f : failed) WARPSCOPE_LOG(ERROR, "reload: {}", f);
+  if (!restart.empty()) {
+    WARPSCOPE_LOG(WARNING,
+                  "reload: {} changed; that takes a restart (systemctl restart "
+                  "warpscope-server)",
+                  fmt::join(restart, ", "));
+  }
+  std::string line = applied.empty() ? std::string("nothing to apply")
+                                     : fmt::format("applied {}", fmt::join(applied, ", "));
+  WARPSCOPE_LOG(INFO, "configuration reloaded: {}", line);
+  return line;
+}
+
+int RunServer(const server::ServerConfig& config, const Reloader& reloader) {
   const sigset_t signals = BlockTerminationSignals();
 
   base::RealClock& clock = base::RealClock::Get();
@@ -181,7 +243,22 @@ int RunServer(const server::ServerConfig& config) {
     std::fprintf(stderr, "warpscope server: %s\n", server.error().message().c_str());
     return 1;
   }
-  RunUntilSignal(runner, signals, [&] { (*server)->Stop(); });
+  std::function<void()> reload;
+  if (reloader.parse_again) {
+    reload = [&] {
+      base::Result<std::unique_ptr<CliApp>> again = reloader.parse_again();
+      server::ServerConfig next;
+      base::Status st = again ? (*again)->server_flags.Finish(next) : again.error();
+      if (!st.ok()) {
+        WARPSCOPE_LOG(ERROR, "reload refused, the running configuration stays: {}", st.message());
+        return;
+      }
+      (*server)->Reload(next,
+                        ChangedOptions(*reloader.at_start->server_cmd, *(*again)->server_cmd));
+    };
+  }
+  RunUntilSignal(
+      runner, signals, [&] { (*server)->Stop(); }, std::move(reload));
   return 0;
 }
 
@@ -190,16 +267,26 @@ sigset_t BlockTerminationSignals() {
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   return signals;
 }
 
 void RunUntilSignal(base::ThreadTaskRunner& runner, const sigset_t& signals,
-                    std::function<void()> on_stop) {
+                    std::function<void()> on_stop, std::function<void()> on_reload) {
   std::jthread signal_thread([&](std::stop_token stop) {
     while (!stop.stop_requested()) {
       timespec timeout{0, 200 * 1000 * 1000};
       int sig = sigtimedwait(&signals, nullptr, &timeout);
+      if (sig == SIGHUP) {
+        if (on_reload) {
+          WARPSCOPE_LOG(INFO, "received SIGHUP, reloading the configuration");
+          runner.PostTask([&] { on_reload(); });
+        } else {
+          WARPSCOPE_LOG(INFO, "received SIGHUP: nothing to reload here");
+        }
+        continue;
+      }
       if (sig == SIGINT || sig == SIGTERM) {
         WARPSCOPE_LOG(INFO, "received signal {}, shutting down", sig);
         runner.PostTask([&] {

@@ -96,7 +96,14 @@ void AppendTraceMetrics(const ApiServer::Stats& api, const traces::TraceStoreSta
 }  // namespace
 
 ApiServer::ApiServer(Options options, Storage& storage, const base::Clock& clock)
-    : options_(std::move(options)), storage_(storage), clock_(clock) {}
+    : options_(std::move(options)),
+      auth_token_(std::make_shared<const std::string>(options_.auth_token)),
+      storage_(storage),
+      clock_(clock) {}
+
+void ApiServer::SetAuthToken(std::string token) {
+  auth_token_.store(std::make_shared<const std::string>(std::move(token)));
+}
 
 ApiServer::~ApiServer() { Stop(); }
 
@@ -120,11 +127,12 @@ ApiServer::Stats ApiServer::stats() const {
 }
 
 bool ApiServer::Authorized(const httplib::Request& req, httplib::Response& res, bool ingest) {
-  if (options_.auth_token.empty() || (!ingest && !options_.auth_read)) return true;
+  const std::shared_ptr<const std::string> token = auth_token_.load();
+  if (token->empty() || (!ingest && !options_.auth_read)) return true;
   std::string header = req.get_header_value("Authorization");
   constexpr std::string_view kBearer = "Bearer ";
   if (header.rfind(kBearer, 0) == 0 &&
-      ConstantTimeEquals(std::string_view(header).substr(kBearer.size()), options_.auth_token)) {
+      ConstantTimeEquals(std::string_view(header).substr(kBearer.size()), *token)) {
     return true;
   }
   ++unauthorized_;

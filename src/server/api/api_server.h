@@ -98,6 +98,9 @@ class ApiServer {
   // use port 0). Errors name the address and the remedy.
   [[nodiscard]] base::Result<int> Start();
   void Stop();
+  // Replaces the bearer token (a reload after the token file changed); requests already being
+  // checked use the old one. "" opens ingest to anyone who can reach the server.
+  void SetAuthToken(std::string token);
   Stats stats() const;
 
  private:
@@ -179,6 +182,9 @@ class ApiServer {
   void SelfMetrics(const httplib::Request& req, httplib::Response& res);
 
   Options options_;
+  // The bearer token ingest (and, with auth_read, reads) need; "" for none. Starts as
+  // options_.auth_token; SetAuthToken replaces it while requests are served.
+  std::atomic<std::shared_ptr<const std::string>> auth_token_;
   Storage& storage_;
   const base::Clock& clock_;
   std::unique_ptr<httplib::Server> http_;

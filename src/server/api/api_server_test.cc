@@ -185,6 +185,15 @@ TEST_F(ApiServerTest, RejectsMissingAndWrongTokens) {
   EXPECT_EQ(api_->stats().batches, 0u);
 }
 
+TEST_F(ApiServerTest, ARotatedTokenReplacesTheOldOne) {
+  std::string body = MakeBatch(1, kT0, 0.9).SerializeAsString();
+  api_->SetAuthToken("rotated-token");
+  EXPECT_EQ(Post(body, "application/x-protobuf", kToken)->status, 401);
+  EXPECT_EQ(Post(body, "application/x-protobuf", "rotated-token")->status, 200);
+  api_->SetAuthToken("");  // no token: ingest is open
+  EXPECT_EQ(Post(body, "application/x-protobuf", "")->status, 200);
+}
+
 TEST_F(ApiServerTest, MalformedBodiesGetAClearJsonError) {
   auto garbage = Post("\xff\xff\xff not a protobuf");
   ASSERT_EQ(garbage->status, 400);

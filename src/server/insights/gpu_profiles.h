@@ -63,7 +63,7 @@ class GpuProfileCache {
   size_t reads() const { return reads_; }  // processes read from storage so far
 
  private:
-  const GpuProfileCacheOptions options_;
+  GpuProfileCacheOptions options_;
   std::map<std::pair<std::string, std::string>, GpuProfileDigest> digests_;
   size_t reads_ = 0;
 };

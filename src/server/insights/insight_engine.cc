@@ -10,9 +10,7 @@
 
 namespace warpscope::server::insights {
 
-base::Result<std::unique_ptr<InsightEngine>> InsightEngine::Create(
-    Storage& storage, EngineOptions options, FindingStore* store,
-    std::vector<std::unique_ptr<Rule>> rules) {
+base::Status InsightEngine::ValidateOptions(const EngineOptions& options) {
   WARPSCOPE_RETURN_IF_ERROR(options.config.Validate());
   if (options.step < std::chrono::seconds(1) || options.lookback < options.step * 6 ||
       options.lookback > std::chrono::hours(6)) {
@@ -31,6 +29,24 @@ base::Result<std::unique_ptr<InsightEngine>> InsightEngine::Create(
         base::FormatDuration(options.long_reread), base::FormatDuration(options.step),
         base::FormatDuration(options.config.fleet_window)));
   }
+  return base::OkStatus();
+}
+
+base::Status InsightEngine::Reconfigure(EngineOptions options) {
+  WARPSCOPE_RETURN_IF_ERROR(ValidateOptions(options));
+  options_ = std::move(options);
+  gpu_profiles_ = GpuProfileCache(GpuProfileCacheOptions{
+      .window = options_.config.tensor_window, .refresh = options_.config.tensor_profile_refresh});
+  previous_.reset();
+  long_view_.reset();
+  jobs_.reset();
+  return base::OkStatus();
+}
+
+base::Result<std::unique_ptr<InsightEngine>> InsightEngine::Create(
+    Storage& storage, EngineOptions options, FindingStore* store,
+    std::vector<std::unique_ptr<Rule>> rules) {
+  WARPSCOPE_RETURN_IF_ERROR(ValidateOptions(options));
   std::unique_ptr<InsightEngine> engine(
       new InsightEngine(storage, std::move(options), store, std::move(rules)));
   if (store) {

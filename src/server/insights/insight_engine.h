@@ -57,6 +57,11 @@ class InsightEngine {
   // are updated, the next save retries).
   [[nodiscard]] base::Status Evaluate(base::TimePoint now);
 
+  // New thresholds and read cadences (a configuration reload), from the next evaluation on;
+  // InvalidArgument (naming the setting) leaves the engine as it was. The findings stay; the
+  // inputs are read whole again. On Evaluate's sequence.
+  [[nodiscard]] base::Status Reconfigure(EngineOptions options);
+
   // Every finding: open ones first, then resolved ones, newest first.
   std::vector<Finding> Findings() const;
   // Those `query` selects, at most query.limit.
@@ -86,8 +91,11 @@ class InsightEngine {
   std::shared_ptr<const std::vector<JobInput>> JobsAt(base::TimePoint now,
                                                       const InsightInputs& inputs);
 
+  // InvalidArgument when `options` are out of range.
+  [[nodiscard]] static base::Status ValidateOptions(const EngineOptions& options);
+
   Storage& storage_;
-  const EngineOptions options_;
+  EngineOptions options_;  // Evaluate's sequence only (Reconfigure replaces it)
   FindingStore* const store_;
   bool saved_some_ = false;  // the store holds findings (so an empty set must be saved too)
   // The last snapshot and when the lookback was last read whole; Evaluate's sequence only.

@@ -105,6 +105,25 @@ TEST_F(InsightEngineTest, ACoolingFailureFiresWithinAMinuteNamesItsGpuAndResolve
   EXPECT_TRUE(outlier);
 }
 
+TEST_F(InsightEngineTest, ReconfigureAppliesNewThresholdsAndRefusesBadOnes) {
+  auto engine = InsightEngine::Create(*storage_, EngineOptions{});
+  ASSERT_TRUE(engine) << engine.error().message();
+  EngineOptions bad;
+  bad.lookback = bad.step * 2;
+  base::Status refused = (*engine)->Reconfigure(bad);
+  EXPECT_EQ(refused.code(), base::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("lookback"), std::string::npos) << refused.message();
+  // A cooling rate no GPU reaches: the failure that fires with the defaults stays quiet.
+  EngineOptions calm;
+  calm.config.cooling_rate_c_per_min = 1000;
+  ASSERT_TRUE((*engine)->Reconfigure(calm).ok());
+  for (int w = 0; w < 40; ++w) {
+    WriteWindow(w, /*cooling_fails=*/true);
+    ASSERT_TRUE((*engine)->Evaluate(At(kT0 + (w + 1) * 10)).ok());
+  }
+  for (const Finding& f : (*engine)->Findings()) EXPECT_NE(f.rule, "cooling_failure");
+}
+
 TEST_F(InsightEngineTest, AHealthyNodeRaisesNothing) {
   auto engine = InsightEngine::Create(*storage_, EngineOptions{});
   ASSERT_TRUE(engine);
