@@ -3,18 +3,16 @@
 // streams, a bearer token check, 410 Gone, a malformed and an oversized event line.
 #include "agent/kubernetes/pod_directory.h"
 
-#include <gtest/gtest.h>
-#include <httplib.h>
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include <condition_variable>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "agent/kubernetes/testing/fake_api_server.h"
 #include "base/file_util.h"
 #include "base/testing/temp_dir.h"
 
@@ -22,143 +20,10 @@ namespace warpscope::agent::kubernetes {
 namespace {
 
 using nlohmann::json;
+using testing::Event;
+using testing::FakeApiServer;
+using testing::PodJson;
 using namespace std::chrono_literals;
-
-json PodJson(const std::string& uid, const std::string& name,
-             std::vector<std::pair<std::string, std::string>> containers = {}) {
-  json statuses = json::array();
-  for (const auto& [id, cname] : containers) {
-    statuses.push_back({{"name", cname}, {"containerID", "containerd://" + id}});
-  }
-  return {{"metadata", {{"uid", uid}, {"namespace", "ml"}, {"name", name}}},
-          {"status", {{"containerStatuses", statuses}}}};
-}
-
-std::string Event(const std::string& type, json object) {
-  return json{{"type", type}, {"object", std::move(object)}}.dump() + "\n";
-}
-
-// What one watch request gets: an HTTP status, chunks of the stream, then the end of the stream
-// or (hold) an open stream until the client goes or the server stops.
-struct WatchPlan {
-  int status = 200;
-  std::vector<std::string> chunks;
-  bool hold = false;
-};
-
-class FakeApiServer {
- public:
-  FakeApiServer() {
-    server_.Get("/api/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
-      Handle(req, res);
-    });
-    port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-  }
-  ~FakeApiServer() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    server_.stop();
-    thread_.join();
-  }
-
-  int port() const { return port_; }
-  // The body of the n-th LIST (1-based); the last one repeats.
-  void AddList(json items, std::string resource_version) {
-    std::lock_guard lock(mu_);
-    lists_.push_back({{"kind", "PodList"},
-                      {"metadata", {{"resourceVersion", std::move(resource_version)}}},
-                      {"items", std::move(items)}});
-  }
-  void AddWatch(WatchPlan plan) {
-    std::lock_guard lock(mu_);
-    watches_.push_back(std::move(plan));
-  }
-  void set_token(std::string token) {
-    std::lock_guard lock(mu_);
-    token_ = std::move(token);
-  }
-  int lists_served() const {
-    std::lock_guard lock(mu_);
-    return lists_served_;
-  }
-  int unauthorized() const {
-    std::lock_guard lock(mu_);
-    return unauthorized_;
-  }
-  std::vector<std::string> watch_versions() const {
-    std::lock_guard lock(mu_);
-    return watch_versions_;
-  }
-  std::vector<std::string> bad_selectors() const {
-    std::lock_guard lock(mu_);
-    return bad_selectors_;
-  }
-
- private:
-  void Handle(const httplib::Request& req, httplib::Response& res) {
-    std::unique_lock lock(mu_);
-    if (req.get_header_value("Authorization") != "Bearer " + token_) {
-      ++unauthorized_;
-      res.status = 401;
-      return;
-    }
-    if (req.get_param_value("fieldSelector") != "spec.nodeName=node-a") {
-      bad_selectors_.push_back(req.get_param_value("fieldSelector"));
-    }
-    if (req.get_param_value("watch") != "1") {
-      const json& body = lists_[std::min<size_t>(lists_served_, lists_.size() - 1)];
-      ++lists_served_;
-      res.set_content(body.dump(), "application/json");
-      return;
-    }
-    watch_versions_.push_back(req.get_param_value("resourceVersion"));
-    if (watches_.empty()) {
-      res.status = 500;
-      return;
-    }
-    auto plan = std::make_shared<WatchPlan>(std::move(watches_.front()));
-    watches_.pop_front();
-    if (plan->status != 200) {
-      res.status = plan->status;
-      res.set_content(R"({"kind":"Status","code":410})", "application/json");
-      return;
-    }
-    auto next = std::make_shared<size_t>(0);
-    res.set_chunked_content_provider(
-        "application/json", [this, plan, next](size_t, httplib::DataSink& sink) {
-          if (*next < plan->chunks.size()) {
-            const std::string& c = plan->chunks[(*next)++];
-            sink.write(c.data(), c.size());
-            return true;
-          }
-          if (!plan->hold) {
-            sink.done();
-            return true;
-          }
-          std::unique_lock wait(mu_);
-          cv_.wait_for(wait, 50ms, [this] { return stopping_; });
-          return !stopping_ && sink.is_writable();
-        });
-  }
-
-  httplib::Server server_;
-  int port_ = 0;
-  std::thread thread_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool stopping_ = false;
-  std::string token_ = "test-token";
-  std::vector<json> lists_;
-  std::deque<WatchPlan> watches_;
-  int lists_served_ = 0;
-  int unauthorized_ = 0;
-  std::vector<std::string> watch_versions_;
-  std::vector<std::string> bad_selectors_;
-};
 
 // Polls `done` until it holds or 10 s pass.
 bool PollUntil(const std::function<bool()>& done) {
