@@ -67,9 +67,8 @@ base::Result<std::unique_ptr<agent::kubernetes::PodDirectory>> MakePodDirectory(
 }
 
 // The resolver that sources see: `inner`, with the pods' names when --kubernetes is on.
-std::shared_ptr<model::ProcessResolver> WithPods(
-    std::shared_ptr<model::ProcessResolver> inner,
-    const agent::kubernetes::PodDirectory* directory) {
+std::shared_ptr<model::ProcessResolver> WithPods(std::shared_ptr<model::ProcessResolver> inner,
+                                                 const agent::kubernetes::PodDirectory* directory) {
   if (directory == nullptr) return inner;
   return std::make_shared<agent::kubernetes::KubernetesProcessResolver>(std::move(inner),
                                                                         directory->cache());
@@ -225,7 +224,8 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
   agent::Agent& agent = *p->agent_;
   if (config.kubernetes) {
     WARPSCOPE_ASSIGN_OR_RETURN(
-        p->pods_, MakePodDirectory(config, host, clock, agent.self_stats().ErrorsFor("kubernetes")));
+        p->pods_,
+        MakePodDirectory(config, host, clock, agent.self_stats().ErrorsFor("kubernetes")));
   }
   p->resolver_ =
       WithPods(std::make_shared<agent::ProcfsProcessResolver>(process_root), p->pods_.get());

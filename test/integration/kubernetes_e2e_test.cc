@@ -17,8 +17,7 @@ namespace {
 namespace k8s = agent::kubernetes::testing;
 
 constexpr char kPodUid[] = "1b4e28ba-2fa1-11d2-883f-0016d3cca427";
-constexpr char kContainerId[] =
-    "4f3c0d6c8e5b2a1f9d7e6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f";
+constexpr char kContainerId[] = "4f3c0d6c8e5b2a1f9d7e6c5b4a3f2e1d0c9b8a7f6e5d4c3b2a1f0e9d8c7b6a5f";
 
 TEST(KubernetesE2ETest, GpuProcessSeriesCarryTheirPodNames) {
   k8s::FakeApiServer api;
@@ -43,14 +42,14 @@ users: [{{name: agent, user: {{token: test-token}}}}]
       {WarpscopeBinary(), "agent", "--simulate",
        std::string(WARPSCOPE_SOURCE_DIR) + "/test/data/kubernetes/pod-process.yaml",
        "--collect-metrics-interval=200ms", "--export-metrics-interval=1s",
-       "--listen-address=127.0.0.1:" + std::to_string(port), "--hostname=e2e-node",
-       "--kubeconfig", kubeconfig},
+       "--listen-address=127.0.0.1:" + std::to_string(port), "--hostname=e2e-node", "--kubeconfig",
+       kubeconfig},
       tmp.path(), {"NODE_NAME=gpu-node-7"});
   ASSERT_TRUE(agent) << agent.error().message();
 
   const std::string body = WaitForHttp(port, "/metrics", [](const std::string& b) {
     return b.find("pod=\"trainer-0\"") != std::string::npos &&
-           b.find("warpscope_process_gpu_memory_used_bytes{") != std::string::npos;
+           b.find("warpscope_gpu_process_memory_used_bytes{") != std::string::npos;
   });
   ASSERT_NE(body.find("pod=\"trainer-0\""), std::string::npos) << "agent stderr:\n"
                                                                << (*agent)->Stderr();
@@ -86,8 +85,7 @@ TEST(KubernetesE2ETest, ABadKubeconfigStopsTheAgentWithTheReason) {
   const int status = (*agent)->Wait(std::chrono::seconds(20));
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 2);
-  EXPECT_NE((*agent)->Stderr().find("no current-context"), std::string::npos)
-      << (*agent)->Stderr();
+  EXPECT_NE((*agent)->Stderr().find("no current-context"), std::string::npos) << (*agent)->Stderr();
 }
 
 }  // namespace

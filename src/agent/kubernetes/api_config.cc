@@ -49,8 +49,8 @@ base::Result<YAML::Node> Named(const YAML::Node& root, const char* list, const c
       if (e.IsMap() && e["name"] && e["name"].IsScalar() && e["name"].Scalar() == name) {
         const YAML::Node body = e[inner];
         if (!body || !body.IsMap()) {
-          return base::Error(base::InvalidArgument("{}: {} '{}' has no '{}' map", path, list,
-                                                   name, inner));
+          return base::Error(
+              base::InvalidArgument("{}: {} '{}' has no '{}' map", path, list, name, inner));
         }
         return body;
       }
@@ -84,9 +84,10 @@ base::Result<std::string> PemField(const YAML::Node& map, const std::string& key
 
 base::Result<ApiServerConfig> ParseKubeconfig(const YAML::Node& root, const std::string& path) {
   if (!root.IsMap()) {
-    return base::Error(base::InvalidArgument("{}: not a kubeconfig (expected a YAML map with "
-                                             "clusters, users, contexts and current-context)",
-                                             path));
+    return base::Error(
+        base::InvalidArgument("{}: not a kubeconfig (expected a YAML map with "
+                              "clusters, users, contexts and current-context)",
+                              path));
   }
   WARPSCOPE_ASSIGN_OR_RETURN(std::string context_name, Scalar(root, "current-context", path));
   if (context_name.empty()) {
@@ -202,8 +203,8 @@ base::Result<std::string> DecodeBase64(std::string_view text) {
     if (c != ' ' && c != '\n' && c != '\r' && c != '\t') compact.push_back(c);
   }
   if (compact.size() % 4 != 0) {
-    return base::Error(base::InvalidArgument("not base64 ({} characters, not a multiple of 4)",
-                                             compact.size()));
+    return base::Error(
+        base::InvalidArgument("not base64 ({} characters, not a multiple of 4)", compact.size()));
   }
   std::string out(compact.size() / 4 * 3, '\0');
   const int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),

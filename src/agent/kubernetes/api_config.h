@@ -16,14 +16,14 @@ namespace warpscope::agent::kubernetes {
 // configuration names is read when it is loaded (so a bad file fails at start), except the token
 // file, which is re-read when it changes (projected service-account tokens rotate).
 struct ApiServerConfig {
-  std::string server;            // "https://10.96.0.1:443" (http:// only for tests)
-  std::string ca_pem;            // PEM certificates to verify the server; "" = the system's
+  std::string server;  // "https://10.96.0.1:443" (http:// only for tests)
+  std::string ca_pem;  // PEM certificates to verify the server; "" = the system's
   bool insecure_skip_tls_verify = false;
-  std::string token;             // a static bearer token
-  std::string token_file;        // a bearer token file, re-read when it changes
-  std::string client_cert_pem;   // client certificate (PEM), with client_key_pem
+  std::string token;            // a static bearer token
+  std::string token_file;       // a bearer token file, re-read when it changes
+  std::string client_cert_pem;  // client certificate (PEM), with client_key_pem
   std::string client_key_pem;
-  std::string origin;            // "in-cluster" or the kubeconfig's path, for messages
+  std::string origin;  // "in-cluster" or the kubeconfig's path, for messages
 };
 
 using GetEnv = std::function<const char*(const char*)>;

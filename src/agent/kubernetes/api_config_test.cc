@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "agent/kubernetes/api_config.h"
 
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -171,7 +171,8 @@ TEST_F(KubeconfigTest, BadFilesGiveClearErrors) {
        "clusters: [{name: c, cluster: {server: \"https://h\", certificate-authority: /nope}}]",
        "certificate-authority (/nope)"},
       {"current-context: x\ncontexts: [{name: x, context: {cluster: c, user: u}}]\n"
-       "clusters: [{name: c, cluster: {server: \"https://h\", certificate-authority-data: \"!!\"}}]",
+       "clusters: [{name: c, cluster: {server: \"https://h\", certificate-authority-data: "
+       "\"!!\"}}]",
        "not base64"},
   };
   for (const Case& c : cases) {

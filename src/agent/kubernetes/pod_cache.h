@@ -71,7 +71,7 @@ class PodCache {
   const base::Clock& clock_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, Entry> pods_;  // guarded by mu_
-  uint64_t dropped_ = 0;                        // guarded by mu_
+  uint64_t dropped_ = 0;                         // guarded by mu_
 };
 
 }  // namespace warpscope::agent::kubernetes

@@ -87,7 +87,8 @@ constexpr char kPodJson[] = R"({"metadata":{"uid":"u1","namespace":"ml","name":"
 
 TEST(PodEventsTest, ParsesAPodList) {
   auto list = ParsePodList(std::string(R"({"kind":"PodList","metadata":{"resourceVersion":"42"},
-      "items":[)") + kPodJson + "]}");
+      "items":[)") + kPodJson +
+                           "]}");
   ASSERT_TRUE(list) << list.error().message();
   EXPECT_EQ(list->resource_version, "42");
   ASSERT_EQ(list->pods.size(), 1u);
@@ -96,7 +97,8 @@ TEST(PodEventsTest, ParsesAPodList) {
   EXPECT_EQ(p.pod_namespace, "ml");
   EXPECT_EQ(p.name, "trainer-0");
   using Pair = std::pair<std::string, std::string>;
-  EXPECT_THAT(p.containers, ::testing::ElementsAre(Pair{"c0ffee", "trainer"}, Pair{"1111", "init"}));
+  EXPECT_THAT(p.containers,
+              ::testing::ElementsAre(Pair{"c0ffee", "trainer"}, Pair{"1111", "init"}));
 }
 
 TEST(PodEventsTest, ParsesWatchEvents) {
@@ -126,10 +128,9 @@ TEST(PodEventsTest, RejectsBadInputWithAReason) {
               HasSubstr("without an object"));
   EXPECT_THAT(ParseWatchEvent(R"({"type":"RENAMED","object":{}})").error().message(),
               HasSubstr("unknown type 'RENAMED'"));
-  EXPECT_THAT(ParseWatchEvent(R"({"type":"ADDED","object":{"metadata":{"name":"x"}}})")
-                  .error()
-                  .message(),
-              HasSubstr("without metadata.uid"));
+  EXPECT_THAT(
+      ParseWatchEvent(R"({"type":"ADDED","object":{"metadata":{"name":"x"}}})").error().message(),
+      HasSubstr("without metadata.uid"));
   EXPECT_THAT(ParsePodList(R"({"kind":"Status"})").error().message(), HasSubstr("PodList"));
 }
 

@@ -50,8 +50,8 @@ X509_STORE* StoreFromPem(const std::string& pem) {
 }
 
 // Splits "https://host:port/prefix".
-base::Status ParseServer(const std::string& url, std::string& scheme, std::string& host,
-                         int& port, std::string& path) {
+base::Status ParseServer(const std::string& url, std::string& scheme, std::string& host, int& port,
+                         std::string& path) {
   const size_t sep = url.find("://");
   if (sep == std::string::npos) {
     return base::InvalidArgument("API server '{}': expected https://HOST[:PORT]", url);
@@ -116,9 +116,9 @@ base::Result<std::unique_ptr<PodDirectory>> PodDirectory::Create(ApiServerConfig
   }
   std::unique_ptr<PodDirectory> d(
       new PodDirectory(std::move(config), std::move(options), clock, std::move(on_error)));
-  WARPSCOPE_RETURN_IF_ERROR(ParseServer(d->config_.server, d->scheme_, d->host_, d->port_,
-                                        d->base_path_)
-                                .WithContext(d->config_.origin));
+  WARPSCOPE_RETURN_IF_ERROR(
+      ParseServer(d->config_.server, d->scheme_, d->host_, d->port_, d->base_path_)
+          .WithContext(d->config_.origin));
   d->tls_->ca_pem = d->config_.ca_pem;
   if (!d->config_.ca_pem.empty()) {
     X509_STORE* store = StoreFromPem(d->config_.ca_pem);
@@ -134,9 +134,8 @@ base::Result<std::unique_ptr<PodDirectory>> PodDirectory::Create(ApiServerConfig
     BioPtr key = MemBio(d->config_.client_key_pem);
     d->tls_->key = PEM_read_bio_PrivateKey(key.get(), nullptr, nullptr, nullptr);
     if (d->tls_->cert == nullptr || d->tls_->key == nullptr) {
-      return base::Error(base::InvalidArgument(
-          "{}: the client {} is not PEM", d->config_.origin,
-          d->tls_->cert == nullptr ? "certificate" : "key"));
+      return base::Error(base::InvalidArgument("{}: the client {} is not PEM", d->config_.origin,
+                                               d->tls_->cert == nullptr ? "certificate" : "key"));
     }
   }
   if (!d->config_.token_file.empty()) {
@@ -163,20 +162,28 @@ void PodDirectory::Start() {
     try {
       Run(stop);
     } catch (...) {
-      WARPSCOPE_LOG(ERROR, "kubernetes: the pod watcher stopped on an unexpected exception; pods "
-                           "are no longer updated");
+      WARPSCOPE_LOG(ERROR,
+                    "kubernetes: the pod watcher stopped on an unexpected exception; pods "
+                    "are no longer updated");
     }
+    std::lock_guard lock(mu_);
+    finished_ = true;
+    finished_cv_.notify_all();
   });
 }
 
 void PodDirectory::Stop() {
   if (!thread_.joinable()) return;
   thread_.request_stop();
-  {
-    std::lock_guard lock(mu_);
-    if (client_) client_->stop();  // wakes a blocked read
+  // Shutting the connection wakes a blocked read. A request that had not opened its socket yet
+  // when stop() was called is not woken by it, so repeat until the thread says it is done.
+  std::unique_lock lock(mu_);
+  while (!finished_) {
+    if (client_) client_->stop();
+    wake_.notify_all();
+    finished_cv_.wait_for(lock, std::chrono::milliseconds(20));
   }
-  wake_.notify_all();
+  lock.unlock();
   thread_.join();
 }
 
@@ -279,7 +286,8 @@ base::Status PodDirectory::List(std::stop_token stop, std::string& resource_vers
                              options_.max_list_bytes);
   }
   if (!res) {
-    return base::Unavailable("GET {}{}: {}", config_.server, path, httplib::to_string(res.error()));
+    return base::Unavailable("GET {}{}: {} error", config_.server, path,
+                             httplib::to_string(res.error()));
   }
   if (status != 200) {
     std::string hint;
@@ -313,8 +321,7 @@ PodDirectory::WatchEnd PodDirectory::Watch(std::stop_token stop, std::string& re
   }
   const std::string path = fmt::format(
       "{}/api/v1/pods?fieldSelector={}&watch=1&allowWatchBookmarks=true&timeoutSeconds={}{}",
-      base_path_, UrlEncode("spec.nodeName=" + options_.node_name),
-      options_.watch_timeout_seconds,
+      base_path_, UrlEncode("spec.nodeName=" + options_.node_name), options_.watch_timeout_seconds,
       resource_version.empty() ? "" : "&resourceVersion=" + UrlEncode(resource_version));
   int status = 0;
   std::string line;
@@ -380,7 +387,7 @@ PodDirectory::WatchEnd PodDirectory::Watch(std::stop_token stop, std::string& re
   if (stop.stop_requested()) return WatchEnd::kStopped;
   if (!end && !res && res.error() != httplib::Error::Canceled) {
     reason = "watch_failed";
-    why = fmt::format("watch: {}", httplib::to_string(res.error()));
+    why = fmt::format("watch: {} error", httplib::to_string(res.error()));
     end = WatchEnd::kFailed;
   }
   if (!end && status != 200) {

@@ -39,7 +39,7 @@ class PodDirectory {
     PodCache::Options cache;
     base::Duration initial_backoff = std::chrono::milliseconds(500);
     base::Duration max_backoff = std::chrono::seconds(30);
-    int watch_timeout_seconds = 300;  // the server ends each watch after this; we rewatch
+    int watch_timeout_seconds = 300;   // the server ends each watch after this; we rewatch
     size_t max_event_bytes = 1 << 20;  // one watch line (a pod is a few KiB; 1 MiB is etcd's cap)
     size_t max_list_bytes = 64 << 20;  // the node's PodList
     base::Duration connect_timeout = std::chrono::seconds(10);
@@ -56,9 +56,9 @@ class PodDirectory {
 
   // Fails (InvalidArgument) on a bad server URL, certificate or key, or an empty node name.
   [[nodiscard]] static base::Result<std::unique_ptr<PodDirectory>> Create(ApiServerConfig config,
-                                                                         Options options,
-                                                                         const base::Clock& clock,
-                                                                         ErrorHook on_error = {});
+                                                                          Options options,
+                                                                          const base::Clock& clock,
+                                                                          ErrorHook on_error = {});
   ~PodDirectory();
   PodDirectory(const PodDirectory&) = delete;
   PodDirectory& operator=(const PodDirectory&) = delete;
@@ -99,7 +99,9 @@ class PodDirectory {
   std::shared_ptr<httplib::ClientImpl> client_;  // guarded by mu_: the open connection
   Stats stats_;                                  // guarded by mu_
   std::string failing_;                          // guarded by mu_: the last logged error
-  int consecutive_failures_ = 0;                 // watcher thread
+  bool finished_ = false;                        // guarded by mu_: the thread has returned
+  std::condition_variable_any finished_cv_;
+  int consecutive_failures_ = 0;  // watcher thread
   std::jthread thread_;
 };
 

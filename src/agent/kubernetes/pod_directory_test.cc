@@ -88,11 +88,11 @@ users: [{{name: agent, user: {{tokenFile: token}}}}]
   options.max_event_bytes = 1024;
   std::mutex reasons_mu;
   std::map<std::string, int> reasons;
-  auto directory = PodDirectory::Create(*config, options, base::RealClock::Get(),
-                                        [&](std::string_view reason) {
-                                          std::lock_guard lock(reasons_mu);
-                                          ++reasons[std::string(reason)];
-                                        });
+  auto directory =
+      PodDirectory::Create(*config, options, base::RealClock::Get(), [&](std::string_view reason) {
+        std::lock_guard lock(reasons_mu);
+        ++reasons[std::string(reason)];
+      });
   ASSERT_TRUE(directory) << directory.error().message();
   (*directory)->Start();
 
@@ -150,10 +150,10 @@ TEST(PodDirectoryTest, RefusedListIsRetriedWithBackoff) {
   options.initial_backoff = 5ms;
   options.max_backoff = 20ms;
   std::atomic<int> failures{0};
-  auto directory = PodDirectory::Create(config, options, base::RealClock::Get(),
-                                        [&](std::string_view reason) {
-                                          if (reason == "list_failed") ++failures;
-                                        });
+  auto directory =
+      PodDirectory::Create(config, options, base::RealClock::Get(), [&](std::string_view reason) {
+        if (reason == "list_failed") ++failures;
+      });
   ASSERT_TRUE(directory);
   (*directory)->Start();
   ASSERT_TRUE(PollUntil([&] { return failures >= 3; }));  // retried, with backoff

@@ -43,8 +43,8 @@ base::Result<PodRecord> ParsePod(const json& obj) {
   pod.pod_namespace = StringAt(*meta, "namespace");
   pod.name = StringAt(*meta, "name");
   if (pod.uid.empty()) {
-    return base::Error(base::InvalidArgument("pod '{}/{}' without metadata.uid",
-                                             pod.pod_namespace, pod.name));
+    return base::Error(
+        base::InvalidArgument("pod '{}/{}' without metadata.uid", pod.pod_namespace, pod.name));
   }
   if (const json* status = ObjectAt(obj, "status")) {
     AddContainers(*status, "containerStatuses", pod);
@@ -72,8 +72,8 @@ base::Result<PodList> ParsePodList(std::string_view body) {
   }
   auto items = doc.find("items");
   if (StringAt(doc, "kind") != "PodList" && (items == doc.end() || !items->is_array())) {
-    return base::Error(base::InvalidArgument("pod list: kind '{}', expected PodList",
-                                             StringAt(doc, "kind")));
+    return base::Error(
+        base::InvalidArgument("pod list: kind '{}', expected PodList", StringAt(doc, "kind")));
   }
   PodList list;
   list.resource_version = ResourceVersionOf(doc);

@@ -25,9 +25,8 @@ std::string Event(const std::string& type, json object) {
 }
 
 FakeApiServer::FakeApiServer() {
-  server_.Get("/api/v1/pods", [this](const httplib::Request& req, httplib::Response& res) {
-    Handle(req, res);
-  });
+  server_.Get("/api/v1/pods",
+              [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); });
   port_ = server_.bind_to_any_port("127.0.0.1");
   thread_ = std::thread([this] { server_.listen_after_bind(); });
 }
