@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <functional>
@@ -15,6 +16,7 @@
 #include "agent/kubernetes/testing/fake_api_server.h"
 #include "base/file_util.h"
 #include "base/testing/temp_dir.h"
+#include "support/self_signed_cert.h"
 
 namespace warpscope::agent::kubernetes {
 namespace {
@@ -160,6 +162,65 @@ TEST(PodDirectoryTest, RefusedListIsRetriedWithBackoff) {
   EXPECT_FALSE((*directory)->stats().synced);
   EXPECT_GE((*directory)->stats().errors, 3u);
   (*directory)->Stop();
+}
+
+std::string Base64(const std::string& data) {
+  std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(data.data()),
+                                static_cast<int>(data.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+// A kubeconfig for an https server whose CA is given inline (certificate-authority-data), or not.
+std::string HttpsKubeconfig(int port, const std::string& ca_pem) {
+  return fmt::format(R"(
+current-context: tls
+contexts: [{{name: tls, context: {{cluster: fake, user: agent}}}}]
+clusters: [{{name: fake, cluster: {{server: "https://127.0.0.1:{}"{}}}}}]
+users: [{{name: agent, user: {{token: test-token}}}}]
+)",
+                     port, ca_pem.empty() ? "" : ", certificate-authority-data: " + Base64(ca_pem));
+}
+
+TEST(PodDirectoryTest, VerifiesTheServerWithTheKubeconfigsCertificateAuthority) {
+  base::TempDir tmp;
+  const std::string cert = tmp.path() + "/cert.pem";
+  ASSERT_TRUE(test::MakeSelfSignedCert(cert, tmp.path() + "/key.pem"));
+  FakeApiServer api(cert, tmp.path() + "/key.pem");
+  api.AddList(json::array({PodJson("u1", "trainer-0", {{"c1", "trainer"}})}), "7");
+  auto ca = base::ReadFile(cert);
+  ASSERT_TRUE(ca);
+  PodDirectory::Options options;
+  options.node_name = "node-a";
+  options.initial_backoff = 5ms;
+  options.max_backoff = 20ms;
+
+  // Trusted through certificate-authority-data: the pods are listed over TLS.
+  ASSERT_TRUE(base::WriteFile(tmp.path() + "/trusted", HttpsKubeconfig(api.port(), *ca)).ok());
+  auto trusted_config = LoadKubeconfig(tmp.path() + "/trusted");
+  ASSERT_TRUE(trusted_config) << trusted_config.error().message();
+  auto trusted = PodDirectory::Create(*trusted_config, options, base::RealClock::Get());
+  ASSERT_TRUE(trusted) << trusted.error().message();
+  (*trusted)->Start();
+  ASSERT_TRUE(PollUntil([&] { return (*trusted)->cache()->Lookup("u1", "c1").has_value(); }));
+  EXPECT_EQ((*trusted)->cache()->Lookup("u1", "c1")->container_name, "trainer");
+  (*trusted)->Stop();
+
+  // Without the CA the self-signed server is refused: errors, nothing listed.
+  ASSERT_TRUE(base::WriteFile(tmp.path() + "/untrusted", HttpsKubeconfig(api.port(), "")).ok());
+  auto untrusted_config = LoadKubeconfig(tmp.path() + "/untrusted");
+  ASSERT_TRUE(untrusted_config);
+  const int lists_before = api.lists_served();
+  auto untrusted = PodDirectory::Create(*untrusted_config, options, base::RealClock::Get());
+  ASSERT_TRUE(untrusted);
+  (*untrusted)->Start();
+  ASSERT_TRUE(PollUntil([&] { return (*untrusted)->stats().errors >= 2; }));
+  EXPECT_FALSE((*untrusted)->stats().synced);
+  EXPECT_FALSE((*untrusted)->cache()->Lookup("u1", "c1"));
+  EXPECT_EQ(api.lists_served(), lists_before);
+  (*untrusted)->Stop();
 }
 
 TEST(PodDirectoryTest, BadConfigurationFailsAtCreate) {

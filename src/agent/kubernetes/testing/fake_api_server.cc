@@ -24,11 +24,18 @@ std::string Event(const std::string& type, json object) {
   return json{{"type", type}, {"object", std::move(object)}}.dump() + "\n";
 }
 
-FakeApiServer::FakeApiServer() {
-  server_.Get("/api/v1/pods",
-              [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); });
-  port_ = server_.bind_to_any_port("127.0.0.1");
-  thread_ = std::thread([this] { server_.listen_after_bind(); });
+FakeApiServer::FakeApiServer() : server_(std::make_unique<httplib::Server>()) { Listen(); }
+
+FakeApiServer::FakeApiServer(const std::string& cert_pem_path, const std::string& key_pem_path)
+    : server_(std::make_unique<httplib::SSLServer>(cert_pem_path.c_str(), key_pem_path.c_str())) {
+  Listen();
+}
+
+void FakeApiServer::Listen() {
+  server_->Get("/api/v1/pods",
+               [this](const httplib::Request& req, httplib::Response& res) { Handle(req, res); });
+  port_ = server_->bind_to_any_port("127.0.0.1");
+  thread_ = std::thread([this] { server_->listen_after_bind(); });
 }
 
 FakeApiServer::~FakeApiServer() {
@@ -37,7 +44,7 @@ FakeApiServer::~FakeApiServer() {
     stopping_ = true;
   }
   cv_.notify_all();
-  server_.stop();
+  server_->stop();
   thread_.join();
 }
 

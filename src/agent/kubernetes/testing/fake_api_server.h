@@ -6,6 +6,7 @@
 
 #include <condition_variable>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -37,7 +38,9 @@ struct WatchPlan {
 
 class FakeApiServer {
  public:
+  // Plain HTTP; with `cert_pem_path` and `key_pem_path`, HTTPS with that certificate.
   FakeApiServer();
+  FakeApiServer(const std::string& cert_pem_path, const std::string& key_pem_path);
   ~FakeApiServer();
 
   int port() const { return port_; }
@@ -56,7 +59,9 @@ class FakeApiServer {
  private:
   void Handle(const httplib::Request& req, httplib::Response& res);
 
-  httplib::Server server_;
+  void Listen();
+
+  std::unique_ptr<httplib::Server> server_;
   int port_ = 0;
   std::thread thread_;
   mutable std::mutex mu_;
