@@ -208,9 +208,15 @@ void PodDirectory::Run(std::stop_token stop) {
       consecutive_failures_ = 0;
       Recovered(cache_->live_pods());
     }
+    const auto watch_start = std::chrono::steady_clock::now();
     switch (Watch(stop, resource_version)) {
       case WatchEnd::kTimedOut:
-        break;  // the server's timeoutSeconds: watch again from the last version
+        // The server's timeoutSeconds: watch again from the last version. A stream that ends at
+        // once (a proxy that does not stream) must not turn this into a busy loop.
+        if (std::chrono::steady_clock::now() - watch_start < std::chrono::seconds(1)) {
+          Backoff(stop);
+        }
+        break;
       case WatchEnd::kRelist:
         need_list = true;
         break;
