@@ -3,8 +3,12 @@
 // server: the simulated process's pod UID and container id (from its cgroup in the simulated
 // /proc) are named, and its /metrics series carry namespace, pod and container.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <signal.h>
 #include <sys/wait.h>
+
+#include <mutex>
+#include <thread>
 
 #include "agent/kubernetes/testing/fake_api_server.h"
 #include "base/file_util.h"
@@ -37,13 +41,25 @@ users: [{{name: agent, user: {{token: test-token}}}}]
 )",
                                                       api.port()))
                   .ok());
+  // An OTLP receiver: the entity attributes travel with the pushed windows.
+  httplib::Server otlp;
+  std::mutex otlp_mu;
+  std::vector<std::string> otlp_bodies;
+  otlp.Post("/v1/metrics", [&](const httplib::Request& req, httplib::Response& res) {
+    std::lock_guard lock(otlp_mu);
+    otlp_bodies.push_back(req.body);
+    res.set_content("{}", "application/json");
+  });
+  const int otlp_port = otlp.bind_to_any_port("127.0.0.1");
+  std::thread otlp_thread([&] { otlp.listen_after_bind(); });
+
   const int port = PickFreePort();
   auto agent = ChildProcess::Start(
       {WarpscopeBinary(), "agent", "--simulate",
        std::string(WARPSCOPE_SOURCE_DIR) + "/test/data/kubernetes/pod-process.yaml",
        "--collect-metrics-interval=200ms", "--export-metrics-interval=1s",
        "--listen-address=127.0.0.1:" + std::to_string(port), "--hostname=e2e-node", "--kubeconfig",
-       kubeconfig},
+       kubeconfig, "--otlp-endpoint=http://127.0.0.1:" + std::to_string(otlp_port)},
       tmp.path(), {"NODE_NAME=gpu-node-7"});
   ASSERT_TRUE(agent) << agent.error().message();
 
@@ -70,6 +86,18 @@ users: [{{name: agent, user: {{token: test-token}}}}]
   const int status = (*agent)->Signal(SIGTERM, std::chrono::seconds(10));
   ASSERT_TRUE(WIFEXITED(status)) << (*agent)->Stderr();
   EXPECT_EQ(WEXITSTATUS(status), 0);
+  otlp.stop();
+  otlp_thread.join();
+  std::lock_guard lock(otlp_mu);
+  ASSERT_FALSE(otlp_bodies.empty()) << "the final window is pushed at SIGTERM";
+  bool named = false;
+  for (const std::string& b : otlp_bodies) {
+    named = named || (b.find("\"k8s.pod.name\"") != std::string::npos &&
+                      b.find("\"trainer-0\"") != std::string::npos &&
+                      b.find("\"k8s.namespace.name\"") != std::string::npos &&
+                      b.find("\"k8s.container.name\"") != std::string::npos);
+  }
+  EXPECT_TRUE(named) << otlp_bodies.back().substr(0, 2000);
 }
 
 TEST(KubernetesE2ETest, ABadKubeconfigStopsTheAgentWithTheReason) {
