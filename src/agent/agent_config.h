@@ -104,6 +104,15 @@ struct AgentConfig {
   // (the engine defaults to the one the exposition's metric names show).
   std::vector<std::string> inference_targets;
 
+  // Kubernetes pod attribution (docs/design/kubernetes.md): processes in pods get their
+  // namespace, pod and container names from the API server (a read-only LIST and WATCH of this
+  // node's pods). Uses the in-cluster configuration (service account) unless `kubeconfig` names
+  // a file; a kubeconfig implies it.
+  bool kubernetes = false;
+  std::string kubeconfig;
+  // The node whose pods are watched; "" = the host name (the flags fill in NODE_NAME first).
+  std::string kubernetes_node;
+
   [[nodiscard]] base::Status Validate() const;
 };
 

@@ -67,9 +67,27 @@ constexpr MetricDesc kBuildInfo{
     "Always 1; label version carries the agent version.", "warpscope_agent_build_info", 1.0,
     "warpscope.agent.build_info", {}, "version"};
 
+constexpr MetricDesc kKubernetesPods{
+    "agent.kubernetes.pods", EntityKind::kHost, MetricKind::kGauge, "{pod}",
+    "Pods of this node the agent knows through the Kubernetes API (--kubernetes); its errors are "
+    "warpscope_agent_source_errors_total{source=\"kubernetes\"}.",
+    "warpscope_agent_kubernetes_pods", 1.0, "warpscope.agent.kubernetes.pods"};
+constexpr MetricDesc kKubernetesSynced{
+    "agent.kubernetes.synced", EntityKind::kHost, MetricKind::kGauge, "1",
+    "1 while the node's pods are listed and watched, 0 while the Kubernetes API fails "
+    "(--kubernetes).",
+    "warpscope_agent_kubernetes_synced", 1.0, "warpscope.agent.kubernetes.synced"};
+constexpr MetricDesc kKubernetesWatchRestarts{
+    "agent.kubernetes.watch_restarts", EntityKind::kHost, MetricKind::kCounter, "{restart}",
+    "Pod watches that ended in a re-list: 410 Gone, an ERROR event, a bad or oversized event "
+    "(--kubernetes).",
+    "warpscope_agent_kubernetes_watch_restarts_total", 1.0,
+    "warpscope.agent.kubernetes.watch_restarts"};
+
 constexpr const MetricDesc* kAll[] = {
     &kCollectionDuration, &kSourceUp,   &kSourceErrors, &kSourceLate, &kDroppedSeries, &kExports,
-    &kExporterDropped,    &kCpuSeconds, &kRss,          &kBuildInfo};
+    &kExporterDropped,    &kCpuSeconds, &kRss,          &kBuildInfo,  &kKubernetesPods,
+    &kKubernetesSynced,   &kKubernetesWatchRestarts};
 
 }  // namespace
 
@@ -145,6 +163,12 @@ void SelfStats::WriteTo(model::SampleSink& out) {
                  static_cast<double>(n));
   }
   out.AddValue(kBuildInfo, host_, model::Labels{{"version", version_}}, 1);
+  if (kubernetes_) {
+    out.AddValue(kKubernetesPods, host_, static_cast<double>(kubernetes_->pods));
+    out.AddValue(kKubernetesSynced, host_, kubernetes_->synced ? 1 : 0);
+    out.AddValue(kKubernetesWatchRestarts, host_,
+                 static_cast<double>(kubernetes_->watch_restarts));
+  }
 
   std::string buf;
   if (base::ReadFileInto((proc_root_ + "/self/stat").c_str(), buf)) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -42,6 +43,13 @@ class SelfStats {
   void RecordExport(std::string_view exporter, std::string_view result);
   void SetDroppedSeries(uint64_t total) { dropped_series_ = total; }
   void SetExporterDropped(std::string_view exporter, uint64_t total);
+  // The Kubernetes pod directory's state (--kubernetes); no series until first set.
+  struct KubernetesState {
+    uint64_t pods = 0;
+    bool synced = false;
+    uint64_t watch_restarts = 0;
+  };
+  void SetKubernetes(KubernetesState state) { kubernetes_ = state; }
 
   uint64_t errors(std::string_view source, std::string_view reason) const;
   // Reads /proc/self (under `proc_root`, default "/proc") for the agent's CPU time and RSS.
@@ -70,6 +78,7 @@ class SelfStats {
   std::map<std::pair<std::string, std::string>, uint64_t> exports_;
   std::map<std::string, uint64_t, std::less<>> exporter_dropped_;
   uint64_t dropped_series_ = 0;
+  std::optional<KubernetesState> kubernetes_;
 };
 
 // Descriptions of the self-metrics, for the docs.

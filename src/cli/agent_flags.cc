@@ -2,6 +2,7 @@
 #include "cli/agent_flags.h"
 
 #include <charconv>
+#include <cstdlib>
 
 #include "agent/sources/inference/inference_source.h"
 #include "profiling/window_profile.h"
@@ -145,6 +146,19 @@ void AgentFlags::Register(CLI::App& sub) {
                  "[,pid=PID] (repeat; the engine defaults to the one its metric names show; pid "
                  "names the serving process, else the one listening on the URL's port)")
       ->envname("WARPSCOPE_INFERENCE_TARGETS");
+  sub.add_flag("--kubernetes", kubernetes_,
+               "Name the pods of GPU and CPU processes (namespace, pod, container) through the "
+               "Kubernetes API, with the in-cluster service account (needs get, list and watch on "
+               "pods; docs/design/kubernetes.md)")
+      ->envname("WARPSCOPE_KUBERNETES");
+  sub.add_option("--kubeconfig", kubeconfig_,
+                 "Like --kubernetes, with the current context of this kubeconfig file instead of "
+                 "the in-cluster configuration (implies --kubernetes)")
+      ->envname("WARPSCOPE_KUBECONFIG");
+  sub.add_option("--kubernetes-node", kubernetes_node_,
+                 "The node whose pods are watched (default: $NODE_NAME, set from the downward "
+                 "API's spec.nodeName, else the host name)")
+      ->envname("WARPSCOPE_KUBERNETES_NODE");
   sub.add_flag("--once", once,
                "Collect two cycles one collect interval apart, print the Prometheus exposition "
                "to stdout and exit");
@@ -232,6 +246,13 @@ base::Status AgentFlags::Finish(agent::AgentConfig& config) const {
   config.cpu_profile_stack_bytes = cpu_profile_stack_bytes_;
   config.enable_inference_metrics = enable_inference_metrics_;
   config.inference_targets = inference_targets_;
+  config.kubernetes = kubernetes_ || !kubeconfig_.empty();
+  config.kubeconfig = kubeconfig_;
+  config.kubernetes_node = kubernetes_node_;
+  if (config.kubernetes_node.empty()) {
+    const char* node = std::getenv("NODE_NAME");
+    if (node != nullptr) config.kubernetes_node = node;
+  }
   for (const std::string& target : inference_targets_) {
     if (auto parsed = agent::inference::ParseInferenceTarget(target); !parsed) {
       return parsed.error();

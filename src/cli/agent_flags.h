@@ -60,6 +60,9 @@ class AgentFlags {
   uint32_t cpu_profile_stack_bytes_ = 16 * 1024;
   bool enable_inference_metrics_ = true;
   std::vector<std::string> inference_targets_;
+  bool kubernetes_ = false;
+  std::string kubeconfig_;
+  std::string kubernetes_node_;
 };
 
 }  // namespace warpscope::cli

@@ -208,5 +208,34 @@ TEST(AgentFlagsTest, CudaProfilerSocketSharesTheApplicationsVariable) {
   unsetenv("WARPSCOPE_AGENT_SOCKET");
 }
 
+TEST(AgentFlagsTest, KubernetesIsOffByDefault) {
+  unsetenv("NODE_NAME");
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({}, c).ok());
+  EXPECT_FALSE(c.kubernetes);
+  EXPECT_TRUE(c.kubeconfig.empty());
+  EXPECT_TRUE(c.kubernetes_node.empty()) << "the agent falls back to the host name";
+}
+
+TEST(AgentFlagsTest, KubeconfigImpliesKubernetes) {
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({"--kubeconfig", "/etc/kube/config"}, c).ok());
+  EXPECT_TRUE(c.kubernetes);
+  EXPECT_EQ(c.kubeconfig, "/etc/kube/config");
+}
+
+TEST(AgentFlagsTest, KubernetesNodeDefaultsToNodeNameAndTheFlagWins) {
+  setenv("NODE_NAME", "gpu-node-3", 1);
+  setenv("WARPSCOPE_KUBERNETES", "true", 1);
+  agent::AgentConfig c;
+  ASSERT_TRUE(Parse({}, c).ok());
+  EXPECT_TRUE(c.kubernetes) << "the environment twin";
+  EXPECT_EQ(c.kubernetes_node, "gpu-node-3") << "the downward API's spec.nodeName";
+  ASSERT_TRUE(Parse({"--kubernetes-node=other"}, c).ok());
+  EXPECT_EQ(c.kubernetes_node, "other");
+  unsetenv("WARPSCOPE_KUBERNETES");
+  unsetenv("NODE_NAME");
+}
+
 }  // namespace
 }  // namespace warpscope::cli

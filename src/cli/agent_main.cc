@@ -12,6 +12,9 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "agent/kubernetes/api_config.h"
+#include "agent/kubernetes/kubernetes_process_resolver.h"
+#include "agent/kubernetes/pod_directory.h"
 #include "agent/sources/cpu_profiler/cpu_profiler_source.h"
 #include "agent/sources/cpu_profiler/cpython_stacks.h"
 #include "agent/sources/cpu_profiler/gpu_process_selection.h"
@@ -42,6 +45,34 @@ std::string HostName(const agent::AgentConfig& config) {
   char buf[256] = {};
   if (gethostname(buf, sizeof(buf) - 1) != 0 || buf[0] == '\0') return "localhost";
   return buf;
+}
+
+// --kubernetes / --kubeconfig: the node's pod directory, its watcher started; its errors are
+// counted as the "kubernetes" source's.
+base::Result<std::unique_ptr<agent::kubernetes::PodDirectory>> MakePodDirectory(
+    const agent::AgentConfig& config, const std::string& host, const base::Clock& clock,
+    agent::ErrorCounter& errors) {
+  namespace k8s = agent::kubernetes;
+  base::Result<k8s::ApiServerConfig> api = config.kubeconfig.empty()
+                                               ? k8s::LoadInClusterConfig(::getenv)
+                                               : k8s::LoadKubeconfig(config.kubeconfig);
+  if (!api) return base::Error(api.error());
+  k8s::PodDirectory::Options options;
+  options.node_name = config.kubernetes_node.empty() ? host : config.kubernetes_node;
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      auto directory,
+      k8s::PodDirectory::Create(std::move(*api), options, clock,
+                                [&errors](std::string_view reason) { errors.Count(reason); }));
+  directory->Start();
+  return directory;
+}
+
+// The resolver that sources see: `inner`, with the pods' names when --kubernetes is on.
+std::shared_ptr<model::ProcessResolver> WithPods(std::shared_ptr<model::ProcessResolver> inner,
+                                                 const agent::kubernetes::PodDirectory* directory) {
+  if (directory == nullptr) return inner;
+  return std::make_shared<agent::kubernetes::KubernetesProcessResolver>(std::move(inner),
+                                                                        directory->cache());
 }
 
 // The processes the cycle has seen so far (the GPU processes NVML reported), by identity: a GPU
@@ -128,7 +159,7 @@ base::Result<std::unique_ptr<agent::Source>> MakeCudaProfiler(const agent::Agent
 // The CPU profiler source (--enable-cpu-profiler): sampling, window length, sinks.
 base::Result<std::unique_ptr<agent::cpu_profiler::CpuProfilerSource>> MakeCpuProfiler(
     const agent::AgentConfig& config, const std::string& host, const base::Clock& clock,
-    agent::ErrorCounter& errors) {
+    agent::ErrorCounter& errors, const agent::kubernetes::PodDirectory* pods) {
   namespace cpu = agent::cpu_profiler;
   cpu::CpuProfilerSource::Options options;
   options.sampler.sampling.frequency_hz = config.cpu_profile_frequency;
@@ -141,7 +172,8 @@ base::Result<std::unique_ptr<agent::cpu_profiler::CpuProfilerSource>> MakeCpuPro
   options.window = config.cpu_profile_interval;
   options.host_id = host;
   // The sampler's thread names containers and namespace pids through a resolver of its own.
-  options.sampler.identities = std::make_shared<agent::ProcfsProcessResolver>(config.host_root);
+  options.sampler.identities =
+      WithPods(std::make_shared<agent::ProcfsProcessResolver>(config.host_root), pods);
   WARPSCOPE_ASSIGN_OR_RETURN(
       cpu::CpuProfilerSource::Exporters exporters,
       MakeProfileExporters(config, host, config.cpu_profile_dir, "--cpu-profile-dir", "CPU"));
@@ -191,7 +223,13 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
                             std::string(kVersion)},
       runner, clock);
   agent::Agent& agent = *p->agent_;
-  p->resolver_ = std::make_unique<agent::ProcfsProcessResolver>(process_root);
+  if (config.kubernetes) {
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        p->pods_,
+        MakePodDirectory(config, host, clock, agent.self_stats().ErrorsFor("kubernetes")));
+  }
+  p->resolver_ =
+      WithPods(std::make_shared<agent::ProcfsProcessResolver>(process_root), p->pods_.get());
   model::ProcessResolver& resolver = *p->resolver_;
 
   if (config.enable_gpu_metrics) {
@@ -208,7 +246,8 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
     // NVML's process entities only, not the host source's top processes (gpu_process_selection.h).
     WARPSCOPE_ASSIGN_OR_RETURN(
         auto profiler,
-        MakeCpuProfiler(config, host, clock, agent.self_stats().ErrorsFor("cpu_profiler")));
+        MakeCpuProfiler(config, host, clock, agent.self_stats().ErrorsFor("cpu_profiler"),
+                        p->pods_.get()));
     std::function<void(const agent::Aggregator&)> before_poll;
     if (config.cpu_profile_gpu_processes) {
       agent::cpu_profiler::CpuProfilerSource* source = profiler.get();
@@ -230,8 +269,9 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
     procfs_options.top_processes = static_cast<size_t>(config.top_processes);
     agent::ErrorCounter& procfs_errors = agent.self_stats().ErrorsFor("procfs");
     // The host source resolves on its own worker: a resolver of its own, never shared.
-    p->host_resolver_ = std::make_unique<agent::ProcfsProcessResolver>(process_root);
-    agent::ProcfsProcessResolver& host_resolver = *p->host_resolver_;
+    p->host_resolver_ =
+        WithPods(std::make_shared<agent::ProcfsProcessResolver>(process_root), p->pods_.get());
+    model::ProcessResolver& host_resolver = *p->host_resolver_;
     auto procfs = std::make_unique<agent::ProcfsSource>(
         procfs_options, clock, host_resolver,
         [&procfs_errors](std::string_view reason) { procfs_errors.Count(reason); });
@@ -319,8 +359,15 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
   }
 
   // Push exporters drop frames on their own threads; report the counts with the self-metrics.
-  agent.SetBeforeCycle([&resolver, &agent, otlp_exporter, server_exporter] {
+  const agent::kubernetes::PodDirectory* pods = p->pods_.get();
+  agent.SetBeforeCycle([&resolver, &agent, otlp_exporter, server_exporter, pods] {
     resolver.BeginCycle();
+    if (pods != nullptr) {
+      const agent::kubernetes::PodDirectory::Stats s = pods->stats();
+      agent.self_stats().SetKubernetes({.pods = pods->cache()->live_pods(),
+                                        .synced = s.synced,
+                                        .watch_restarts = s.watch_restarts});
+    }
     if (otlp_exporter != nullptr) {
       agent.self_stats().SetExporterDropped("otlp", otlp_exporter->stats().dropped);
     }
@@ -335,6 +382,7 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
 }
 
 void AgentProcess::Stop() {
+  if (pods_) pods_->Stop();
   if (agent_) agent_->Stop();
   if (http_) http_->Stop();
 }

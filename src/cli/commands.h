@@ -22,6 +22,9 @@
 namespace warpscope::agent {
 class Agent;
 class ProcfsProcessResolver;
+namespace kubernetes {
+class PodDirectory;
+}  // namespace kubernetes
 }  // namespace warpscope::agent
 namespace warpscope::model {
 class ProcessResolver;
@@ -140,8 +143,10 @@ class AgentProcess {
  private:
   AgentProcess();
   std::optional<Simulation> simulation_;  // --simulate: owns the simulated host's directory
-  std::unique_ptr<model::ProcessResolver> resolver_;             // main sequence (NVML's Finish)
-  std::unique_ptr<agent::ProcfsProcessResolver> host_resolver_;  // the host source's worker
+  // --kubernetes: the node's pods (its watcher thread); stopped before the sources.
+  std::unique_ptr<agent::kubernetes::PodDirectory> pods_;
+  std::shared_ptr<model::ProcessResolver> resolver_;       // main sequence (NVML's Finish)
+  std::shared_ptr<model::ProcessResolver> host_resolver_;  // the host source's worker
   std::unique_ptr<agent::Agent> agent_;
   std::shared_ptr<exporters::MetricsSnapshotStore> store_;
   std::unique_ptr<exporters::MetricsHttpServer> http_;

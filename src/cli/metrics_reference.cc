@@ -128,8 +128,9 @@ std::string MetricsReference(std::string_view format) {
         "Every GPU series carries dcgm-exporter's labels `gpu`, `UUID`, `pci_bus_id`, `device`, "
         "`modelName`, `Hostname`, `DCGM_FI_DRIVER_VERSION` (plus `GPU_I_PROFILE`, `GPU_I_ID` on "
         "MIG instances); process series carry `pid`, `executable`, `container_id`, `pod_uid`, "
-        "`Hostname`; host series carry `Hostname`; `--tags` adds constant labels to all. The "
-        "labels column lists the extra dimensions of each metric.\n";
+        "`Hostname`, and with `--kubernetes` dcgm-exporter's `namespace`, `pod`, `container` "
+        "(docs/design/kubernetes.md); host series carry `Hostname`; `--tags` adds constant "
+        "labels to all. The labels column lists the extra dimensions of each metric.\n";
   }
   for (const MetricCatalog& c : AllMetricCatalogs()) {
     Section(out, c.title, c.intro, c.metrics, markdown);

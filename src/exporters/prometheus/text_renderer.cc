@@ -315,6 +315,10 @@ void TextRenderer::BuildPrefix(const model::Frame& frame, const model::Entity* e
         add("executable", e->attributes.Get(attr::kExecutable));
         add("container_id", e->attributes.Get(attr::kContainerId));
         add("pod_uid", e->attributes.Get(attr::kPodUid));
+        // --kubernetes: dcgm-exporter's names for the pod attribution.
+        add("namespace", e->attributes.Get(attr::kPodNamespace));
+        add("pod", e->attributes.Get(attr::kPodName));
+        add("container", e->attributes.Get(attr::kContainerName));
         add("Hostname", hostname_);
         break;
       case model::EntityKind::kExecutable:
@@ -325,6 +329,10 @@ void TextRenderer::BuildPrefix(const model::Frame& frame, const model::Entity* e
       case model::EntityKind::kContainer:
         add("container_id", e->attributes.Get(attr::kContainerId));
         add("pod_uid", e->attributes.Get(attr::kPodUid));
+        // --kubernetes: dcgm-exporter's names for the pod attribution.
+        add("namespace", e->attributes.Get(attr::kPodNamespace));
+        add("pod", e->attributes.Get(attr::kPodName));
+        add("container", e->attributes.Get(attr::kContainerName));
         add("Hostname", hostname_);
         break;
       case model::EntityKind::kHost:

@@ -30,9 +30,10 @@ std::string_view ExpositionContentType(ExpositionFormat format);
 //   duplicate series (same name and labels) are emitted once.
 // - Labels follow dcgm-exporter for GPU and MIG series (gpu, UUID, pci_bus_id, device,
 //   modelName, [GPU_I_PROFILE, GPU_I_ID], Hostname, DCGM_FI_DRIVER_VERSION, then the series'
-//   own labels); processes get pid, executable, container_id, pod_uid, Hostname; executables
-//   executable, executable_path, Hostname; host series Hostname. Constant labels (--tags) come
-//   after the entity labels. Label keys are sanitised (dots and other invalid characters become
+//   own labels); processes get pid, executable, container_id, pod_uid, namespace, pod, container
+//   (the pod attribution of --kubernetes, dcgm-exporter's names), Hostname; executables executable,
+//   executable_path, Hostname; host series Hostname. Constant labels (--tags) come after the entity
+//   labels. Label keys are sanitised (dots and other invalid characters become
 //   '_'); the first occurrence of a key wins, empty values are left out.
 // - OpenMetrics: counters named `*_total` form the family without the suffix; counters without
 //   it (dcgm-exporter names such as DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION) are typed `unknown`

@@ -343,6 +343,26 @@ TEST(TextRendererTest, ProcessSeriesGetProcessLabelsAndMappedGpuLabels) {
             "UUID=\"GPU-def\"} 1024\n");
 }
 
+TEST(TextRendererTest, ProcessInAPodGetsDcgmExporterPodLabels) {
+  model::Frame f;
+  model::Entity p;
+  p.kind = EntityKind::kProcess;
+  p.id = "pid/4242/99";
+  p.attributes.Set(model::attr::kPid, "4242");
+  p.attributes.Set(model::attr::kPodUid, "pod-1");
+  p.attributes.Set(model::attr::kPodNamespace, "ml");
+  p.attributes.Set(model::attr::kPodName, "trainer-0");
+  p.attributes.Set(model::attr::kContainerName, "trainer");
+  f.entities = {Host(), p};
+  Add(f, kProcMem, "pid/4242/99", 1024, {{"gpu.index", "1"}});
+  TextRenderer r(NoTargetInfo());
+  EXPECT_NE(r.Render(f, ExpositionFormat::kText004)
+                .find("warpscope_process_gpu_memory_used_bytes{pid=\"4242\",pod_uid=\"pod-1\","
+                      "namespace=\"ml\",pod=\"trainer-0\",container=\"trainer\","
+                      "Hostname=\"node1\",gpu=\"1\"} 1024\n"),
+            std::string::npos);
+}
+
 TEST(TextRendererTest, ProcessWithoutContainerHasNoEmptyLabels) {
   model::Frame f;
   model::Entity p;

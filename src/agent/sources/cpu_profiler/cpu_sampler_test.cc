@@ -132,6 +132,9 @@ TEST(CpuSamplerTest, AContainerProcessCarriesItsNamespacePidAndContainer) {
   trainer.container_pid = 7;
   trainer.container_id = kContainer;
   trainer.pod_uid = "6b1f0c3e-1111-2222-3333-444455556666";
+  trainer.pod_namespace = "ml";  // --kubernetes: named through the API server
+  trainer.pod_name = "trainer-0";
+  trainer.container_name = "trainer";
   identities->Add(trainer);
   Harness h(root.path(), identities);
   ASSERT_TRUE(h.source->Start().ok());
@@ -152,6 +155,12 @@ TEST(CpuSamplerTest, AContainerProcessCarriesItsNamespacePidAndContainer) {
   const profiling::Label* pod = FindLabel(p.samples[0], "pod_uid");
   ASSERT_NE(pod, nullptr);
   EXPECT_EQ(pod->str, trainer.pod_uid);
+  for (const auto& [key, value] : {std::pair{"namespace", "ml"}, std::pair{"pod", "trainer-0"},
+                                   std::pair{"container", "trainer"}}) {
+    const profiling::Label* label = FindLabel(p.samples[0], key);
+    ASSERT_NE(label, nullptr) << key;
+    EXPECT_EQ(label->str, value);
+  }
   EXPECT_EQ(identities->resolved(), 2) << "once per process, at its first sample";
 
   // The host process is sampled at the same time; its window was built with the other one's.

@@ -158,6 +158,14 @@ profiling::WindowProfile CpuWindow::BuildProcess(
     if (!info->pod_uid.empty()) {
       process_labels.push_back({"pod_uid", info->pod_uid, 0});
     }
+    // dcgm-exporter's label names, as on the process series of /metrics.
+    if (!info->pod_namespace.empty()) {
+      process_labels.push_back({"namespace", info->pod_namespace, 0});
+    }
+    if (!info->pod_name.empty()) process_labels.push_back({"pod", info->pod_name, 0});
+    if (!info->container_name.empty()) {
+      process_labels.push_back({"container", info->container_name, 0});
+    }
   }
   std::vector<Frame> frames;
   std::vector<uint32_t> stack;

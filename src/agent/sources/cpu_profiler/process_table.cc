@@ -120,6 +120,9 @@ void ProcessTable::Seed(ProcessInfo& process) {
         identity->container_pid > 0 ? static_cast<uint32_t>(identity->container_pid) : 0;
     process.container_id = identity->container_id;
     process.pod_uid = identity->pod_uid;
+    process.pod_namespace = identity->pod_namespace;
+    process.pod_name = identity->pod_name;
+    process.container_name = identity->container_name;
   } else if (auto status = base::ReadFile(dir + "/status")) {
     process.ns_pid = InnermostNsPid(*status);
   }

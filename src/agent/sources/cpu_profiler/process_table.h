@@ -40,6 +40,9 @@ struct ProcessInfo {
   uint32_t ns_pid = 0;
   std::string container_id;  // from its cgroup path; "" outside containers (or no resolver)
   std::string pod_uid;       // likewise, for a Kubernetes pod
+  std::string pod_namespace;  // from the Kubernetes API (--kubernetes), likewise
+  std::string pod_name;
+  std::string container_name;
   // Late symbolization (an exited process's files may be unreachable when its window is
   // built): the maps_generation the symbolizer holds, and which of `maps` it has parsed.
   std::optional<uint64_t> symbols_generation;

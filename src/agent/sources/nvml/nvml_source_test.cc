@@ -633,6 +633,41 @@ devices:
   EXPECT_EQ(sink_.FindEntity("pid/700/0"), nullptr) << "one process, one identity";
 }
 
+TEST_F(NvmlSourceTest, AProcessWhosePodIsNamedLaterGetsTheNames) {
+  StartWith(R"yaml(
+name: pod
+devices:
+  - name: "NVIDIA H100 80GB HBM3"
+    architecture: hopper
+    uuid: "GPU-00000000-0000-4000-8000-000000000000"
+    processes:
+      - {pid: 700, name: python3, type: compute, memory: 6GiB}
+)yaml");
+  model::ProcessInfo py;
+  py.pid = 700;
+  py.start_ticks = 1234;
+  py.executable = "python3";
+  py.container_id = std::string(64, 'a');
+  py.pod_uid = "1b4e28ba-2fa1-11d2-883f-0016d3cca427";
+  resolver_.Add(py);
+  PollAt(1);
+  const model::Entity* before = sink_.FindEntity("pid/700/1234");
+  ASSERT_NE(before, nullptr);
+  EXPECT_EQ(before->attributes.Get(model::attr::kPodName), "");
+
+  // The pod directory has heard of the pod since (--kubernetes).
+  py.pod_namespace = "ml";
+  py.pod_name = "trainer-0";
+  py.container_name = "trainer";
+  resolver_.Add(py);
+  PollAt(2);
+  const model::Entity* after = sink_.FindEntity("pid/700/1234");
+  ASSERT_NE(after, nullptr);
+  EXPECT_EQ(after->attributes.Get(model::attr::kPodNamespace), "ml");
+  EXPECT_EQ(after->attributes.Get(model::attr::kPodName), "trainer-0");
+  EXPECT_EQ(after->attributes.Get(model::attr::kContainerName), "trainer");
+}
+
 std::string StrideScenario(int stride) {
   return "name: stride\ndriver: {process_stride: " + std::to_string(stride) + R"yaml(}
 devices:

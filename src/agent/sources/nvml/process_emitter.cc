@@ -47,7 +47,13 @@ ProcessEmitter::CacheEntry& ProcessEmitter::Resolve(const ProcessRow& row, Repor
     entry.emitted_poll = 0;
   };
   if (info != nullptr) {
-    if (inserted || entry.from_nvml_name || entry.start_ticks != info->start_ticks) {
+    // A pod's names may arrive after its process is first seen (--kubernetes: the pod directory
+    // learns them from the API server), so they are compared too.
+    const model::Labels& a = entry.process.attributes;
+    if (inserted || entry.from_nvml_name || entry.start_ticks != info->start_ticks ||
+        a.Get(model::attr::kPodName) != info->pod_name ||
+        a.Get(model::attr::kPodNamespace) != info->pod_namespace ||
+        a.Get(model::attr::kContainerName) != info->container_name) {
       build(*info, false);
     }
     return entry;
