@@ -124,6 +124,33 @@ int main(int argc, char** argv) {
   mcp_cmd->add_option("--tls-ca-file", mcp_options.tls_ca_file,
                       "PEM file of the CAs to trust for an https server");
 
+  CLI::App* top_cmd = app.add_subcommand(
+      "top",
+      "Live terminal view of this host's GPUs, their processes and findings, like nvtop "
+      "(keys: q quit, h help; docs/top.md)");
+  warpscope::cli::TopOptions top_options;
+  top_cmd->add_option("--interval", top_options.interval, "Refresh interval (e.g. 1s, 500ms)")
+      ->capture_default_str();
+  top_cmd
+      ->add_option("--simulate", top_options.simulate,
+                   "Show the NVML simulator running this scenario (e.g. healthy-8xh100) instead "
+                   "of this host's GPUs")
+      ->envname("WARPSCOPE_SIMULATE");
+  top_cmd->add_option("--nvml-path", top_options.nvml_path,
+                      "libnvidia-ml.so.1 to open (default: the dynamic loader's search)");
+  auto* top_server =
+      top_cmd
+          ->add_option("--server", top_options.server,
+                       "Show a host of this warpscope server (its latest metrics, processes and "
+                       "open findings) instead of this host")
+          ->envname("WARPSCOPE_SERVER");
+  top_cmd->add_option("--host", top_options.host, "With --server: the host to show")
+      ->needs(top_server);
+  top_cmd->add_option("--auth-token-file", top_options.auth_token_file,
+                      "File with the server's bearer token (needed with --auth-read)");
+  top_cmd->add_option("--tls-ca-file", top_options.tls_ca_file,
+                      "PEM file of the CAs to trust for an https server");
+
   CLI::App* completion_cmd = app.add_subcommand(
       "completion",
       "Print the bash completion script of every subcommand and flag (the package installs it "
@@ -146,6 +173,9 @@ int main(int argc, char** argv) {
   if (*completion_cmd) {
     std::cout << warpscope::cli::BashCompletion(app, "warpscope");
     return 0;
+  }
+  if (*top_cmd) {
+    return warpscope::cli::RunTop(top_options);
   }
   if (*mcp_cmd) {
     return warpscope::cli::RunMcp(mcp_options, std::cin, std::cout);

@@ -21,9 +21,7 @@ std::string Attribute(const model::Entity& e, std::string_view key) {
   return std::string(v);
 }
 
-void Accumulate(std::optional<double>& slot, double value) {
-  slot = slot.value_or(0) + value;
-}
+void Accumulate(std::optional<double>& slot, double value) { slot = slot.value_or(0) + value; }
 
 // A GPU gauge's slot in the row, or null for a metric top does not show.
 std::optional<double>* GpuSlot(GpuRow& gpu, std::string_view key, bool& summed) {

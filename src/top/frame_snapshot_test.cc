@@ -12,12 +12,10 @@ const model::MetricDesc kUtil{.key = "gpu.utilization", .entity = EntityKind::kG
 const model::MetricDesc kMemUsed{.key = "gpu.memory.used", .entity = EntityKind::kGpu};
 const model::MetricDesc kNvTx{.key = "gpu.nvlink.transmit.rate", .entity = EntityKind::kGpu};
 const model::MetricDesc kDegraded{.key = "gpu.degraded", .entity = EntityKind::kGpu};
-const model::MetricDesc kProcMem{.key = "gpu.process.memory.used",
-                                 .entity = EntityKind::kProcess};
+const model::MetricDesc kProcMem{.key = "gpu.process.memory.used", .entity = EntityKind::kProcess};
 const model::MetricDesc kProcSm{.key = "gpu.process.sm.utilization",
                                 .entity = EntityKind::kProcess};
-const model::MetricDesc kProcCpu{.key = "process.cpu.utilization",
-                                 .entity = EntityKind::kProcess};
+const model::MetricDesc kProcCpu{.key = "process.cpu.utilization", .entity = EntityKind::kProcess};
 const model::MetricDesc kCpus{.key = "host.cpu.logical_count", .entity = EntityKind::kHost};
 
 model::SeriesPoint Point(const model::MetricDesc& m, std::string entity, double v,

@@ -18,10 +18,12 @@ constexpr const char* kWindow = "now-2m";
 constexpr double kStaleSeconds = 30;
 enum Answer : size_t { kSummary, kProcessMemory, kProcessSm, kProcessCpu, kCpuCount, kInsights };
 constexpr size_t kAnswers = 6;
-constexpr const char* kAnswerNames[] = {"summary", "top gpu.process.memory.used",
+constexpr const char* kAnswerNames[] = {"summary",
+                                        "top gpu.process.memory.used",
                                         "top gpu.process.sm.utilization",
                                         "top process.cpu.utilization",
-                                        "top host.cpu.logical_count", "insights"};
+                                        "top host.cpu.logical_count",
+                                        "insights"};
 
 std::string UrlEncode(const std::string& text) {
   std::string out;
@@ -152,7 +154,8 @@ std::vector<std::string> RemoteRequests(const std::string& host) {
 base::Result<Snapshot> SnapshotFromServer(const std::string& host,
                                           const std::vector<std::string>& bodies) {
   if (bodies.size() != kAnswers) {
-    return base::Error(base::InvalidArgument("{} answers for {} requests", bodies.size(), kAnswers));
+    return base::Error(
+        base::InvalidArgument("{} answers for {} requests", bodies.size(), kAnswers));
   }
   std::vector<json> answers;
   for (size_t i = 0; i < kAnswers; ++i) {
@@ -171,8 +174,8 @@ base::Result<Snapshot> SnapshotFromServer(const std::string& host,
     ReadProcesses(answers, s);
     ReadFindings(answers[kInsights], s);
   } catch (const json::exception& e) {
-    return base::Error(base::InvalidArgument("the server's answer has an unexpected shape: {}",
-                                      e.what()));
+    return base::Error(
+        base::InvalidArgument("the server's answer has an unexpected shape: {}", e.what()));
   }
   return s;
 }

@@ -55,8 +55,7 @@ std::optional<double> SortValue(const ProcessRow& p, SortKey key) {
 
 bool Matches(const ProcessRow& p, const std::string& needle) {
   if (needle.empty()) return true;
-  for (const std::string& hay :
-       {std::to_string(p.pid), p.user, p.executable, p.command_line}) {
+  for (const std::string& hay : {std::to_string(p.pid), p.user, p.executable, p.command_line}) {
     if (Lower(hay).find(needle) != std::string::npos) return true;
   }
   return false;
@@ -75,8 +74,9 @@ class LineBuilder {
 };
 
 // One gauge: "LABEL value sparkline".
-void AddGauge(LineBuilder& b, std::string_view label, std::string value, std::optional<double> level,
-              const std::vector<std::optional<double>>& history, bool utf8) {
+void AddGauge(LineBuilder& b, std::string_view label, std::string value,
+              std::optional<double> level, const std::vector<std::optional<double>>& history,
+              bool utf8) {
   b.Add(fmt::format("  {} ", label), Style::kHeader);
   b.Add(std::move(value), Level(level));
   b.Add(" ");
@@ -88,11 +88,12 @@ std::optional<double> Ratio(const std::optional<double>& v, const std::optional<
   return *v / *full;
 }
 
+// "used/total<unit>", right-aligned in `width` columns.
 std::string Pair(const std::optional<double>& used, const std::optional<double>& total,
-                 std::string (*format)(double), std::string_view unit) {
+                 std::string (*format)(double), std::string_view unit, int width) {
   std::string a = used ? format(*used) : "-";
   std::string b = total ? format(*total) : "-";
-  return fmt::format("{:>6}/{:<6}{}", a, b, unit);
+  return fmt::format("{:>{}}", fmt::format("{}/{}{}", a, b, unit), width);
 }
 
 std::string Watts(double w) { return fmt::format("{:.0f}", w); }
@@ -111,21 +112,22 @@ void AddGpuLines(const GpuRow& gpu, const History& history, bool utf8, std::vect
   AddGauge(a, "SM", Percent(gpu.sm_active), gpu.sm_active, history.Values(gpu, Gauge::kSmActive),
            utf8);
   std::optional<double> mem = Ratio(gpu.memory_used, gpu.memory_total);
-  AddGauge(a, "MEM", Pair(gpu.memory_used, gpu.memory_total, FormatBytes, "") + Percent(mem), mem,
-           history.Values(gpu, Gauge::kMemory), utf8);
+  AddGauge(a, "MEM", Pair(gpu.memory_used, gpu.memory_total, FormatBytes, "", 12) + Percent(mem),
+           mem, history.Values(gpu, Gauge::kMemory), utf8);
   out.push_back(a.Take());
 
   LineBuilder b;
   b.Add("       ");
   std::optional<double> power = Ratio(gpu.power, gpu.power_limit);
-  AddGauge(b, "POW", Pair(gpu.power, gpu.power_limit, Watts, "W"), power,
+  AddGauge(b, "POW", Pair(gpu.power, gpu.power_limit, Watts, "W", 9), power,
            history.Values(gpu, Gauge::kPower), utf8);
   std::optional<double> temp = Ratio(gpu.temperature, 90.0);
   AddGauge(b, "TEMP",
            gpu.temperature ? fmt::format("{:3.0f}C", *gpu.temperature) : std::string("   -"), temp,
            history.Values(gpu, Gauge::kTemperature), utf8);
   auto rate = [](const std::optional<double>& v) { return v ? FormatRate(*v) : std::string("-"); };
-  b.Add("  PCIe ", Style::kHeader).Add(fmt::format("tx {:>5} rx {:>5}", rate(gpu.pcie_tx), rate(gpu.pcie_rx)));
+  b.Add("  PCIe ", Style::kHeader)
+      .Add(fmt::format("tx {:>5} rx {:>5}", rate(gpu.pcie_tx), rate(gpu.pcie_rx)));
   b.Add("  NVLink ", Style::kHeader)
       .Add(fmt::format("tx {:>5} rx {:>5}", rate(gpu.nvlink_tx), rate(gpu.nvlink_rx)));
   out.push_back(b.Take());
@@ -153,14 +155,14 @@ Line ProcessLine(const ProcessRow& p) {
   std::string mem = p.gpu_memory ? FormatBytes(*p.gpu_memory) : "-";
   std::string command = p.command_line.empty() ? p.executable : p.command_line;
   Line line;
-  line.spans = {{fmt::format("{:>8} {:<10.10} {:>3} {:>8} {} {} ", p.pid, p.user, p.gpu_index, mem,
-                             sm, cpu)},
-                {command, Style::kNormal}};
+  line.spans = {
+      {fmt::format("{:>8} {:<10.10} {:>3} {:>8} {} {} ", p.pid, p.user, p.gpu_index, mem, sm, cpu)},
+      {command, Style::kNormal}};
   return line;
 }
 
 Line FindingLine(const FindingRow& f) {
-  Style style = f.severity == "page" ? Style::kBad
+  Style style = f.severity == "page"     ? Style::kBad
                 : f.severity == "ticket" ? Style::kWarn
                                          : Style::kNormal;
   Line line;
@@ -179,11 +181,11 @@ Line TitleLine(const Snapshot& snapshot, const ViewState& state, const ScreenOpt
     filter = fmt::format("  filter: {}", state.filter);
   }
   Line line;
-  line.spans = {{"warpscope top", Style::kTitle},
-                {fmt::format("  {}  {}  every {}  {}  sort: {}{}", snapshot.host, snapshot.origin,
-                             base::FormatDuration(options.interval), gpu, SortKeyName(state.sort),
-                             filter)},
-                {"   h: help  q: quit", Style::kDim}};
+  line.spans = {
+      {"warpscope top", Style::kTitle},
+      {fmt::format("  {}  {}  every {}  {}  sort: {}{}", snapshot.host, snapshot.origin,
+                   base::FormatDuration(options.interval), gpu, SortKeyName(state.sort), filter)},
+      {"   h: help  q: quit", Style::kDim}};
   return line;
 }
 
@@ -457,8 +459,8 @@ Screen BuildScreen(const Snapshot& snapshot, const History& history, const ViewS
   size_t shown = std::min(processes.size(), static_cast<size_t>(std::max(room, 1)));
   for (size_t i = 0; i < shown; ++i) lines.push_back(ProcessLine(processes[i]));
   if (processes.empty()) {
-    lines.push_back(Line{{{state.filter.empty() ? " no GPU processes" : " no process matches",
-                           Style::kDim}}});
+    lines.push_back(
+        Line{{{state.filter.empty() ? " no GPU processes" : " no process matches", Style::kDim}}});
   }
   lines.push_back(Line{});
   for (Line& line : bottom) lines.push_back(std::move(line));

@@ -42,9 +42,9 @@ inline constexpr int kKeyEscape = 27;
 
 struct ViewState {
   SortKey sort = SortKey::kGpuMemory;
-  std::string filter;            // case-insensitive substring of pid, user, executable, command
-  bool editing_filter = false;   // after '/', until Enter or Escape
-  std::optional<int> gpu;        // the selected GPU's index; none = all GPUs
+  std::string filter;           // case-insensitive substring of pid, user, executable, command
+  bool editing_filter = false;  // after '/', until Enter or Escape
+  std::optional<int> gpu;       // the selected GPU's index; none = all GPUs
   bool help = false;
   bool quit = false;
 };

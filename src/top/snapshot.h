@@ -14,17 +14,17 @@ namespace warpscope::top {
 struct GpuRow {
   int index = 0;
   std::string uuid;
-  std::string name;                       // "NVIDIA H100 80GB HBM3"
-  std::optional<double> utilization;      // 0..1
-  std::optional<double> sm_active;        // 0..1 (GPM)
-  std::optional<double> memory_used;      // bytes
-  std::optional<double> memory_total;     // bytes
-  std::optional<double> power;            // watts
-  std::optional<double> power_limit;      // watts
-  std::optional<double> temperature;      // celsius
-  std::optional<double> pcie_tx;          // bytes per second
+  std::string name;                    // "NVIDIA H100 80GB HBM3"
+  std::optional<double> utilization;   // 0..1
+  std::optional<double> sm_active;     // 0..1 (GPM)
+  std::optional<double> memory_used;   // bytes
+  std::optional<double> memory_total;  // bytes
+  std::optional<double> power;         // watts
+  std::optional<double> power_limit;   // watts
+  std::optional<double> temperature;   // celsius
+  std::optional<double> pcie_tx;       // bytes per second
   std::optional<double> pcie_rx;
-  std::optional<double> nvlink_tx;        // bytes per second, summed over the links
+  std::optional<double> nvlink_tx;  // bytes per second, summed over the links
   std::optional<double> nvlink_rx;
   bool degraded = false;
 };

@@ -18,6 +18,7 @@ volatile sig_atomic_t g_stop = 0;
 std::atomic<bool> g_open{false};
 struct sigaction g_old_int;
 struct sigaction g_old_term;
+struct sigaction g_old_hup;
 SCREEN* g_screen = nullptr;
 
 void OnSignal(int) { g_stop = 1; }
@@ -64,12 +65,14 @@ attr_t AttrOf(Style style, bool colors) {
 
 base::Result<std::unique_ptr<CursesDisplay>> CursesDisplay::Open() {
   if (isatty(STDIN_FILENO) == 0 || isatty(STDOUT_FILENO) == 0) {
-    return base::Error(base::Status(base::StatusCode::kInvalidArgument,
-                        "stdin and stdout must be a terminal; run warpscope top in a terminal "
-                        "(for scripts, use `warpscope agent --once`)"));
+    return base::Error(
+        base::Status(base::StatusCode::kInvalidArgument,
+                     "stdin and stdout must be a terminal; run warpscope top in a terminal "
+                     "(for scripts, use `warpscope agent --once`)"));
   }
   if (g_open.exchange(true)) {
-    return base::Error(base::Status(base::StatusCode::kInvalidArgument, "a terminal view is already open"));
+    return base::Error(
+        base::Status(base::StatusCode::kInvalidArgument, "a terminal view is already open"));
   }
   std::setlocale(LC_ALL, "");
   std::unique_ptr<CursesDisplay> d(new CursesDisplay());
@@ -82,16 +85,19 @@ base::Result<std::unique_ptr<CursesDisplay>> CursesDisplay::Open() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &g_old_int);
   sigaction(SIGTERM, &sa, &g_old_term);
+  sigaction(SIGHUP, &sa, &g_old_hup);
 
   g_screen = newterm(nullptr, stdout, stdin);
   if (g_screen == nullptr) {
     sigaction(SIGINT, &g_old_int, nullptr);
     sigaction(SIGTERM, &g_old_term, nullptr);
+    sigaction(SIGHUP, &g_old_hup, nullptr);
     g_open = false;
     const char* term = getenv("TERM");
-    return base::Error(base::Status(base::StatusCode::kUnavailable,
-                        std::string("cannot open the terminal TERM=") + (term ? term : "") +
-                            "; set TERM to your terminal's type (e.g. xterm-256color)"));
+    return base::Error(
+        base::Status(base::StatusCode::kUnavailable,
+                     std::string("cannot open the terminal TERM=") + (term ? term : "") +
+                         "; set TERM to your terminal's type (e.g. xterm-256color)"));
   }
   cbreak();
   noecho();
@@ -111,6 +117,7 @@ base::Result<std::unique_ptr<CursesDisplay>> CursesDisplay::Open() {
 }
 
 CursesDisplay::~CursesDisplay() {
+  curs_set(1);
   endwin();
   if (g_screen != nullptr) {
     delscreen(g_screen);
@@ -118,6 +125,7 @@ CursesDisplay::~CursesDisplay() {
   }
   sigaction(SIGINT, &g_old_int, nullptr);
   sigaction(SIGTERM, &g_old_term, nullptr);
+  sigaction(SIGHUP, &g_old_hup, nullptr);
   g_open = false;
 }
 

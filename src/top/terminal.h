@@ -12,8 +12,8 @@ namespace warpscope::top {
 
 // The terminal in curses mode while this object lives: cbreak, no echo, keypad, hidden cursor,
 // colours when the terminal has them. UTF-8 sparklines when the locale's codeset is UTF-8
-// (setlocale from the environment), ASCII otherwise. SIGINT and SIGTERM set a flag
-// (stop_requested) instead of killing the process, so the destructor always restores the
+// (setlocale from the environment), ASCII otherwise. SIGINT, SIGTERM and SIGHUP (the terminal
+// went away) set a flag (stop_requested) instead of killing the process, so the destructor always restores the
 // terminal (endwin) and the previous signal handlers. One at a time per process.
 class CursesDisplay final : public Display {
  public:
@@ -28,7 +28,7 @@ class CursesDisplay final : public Display {
   void Draw(const Screen& screen) override;
   int ReadKey(base::Duration timeout) override;
 
-  // True once SIGINT or SIGTERM arrived.
+  // True once SIGINT, SIGTERM or SIGHUP arrived.
   static bool stop_requested();
 
  private:

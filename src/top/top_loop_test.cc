@@ -70,10 +70,9 @@ TEST(TopLoopTest, StopRequestEndsTheLoop) {
   FakeCollector collector({WithGpu(0.5)});
   display.Script({kNoKey, kNoKey, kNoKey, kNoKey});
   int polls = 0;
-  LoopStats stats = RunLoop(display, collector, clock,
-                            {.interval = milliseconds(500), .stop_requested = [&polls] {
-                               return ++polls > 2;
-                             }});
+  LoopStats stats =
+      RunLoop(display, collector, clock,
+              {.interval = milliseconds(500), .stop_requested = [&polls] { return ++polls > 2; }});
   EXPECT_EQ(stats.collections, 2u);
 }
 
