@@ -168,6 +168,12 @@ class RemoteCollector final : public top::Collector {
         return Failed(fmt::format("cannot reach {} ({}); is `warpscope server` running there?",
                                   url_, httplib::to_string(r.error())));
       }
+      // A metric the server never received (a host without GPU processes) is a 404 of /top:
+      // nothing to show, not an error.
+      if (r->status == 404 && path.starts_with("/api/v1/top?")) {
+        bodies.emplace_back(R"({"entries": []})");
+        continue;
+      }
       if (r->status != 200) {
         return Failed(
             fmt::format("{} answered {} to {}: {}", url_, r->status, path, r->body.substr(0, 200)));

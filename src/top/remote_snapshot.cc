@@ -16,14 +16,25 @@ using nlohmann::json;
 
 constexpr const char* kWindow = "now-2m";
 constexpr double kStaleSeconds = 30;
-enum Answer : size_t { kSummary, kProcessMemory, kProcessSm, kProcessCpu, kCpuCount, kInsights };
-constexpr size_t kAnswers = 6;
+enum Answer : size_t {
+  kSummary,
+  kProcessMemory,
+  kProcessSm,
+  kProcessCpu,
+  kCpuCount,
+  kInsights,
+  kPcieTx,
+  kPcieRx
+};
+constexpr size_t kAnswers = 8;
 constexpr const char* kAnswerNames[] = {"summary",
                                         "top gpu.process.memory.used",
                                         "top gpu.process.sm.utilization",
                                         "top process.cpu.utilization",
                                         "top host.cpu.logical_count",
-                                        "insights"};
+                                        "insights",
+                                        "top gpu.pcie.transmit.rate",
+                                        "top gpu.pcie.receive.rate"};
 
 std::string UrlEncode(const std::string& text) {
   std::string out;
@@ -148,7 +159,9 @@ std::vector<std::string> RemoteRequests(const std::string& host) {
           TopRequest("gpu.process.sm.utilization", host, 200),
           TopRequest("process.cpu.utilization", host, 200),
           TopRequest("host.cpu.logical_count", host, 1),
-          fmt::format("/api/v1/insights?host={}&limit=100", UrlEncode(host))};
+          fmt::format("/api/v1/insights?host={}&limit=100", UrlEncode(host)),
+          TopRequest("gpu.pcie.transmit.rate", host, 64),
+          TopRequest("gpu.pcie.receive.rate", host, 64)};
 }
 
 base::Result<Snapshot> SnapshotFromServer(const std::string& host,
@@ -171,6 +184,12 @@ base::Result<Snapshot> SnapshotFromServer(const std::string& host,
   s.host = host;
   try {
     ReadGpus(answers[kSummary], s);
+    std::map<std::string, double> tx = LatestByEntity(answers[kPcieTx]);
+    std::map<std::string, double> rx = LatestByEntity(answers[kPcieRx]);
+    for (GpuRow& gpu : s.gpus) {
+      if (auto it = tx.find(gpu.uuid); it != tx.end()) gpu.pcie_tx = it->second;
+      if (auto it = rx.find(gpu.uuid); it != rx.end()) gpu.pcie_rx = it->second;
+    }
     ReadProcesses(answers, s);
     ReadFindings(answers[kInsights], s);
   } catch (const json::exception& e) {

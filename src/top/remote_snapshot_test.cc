@@ -27,12 +27,14 @@ std::vector<std::string> Answers() {
            {"rule": "a", "severity": "info", "state": "pending", "summary": "p"},
            {"rule": "b", "severity": "page", "state": "resolved", "summary": "r"},
            {"rule": "c", "severity": "page", "state": "firing", "entity": "GPU-a",
-            "summary": "hot"}]})"};
+            "summary": "hot"}]})",
+      R"({"entries": [{"entity": "GPU-a", "latest": 9e6, "latest_time": 1000}]})",
+      R"({"entries": [{"entity": "GPU-a", "latest": 3.5e8, "latest_time": 1000}]})"};
 }
 
 TEST(RemoteSnapshotTest, RequestsNameTheHostEscaped) {
   std::vector<std::string> r = RemoteRequests("node 1");
-  ASSERT_EQ(r.size(), 6u);
+  ASSERT_EQ(r.size(), 8u);
   EXPECT_EQ(r[0], "/api/v1/summary?host=node%201&start=now-2m");
   EXPECT_NE(r[1].find("metric=gpu.process.memory.used"), std::string::npos);
   EXPECT_NE(r[5].find("/api/v1/insights?host=node%201"), std::string::npos);
@@ -44,6 +46,9 @@ TEST(RemoteSnapshotTest, GpusProcessesAndOpenFindings) {
   ASSERT_EQ(s->gpus.size(), 2u);
   EXPECT_EQ(s->gpus[0].uuid, "GPU-a");
   EXPECT_DOUBLE_EQ(*s->gpus[0].power, 650);
+  EXPECT_DOUBLE_EQ(*s->gpus[0].pcie_tx, 9e6);
+  EXPECT_DOUBLE_EQ(*s->gpus[0].pcie_rx, 3.5e8);
+  EXPECT_FALSE(s->gpus[1].pcie_tx.has_value());
   EXPECT_DOUBLE_EQ(*s->gpus[1].utilization, 0.55);
   ASSERT_EQ(s->processes.size(), 1u);  // the stale one is left out
   EXPECT_EQ(s->processes[0].pid, 31000);

@@ -153,10 +153,11 @@ Line ProcessLine(const ProcessRow& p) {
   std::string cpu = p.cpu ? fmt::format("{:6.1f}", *p.cpu * 100) : fmt::format("{:>6}", "-");
   std::string sm = p.sm ? fmt::format("{:5.0f}", *p.sm * 100) : fmt::format("{:>5}", "-");
   std::string mem = p.gpu_memory ? FormatBytes(*p.gpu_memory) : "-";
+  std::string gpu = p.gpu_index >= 0 ? std::to_string(p.gpu_index) : "-";
   std::string command = p.command_line.empty() ? p.executable : p.command_line;
   Line line;
   line.spans = {
-      {fmt::format("{:>8} {:<10.10} {:>3} {:>8} {} {} ", p.pid, p.user, p.gpu_index, mem, sm, cpu)},
+      {fmt::format("{:>8} {:<10.10} {:>3} {:>8} {} {} ", p.pid, p.user, gpu, mem, sm, cpu)},
       {command, Style::kNormal}};
   return line;
 }

@@ -224,6 +224,14 @@ TEST(ScreenTest, ErrorsAndEmptyStatesAreShown) {
   EXPECT_NE(text.find("--server URL --host H"), std::string::npos);
 }
 
+TEST(ScreenTest, UnknownGpuOfAProcessIsADash) {
+  Snapshot s = TwoGpus();
+  s.processes.resize(1);
+  s.processes[0].gpu_index = -1;
+  std::string text = All(BuildScreen(s, History(), ViewState(), {.rows = 40, .columns = 160}));
+  EXPECT_NE(text.find("   300 mlops        -"), std::string::npos) << text;
+}
+
 TEST(ScreenTest, DegradedGpuSaysSo) {
   Snapshot s = TwoGpus();
   s.gpus[1].degraded = true;

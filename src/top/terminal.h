@@ -13,8 +13,8 @@ namespace warpscope::top {
 // The terminal in curses mode while this object lives: cbreak, no echo, keypad, hidden cursor,
 // colours when the terminal has them. UTF-8 sparklines when the locale's codeset is UTF-8
 // (setlocale from the environment), ASCII otherwise. SIGINT, SIGTERM and SIGHUP (the terminal
-// went away) set a flag (stop_requested) instead of killing the process, so the destructor always restores the
-// terminal (endwin) and the previous signal handlers. One at a time per process.
+// went away) set a flag (stop_requested) instead of killing the process, so the destructor always
+// restores the terminal (endwin) and the previous signal handlers. One at a time per process.
 class CursesDisplay final : public Display {
  public:
   // Fails (kInvalidArgument) when stdin or stdout is not a terminal, (kUnavailable) when TERM

@@ -122,9 +122,10 @@ std::vector<Row> ProcessRows(const std::string& text) {
 // Starts `warpscope top` on the simulator in a 160x50 pane named "top". After top, the pane's
 // shell prints top's exit status and stays (cat waits on the terminal), so that the restored
 // terminal can be inspected.
-bool StartTop(const Tmux& tmux) {
-  std::string command = "env LANG=C.UTF-8 LC_ALL=C.UTF-8 " + Quote(WarpscopeBinary()) +
-                        " top --simulate healthy-8xh100 --interval 1s; echo top-exit=$?; exec cat";
+bool StartTop(const Tmux& tmux,
+              const std::string& args = "--simulate healthy-8xh100 --interval 1s") {
+  std::string command = "env LANG=C.UTF-8 LC_ALL=C.UTF-8 " + Quote(WarpscopeBinary()) + " top " +
+                        args + "; echo top-exit=$?; exec cat";
   auto [rc, out] = tmux(
       "start-server \\; set-option -g default-terminal screen \\; new-session -d -x 160 -y 50 "
       "-s top " +
@@ -260,6 +261,45 @@ TEST(TopTmuxTest, SigtermRestoresTheTerminal) {
   EXPECT_TRUE(Has(screen, "top-exit=130")) << screen;
   EXPECT_EQ(tmux.Format("#{alternate_on}"), "0");
   EXPECT_EQ(tmux.Format("#{cursor_flag}"), "1");
+}
+
+TEST(TopTmuxTest, RemoteHostOfAServer) {
+  WARPSCOPE_REQUIRE_PEER(Shell("tmux -V").first == 0, "tmux", "run scripts/setup.sh --test");
+  TempDir tmp("warpscope_top_remote_");
+  const AgentServerFiles files =
+      PrepareAgentAndServer(tmp, TwoGpuCoolingScenario("top-remote", "60"));
+  ASSERT_TRUE(files.ok);
+  const std::string port = std::to_string(files.server_port);
+  auto server = ChildProcess::Start(
+      {WarpscopeBinary(), "server", "--data-dir=" + tmp.path() + "/data",
+       "--listen-address=127.0.0.1:" + port, "--auth-token-file=" + files.token},
+      tmp.path());
+  ASSERT_TRUE(server);
+  auto agent = ChildProcess::Start(PushingAgentArgv(files, "top-node"), tmp.path());
+  ASSERT_TRUE(agent);
+
+  // Until the server is up and has the host's first window, top shows why it has nothing.
+  Tmux tmux;
+  ASSERT_TRUE(StartTop(tmux, "--server http://127.0.0.1:" + port +
+                                 " --host top-node --interval 500ms --auth-token-file " +
+                                 Quote(files.token)));
+  std::string screen;
+  ASSERT_TRUE(WaitFor(
+      tmux,
+      [](const std::string& t) {
+        return Has(t, "top-node") && Has(t, "server http://127.0.0.1:") && Has(t, "GPU 1") &&
+               Has(t, "NVIDIA H100 80GB HBM3") && Has(t, "650/700W") && Has(t, "none open");
+      },
+      &screen))
+      << screen << "\nserver: " << (*server)->Stderr() << "\nagent: " << (*agent)->Stderr();
+  tmux.Keys("q");
+  ASSERT_TRUE(WaitFor(
+      tmux, [](const std::string& t) { return Has(t, "top-exit="); }, &screen))
+      << screen;
+  EXPECT_TRUE(Has(screen, "top-exit=0")) << screen;
+  // SIGTERM lets the agent remove its simulated host's directory.
+  EXPECT_NE((*agent)->Signal(SIGTERM, seconds(15)), -1);
+  EXPECT_NE((*server)->Signal(SIGTERM, seconds(15)), -1);
 }
 
 }  // namespace
