@@ -251,7 +251,13 @@ int RunTop(const TopOptions& options) {
                  options.server.empty() && options.simulate.empty()
                      ? " (no GPU here? try `warpscope top --simulate healthy-8xh100`)"
                      : "");
-    return collector.error().code() == base::StatusCode::kInvalidArgument ? 2 : 1;
+    // Bad input (an unknown scenario included) is 2, as for the agent; NVML or a server that
+    // cannot be used is 1.
+    base::StatusCode code = collector.error().code();
+    bool bad_input = code == base::StatusCode::kInvalidArgument ||
+                     (!options.simulate.empty() && code == base::StatusCode::kNotFound &&
+                      collector.error().message().starts_with("--simulate"));
+    return bad_input ? 2 : 1;
   }
   int rc = 0;
   {
