@@ -30,22 +30,29 @@
 namespace warpscope::cli {
 namespace {
 
-// Log lines would scribble over the screen: the latest warning goes to the status line instead.
+// Log lines would scribble over the screen: the latest warning goes to the status line instead,
+// for the next kRefreshesShown refreshes.
 class StatusLineLog final : public base::LogSink {
  public:
+  static constexpr int kRefreshesShown = 10;
   void Write(base::LogSeverity severity, std::string_view, int, std::string_view message) override {
     if (severity < base::LogSeverity::kWarning) return;
     std::lock_guard lock(mu_);
     last_ = std::string(message);
+    left_ = kRefreshesShown;
   }
-  std::string Last() {
+  // The warning to show at this refresh, or "".
+  std::string Next() {
     std::lock_guard lock(mu_);
+    if (left_ <= 0) return "";
+    --left_;
     return last_;
   }
 
  private:
   std::mutex mu_;
   std::string last_;
+  int left_ = 0;
 };
 
 std::string LocalHostName() {
@@ -205,13 +212,14 @@ class RemoteCollector final : public top::Collector {
   std::string url_;
 };
 
-// Adds the latest warning to the status line of the snapshot.
+// Adds a recent warning to the status line of the snapshot.
 class WithLog final : public top::Collector {
  public:
   WithLog(top::Collector& inner, StatusLineLog& log) : inner_(inner), log_(log) {}
   top::Snapshot Collect() override {
     top::Snapshot s = inner_.Collect();
-    if (s.error.empty()) s.error = log_.Last();
+    std::string warning = log_.Next();
+    if (s.error.empty()) s.error = std::move(warning);
     return s;
   }
 
