@@ -12,6 +12,8 @@ namespace {
 
 constexpr int kSparkWidth = 12;
 constexpr size_t kMaxFindingLines = 5;
+// Rows that the title, the process table (header and a few rows) and the findings need at least.
+constexpr int kMinProcessRows = 12;
 
 int Columns(std::string_view text) {
   int n = 0;
@@ -98,7 +100,9 @@ std::string Pair(const std::optional<double>& used, const std::optional<double>&
 
 std::string Watts(double w) { return fmt::format("{:.0f}", w); }
 
-void AddGpuLines(const GpuRow& gpu, const History& history, bool utf8, std::vector<Line>& out) {
+// The GPU's two lines; `compact`: the first only (utilisation, SM, memory).
+void AddGpuLines(const GpuRow& gpu, const History& history, bool utf8, bool compact,
+                 std::vector<Line>& out) {
   LineBuilder a;
   a.Add(fmt::format("GPU {:<2} ", gpu.index), Style::kHeader);
   a.Add(fmt::format("{:<24.24}", gpu.name));
@@ -115,6 +119,7 @@ void AddGpuLines(const GpuRow& gpu, const History& history, bool utf8, std::vect
   AddGauge(a, "MEM", Pair(gpu.memory_used, gpu.memory_total, FormatBytes, "", 12) + Percent(mem),
            mem, history.Values(gpu, Gauge::kMemory), utf8);
   out.push_back(a.Take());
+  if (compact) return;
 
   LineBuilder b;
   b.Add("       ");
@@ -428,10 +433,13 @@ Screen BuildScreen(const Snapshot& snapshot, const History& history, const ViewS
   if (!snapshot.error.empty()) {
     top.push_back(Line{{{"! " + snapshot.error, Style::kBad}}});
   }
+  std::vector<const GpuRow*> gpus;
   for (const GpuRow& gpu : snapshot.gpus) {
-    if (state.gpu && gpu.index != *state.gpu) continue;
-    AddGpuLines(gpu, history, options.utf8, top);
+    if (!state.gpu || gpu.index == *state.gpu) gpus.push_back(&gpu);
   }
+  // Two lines per GPU leave a short terminal no room for processes: then one line per GPU.
+  bool compact = static_cast<int>(2 * gpus.size()) + kMinProcessRows > options.rows;
+  for (const GpuRow* gpu : gpus) AddGpuLines(*gpu, history, options.utf8, compact, top);
   if (snapshot.gpus.empty() && snapshot.error.empty()) {
     top.push_back(Line{{{"no GPUs reported", Style::kDim}}});
   }

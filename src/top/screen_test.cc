@@ -203,6 +203,17 @@ TEST(ScreenTest, SmallTerminalsTruncateNeverOverflow) {
   }
 }
 
+TEST(ScreenTest, ShortTerminalsGetOneLinePerGpu) {
+  Snapshot s = TwoGpus();
+  std::string tall = All(BuildScreen(s, History(), ViewState(), {.rows = 40, .columns = 160}));
+  EXPECT_NE(tall.find("POW"), std::string::npos);
+  Screen small = BuildScreen(s, History(), ViewState(), {.rows = 14, .columns = 160});
+  std::string text = All(small);
+  EXPECT_EQ(text.find("POW"), std::string::npos);
+  EXPECT_NE(text.find("GPU 1"), std::string::npos);
+  EXPECT_NE(text.find("/usr/bin/vllm"), std::string::npos);
+}
+
 TEST(ScreenTest, ProcessesGiveWayToFindingsPanel) {
   Snapshot s = TwoGpus();
   s.findings_available = true;
