@@ -3,7 +3,7 @@
 # CPU of `warpscope top` per refresh against the agent's per collection cycle, both on the NVML
 # simulator with the same scenario and a 1 s period, for the same time, side by side.
 #   bench/top_cost.sh [BUILD_DIR] [SECONDS] [SCENARIO]
-# top runs in a private tmux server (160x50 pane, UTF-8); the agent collects GPU and host
+# top runs in a private tmux server (its socket in a temporary directory; 160x50 pane, UTF-8); the agent collects GPU and host
 # metrics as it does by default, serving /metrics on a free loopback port that nobody scrapes.
 # CPU seconds are utime + stime from /proc/<pid>/stat, read after a 5 s warm-up and at the end.
 set -euo pipefail
@@ -15,20 +15,22 @@ bin="$build/bin/warpscope"
 [[ -x "$bin" ]] || { echo "build first: ninja -C $build warpscope warpscope_nvml_sim" >&2; exit 1; }
 command -v tmux >/dev/null || { echo "tmux is missing: run scripts/setup.sh --test" >&2; exit 1; }
 hz=$(getconf CLK_TCK)
-socket="warpscope-top-cost-$$"
+tmp="$(mktemp -d)"
+socket="$tmp/tmux.sock"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 
 "$bin" agent --simulate "$scenario" --collect-metrics-interval=1s --export-metrics-interval=10s \
   --listen-address="127.0.0.1:$port" --log-level=warning &
 agent=$!
-tmux -L "$socket" -f /dev/null new-session -d -x 160 -y 50 -s top \
+tmux -S "$socket" -f /dev/null new-session -d -x 160 -y 50 -s top \
   "exec env LANG=C.UTF-8 LC_ALL=C.UTF-8 '$bin' top --simulate '$scenario' --interval 1s"
 cleanup() {
   kill "$agent" 2>/dev/null || true
-  tmux -L "$socket" kill-server 2>/dev/null || true
+  tmux -S "$socket" kill-server 2>/dev/null || true
+  rm -rf "$tmp"
 }
 trap cleanup EXIT
-top=$(tmux -L "$socket" display-message -p -t top '#{pane_pid}')
+top=$(tmux -S "$socket" display-message -p -t top '#{pane_pid}')
 
 cpu() { awk -v hz="$hz" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
 sleep 5  # warm-up: NVML enumeration, the first cycles
