@@ -3,8 +3,9 @@
 # CPU of `warpscope top` per refresh against the agent's per collection cycle, both on the NVML
 # simulator with the same scenario and a 1 s period, for the same time, side by side.
 #   bench/top_cost.sh [BUILD_DIR] [SECONDS] [SCENARIO]
-# top runs in a private tmux server (its socket in a temporary directory; 160x50 pane, UTF-8); the agent collects GPU and host
-# metrics as it does by default, serving /metrics on a free loopback port that nobody scrapes.
+# top runs in a private tmux server (its socket in a temporary directory; 160x50 pane, UTF-8);
+# the agent collects GPU and host metrics as it does by default, serving /metrics on a free
+# loopback port that nobody scrapes.
 # CPU seconds are utime + stime from /proc/<pid>/stat, read after a 5 s warm-up and at the end.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
