@@ -7,15 +7,15 @@
 #   scripts/setup.sh --test     also the test peers (Prometheus, Alertmanager, node_exporter,
 #                               Chromium, gdb, perf for the CPU profiler benchmarks,
 #                               systemd-analyze for the service units, man-db and lintian
-#                               for the Debian package)
+#                               for the Debian package, tmux for warpscope top's terminal test)
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ pkg-config libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
   libcli11-dev libfmt-dev libexpected-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libsqlite3-dev libsnappy-dev libssl-dev libelf-dev libdw-dev
-  python3-dev help2man dpkg-dev)
+  python3-dev help2man dpkg-dev libncurses-dev)
 test_pkgs=(prometheus prometheus-alertmanager prometheus-node-exporter curl chromium gdb linux-perf
-  systemd man-db lintian)
+  systemd man-db lintian tmux)
 
 want=("${build_pkgs[@]}")
 # The web UI is built with npm; Debian's nodejs/npm when the machine has no npm of its own.

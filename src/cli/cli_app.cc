@@ -103,6 +103,32 @@ std::unique_ptr<CliApp> MakeCliApp() {
   c.mcp_cmd->add_option("--tls-ca-file", c.mcp_options.tls_ca_file,
                         "PEM file of the CAs to trust for an https server");
 
+  c.top_cmd = c.app.add_subcommand(
+      "top",
+      "Live terminal view of this host's GPUs, their processes and findings, like nvtop "
+      "(keys: q quit, h help; docs/top.md)");
+  c.top_cmd->add_option("--interval", c.top_options.interval, "Refresh interval (e.g. 1s, 500ms)")
+      ->capture_default_str();
+  c.top_cmd
+      ->add_option("--simulate", c.top_options.simulate,
+                   "Show the NVML simulator running this scenario (e.g. healthy-8xh100) instead "
+                   "of this host's GPUs")
+      ->envname("WARPSCOPE_SIMULATE");
+  c.top_cmd->add_option("--nvml-path", c.top_options.nvml_path,
+                        "libnvidia-ml.so.1 to open (default: the dynamic loader's search)");
+  auto* top_server =
+      c.top_cmd
+          ->add_option("--server", c.top_options.server,
+                       "Show a host of this warpscope server (its latest metrics, processes and "
+                       "open findings) instead of this host")
+          ->envname("WARPSCOPE_SERVER");
+  c.top_cmd->add_option("--host", c.top_options.host, "With --server: the host to show")
+      ->needs(top_server);
+  c.top_cmd->add_option("--auth-token-file", c.top_options.auth_token_file,
+                        "File with the server's bearer token (needed with --auth-read)");
+  c.top_cmd->add_option("--tls-ca-file", c.top_options.tls_ca_file,
+                        "PEM file of the CAs to trust for an https server");
+
   c.completion_cmd = c.app.add_subcommand(
       "completion",
       "Print the bash completion script of every subcommand and flag (the package installs it "

@@ -41,6 +41,8 @@ struct CliApp {
   std::string metrics_format = "markdown";
   CLI::App* mcp_cmd = nullptr;
   McpOptions mcp_options;
+  CLI::App* top_cmd = nullptr;
+  TopOptions top_options;
   CLI::App* completion_cmd = nullptr;
   std::string completion_shell = "bash";
 };

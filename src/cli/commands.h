@@ -109,6 +109,21 @@ struct ProfileOptions {
 // Returns CMD's exit status (128+N for a signal), 2 for bad input, 126/127 when CMD cannot run.
 int RunProfile(const ProfileOptions& options);
 
+// `warpscope top`: a live terminal view of the GPUs, their processes and findings (top_main.cc,
+// docs/top.md). Local (NVML, or the simulator with `simulate`) or one host of a server.
+struct TopOptions {
+  std::string interval = "1s";  // refresh interval, a duration of at least 100ms
+  std::string simulate;         // scenario name or path
+  std::string nvml_path;        // libnvidia-ml.so.1 to open; "" = the loader's search
+  std::string server;           // "" = this host; else a server URL (needs `host`)
+  std::string host;
+  std::string auth_token_file;
+  std::string tls_ca_file;
+};
+// Returns 0 after q, 130 after SIGINT/SIGTERM, 2 for bad flags or no terminal, 1 when NVML or
+// the server cannot be used.
+int RunTop(const TopOptions& options);
+
 // One catalog of metrics the agent can write, with its section of the reference.
 struct MetricCatalog {
   std::string_view title;

@@ -33,6 +33,9 @@ int main(int argc, char** argv) {
     std::cout << warpscope::cli::BashCompletion(cli->app, "warpscope");
     return 0;
   }
+  if (*cli->top_cmd) {
+    return warpscope::cli::RunTop(cli->top_options);
+  }
   if (*cli->mcp_cmd) {
     return warpscope::cli::RunMcp(cli->mcp_options, std::cin, std::cout);
   }
