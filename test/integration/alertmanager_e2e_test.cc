@@ -29,6 +29,7 @@ constexpr char kAlertmanager[] = "/usr/bin/prometheus-alertmanager";
 // ends soon after the climb does.
 constexpr char kServerConfig[] = R"([server.insights]
 cooling-window = "30s"
+cooling-clear-after = "20s"
 )";
 
 // Every route goes to a receiver that notifies nobody: the test reads the alerts API.
@@ -132,7 +133,7 @@ TEST(AlertmanagerE2ETest, ACoolingFailureFiresInAlertmanagerAndResolvesThere) {
       << alerts[0]["generatorURL"];
   EXPECT_EQ(alerts[0]["status"]["state"], "active");
 
-  // The climb ended long ago; once the finding resolves (its 2-minute clear), the resolution
+  // The climb ended long ago; once the finding resolves (its 20-second clear), the resolution
   // reaches Alertmanager and the alert is no longer active there. The firing copies carry a
   // 4-minute lease, so only the resolution can end it this soon.
   body = WaitForHttp(

@@ -38,6 +38,7 @@ base::Status InsightConfig::Validate() const {
   WARPSCOPE_RETURN_IF_ERROR(Check("cooling_rate_c_per_min", cooling_rate_c_per_min, 0.1, 1000));
   WARPSCOPE_RETURN_IF_ERROR(Check("cooling_min_rise_c", cooling_min_rise_c, 0, 100));
   WARPSCOPE_RETURN_IF_ERROR(CheckWindow("cooling_window", cooling_window));
+  WARPSCOPE_RETURN_IF_ERROR(CheckWindow("cooling_clear_after", cooling_clear_after));
   WARPSCOPE_RETURN_IF_ERROR(Check("thermal_outlier_c", thermal_outlier_c, 0.5, 100));
   WARPSCOPE_RETURN_IF_ERROR(Check("thermal_clear_c", thermal_clear_c, 0, thermal_outlier_c));
   WARPSCOPE_RETURN_IF_ERROR(

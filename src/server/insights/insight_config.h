@@ -28,6 +28,8 @@ struct InsightConfig {
   double cooling_rate_c_per_min = 10;
   double cooling_min_rise_c = 5;
   base::Duration cooling_window = minutes(1);
+  // ... and resolves once the climb has been gone this long.
+  base::Duration cooling_clear_after = minutes(2);
 
   // thermal_outlier: a GPU's mean temperature over `thermal_window` more than `thermal_outlier_c`
   // above the median of its peers (same cluster and model, mean power within

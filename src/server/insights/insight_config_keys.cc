@@ -68,6 +68,8 @@ const InsightConfigKey kKeys[] = {
     {"cooling-min-rise-c", &C::cooling_min_rise_c,
      "`cooling_failure`: the least rise within the window (°C)"},
     {"cooling-window", &C::cooling_window, "`cooling_failure`: the window of the slope"},
+    {"cooling-clear-after", &C::cooling_clear_after,
+     "`cooling_failure`: how long the climb has stopped before it resolves"},
     {"power-drop-watts", &C::power_drop_watts,
      "`power_drop`: the loss from the window's highest power (W, scaled)"},
     {"power-drop-busy-utilization", &C::power_drop_busy_utilization,

@@ -81,6 +81,7 @@ base::Status InsightEngine::Evaluate(base::TimePoint now) {
     for (const std::unique_ptr<Rule>& rule : rules_) {
       RuleInfo info = rule->info();
       info.hold_for = rule->HoldFor(options_.config);
+      info.clear_after = rule->ClearAfter(options_.config);
       RuleContext context{inputs, options_.config,
                           [&](std::string_view host, std::string_view entity) {
                             return tracker_.Open(info.name, host, entity);

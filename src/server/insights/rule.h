@@ -66,6 +66,11 @@ class Rule {
   // How long a finding stays pending before it fires: info().hold_for unless the rule reads it
   // from the config.
   virtual base::Duration HoldFor(const InsightConfig& /*config*/) const { return info().hold_for; }
+  // How long a firing finding stays open once its condition is gone: info().clear_after unless
+  // the rule reads it from the config.
+  virtual base::Duration ClearAfter(const InsightConfig& /*config*/) const {
+    return info().clear_after;
+  }
   // Whether the rule reads the GPU profiles of `gpu`'s processes (InsightInputs::gpu_profiles)
   // in this snapshot: the engine reads only those, from its cache (gpu_profiles.h).
   virtual bool WantsGpuProfiles(const InsightInputs& /*inputs*/, const InsightConfig& /*config*/,

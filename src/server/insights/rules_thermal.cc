@@ -26,6 +26,9 @@ constexpr RuleInfo kCoolingFailure{
 class CoolingFailure final : public Rule {
  public:
   const RuleInfo& info() const override { return kCoolingFailure; }
+  base::Duration ClearAfter(const InsightConfig& config) const override {
+    return config.cooling_clear_after;
+  }
 
   std::vector<Observation> Evaluate(const RuleContext& ctx) const override {
     const InsightInputs& in = ctx.inputs;
