@@ -46,9 +46,14 @@ func readYAML(path string) values {
 	return v
 }
 
-// merge lays src over dst: maps merge key by key, anything else (lists too) replaces.
+// merge lays src over dst: maps merge key by key, anything else (lists too) replaces, and a
+// null deletes the key (as Helm does).
 func merge(dst, src values) values {
 	for k, sv := range src {
+		if sv == nil {
+			delete(dst, k)
+			continue
+		}
 		if sm, ok := sv.(values); ok {
 			if dm, ok := dst[k].(values); ok {
 				dst[k] = merge(dm, sm)
