@@ -11,7 +11,7 @@
 # Entrypoint, command, user, environment, ports and labels match deploy/container/Containerfile.*
 # (docs/deploy.md, "Container images"). Copy a layout to a registry with any OCI tool, e.g.
 # `skopeo copy oci:OUT_DIR/warpscope-agent:VERSION docker://REGISTRY/warpscope-agent:VERSION`.
-#   scripts/build_image.sh DEB OUT_DIR      (writes OUT_DIR/warpscope-agent, OUT_DIR/warpscope-server)
+#   scripts/build_image.sh DEB OUT_DIR    (writes OUT_DIR/warpscope-agent and warpscope-server)
 set -euo pipefail
 deb="${1:?usage: build_image.sh DEB OUT_DIR}"
 out="${2:?usage: build_image.sh DEB OUT_DIR}"
@@ -20,7 +20,8 @@ for tool in umoci:umoci dpkg-deb:dpkg ldd:libc-bin; do
   command -v "${tool%%:*}" >/dev/null ||
     fail "${tool%%:*} is missing: run scripts/setup.sh --test (apt-get install ${tool#*:})"
 done
-[[ -r "$deb" ]] || fail "no package at $deb: build it first (docs/deploy.md, \"Building the package\")"
+[[ -r "$deb" ]] ||
+  fail "no package at $deb: build it first (docs/deploy.md, \"Building the package\")"
 version="$(dpkg-deb --field "$deb" Version)"
 mkdir -p "$out"
 tmp="$(mktemp -d)"
@@ -84,6 +85,10 @@ layout() {
   echo "build_image: $dir:$version ($(du -sb "$dir/blobs" | cut -f1) bytes of blobs)"
 }
 
+# As the Containerfiles' labels.
+agent_description="warpscope agent: GPU and host metrics, CUDA and CPU profiles of one GPU host"
+server_description="warpscope server: storage, query API, web UI, insights and alerts"
+
 agent="$tmp/agent"
 base_root "$agent"
 cp -a "$pkg/usr/lib/warpscope" "$agent/usr/lib/warpscope"
@@ -91,18 +96,20 @@ rm -f "$agent"/usr/lib/warpscope/warpscope-* # the demo workloads and the Slurm 
 mkdir -p "$agent/usr/share/warpscope" "$agent/run/warpscope" "$agent/var/lib/warpscope-agent"
 cp -a "$pkg/usr/share/warpscope/scenarios" "$agent/usr/share/warpscope/"
 install -m 0755 "$(command -v cp)" "$agent/usr/bin/cp"
-copy_libs "$agent" "$agent/usr/bin/warpscope" "$agent/usr/bin/cp" "$agent"/usr/lib/warpscope/sim/*.so*
+copy_libs "$agent" "$agent/usr/bin/warpscope" "$agent/usr/bin/cp" \
+  "$agent"/usr/lib/warpscope/sim/*.so*
 layout warpscope-agent "$agent" --config.user 0:0 \
   --config.cmd agent --config.cmd=--listen-address=:9400 --config.cmd=--enable-gpu-metrics \
   --config.env NVIDIA_VISIBLE_DEVICES=all --config.env NVIDIA_DRIVER_CAPABILITIES=utility,compute \
   --config.exposedports 9400/tcp \
-  --config.label "org.opencontainers.image.description=warpscope agent: GPU and host metrics, CUDA and CPU profiles of one GPU host"
+  --config.label "org.opencontainers.image.description=$agent_description"
 
 server="$tmp/server"
 base_root "$server"
 install -d -o 10001 -g 10001 -m 0750 "$server/var/lib/warpscope"
 copy_libs "$server" "$server/usr/bin/warpscope"
 layout warpscope-server "$server" --config.user 10001:10001 \
-  --config.cmd server --config.cmd=--listen-address=:9410 --config.cmd=--data-dir=/var/lib/warpscope \
+  --config.cmd server --config.cmd=--listen-address=:9410 \
+  --config.cmd=--data-dir=/var/lib/warpscope \
   --config.volume /var/lib/warpscope --config.exposedports 9410/tcp \
-  --config.label "org.opencontainers.image.description=warpscope server: storage, query API, web UI, insights and alerts"
+  --config.label "org.opencontainers.image.description=$server_description"
