@@ -6,7 +6,7 @@
 # - unpacked (umoci unpack) and run with chroot (in a mount and PID namespace of its own with its
 #   own /proc): warpscope --version in both; in the agent's, an agent cycle on the NVML
 #   simulator and the DaemonSet's initContainer command (deploy/kubernetes/30-agent.yaml); in
-#   the server's, `warpscope server --help` as its user, which owns /var/lib/warpscope.
+#   the server's, the server as its user (who owns /var/lib/warpscope) until /healthz answers.
 # Needs root (chroot, unshare): CI runs as root; elsewhere `sudo ctest -R image_check`.
 #   scripts/check_image.sh BUILD_DIR
 set -euo pipefail
@@ -96,7 +96,7 @@ PY
 in_root() {
   local root="$1"
   shift
-  timeout 60 unshare --mount --pid --fork --mount-proc="$root/proc" chroot "$@"
+  timeout 60 unshare --mount --pid --fork --kill-child --mount-proc="$root/proc" chroot "$@"
 }
 for name in warpscope-agent warpscope-server; do
   umoci unpack --image "$tmp/images/$name:$version" "$tmp/$name" > /dev/null ||
@@ -133,7 +133,22 @@ done
 server="$tmp/warpscope-server/rootfs"
 [[ "$(stat -c %u:%g "$server/var/lib/warpscope")" == 10001:10001 ]] ||
   fail "/var/lib/warpscope in the server image is not the server user's"
-in_root "$server" --userspec=10001:10001 "$server" /usr/bin/warpscope server --help \
-  > "$tmp/server-help" || fail "warpscope server --help fails as 10001 in the server image"
-grep -q -- '--data-dir' "$tmp/server-help" || fail "the server image's help lacks --data-dir"
+# The server as its user, on a loopback port it picks, with its database in the image's volume.
+command -v curl >/dev/null || fail "curl is missing: run scripts/setup.sh --test"
+# (timeout's pid: a TERM to it stops its process group, the server included.)
+timeout 60 unshare --mount --pid --fork --kill-child --mount-proc="$server/proc" \
+  chroot --userspec=10001:10001 "$server" /usr/bin/warpscope server \
+  --listen-address=127.0.0.1:0 --data-dir=/var/lib/warpscope > "$tmp/server.log" 2>&1 &
+server_pid=$!
+port=""
+for _ in $(seq 300); do
+  port="$(sed -n 's/.*server listening on .* (port \([0-9]*\)).*/\1/p' "$tmp/server.log")"
+  [[ -n "$port" ]] || ! kill -0 "$server_pid" 2>/dev/null && break
+  sleep 0.1
+done
+[[ -n "$port" ]] || { cat "$tmp/server.log" >&2; fail "the server in its image did not start"; }
+healthz="$(curl -sf "http://127.0.0.1:$port/healthz")" || healthz="(no answer)"
+kill "$server_pid"
+wait "$server_pid" || true
+[[ "$healthz" == *'"ok"'* ]] || fail "the server in its image answers /healthz with $healthz"
 echo "check_image: warpscope-agent and warpscope-server $version OK"
