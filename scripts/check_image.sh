@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # Builds the Debian package from a build directory, the two images from it
 # (scripts/build_image.sh) and checks them (ctest image_check):
-# - each OCI layout's config: entrypoint, command, user, environment, ports, volume, labels;
+# - each OCI layout's config: entrypoint, command, user, environment, ports, volume, labels,
+#   and that deploy/container/Containerfile.* say the same;
 # - unpacked (umoci unpack) and run with chroot (in a mount and PID namespace of its own with its
 #   own /proc): warpscope --version in both; in the agent's, an agent cycle on the NVML
 #   simulator and the DaemonSet's initContainer command (deploy/kubernetes/30-agent.yaml); in
@@ -25,7 +26,7 @@ for tool in cpack:cmake dpkg-deb:dpkg umoci:umoci chroot:coreutils unshare:util-
     fail "${tool%%:*} is missing: run scripts/setup.sh --test (apt-get install ${tool#*:})"
 done
 python3 -c 'import yaml' 2>/dev/null ||
-  fail "python3's yaml module is missing: run scripts/setup.sh --test (apt-get install python3-yaml)"
+  fail "python3's yaml is missing: run scripts/setup.sh --test (apt-get install python3-yaml)"
 [[ -r "$build/CPackConfig.cmake" ]] || fail "$build has no CPackConfig.cmake: configure it again"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -41,9 +42,10 @@ bash "$src/scripts/build_image.sh" "$deb" "$tmp/images" > "$tmp/build.log" 2>&1 
   { cat "$tmp/build.log" >&2; fail "scripts/build_image.sh failed"; }
 
 # The image configs, as a runtime reads them: index.json -> manifest -> config.
-python3 - "$tmp/images" "$version" <<'PY' || fail "an image's config is wrong (above)"
-import json, os, sys
-images, version = sys.argv[1], sys.argv[2]
+recipes="$src/deploy/container"
+python3 - "$tmp/images" "$version" "$recipes" <<'PY' || fail "the images' configs are wrong (above)"
+import json, os, re, sys
+images, version, recipes = sys.argv[1], sys.argv[2], sys.argv[3]
 want = {
     "warpscope-agent": dict(
         user="0:0", ports={"9400/tcp"}, volumes=set(),
@@ -71,7 +73,8 @@ for name, w in want.items():
     config = json.load(open(blob(manifest["config"])))
     c = config["config"]
     check(config["os"] == "linux", f"{name}: os {config['os']}")
-    check(c.get("Entrypoint") == ["/usr/bin/warpscope"], f"{name}: entrypoint {c.get('Entrypoint')}")
+    check(c.get("Entrypoint") == ["/usr/bin/warpscope"], 
+          f"{name}: entrypoint {c.get('Entrypoint')}")
     check(c.get("Cmd") == w["cmd"], f"{name}: cmd {c.get('Cmd')}, want {w['cmd']}")
     check(c.get("User") == w["user"], f"{name}: user {c.get('User')}, want {w['user']}")
     check(set(c.get("ExposedPorts", {})) == w["ports"], f"{name}: ports {c.get('ExposedPorts')}")
@@ -84,6 +87,16 @@ for name, w in want.items():
                        ("org.opencontainers.image.licenses", "Apache-2.0")]:
         check(labels.get(key) == value, f"{name}: label {key} is {labels.get(key)!r}")
     check(bool(labels.get("org.opencontainers.image.description")), f"{name}: no description")
+    # The Containerfile (for podman or Docker) says the same; its user is by number.
+    text = open(os.path.join(recipes, "Containerfile." + name.split("-")[1])).read()
+    instr = lambda key: re.findall(rf"^{key} (.*)$", text, re.M)
+    check(instr("ENTRYPOINT") == [json.dumps(c.get("Entrypoint"))] and
+          instr("CMD") == [json.dumps(c.get("Cmd"))],
+          f"{name}: the Containerfile's ENTRYPOINT/CMD {instr('ENTRYPOINT')} {instr('CMD')}")
+    check(instr("USER") == ([w["user"]] if w["user"] != "0:0" else []),
+          f"{name}: the Containerfile's USER {instr('USER')}")
+    check(set(instr("EXPOSE")) == w["ports"], f"{name}: the Containerfile's EXPOSE")
+    check(f'ARG VERSION={version}' in text, f"{name}: the Containerfile's VERSION is not {version}")
     layers = sum(l["size"] for l in manifest["layers"])
     check(len(manifest["layers"]) == 1, f"{name}: {len(manifest['layers'])} layers")
     # A bound that catches a stray debug build or a copied tree; the size is printed.
@@ -113,7 +126,8 @@ if ! in_root "$agent" "$agent" /usr/bin/warpscope agent --once --simulate health
   cat "$tmp/once.err" >&2
   fail "the agent on the simulator failed in the agent image"
 fi
-grep -q '^DCGM_FI_DEV_GPU_UTIL{' "$tmp/once.out" || fail "the agent in the image served no GPU metric"
+grep -q '^DCGM_FI_DEV_GPU_UTIL{' "$tmp/once.out" ||
+  fail "the agent in the image served no GPU metric"
 # The initContainer's command, as the DaemonSet gives it, into the mount it names.
 mapfile -t init < <(python3 - "$src/deploy/kubernetes/30-agent.yaml" <<'PY'
 import sys, yaml

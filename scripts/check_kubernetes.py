@@ -19,8 +19,9 @@ manifest and every rendered value combination is checked structurally:
   the ServiceMonitors too; the other combinations do what their values say.
   scripts/check_kubernetes.py BUILD_DIR
 """
-import copy
+import difflib
 import os
+import shutil
 import re
 import subprocess
 import sys
@@ -96,7 +97,8 @@ class Checker:
                     self.error(at, f"grants more than get/list/watch on pods and nodes: {rule}")
         elif kind == "ClusterRoleBinding":
             ref = o.get("roleRef", {})
-            if ref.get("kind") != "ClusterRole" or not named(by_kind, "ClusterRole", ref.get("name")):
+            if (ref.get("kind") != "ClusterRole" or
+                    not named(by_kind, "ClusterRole", ref.get("name"))):
                 self.error(at, f"roleRef {ref} names no ClusterRole here")
             for s in o.get("subjects", []):
                 if not named(by_kind, "ServiceAccount", s.get("name"), s.get("namespace")):
@@ -114,7 +116,8 @@ class Checker:
         sa = pod.get("serviceAccountName")
         if not sa or not named(by_kind, "ServiceAccount", sa, ns):
             self.error(at, f"serviceAccountName {sa!r} names no ServiceAccount here")
-        if o["kind"] == "StatefulSet" and not named(by_kind, "Service", spec.get("serviceName"), ns):
+        if (o["kind"] == "StatefulSet" and
+                not named(by_kind, "Service", spec.get("serviceName"), ns)):
             self.error(at, f"serviceName {spec.get('serviceName')!r} names no Service here")
         volumes = {v["name"] for v in pod.get("volumes", [])}
         volumes |= {c["metadata"]["name"] for c in spec.get("volumeClaimTemplates", [])}
@@ -186,8 +189,9 @@ class Checker:
     def check_servicemonitor(self, at, o, by_kind):
         sel = o.get("spec", {}).get("selector", {}).get("matchLabels", {})
         ns = o["metadata"].get("namespace")
-        svcs = [s for s in by_kind.get("Service", []) if s["metadata"].get("namespace") == ns
-                and sel and all(s["metadata"].get("labels", {}).get(a) == b for a, b in sel.items())]
+        svcs = [s for s in by_kind.get("Service", [])
+                if s["metadata"].get("namespace") == ns and sel and
+                all(s["metadata"].get("labels", {}).get(a) == b for a, b in sel.items())]
         if len(svcs) != 1:
             self.error(at, f"selector {sel} selects {len(svcs)} Services, not one")
             return
@@ -241,11 +245,11 @@ def compare(what, chart, plain):
     errors = []
     for k in sorted(set(chart) | set(plain)):
         if k not in chart or k not in plain:
-            errors.append(f"{what}: {k[0]} {k[1]} only in the {'chart' if k in chart else 'manifests'}")
+            where = "chart" if k in chart else "manifests"
+            errors.append(f"{what}: {k[0]} {k[1]} only in the {where}")
         elif chart[k] != plain[k]:
             a = yaml.safe_dump(plain[k], sort_keys=True).splitlines()
             b = yaml.safe_dump(chart[k], sort_keys=True).splitlines()
-            import difflib
             diff = "\n".join(difflib.unified_diff(a, b, "manifests", "chart", lineterm="", n=2))
             errors.append(f"{what}: {k[0]} {k[1]} differs:\n{diff}")
     return errors
@@ -270,7 +274,8 @@ def main():
     # (docs/design/kubernetes.md); accepted here until the binary lists them.
     pending = {"--kubernetes", "--kubernetes-node"} - flags["agent"]
     if pending:
-        print(f"check_kubernetes: note: warpscope agent does not list {sorted(pending)} yet", flush=True)
+        print(f"check_kubernetes: note: warpscope agent does not list {sorted(pending)} yet",
+              flush=True)
         flags["agent"] |= pending
     checker = Checker(flags, version)
 
@@ -290,10 +295,11 @@ def main():
         if str(chart.get(field)) != version:
             checker.error("Chart.yaml", f"{field} {chart.get(field)} is not {version}")
 
-    go = shutil_which("go")
+    go = shutil.which("go")
     if not go:
         die(f"go is missing: {SETUP} (apt-get install golang-go "
-            "golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev golang-gopkg-yaml.v3-dev)")
+            "golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev "
+            "golang-gopkg-yaml.v3-dev)")
     renderer = os.path.join(build, "helm_template")
     env = dict(os.environ, GO111MODULE="off", GOPATH="/usr/share/gocode",
                GOCACHE=os.path.join(build, "go-cache"), GOFLAGS="")
@@ -336,8 +342,9 @@ def main():
             errors.append(f"auth.tokenSecret: the {kind} does not mount the token and pass it")
 
     objs = render("--set", "server.enabled=false", "--set", "server.url=http://10.0.0.5:9410")
-    if find(objs, "StatefulSet") or "--server=http://10.0.0.5:9410" not in args_of(objs, "DaemonSet"):
-        errors.append("server.enabled=false: a StatefulSet is left, or the agent ignores server.url")
+    if (find(objs, "StatefulSet") or
+            "--server=http://10.0.0.5:9410" not in args_of(objs, "DaemonSet")):
+        errors.append("server.enabled=false: a StatefulSet is left, or server.url is ignored")
     objs = render("--set", "server.enabled=false")
     if any(a.startswith("--server") for a in args_of(objs, "DaemonSet")):
         errors.append("server.enabled=false without server.url: the agent still pushes")
@@ -351,7 +358,8 @@ def main():
                       "serverRepository": "gpu-team/warpscope-server",
                       "pullPolicy": "Always", "pullSecrets": [{"name": "pull"}]},
             "agent": {"extraArgs": ["--tags=cluster:a", "--top-processes=20"],
-                      "nodeSelector": {"nvidia.com/gpu.present": None, "gpu": "yes"}, "tolerations": [{"operator": "Exists"}],
+                      "nodeSelector": {"nvidia.com/gpu.present": None, "gpu": "yes"},
+                      "tolerations": [{"operator": "Exists"}],
                       "runtimeClassName": "nvidia", "kubernetes": False, "cudaProfiler": False},
             "server": {"storage": {"size": "100Gi", "storageClass": "fast"}},
             "serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}},
@@ -367,7 +375,8 @@ def main():
         (pod["containers"][0].get("imagePullPolicy") == "Always", "pullPolicy"),
         (pod.get("imagePullSecrets") == [{"name": "pull"}], "pullSecrets"),
         (args[-2:] == ["--tags=cluster:a", "--top-processes=20"], "agent.extraArgs"),
-        ("--kubernetes" not in args and "--cuda-profiler" not in args, "agent.kubernetes/cudaProfiler"),
+        ("--kubernetes" not in args and "--cuda-profiler" not in args,
+         "agent.kubernetes/cudaProfiler"),
         (pod["nodeSelector"] == {"gpu": "yes"}, "agent.nodeSelector"),
         (pod["tolerations"] == [{"operator": "Exists"}], "agent.tolerations"),
         (pod.get("runtimeClassName") == "nvidia", "agent.runtimeClassName"),
@@ -383,11 +392,6 @@ def main():
     if errors:
         die(f"{len(errors)} problem(s):\n" + "\n".join(errors))
     print(f"check_kubernetes: {len(every)} manifest objects and 7 chart renderings OK")
-
-
-def shutil_which(name):
-    import shutil
-    return shutil.which(name)
 
 
 if __name__ == "__main__":
