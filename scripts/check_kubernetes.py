@@ -307,7 +307,7 @@ def main():
                         os.path.join(SRC, "scripts", "helm_template", "main.go")],
                        env=env, capture_output=True, text=True)
     if r.returncode != 0:
-        die(f"building scripts/helm_template failed ({SETUP} installs Go's sprig and yaml "
+        die(f"building scripts/helm_template failed: {SETUP} (Go's sprig and YAML "
             f"packages):\n{r.stderr}")
 
     def render(*args):
