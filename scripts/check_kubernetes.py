@@ -12,7 +12,7 @@ manifest and every rendered value combination is checked structurally:
   args name only flags that `warpscope <subcommand> --help` of the built binary lists, with
   every $(VAR) defined in the container's env;
 - Services select a workload and target its named ports; ServiceMonitors select a Service port;
-- RBAC grants get/list/watch on pods and nodes and nothing else;
+- RBAC grants get/list/watch on pods and nothing else;
 - the images' tag and the chart's versions are the project's version;
 - the chart with default values renders the plain manifests' objects (less the Namespace, which
   `helm install --create-namespace` makes, and Helm's own labels), with serviceMonitor.enabled
@@ -92,9 +92,9 @@ class Checker:
         elif kind == "ClusterRole":
             for rule in o.get("rules", []):
                 if (rule.get("apiGroups") != [""] or not set(rule.get("resources", [])) <=
-                        {"pods", "nodes"} or not set(rule.get("verbs", [])) <=
+                        {"pods"} or not set(rule.get("verbs", [])) <=
                         {"get", "list", "watch"}):
-                    self.error(at, f"grants more than get/list/watch on pods and nodes: {rule}")
+                    self.error(at, f"grants more than get/list/watch on pods: {rule}")
         elif kind == "ClusterRoleBinding":
             ref = o.get("roleRef", {})
             if (ref.get("kind") != "ClusterRole" or
@@ -270,13 +270,6 @@ def main():
     version = subprocess.run([binary, "--version"], capture_output=True, text=True,
                              check=True).stdout.strip()
     flags = {sub: help_flags(binary, sub) for sub in ("agent", "server")}
-    # --kubernetes and --kubernetes-node: pod attribution from the API
-    # (docs/design/kubernetes.md); accepted here until the binary lists them.
-    pending = {"--kubernetes", "--kubernetes-node"} - flags["agent"]
-    if pending:
-        print(f"check_kubernetes: note: warpscope agent does not list {sorted(pending)} yet",
-              flush=True)
-        flags["agent"] |= pending
     checker = Checker(flags, version)
 
     kube = os.path.join(SRC, "deploy", "kubernetes")
