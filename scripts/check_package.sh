@@ -69,7 +69,8 @@ for path in /usr/bin/warpscope /usr/lib/warpscope/libwarpscope_cupti.so /usr/lib
   /usr/lib/sysusers.d/warpscope.conf /etc/warpscope/warpscope.toml \
   /etc/profile.d/warpscope-cuda.sh \
   /usr/share/man/man1/warpscope.1.gz /usr/share/bash-completion/completions/warpscope \
-  /usr/share/doc/warpscope/copyright /usr/share/doc/warpscope/deploy.md; do
+  /usr/share/doc/warpscope/copyright /usr/share/doc/warpscope/deploy.md \
+  /usr/share/warpscope/deploy/kubernetes/30-agent.yaml /usr/share/warpscope/deploy/helm/warpscope/Chart.yaml; do
   grep -qx "$path" "$tmp/contents" || fail "the package lacks $path"
 done
 if grep -Ev '^/usr/bin/$|^/usr/bin/warpscope$' "$tmp/contents" | grep -q '^/usr/bin/'; then

@@ -15,7 +15,8 @@ build_pkgs=(cmake ninja-build g++ pkg-config libcpp-httplib-dev nlohmann-json3-d
   libprotobuf-dev protobuf-compiler libsqlite3-dev libsnappy-dev libssl-dev libelf-dev libdw-dev
   python3-dev help2man dpkg-dev libncurses-dev)
 test_pkgs=(prometheus prometheus-alertmanager prometheus-node-exporter curl chromium gdb linux-perf
-  systemd man-db lintian tmux)
+  systemd man-db lintian tmux umoci python3-yaml golang-go golang-github-masterminds-sprig-dev
+  golang-gopkg-yaml.v2-dev golang-gopkg-yaml.v3-dev)
 
 want=("${build_pkgs[@]}")
 # The web UI is built with npm; Debian's nodejs/npm when the machine has no npm of its own.
