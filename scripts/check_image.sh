@@ -32,12 +32,7 @@ tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 
 version="$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' "$build/CPackConfig.cmake")"
-if ! cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/out" > "$tmp/cpack.log" 2>&1; then
-  cat "$tmp/cpack.log" >&2
-  fail "cpack -G DEB failed"
-fi
-deb="$tmp/out/warpscope_${version}_$(dpkg --print-architecture).deb"
-[[ -r "$deb" ]] || fail "cpack wrote no $(basename "$deb")"
+deb="$(bash "$src/scripts/build_deb.sh" "$build" "$tmp/out")" || fail "no package to build images from"
 bash "$src/scripts/build_image.sh" "$deb" "$tmp/images" > "$tmp/build.log" 2>&1 ||
   { cat "$tmp/build.log" >&2; fail "scripts/build_image.sh failed"; }
 

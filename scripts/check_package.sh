@@ -23,12 +23,7 @@ done
   fail "no man pages in $build: install help2man (scripts/setup.sh), configure and build again"
 
 version="$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' "$build/CPackConfig.cmake")"
-if ! cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/out" > "$tmp/cpack.log" 2>&1; then
-  cat "$tmp/cpack.log" >&2
-  fail "cpack -G DEB failed"
-fi
-deb="$tmp/out/warpscope_${version}_$(dpkg --print-architecture).deb"
-[[ -r "$deb" ]] || fail "cpack wrote no $(basename "$deb") (version '$version')"
+deb="$(bash "$(dirname "$0")/build_deb.sh" "$build" "$tmp/out")" || fail "no package to check"
 
 # The control fields.
 dpkg-deb --field "$deb" Package Version Section Maintainer Depends > "$tmp/fields"

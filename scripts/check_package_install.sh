@@ -37,10 +37,7 @@ cleanup() {
 trap cleanup EXIT
 
 version="$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' "$build/CPackConfig.cmake")"
-cpack -G DEB --config "$build/CPackConfig.cmake" -B "$tmp/out" >"$tmp/cpack.log" 2>&1 ||
-  { cat "$tmp/cpack.log" >&2; fail "cpack -G DEB failed"; }
-deb="$tmp/out/warpscope_${version}_$(dpkg --print-architecture).deb"
-[[ -r "$deb" ]] || fail "cpack wrote no $(basename "$deb")"
+deb="$(bash "$(dirname "$0")/build_deb.sh" "$build" "$tmp/out")" || fail "no package to install"
 # _apt reads local packages from a folder it can enter.
 chmod 755 "$tmp" "$tmp/out"
 
