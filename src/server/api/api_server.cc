@@ -7,6 +7,7 @@
 #include <httplib.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -158,6 +159,52 @@ void ApiServer::InstallRoutes() {
       }
     };
   };
+  // POST bodies: read through a content reader, which httplib hands the body inflated chunk by
+  // chunk as it arrives (gzip, deflate, br), so the read stops at --max-body-bytes of inflated
+  // data. Memory per request is bounded by the limit, whatever a small compressed body inflates
+  // to; the handlers then see the body in req.body as before.
+  auto bind_body = [this, bind](Handler h) {
+    return [this, inner = bind(h)](const httplib::Request& req, httplib::Response& res,
+                                   const httplib::ContentReader& read) {
+      // A body declared larger than the limit is not read at all (as httplib refuses it for
+      // handlers without a reader; not counted as rejected, like those).
+      const std::string declared = req.get_header_value("Content-Length");
+      if (!declared.empty() &&
+          std::strtoull(declared.c_str(), nullptr, 10) > options_.max_body_bytes) {
+        res.set_header("Connection", "close");
+        SendError(res, 413,
+                  fmt::format("request body too large: {} bytes, the limit is {}; send smaller "
+                              "batches or raise --max-body-bytes",
+                              declared, options_.max_body_bytes));
+        return;
+      }
+      httplib::Request with_body = req;
+      bool too_large = false;
+      const bool complete = read([&](const char* data, size_t size) {
+        if (with_body.body.size() + size > options_.max_body_bytes) {
+          too_large = true;
+          return false;
+        }
+        with_body.body.append(data, size);
+        return true;
+      });
+      if (too_large) {
+        ++rejected_;
+        res.set_header("Connection", "close");
+        SendError(res, 413,
+                  fmt::format("request body too large: more than {} bytes after decompression; "
+                              "send smaller batches or raise --max-body-bytes",
+                              options_.max_body_bytes));
+        return;
+      }
+      if (!complete) {
+        ++rejected_;
+        SendError(res, 400, "the request body could not be read: cut short, or corrupt gzip");
+        return;
+      }
+      inner(with_body, res);
+    };
+  };
   // cpp-httplib answers "Accept-Encoding: br" with brotli at its slowest setting: hundreds of
   // milliseconds for a 100 KB JSON answer, seconds when a browser loads a dozen charts at once.
   // gzip is 30x faster and nearly as small, so brotli is taken out of every offer. (The request
@@ -170,13 +217,13 @@ void ApiServer::InstallRoutes() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  http_->Post("/api/v1/ingest/batch", bind(&ApiServer::IngestBatch));
-  http_->Post("/api/v1/ingest/profile", bind(&ApiServer::IngestProfile));
-  http_->Post("/v1/metrics", bind(&ApiServer::OtlpMetrics));
-  http_->Post("/api/v1/otlp/v1/metrics", bind(&ApiServer::OtlpMetrics));
-  http_->Post("/api/v1/write", bind(&ApiServer::RemoteWrite));
-  http_->Post("/v1/traces", bind(&ApiServer::OtlpTraces));
-  http_->Post("/api/v1/otlp/v1/traces", bind(&ApiServer::OtlpTraces));
+  http_->Post("/api/v1/ingest/batch", bind_body(&ApiServer::IngestBatch));
+  http_->Post("/api/v1/ingest/profile", bind_body(&ApiServer::IngestProfile));
+  http_->Post("/v1/metrics", bind_body(&ApiServer::OtlpMetrics));
+  http_->Post("/api/v1/otlp/v1/metrics", bind_body(&ApiServer::OtlpMetrics));
+  http_->Post("/api/v1/write", bind_body(&ApiServer::RemoteWrite));
+  http_->Post("/v1/traces", bind_body(&ApiServer::OtlpTraces));
+  http_->Post("/api/v1/otlp/v1/traces", bind_body(&ApiServer::OtlpTraces));
   http_->Get("/api/v1/traces/models", bind(&ApiServer::TraceModels));
   http_->Get("/api/v1/traces/breakdown", bind(&ApiServer::TraceBreakdown));
   http_->Get("/api/v1/traces/requests", bind(&ApiServer::TraceRequests));
@@ -189,7 +236,7 @@ void ApiServer::InstallRoutes() {
   http_->Get("/api/v1/summary", bind(&ApiServer::Summary));
   http_->Get("/api/v1/fleet", bind(&ApiServer::Fleet));
   http_->Get("/api/v1/breakdown", bind(&ApiServer::Breakdown));
-  http_->Post("/api/v1/query_batch", bind(&ApiServer::QueryBatch));
+  http_->Post("/api/v1/query_batch", bind_body(&ApiServer::QueryBatch));
   http_->Get("/api/v1/profiles", bind(&ApiServer::Profiles));
   http_->Get("/api/v1/profiles/merged", bind(&ApiServer::MergedProfile));
   http_->Get(R"(/api/v1/profiles/(\d+))", bind(&ApiServer::ProfileData));
@@ -197,7 +244,7 @@ void ApiServer::InstallRoutes() {
   http_->Get(R"(/api/v1/insights/([A-Za-z0-9]+))", bind(&ApiServer::InsightById));
   http_->Get("/api/v1/jobs", bind(&ApiServer::Jobs));
   http_->Get(R"(/api/v1/jobs/(.+))", bind(&ApiServer::JobById));
-  http_->Post("/mcp", bind(&ApiServer::Mcp));
+  http_->Post("/mcp", bind_body(&ApiServer::Mcp));
   http_->Get("/mcp", bind(&ApiServer::McpNotAllowed));
   http_->Delete("/mcp", bind(&ApiServer::McpNotAllowed));
   http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
