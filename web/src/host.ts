@@ -7,11 +7,12 @@
 // have a third tab, "Inference" (inference_tab.ts).
 import { getJson, knownMetrics, QueryBatcher } from './api';
 import type { BreakdownResponse, EntityRecord, EventRecord, MetricInfo, Point, RangeResponse, Series } from './api';
+import type { Finding } from './insights_api';
 import type { ChartLine, Limit, Marker, StackCap } from './chart';
 import { h } from './dom';
 import { formatTime, formatValue } from './format';
 import { buildHostTab } from './host_tab';
-import { findingMarkers, findingsStrip } from './host_findings';
+import { fetchFindings, findingMarkers, findingsStrip } from './host_findings';
 import { findServing } from './inference_api';
 import { buildInferenceTab } from './inference_tab';
 import type { HostTab } from './state';
@@ -158,6 +159,9 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
   // Every chart reads the metric list before its query: asked for with the GPU list, not after it
   // (a round trip less before the charts' batch goes out). A failure shows in the charts' own call.
   knownMetrics().catch(() => undefined);
+  // The markers' requests of the first render need only the host and the window: they go out
+  // with the GPU list's, not after it (the view then waits for one round trip after the GPU list).
+  let early: MarkerFetches | null = fetchMarkers(ctx, host);
   // Whether the host serves models (the Inference tab) is asked for next to its GPUs.
   const [gpuEntities, serving] = await Promise.all([
     getJson<{ entities: EntityRecord[] }>('/api/v1/entities', { host, kind: 'gpu', limit: 1000 }),
@@ -240,14 +244,16 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
       markers.push(...list);
       if (list.length) widgets.forEach((w) => w.chart?.redraw());
     };
-    const withMarkers = loadMarkers(c, host, gpus, eventsBox, q, addMarkers);
+    const fetched = early ?? fetchMarkers(c, host);
+    early = null;
+    const withMarkers = loadMarkers(c, host, gpus, eventsBox, q, addMarkers, fetched.events);
     // Findings: a strip above the charts and bands on them.
-    const withFindings = findingMarkers(c, host, (id) => gpuLabel(gpus.get(id), id)).then(({ open, bands }) => {
+    const withFindings = findingMarkers(c, host, (id) => gpuLabel(gpus.get(id), id), fetched.findings).then(({ open, bands }) => {
       findingsStrip(findingsBox, open, c);
       addMarkers(bands);
     });
     // The windows that have profiles: a strip under every chart.
-    const withProfiles = profileMarks(host, c.start, c.end).then(addMarkers).catch(() => undefined);
+    const withProfiles = fetched.profiles.then(addMarkers);
     await Promise.all([withMarkers, withFindings, withProfiles, ...loaders.map((l) => l(c, markers, q))]);
   };
   await render(ctx);
@@ -257,18 +263,40 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
   };
 }
 
+// The requests of a render's markers that need only the host and the window.
+interface MarkerFetches {
+  events: Promise<EventRecord[]>;
+  findings: Promise<Finding[]>;
+  profiles: Promise<Marker[]>;
+}
+
+function fetchMarkers(c: ViewContext, host: string): MarkerFetches {
+  const events = getJson<{ events: EventRecord[] }>('/api/v1/events', { host, start: c.start, end: c.end, limit: 200 }).then((r) => r.events);
+  // Awaited later (after the GPU list): a failure meanwhile is not an unhandled rejection.
+  events.catch(() => undefined);
+  return { events, findings: fetchFindings(c, host), profiles: profileMarks(host, c.start, c.end).catch(() => []) };
+}
+
 // XID and other events from the events API, throttling from the clock event reasons, given to
 // `add` in the same microtask as the batch answer that carries the throttling: the charts that
 // answer builds have not drawn yet and draw them the first time (no second draw of every chart).
-async function loadMarkers(c: ViewContext, host: string, gpus: Map<string, Gpu>, box: HTMLElement, q: QueryBatcher, add: (list: Marker[]) => void): Promise<void> {
+async function loadMarkers(
+  c: ViewContext,
+  host: string,
+  gpus: Map<string, Gpu>,
+  box: HTMLElement,
+  q: QueryBatcher,
+  add: (list: Marker[]) => void,
+  fetchedEvents: Promise<EventRecord[]>,
+): Promise<void> {
   const known = await knownMetrics();
   const [events, throttle] = await Promise.all([
-    getJson<{ events: EventRecord[] }>('/api/v1/events', { host, start: c.start, end: c.end, limit: 200 }),
+    fetchedEvents,
     known.has('gpu.clock.event_reason.active')
       ? q.get<BreakdownResponse>('/api/v1/breakdown', { metric: 'gpu.clock.event_reason.active', host, kind: 'gpu', by: 'reason', start: c.start, end: c.end, agg: 'max' })
       : Promise.resolve(null),
   ]);
-  const markers: Marker[] = events.events.map((e) => ({
+  const markers: Marker[] = events.map((e) => ({
     time: e.time,
     kind: e.kind,
     label: `${e.kind.toUpperCase()}${e.code ? ' ' + e.code : ''} on ${gpuLabel(gpus.get(e.entity), e.entity)}${e.message ? ': ' + e.message : ''}`,

@@ -10,13 +10,8 @@ import type { ViewContext } from './view';
 
 // The host's findings that overlap the window: the open ones, and every one as a band. A server
 // with insights off has none (and the host page says nothing about it).
-export async function findingMarkers(c: ViewContext, host: string, gpuName: (uuid: string) => string): Promise<{ open: Finding[]; bands: Marker[] }> {
-  let list: Finding[] = [];
-  try {
-    list = (await fetchInsights({ host, start: Math.floor(c.start), end: Math.ceil(c.end) })).list?.insights ?? [];
-  } catch (e) {
-    console.warn('findings unavailable', e);
-  }
+export async function findingMarkers(c: ViewContext, host: string, gpuName: (uuid: string) => string, fetched = fetchFindings(c, host)): Promise<{ open: Finding[]; bands: Marker[] }> {
+  const list = await fetched;
   const bands: Marker[] = list.map((f) => {
     const where = f.kind === 'gpu' ? gpuName(f.entity) : entityName(f);
     return {
@@ -30,6 +25,16 @@ export async function findingMarkers(c: ViewContext, host: string, gpuName: (uui
     };
   });
   return { open: list.filter(isOpen).sort(byUrgency), bands };
+}
+
+// The host's findings that overlap the window (none when the server cannot say).
+export async function fetchFindings(c: ViewContext, host: string): Promise<Finding[]> {
+  try {
+    return (await fetchInsights({ host, start: Math.floor(c.start), end: Math.ceil(c.end) })).list?.insights ?? [];
+  } catch (e) {
+    console.warn('findings unavailable', e);
+    return [];
+  }
 }
 
 // Keeps its height while the list is the same length (live refresh does not move the charts).
