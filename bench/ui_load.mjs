@@ -231,7 +231,8 @@ async function main() {
           draw: viewEnd - lastApi,
           slowest,
           requests: api.length,
-          charts: [...document.querySelectorAll('.chart')].filter((c) => c.querySelector('canvas')).length,
+          // What the view drew (the app says; later loads may have drawn more by now).
+          charts: view.detail?.charts ?? [...document.querySelectorAll('.chart')].filter((c) => c.querySelector('canvas')).length,
           transfer: performance.getEntriesByType('resource').reduce((a, r) => a + r.transferSize, 0) + nav.transferSize,
         };
       });

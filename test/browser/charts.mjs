@@ -10,7 +10,7 @@
 //        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
 // Exit codes: 0 pass, 1 fail, 77 skipped (no Chromium or no playwright-core; a failure in CI).
 import path from 'node:path';
-import { api, browserTestArgs, check, runBrowserTest, setUpBrowserTest, until } from './harness.mjs';
+import { api, browserTestArgs, check, loadAllCharts, loadChart, runBrowserTest, setUpBrowserTest, until } from './harness.mjs';
 
 const { warpscope, outDir, chromiumPath, nodeModules } = browserTestArgs();
 const bt = setUpBrowserTest({ name: 'charts', what: 'the charts test', timeoutMs: 120_000, warpscope, outDir, chromiumPath, nodeModules });
@@ -52,6 +52,23 @@ async function main() {
   const opened = Date.now() / 1000;
   await page.goto(`${base}/host/${encodeURIComponent(host)}?tab=gpu&live=1`);
   await ready();
+
+  // The charts load as they come near the viewport: the first screen's are drawn when the view
+  // is ready; a card more than a screen below is not loaded (no request, no chart) until it is
+  // scrolled to, then it is drawn.
+  await page.locator('[data-testid=widget-util] .chart canvas').waitFor();
+  check((await page.locator('[data-testid=widget-util]').getAttribute('data-load')) === 'done', 'the first screen\'s chart (GPU utilization) is drawn when the view is ready');
+  const lastTop = await page.locator('[data-testid=widget-nvlinkrx]').evaluate((el) => el.getBoundingClientRect().top / window.innerHeight);
+  check(lastTop > 2.2, `the NVLink RX card lies more than two screens down (${lastTop.toFixed(1)} screens)`);
+  check(
+    (await page.locator('[data-testid=widget-nvlinkrx]').getAttribute('data-load')) === 'idle' && (await page.locator('[data-testid=widget-nvlinkrx] canvas').count()) === 0,
+    'a card two screens below the first is not loaded before it is scrolled to',
+  );
+  await loadChart(page, 'nvlinkrx');
+  await page.locator('[data-testid=widget-nvlinkrx] .chart canvas').waitFor();
+  check((await page.locator('[data-testid=widget-nvlinkrx] [data-testid=legend] tr[data-label]').count()) === 8, 'scrolled to, the NVLink RX card draws its chart (8 GPUs in its legend)');
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await loadAllCharts(page);
   const power = page.locator('[data-testid=widget-power] .chart');
   await power.locator('canvas').waitFor();
   const xMin = Number(await power.getAttribute('data-x-min'));

@@ -162,3 +162,26 @@ export function check(cond, message) {
   if (!cond) throw new Error(message);
   console.log(`ok - ${message}`);
 }
+
+// The host page's GPU Metrics tab loads its charts as they come near the viewport
+// (web/src/lazy_loads.ts). loadChart scrolls to one card (data-testid=widget-ID) and waits until
+// it has loaded (its chart drawn or its "unavailable" note shown); loadAllCharts does so for
+// every card not loaded yet, in page order, then scrolls back to the top (before a full-page
+// screenshot or checks of every chart).
+export async function loadChart(page, id) {
+  const card = page.locator(`[data-testid=widget-${id}]`);
+  await card.scrollIntoViewIfNeeded();
+  await page.waitForFunction((sel) => document.querySelector(sel)?.getAttribute('data-load') !== 'idle' && document.querySelector(sel)?.getAttribute('data-load') !== 'loading', `[data-testid=widget-${id}]`);
+}
+
+export async function loadAllCharts(page) {
+  await page.evaluate(async () => {
+    const frame = () => new Promise((r) => requestAnimationFrame(() => r()));
+    for (const el of document.querySelectorAll('[data-load]')) {
+      if (el.getAttribute('data-load') === 'done') continue;
+      el.scrollIntoView({ block: 'center' });
+      while (el.getAttribute('data-load') !== 'done') await frame();
+    }
+    window.scrollTo(0, 0);
+  });
+}

@@ -13,6 +13,7 @@
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { loadAllCharts } from './harness.mjs';
 
 export const INSIGHTS_HOST = 'ins-node';
 const GPUS = ['GPU-ins-0', 'GPU-ins-1', 'GPU-ins-2'];
@@ -260,6 +261,7 @@ export async function insightsScenario(t, off) {
   await ready(page);
   const strip = await page.locator('[data-testid=host-findings]').textContent();
   check(/open finding/.test(strip) && /Cooling|cooling/.test(strip), `the host page lists its open findings above the charts (${strip.slice(0, 200)})`);
+  await loadAllCharts(page);
   const temp = page.locator('[data-testid=widget-temp] .chart');
   await page.waitForFunction(() => Number(document.querySelector('[data-testid=widget-temp] .chart')?.getAttribute('data-bands') ?? 0) > 0);
   const bands = Number(await temp.getAttribute('data-bands'));

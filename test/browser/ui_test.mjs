@@ -27,6 +27,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadAllCharts } from './harness.mjs';
 import { insightsScenario, startInsightsServers } from './insights.mjs';
 import { TRAINING_STACKS, encodeCpuProfile } from './pprof.mjs';
 
@@ -329,6 +330,8 @@ async function main() {
   await page.waitForURL(/\/host\/.+tab=gpu/);
   await ready();
   const widgets = ['util', 'consumer', 'sm', 'occupancy', 'tensor', 'memutil', 'memconsumer', 'power', 'temp', 'pcietx', 'pcierx', 'nvlinktx', 'nvlinkrx'];
+  // The charts below the first screen load as they come near the viewport.
+  await loadAllCharts(page);
   for (const id of widgets) {
     await page.locator(`[data-testid=widget-${id}] canvas`).first().waitFor();
   }
@@ -364,6 +367,7 @@ async function main() {
   await page.waitForURL(/expand=util/);
   await ready();
   await page.locator('[data-testid=widget-util-breakdown] canvas').first().waitFor();
+  await loadAllCharts(page);
   const breakdownLegend = await page.locator('[data-testid=widget-util-breakdown] .u-legend .u-series').allTextContents();
   check(breakdownLegend.some((t) => t.includes('python3')), 'the breakdown groups the GPU processes by executable (python3)');
   await shot('04-gpu-breakdown');
@@ -424,6 +428,7 @@ async function main() {
   await page.waitForFunction(() => document.documentElement.dataset.theme === 'dark');
   await ready();
   await page.locator('[data-testid=widget-util] canvas').first().waitFor();
+  await loadAllCharts(page);
   await shot('08-host-gpu-dark');
   await page.keyboard.press('f');
   await page.waitForURL((u) => new URL(u).pathname === '/');
@@ -439,6 +444,7 @@ async function main() {
   });
   await page.goto(`${oldBase}/host/${encodeURIComponent(host)}?tab=gpu&range=15m`);
   await ready();
+  await loadAllCharts(page);
   for (const id of ['sm', 'occupancy', 'tensor']) {
     const text = await page.locator(`[data-testid=widget-${id}]`).textContent();
     check(/Unavailable/.test(text) && (await page.locator(`[data-testid=widget-${id}] canvas`).count()) === 0, `${id} is shown as unavailable on A100s (no chart, no zero)`);

@@ -14,6 +14,8 @@ import { formatTime, formatValue } from './format';
 import { buildHostTab } from './host_tab';
 import { fetchFindings, findingMarkers, findingsStrip } from './host_findings';
 import { findServing } from './inference_api';
+import { LazyLoads } from './lazy_loads';
+import type { ChartLoader } from './lazy_loads';
 import { buildInferenceTab } from './inference_tab';
 import type { HostTab } from './state';
 import { hostKnown, unknownCard } from './page_chart';
@@ -227,9 +229,11 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
     tablist.querySelector<HTMLElement>('[aria-selected=true]')?.focus();
   }
   const widgets: Widget[] = [];
-  const loaders: ((c: ViewContext, markers: Marker[], q: QueryBatcher) => Promise<void>)[] = [];
+  const loaders: ChartLoader[] = [];
+  // The GPU Metrics tab's charts load as they come near the viewport (lazy_loads.ts).
+  const lazy = new LazyLoads(`warpscope:view-all:host:${tab}`);
 
-  if (tab === 'gpu') buildGpuTab(panel, ctx, host, gpus, widgets, loaders);
+  if (tab === 'gpu') buildGpuTab(panel, ctx, host, gpus, widgets, lazy);
   else if (tab === 'inference') buildInferenceTab(panel, ctx, host, serving, widgets, loaders);
   else buildHostTab(panel, ctx, host, widgets, loaders);
 
@@ -254,12 +258,16 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
     });
     // The windows that have profiles: a strip under every chart.
     const withProfiles = fetched.profiles.then(addMarkers);
-    await Promise.all([withMarkers, withFindings, withProfiles, ...loaders.map((l) => l(c, markers, q))]);
+    await Promise.all([withMarkers, withFindings, withProfiles, ...loaders.map((l) => l(c, markers, q)), ...lazy.loads(c, markers, q)]);
   };
   await render(ctx);
+  lazy.watch();
   return {
     refresh: render,
-    destroy: () => widgets.forEach((w) => w.destroy()),
+    destroy: () => {
+      lazy.destroy();
+      widgets.forEach((w) => w.destroy());
+    },
   };
 }
 
@@ -340,7 +348,7 @@ function buildGpuTab(
   host: string,
   gpus: Map<string, Gpu>,
   widgets: Widget[],
-  loaders: ((c: ViewContext, markers: Marker[], q: QueryBatcher) => Promise<void>)[],
+  lazy: LazyLoads,
 ): void {
   const groups = ['Performance', 'Memory', 'Hardware', 'Data transfer'] as const;
   const sortedGpus = [...gpus.values()].sort((a, b) => a.index - b.index);
@@ -380,7 +388,7 @@ function buildGpuTab(
         w.el.append(breakdown.el);
         widgets.push(breakdown);
       }
-      loaders.push(async (c, markers, q) => {
+      lazy.add(w, async (c, markers, q) => {
         await loadGpuWidget(w, def, c, host, gpus, markers, q);
         if (breakdown) await loadBreakdown(breakdown, def, c, host, sortedGpus, markers, q);
       });

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// Charts that load when they come near the viewport (the host page's GPU Metrics tab: a dozen
+// charts, of which a 1440×900 screen shows four). The ones on the first screen load with the
+// view, their queries in one batch; the others once that screen is drawn, when they come within
+// a screen of the viewport (IntersectionObserver): those that come near together share a batch.
+// A refresh (live mode) reloads the charts loaded so far; the others load with the latest
+// window when they come near. When every chart has loaded, the app measures
+// `warpscope:view-all:<view>` from the render's start (bench/ui_load.mjs reads it).
+import { QueryBatcher } from './api';
+import type { Marker } from './chart';
+import type { ViewContext } from './view';
+import type { Widget } from './widget';
+
+export type ChartLoader = (c: ViewContext, markers: Marker[], q: QueryBatcher) => Promise<void>;
+
+interface Entry {
+  widget: Widget;
+  load: ChartLoader;
+  started: boolean;
+}
+
+// How far outside the viewport a chart starts loading: one screen above and below.
+const NEAR_MARGIN = '100% 0px 100% 0px';
+
+export class LazyLoads {
+  private readonly entries: Entry[] = [];
+  private observer: IntersectionObserver | null = null;
+  private ctx: ViewContext | null = null;
+  private markers: Marker[] = [];
+  private loading = 0;
+  private measured = false;
+
+  constructor(private readonly measureName: string) {}
+
+  add(widget: Widget, load: ChartLoader): void {
+    this.entries.push({ widget, load, started: false });
+    widget.el.setAttribute('data-load', 'idle');
+  }
+
+  // The loads of a render: on the first, the charts on screen now (their positions read in one
+  // layout); on a refresh, every chart loaded so far. The others wait for `watch`.
+  loads(c: ViewContext, markers: Marker[], q: QueryBatcher): Promise<void>[] {
+    this.ctx = c;
+    this.markers = markers;
+    const first = !this.entries.some((e) => e.started);
+    const height = window.innerHeight || document.documentElement.clientHeight;
+    const now = first
+      ? this.entries.filter((e) => {
+          const r = e.widget.el.getBoundingClientRect();
+          return r.bottom > 0 && r.top < height;
+        })
+      : this.entries.filter((e) => e.started);
+    return now.map((e) => this.start(e, c, markers, q));
+  }
+
+  // After the first screen is drawn: the other charts load as they come near.
+  watch(): void {
+    if (this.observer || typeof IntersectionObserver === 'undefined') {
+      if (!this.observer) this.loadRest();
+      return;
+    }
+    this.observer = new IntersectionObserver((list) => this.onNear(list), { rootMargin: NEAR_MARGIN });
+    for (const e of this.entries) if (!e.started) this.observer.observe(e.widget.el);
+    this.checkAll();
+  }
+
+  destroy(): void {
+    this.observer?.disconnect();
+    this.observer = null;
+    this.ctx = null;
+  }
+
+  private onNear(list: IntersectionObserverEntry[]): void {
+    if (!this.ctx) return;
+    const q = new QueryBatcher();
+    for (const item of list) {
+      if (!item.isIntersecting) continue;
+      const e = this.entries.find((x) => x.widget.el === item.target);
+      if (!e || e.started) continue;
+      this.observer?.unobserve(e.widget.el);
+      void this.start(e, this.ctx, this.markers, q);
+    }
+  }
+
+  // Without IntersectionObserver: every chart, at once.
+  private loadRest(): void {
+    if (!this.ctx) return;
+    const q = new QueryBatcher();
+    for (const e of this.entries) if (!e.started) void this.start(e, this.ctx, this.markers, q);
+  }
+
+  // A chart's load; a failure shows in its card (the page's other charts are not affected).
+  private async start(e: Entry, c: ViewContext, markers: Marker[], q: QueryBatcher): Promise<void> {
+    e.started = true;
+    e.widget.el.setAttribute('data-load', 'loading');
+    this.loading++;
+    try {
+      await e.load(c, markers, q);
+    } catch (err) {
+      if (this.ctx) e.widget.unavailable(`Cannot load this chart: ${(err as Error).message}`);
+    } finally {
+      this.loading--;
+      e.widget.el.setAttribute('data-load', 'done');
+    }
+    this.checkAll();
+  }
+
+  private checkAll(): void {
+    if (this.measured || this.loading > 0 || !this.observer || this.entries.some((e) => !e.started)) return;
+    this.measured = true;
+    try {
+      performance.measure(this.measureName, 'warpscope:render');
+    } catch {
+      // no render mark (a view built outside the app shell)
+    }
+  }
+}
