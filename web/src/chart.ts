@@ -395,7 +395,9 @@ export class TimeChart {
   // Whether the plot has drawn since it was built (uPlot draws in a microtask after the build).
   private drawn = false;
 
-  constructor(private readonly el: HTMLElement, spec: ChartSpec) {
+  // `width`: the element's width when the caller read it with other elements' in one layout (a
+  // page of charts then lays out once, not once per chart); else it is read here.
+  constructor(private readonly el: HTMLElement, spec: ChartSpec, private width = 0) {
     this.spec = spec;
     this.el.classList.add('chart');
     this.el.setAttribute('role', 'figure');
@@ -527,6 +529,8 @@ export class TimeChart {
     // About one y tick per 40 px.
     const yTicks = Math.max(2, Math.round((height - 40) / 40));
     const plotted = stacked ? [...this.lines.keys()].reverse() : [...this.lines.keys()];
+    const width = this.width;
+    this.width = 0; // a rebuild (new lines) reads the width then
     const series: uPlot.Series[] = [
       { value: (_u: uPlot, v: number | null) => (v === null ? '' : formatTime(v)) },
       ...plotted.map((li) => {
@@ -539,7 +543,7 @@ export class TimeChart {
     ];
     const axisFont = { labelSize: 18, labelFont: '12px system-ui, sans-serif', font: '11px system-ui, sans-serif' };
     const opts: uPlot.Options = {
-      width: Math.max(200, this.el.clientWidth || 600),
+      width: Math.max(200, width || this.el.clientWidth || 600),
       height,
       series,
       focus: { alpha: 0.25 },

@@ -19,6 +19,12 @@ interface Entry {
   started: boolean;
 }
 
+// The cards' chart widths, read together (one layout) before any chart is built: building a
+// chart changes the page, and a width read after that lays the page out again.
+function readWidths(entries: Entry[]): void {
+  for (const e of entries) e.widget.widthHint = e.widget.body.clientWidth;
+}
+
 // How far outside the viewport a chart starts loading: one screen above and below.
 const NEAR_MARGIN = '100% 0px 100% 0px';
 
@@ -50,6 +56,7 @@ export class LazyLoads {
           return r.bottom > 0 && r.top < height;
         })
       : this.entries.filter((e) => e.started);
+    readWidths(now);
     return now.map((e) => this.start(e, c, markers, q));
   }
 
@@ -72,11 +79,13 @@ export class LazyLoads {
 
   private onNear(list: IntersectionObserverEntry[]): void {
     if (!this.ctx) return;
+    const near = list
+      .filter((item) => item.isIntersecting)
+      .map((item) => this.entries.find((x) => x.widget.el === item.target))
+      .filter((e): e is Entry => e !== undefined && !e.started);
+    readWidths(near);
     const q = new QueryBatcher();
-    for (const item of list) {
-      if (!item.isIntersecting) continue;
-      const e = this.entries.find((x) => x.widget.el === item.target);
-      if (!e || e.started) continue;
+    for (const e of near) {
       this.observer?.unobserve(e.widget.el);
       void this.start(e, this.ctx, this.markers, q);
     }

@@ -17,6 +17,8 @@ export class Widget {
   readonly body: HTMLElement;
   readonly notes: HTMLElement;
   chart: TimeChart | null = null;
+  // The chart's width, when read with other cards' in one layout (lazy_loads.ts).
+  widthHint = 0;
 
   constructor(title: string, subtitle: string | undefined, testid: string, actions: HTMLElement[] = []) {
     this.body = h('div.widget-body');
@@ -36,7 +38,7 @@ export class Widget {
       return;
     }
     this.body.textContent = '';
-    this.chart = new TimeChart(this.body, spec);
+    this.chart = new TimeChart(this.body, spec, this.widthHint);
   }
 
   unavailable(message: string): void {
