@@ -22,7 +22,8 @@
 //                                      measuring: to look at 24 h of data in the UI
 //   --trace FILE                       records a Chromium trace of the last run's GPU Metrics tab load
 //                                      (open it in Perfetto or chrome://tracing; summarize with
-//                                      bench/trace_summary.mjs)
+//                                      bench/trace_summary.mjs); the trace's sampling profiler slows
+//                                      that run: its figures are not for comparison
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs';
