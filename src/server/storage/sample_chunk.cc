@@ -194,14 +194,24 @@ void ChunkEncoder::Append(const ChunkWindow& w) {
     prev_.start_ms = w.start_ms;
   }
   const int64_t delta = Sub(w.start_ms, prev_.start_ms);
-  WriteSigned(Sub(delta, prev_delta_));
-  WriteSigned(Sub(w.duration_ms, prev_.duration_ms));
-  WriteSigned(Sub(w.count, prev_.count));
-  WriteXor(w.last, prev_.last, last_frame_);
-  if (AllEqualLast(w)) {
+  const bool regular =
+      delta == prev_delta_ && w.duration_ms == prev_.duration_ms && w.count == prev_.count;
+  const bool flat = AllEqualLast(w);
+  if (regular && flat) {
     WriteBits(1, 1);
+    WriteXor(w.last, prev_.last, last_frame_);
+  } else if (regular) {
+    WriteBits(1, 2);  // 01
+    WriteXor(w.last, prev_.last, last_frame_);
   } else {
-    WriteBits(0, 1);
+    WriteBits(0, 2);  // 00
+    WriteSigned(Sub(delta, prev_delta_));
+    WriteSigned(Sub(w.duration_ms, prev_.duration_ms));
+    WriteSigned(Sub(w.count, prev_.count));
+    WriteXor(w.last, prev_.last, last_frame_);
+    WriteBits(flat ? 1 : 0, 1);
+  }
+  if (!flat) {
     const std::pair<double, std::pair<double, XorFrame*>> fields[] = {
         {w.avg, {prev_.avg, &avg_frame_}},
         {w.min, {prev_.min, &min_frame_}},
@@ -267,8 +277,8 @@ base::Result<std::vector<ChunkWindow>> DecodeChunk(std::string_view data) {
     }
   }
   BitReader in(data.substr(at));
-  // Each window takes at least 5 bits, the first 64 more.
-  if (n > kMaxChunkWindows || (n > 0 && (in.left() < 64 || n > (in.left() - 64) / 5))) {
+  // Each window takes at least 2 bits, the first 64 more.
+  if (n > kMaxChunkWindows || (n > 0 && (in.left() < 64 || n > (in.left() - 64) / 2))) {
     return bad("window count " + std::to_string(n) + " does not fit its bits");
   }
   std::vector<ChunkWindow> out;
@@ -283,17 +293,34 @@ base::Result<std::vector<ChunkWindow>> DecodeChunk(std::string_view data) {
   prev.start_ms = static_cast<int64_t>(raw);
   for (uint64_t i = 0; i < n; ++i) {
     ChunkWindow w;
+    auto malformed = [&] { return bad("window " + std::to_string(i) + " is truncated or malformed"); };
+    // '1': regular and flat; '01': regular; '00': general (see the header).
+    uint64_t flat_regular = 0, regular = 0, same = 1;
     int64_t dod = 0, dd = 0, dc = 0;
-    uint64_t same = 0;
-    if (!ReadSigned(in, dod) || !ReadSigned(in, dd) || !ReadSigned(in, dc) ||
-        !ReadXor(in, prev.last, last_state, w.last) || !in.Read(1, same)) {
-      return bad("window " + std::to_string(i) + " is truncated or malformed");
+    if (!in.Read(1, flat_regular)) {
+      return malformed();
     }
+    if (flat_regular == 0) {
+      if (!in.Read(1, regular)) {
+        return malformed();
+      }
+      same = 0;
+      if (regular == 0 && (!ReadSigned(in, dod) || !ReadSigned(in, dd) || !ReadSigned(in, dc))) {
+        return malformed();
+      }
+    }
+    if (!ReadXor(in, prev.last, last_state, w.last)) {
+      return malformed();
+    }
+    if (flat_regular == 0 && regular == 0 && !in.Read(1, same)) {
+      return malformed();
+    }
+    const bool flat = same == 1;
     const int64_t delta = Add(prev_delta, dod);
     w.start_ms = Add(prev.start_ms, delta);
     w.duration_ms = Add(prev.duration_ms, dd);
     w.count = Add(prev.count, dc);
-    if (same == 1) {
+    if (flat) {
       w.avg = w.min = w.max = w.last;
     } else {
       const std::pair<double*, std::pair<double, XorState*>> fields[] = {
@@ -303,12 +330,12 @@ base::Result<std::vector<ChunkWindow>> DecodeChunk(std::string_view data) {
       for (const auto& [value, p] : fields) {
         uint64_t equal = 0;
         if (!in.Read(1, equal)) {
-          return bad("window " + std::to_string(i) + " is truncated");
+          return malformed();
         }
         if (equal == 1) {
           *value = w.last;
         } else if (!ReadXor(in, p.first, *p.second, *value)) {
-          return bad("window " + std::to_string(i) + " is truncated or malformed");
+          return malformed();
         }
       }
     }

@@ -4,21 +4,22 @@
 // (docs/design/storage.md, "Sample chunks"). Pure code, no I/O.
 //
 // Format (version 1): a version byte, the window count as a LEB128 varint, then a bit stream
-// (most significant bit first, zero-padded to a byte):
-//   header   the first window's start as 64 raw bits
-//   window   start     delta-of-delta against the previous window (first: 0 - 0)   [signed]
-//            duration  difference from the previous window's duration (first: vs 0)  [signed]
-//            count     difference from the previous window's count (first: vs 0)     [signed]
-//            last      XOR with the previous window's last (first: vs +0.0)          [xor]
-//            1 bit     1: avg, min and max all equal last (nothing more follows)
-//            else, for each of avg, min, max: 1 bit 1 = equal to last, else
-//                      XOR with the previous window's same field                     [xor]
+// (most significant bit first, zero-padded to a byte): the first window's start as 64 raw bits,
+// then per window, against the previous one (the first against start delta 0, duration 0,
+// count 0 and values +0.0):
+//   '1'   regular and flat: the same start delta, duration and count, and avg = min = max =
+//         last; then  last [xor]
+//   '01'  regular: the same start delta, duration and count; then  last [xor], fields
+//   '00'  general: start delta-of-delta [signed], duration difference [signed], count
+//         difference [signed], last [xor], then 1 bit: 1 = flat, else fields
+//   fields  for each of avg, min, max: '1' equal to last, else '0' + [xor] against the previous
+//           window's same field
 //   [signed] zigzag, then '0' (0), '10'+7 bits, '110'+9, '1110'+12, '11110'+32, '11111'+64
 //   [xor]    '0' when equal; else '1' then '0' + the meaningful bits in the previous
 //            leading/trailing-zero frame, or '1' + 5 bits leading zeros + 6 bits (length - 1)
 //            + that many bits (Gorilla's float compression, one frame per field)
-// A window whose four values are equal and whose start, duration and count follow the
-// previous pattern costs 5 bits.
+// A remote-write sample (one value, count 1, regular timestamps) costs 1 bit plus its value's
+// XOR, as in Prometheus's chunks; a window whose value did not change costs 2 bits.
 #ifndef WARPSCOPE_SERVER_STORAGE_SAMPLE_CHUNK_H_
 #define WARPSCOPE_SERVER_STORAGE_SAMPLE_CHUNK_H_
 

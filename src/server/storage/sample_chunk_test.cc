@@ -36,14 +36,14 @@ TEST(SampleChunkTest, RoundTripsWindowsWithDistinctValues) {
   EXPECT_EQ(RoundTrip(in), in);
 }
 
-TEST(SampleChunkTest, FlatRegularWindowsCostAtMostOneByteEach) {
+TEST(SampleChunkTest, FlatRegularWindowsCostTwoBitsEach) {
   std::vector<ChunkWindow> in;
   for (int i = 0; i < 720; ++i) {
     in.push_back(Flat(1'700'000'000'000 + i * 10'000, 42.0));
   }
   std::string chunk = EncodeChunk(in);
-  // 5 bits per window after the first.
-  EXPECT_LE(chunk.size(), 720u * 5 / 8 + 40);
+  // 2 bits per window after the first.
+  EXPECT_LE(chunk.size(), 720u * 2 / 8 + 30);
   EXPECT_EQ(RoundTrip(in), in);
 }
 
