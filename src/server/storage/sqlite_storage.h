@@ -223,10 +223,13 @@ class SqliteStorage : public Storage {
 
   // Sample chunks (sqlite_storage_chunks.cc); compact_mu_ held, write_mu_ taken per group.
   // Moves the raw windows of every closed span (up to the minute watermark, in whole
-  // kChunkSpanMs) from samples into sample_chunks, then advances chunk_watermark_.
+  // kChunkSpanMs) from samples into sample_chunks, advancing chunk_watermark_ span by span;
+  // then, if windows arrived below it since the last time, merges them into their chunks.
   [[nodiscard]] base::Status ChunkClosedSpans(CompactResult& result);
   // One transaction: the samples rows of series [lo, hi] that start before `end_ms` (late
   // windows of spans chunked before included) merged into the chunks of their spans.
+  // ChunkSeriesGroup over every series, group by group.
+  [[nodiscard]] base::Status ChunkAllSeries(int64_t end_ms, CompactResult& result);
   [[nodiscard]] base::Result<uint64_t> ChunkSeriesGroup(int64_t id_lo, int64_t id_hi,
                                                         int64_t end_ms);
 
@@ -276,6 +279,10 @@ class SqliteStorage : public Storage {
   int64_t minute_cutoff_ = 0;
   int64_t hour_cutoff_ = 0;
   int64_t chunk_watermark_ = 0;  // spans before it are in sample_chunks (late windows aside)
+  int64_t chunk_building_to_ = 0;  // the end of the span Compact is moving now, else 0
+  // A window was written below chunk_watermark_ (or the span being moved) since the last sweep;
+  // true after opening, so that rows left there by a crash are swept once.
+  bool late_chunked_ = true;
   int64_t other_retention_ms_ = 0;  // last time events/profiles/steps were trimmed
 
   std::unique_ptr<sqlite::ReaderPool> readers_;  // thread-safe itself

@@ -96,18 +96,27 @@ Result<uint64_t> SqliteStorage::ChunkSeriesGroup(int64_t id_lo, int64_t id_hi, i
   return sqlite::InWriteTransaction(*writer_, [&]() -> Result<uint64_t> {
     std::map<SpanKey, std::vector<ChunkWindow>> spans;
     {
+      // Per series, so that each read is one seek on the (series_id, start_ms) key.
+      std::vector<int64_t> ids;
+      WARPSCOPE_ASSIGN_OR_RETURN(
+          Statement series, writer_->Prepare("SELECT id FROM series WHERE id BETWEEN ?1 AND ?2"));
+      series.Bind(id_lo, id_hi);
+      WARPSCOPE_RETURN_IF_ERROR(
+          series.ForEachRow([&](const Statement& row) { ids.push_back(row.ColumnInt(0)); }));
       WARPSCOPE_ASSIGN_OR_RETURN(
           Statement stmt,
-          writer_->Prepare("SELECT series_id, start_ms, duration_ms, avg, min, max, last, count "
-                           "FROM samples WHERE series_id BETWEEN ?1 AND ?2 AND start_ms < ?3 "
-                           "ORDER BY series_id, start_ms"));
-      stmt.Bind(id_lo, id_hi, end_ms);
-      WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
-        ChunkWindow w{row.ColumnInt(1),    row.ColumnInt(2),    row.ColumnDouble(3),
-                      row.ColumnDouble(4), row.ColumnDouble(5), row.ColumnDouble(6),
-                      row.ColumnInt(7)};
-        spans[{row.ColumnInt(0), FloorTo(w.start_ms, kChunkSpanMs)}].push_back(w);
-      }));
+          writer_->Prepare("SELECT start_ms, duration_ms, avg, min, max, last, count FROM samples "
+                           "WHERE series_id = ?1 AND start_ms < ?2 ORDER BY start_ms"));
+      for (int64_t id : ids) {
+        stmt.Bind(id, end_ms);
+        WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
+          ChunkWindow w{row.ColumnInt(0),    row.ColumnInt(1),    row.ColumnDouble(2),
+                        row.ColumnDouble(3), row.ColumnDouble(4), row.ColumnDouble(5),
+                        row.ColumnInt(6)};
+          spans[{id, FloorTo(w.start_ms, kChunkSpanMs)}].push_back(w);
+        }));
+        stmt.Reset();
+      }
     }
     WARPSCOPE_ASSIGN_OR_RETURN(
         Statement existing,
@@ -199,28 +208,62 @@ Status SqliteStorage::ChunkClosedSpans(CompactResult& result) {
   int64_t until = 0;
   {
     std::lock_guard lock(write_mu_);
-    // Spans the minute rollup has passed: no rollup of new minutes reads them any more.
-    until = FloorTo(minute_watermark_, kChunkSpanMs);
-    from = chunk_watermark_ != 0 ? chunk_watermark_ : FloorTo(first_window_ms_, kChunkSpanMs);
     if (first_window_ms_ == 0 || minute_watermark_ == 0) {
       return base::OkStatus();
     }
+    // Spans the minute rollup has passed: no rollup of new minutes reads them any more.
+    until = FloorTo(minute_watermark_, kChunkSpanMs);
+    from = chunk_watermark_ != 0 ? chunk_watermark_ : FloorTo(first_window_ms_, kChunkSpanMs);
   }
+  // Windows written while a span is moved are flagged by WriteBatch (it compares with
+  // chunk_building_to_); clear the mark however this function returns.
+  struct ClearBuilding {
+    SqliteStorage* self;
+    ~ClearBuilding() {
+      std::lock_guard lock(self->write_mu_);
+      self->chunk_building_to_ = 0;
+    }
+  } clear_building{this};
   // One span at a time (an upgraded database may hold days of rows), each group of series in
   // its own short transaction; the watermark moves once a span is done, so a crash in between
   // leaves rows in samples that the next Compact moves.
   for (int64_t end = from + kChunkSpanMs; end <= until; end += kChunkSpanMs) {
-    for (const auto& [lo, hi] : SeriesChunks(0, kChunkingSeries)) {
-      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t moved, ChunkSeriesGroup(lo, hi, end));
-      result.chunked_windows += moved;
-      if (options_.after_chunk_group_for_testing) {
-        options_.after_chunk_group_for_testing();
-      }
+    {
+      std::lock_guard lock(write_mu_);
+      chunk_building_to_ = end;
     }
+    WARPSCOPE_RETURN_IF_ERROR(ChunkAllSeries(end, result));
     std::lock_guard lock(write_mu_);
     WARPSCOPE_RETURN_IF_ERROR(
         sqlite::InWriteTransaction(*writer_, [&] { return SetMeta(kMetaChunkWatermark, end); }));
     chunk_watermark_ = end;
+  }
+  // Late windows below the watermark join their spans' chunks.
+  int64_t watermark = 0;
+  {
+    std::lock_guard lock(write_mu_);
+    if (!late_chunked_ || chunk_watermark_ == 0) {
+      return base::OkStatus();
+    }
+    late_chunked_ = false;
+    watermark = chunk_watermark_;
+    chunk_building_to_ = watermark;
+  }
+  if (Status st = ChunkAllSeries(watermark, result); !st.ok()) {
+    std::lock_guard lock(write_mu_);
+    late_chunked_ = true;
+    return st;
+  }
+  return base::OkStatus();
+}
+
+Status SqliteStorage::ChunkAllSeries(int64_t end_ms, CompactResult& result) {
+  for (const auto& [lo, hi] : SeriesChunks(0, kChunkingSeries)) {
+    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t moved, ChunkSeriesGroup(lo, hi, end_ms));
+    result.chunked_windows += moved;
+    if (options_.after_chunk_group_for_testing) {
+      options_.after_chunk_group_for_testing();
+    }
   }
   return base::OkStatus();
 }

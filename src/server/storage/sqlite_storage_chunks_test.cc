@@ -169,7 +169,7 @@ TEST_F(SqliteChunksTest, CompactMovesClosedSpansIntoChunksAndReadsAreUnchanged) 
   EXPECT_EQ(Read(*store, Aggregation::kLast, 0, kWindows), before[3]);
 }
 
-TEST_F(SqliteChunksTest, LateWindowsOfAChunkedSpanAreReadAtOnceAndMergedLater) {
+TEST_F(SqliteChunksTest, LateWindowsOfAChunkedSpanAreReadAtOnceAndMergedAtTheNextCompact) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   Write(*store, 0, 3 * 360);
@@ -185,8 +185,13 @@ TEST_F(SqliteChunksTest, LateWindowsOfAChunkedSpanAreReadAtOnceAndMergedLater) {
   ASSERT_EQ(points.size(), 3u);
   EXPECT_EQ(points[1].value, Value(0, 100) + 1002);
   EXPECT_EQ(points[0].value, Value(0, 99) + 2);
-  // The minute rollup is rebuilt from the chunk and the late row.
+  // The next Compact merges the late row into its chunk and rebuilds the minute rollup from
+  // the chunk.
   ASSERT_TRUE(store->Compact(kT0 + hours(3) + minutes(10)).has_value());
+  EXPECT_EQ(Count("samples WHERE start_ms < " + std::to_string(Ms(720))), 0);
+  points = Read(*store, Aggregation::kMax, 99, 102);
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[1].value, Value(0, 100) + 1002);
   RangeQuery q;
   q.metric = "m";
   q.match.labels = {{"s", "0"}};
@@ -199,7 +204,7 @@ TEST_F(SqliteChunksTest, LateWindowsOfAChunkedSpanAreReadAtOnceAndMergedLater) {
   ASSERT_EQ(minute->series.size(), 1u);
   EXPECT_EQ(minute->series[0].points[0].value, Value(0, 100) + 1002);
 
-  // Once the next span is chunked, the late row has joined its chunk.
+  // Chunking the next span leaves it as it is.
   Write(*store, 3 * 360, 5 * 360);
   ASSERT_TRUE(store->Compact(kT0 + hours(5) + minutes(5)).has_value());
   EXPECT_EQ(Count("samples WHERE start_ms < " + std::to_string(Ms(1440))), 0);
