@@ -225,7 +225,7 @@ class SqliteStorage : public Storage {
   // Moves the raw windows of every closed span (up to the minute watermark, in whole
   // kChunkSpanMs) from samples into sample_chunks, advancing chunk_watermark_ span by span;
   // then, if windows arrived below it since the last time, merges them into their chunks.
-  [[nodiscard]] base::Status ChunkClosedSpans(CompactResult& result);
+  [[nodiscard]] base::Status ChunkClosedSpans(int64_t now_ms, CompactResult& result);
   // One transaction: the samples rows of series [lo, hi] that start before `end_ms` (late
   // windows of spans chunked before included) merged into the chunks of their spans.
   // ChunkSeriesGroup over every series, group by group.

@@ -80,6 +80,7 @@ namespace {
 using base::Result;
 using base::Status;
 using sqlite::Statement;
+using storage_internal::DurationMs;
 using storage_internal::kChunkingSeries;
 using storage_internal::kChunkSpanMs;
 using storage_internal::kChunkTargetBytes;
@@ -203,7 +204,7 @@ Result<uint64_t> SqliteStorage::ChunkSeriesGroup(int64_t id_lo, int64_t id_hi, i
   });
 }
 
-Status SqliteStorage::ChunkClosedSpans(CompactResult& result) {
+Status SqliteStorage::ChunkClosedSpans(int64_t now_ms, CompactResult& result) {
   int64_t from = 0;
   int64_t until = 0;
   {
@@ -214,6 +215,10 @@ Status SqliteStorage::ChunkClosedSpans(CompactResult& result) {
     // Spans the minute rollup has passed: no rollup of new minutes reads them any more.
     until = FloorTo(minute_watermark_, kChunkSpanMs);
     from = chunk_watermark_ != 0 ? chunk_watermark_ : FloorTo(first_window_ms_, kChunkSpanMs);
+    // Not from before raw retention: retention deletes those rows in this Compact, and a
+    // window from a clock years off must not cost a pass per span in between.
+    from = std::max(from, FloorTo(now_ms - DurationMs(options_.storage.raw_retention),
+                                  kChunkSpanMs));
   }
   // Windows written while a span is moved are flagged by WriteBatch (it compares with
   // chunk_building_to_); clear the mark however this function returns.

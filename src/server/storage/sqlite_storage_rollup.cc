@@ -267,7 +267,7 @@ Result<CompactResult> SqliteStorage::Compact(base::TimePoint now) {
   if (hour_until != 0) {
     WARPSCOPE_RETURN_IF_ERROR(RollUpNew(Resolution::kHour, hour_until, result));
   }
-  WARPSCOPE_RETURN_IF_ERROR(ChunkClosedSpans(result));
+  WARPSCOPE_RETURN_IF_ERROR(ChunkClosedSpans(now_ms, result));
   WARPSCOPE_RETURN_IF_ERROR(ApplyRetention(now_ms, result));
   {
     std::lock_guard lock(write_mu_);
