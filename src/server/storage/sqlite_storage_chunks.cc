@@ -139,10 +139,11 @@ Result<uint64_t> SqliteStorage::ChunkSeriesGroup(int64_t id_lo, int64_t id_hi, i
     for (auto& [key, head] : spans) {
       const auto [series_id, span] = key;
       moved += head.size();
-      // Windows of a span chunked before (late arrivals) join its chunks: decode, merge (the
-      // head row wins on an equal start), write the span's chunks again.
+      // Windows of a span that has chunks already (late arrivals, or a span a crash left half
+      // moved) join them: decode, merge (the head row wins on an equal start), write the span's
+      // chunks again. One index seek when there are none.
       std::vector<ChunkWindow> merged;
-      if (span < chunk_watermark_) {
+      {
         existing.Bind(series_id, span, span + kChunkSpanMs);
         WARPSCOPE_RETURN_IF_ERROR(existing.ForEachRow([&](const Statement& row) -> Status {
           auto windows = DecodeChunk(row.ColumnBlob(1));

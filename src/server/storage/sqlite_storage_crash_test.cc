@@ -258,6 +258,11 @@ TEST(SqliteStorageCrashTest, AcknowledgedWindowsSurviveKill9DuringCompaction) {
       EXPECT_EQ(t.rows, head_after_first_span - 720 * kCompactSeries / 2);
     }
   }
+  // A late copy of window 800 (in the half-moved span) from another sender, for every series:
+  // the next Compact merges it into the chunks the killed one wrote for half the series.
+  IngestBatch late = MakeWideBatch(800);
+  late.agent_id = "backfill";
+  ASSERT_TRUE((*storage)->WriteBatch(late).has_value());
   // The next Compact finishes the move; nothing is lost or doubled.
   const base::TimePoint end = kT0 + std::chrono::seconds(10) * static_cast<int64_t>(acknowledged);
   ASSERT_TRUE((*storage)->Compact(end + std::chrono::minutes(5)).has_value());
