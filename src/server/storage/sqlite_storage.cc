@@ -26,7 +26,8 @@ base::Result<MetaMarks> ReadMetaMarks(sqlite::Connection& db) {
   const std::pair<std::string_view, int64_t*> fields[] = {
       {kMetaFirstWindow, &m.first_window},     {kMetaMinuteWatermark, &m.minute_watermark},
       {kMetaHourWatermark, &m.hour_watermark}, {kMetaRawCutoff, &m.raw_cutoff},
-      {kMetaMinuteCutoff, &m.minute_cutoff},   {kMetaHourCutoff, &m.hour_cutoff}};
+      {kMetaMinuteCutoff, &m.minute_cutoff},   {kMetaHourCutoff, &m.hour_cutoff},
+      {kMetaChunkWatermark, &m.chunk_watermark}};
   WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const sqlite::Statement& row) {
     std::string_view key = row.ColumnText(0);
     for (const auto& [name, out] : fields) {
@@ -236,6 +237,22 @@ CREATE INDEX IF NOT EXISTS training_steps_by_job ON training_steps(job, end_ns);
 CREATE INDEX IF NOT EXISTS training_steps_by_end ON training_steps(end_ns);
 )sql";
 
+// Schema version 4: raw windows of closed spans as compressed chunks (sample_chunk.h), one row
+// per run of windows of one series inside one kChunkSpanMs span. start_ms is the first window's
+// start, end_ms the last window's start + 1, count the windows. A rowid table: compaction
+// appends, so its leaves fill completely; the index finds a series' chunks in time order.
+constexpr char kChunksSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS sample_chunks(
+  id INTEGER PRIMARY KEY,
+  series_id INTEGER NOT NULL,
+  start_ms INTEGER NOT NULL,
+  end_ms INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  data BLOB NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS sample_chunks_by_series ON sample_chunks(series_id, start_ms);
+)sql";
+
 Status CheckDataDir(const std::string& dir) {
   if (dir.empty()) {
     return base::InvalidArgument("--data-dir is empty: give the directory to keep data in");
@@ -347,6 +364,7 @@ Status SqliteStorage::InitSchema() {
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kSchema));
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStagedSchema));
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStepsSchema));
+      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kChunksSchema));
       return SetMeta(kMetaSchemaVersion, kSchemaVersion);
     }
     WARPSCOPE_ASSIGN_OR_RETURN(
@@ -369,6 +387,10 @@ Status SqliteStorage::InitSchema() {
     }
     if (version < 3) {
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStepsSchema));
+    }
+    if (version < 4) {
+      // The samples table keeps its rows; Compact moves them into chunks span by span.
+      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kChunksSchema));
     }
     if (version < kSchemaVersion) {
       WARPSCOPE_RETURN_IF_ERROR(SetMeta(kMetaSchemaVersion, kSchemaVersion));
@@ -400,6 +422,7 @@ Status SqliteStorage::LoadState() {
     raw_cutoff_ = marks.raw_cutoff;
     minute_cutoff_ = marks.minute_cutoff;
     hour_cutoff_ = marks.hour_cutoff;
+    chunk_watermark_ = marks.chunk_watermark;
   }
   {
     WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,

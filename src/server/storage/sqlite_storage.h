@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -46,6 +47,9 @@ struct SqliteStorageOptions {
   // 0 rows keeps none. See "Recent samples" in docs/design/storage.md.
   int64_t recent_keep_ms = 5 * kMinuteMs;
   size_t recent_max_rows = 1'000'000;
+  // Called by Compact after each transaction that moved a group of series' windows into
+  // sample_chunks (the crash test stops there to be killed mid-compaction).
+  std::function<void()> after_chunk_group_for_testing;
 };
 
 // Storage in one SQLite database (WAL mode) under --data-dir. Schema and reasoning:
@@ -64,9 +68,9 @@ struct SqliteStorageOptions {
 // and sqlite_storage_retention.cc; what they share is in sqlite_storage_internal.h.
 class SqliteStorage : public Storage {
  public:
-  // 2 added the staged_samples table, 3 the training_steps table; an older database is
-  // upgraded when opened.
-  static constexpr int kSchemaVersion = 3;
+  // 2 added the staged_samples table, 3 the training_steps table, 4 the sample_chunks table;
+  // an older database is upgraded when opened.
+  static constexpr int kSchemaVersion = 4;
 
   // Opens or creates the store. Errors name the path and the remedy: a data dir that cannot be
   // created or written, a file that is not a warpscope database, or one written by a newer
@@ -213,9 +217,21 @@ class SqliteStorage : public Storage {
   [[nodiscard]] base::Result<uint64_t> RollUpChunk(Resolution target, int64_t host_id,
                                                    int64_t id_lo, int64_t id_hi, int64_t from_ms,
                                                    int64_t to_ms);
-  // Series ids (of one host, or all with host_id 0) cut into chunks of at most kChunkSeries,
-  // as inclusive [lo, hi] id ranges. Takes write_mu_.
-  std::vector<std::pair<int64_t, int64_t>> SeriesChunks(int64_t host_id);
+  // Series ids (of one host, or all with host_id 0) cut into chunks of at most `per_chunk`
+  // (kChunkSeries by default), as inclusive [lo, hi] id ranges. Takes write_mu_.
+  std::vector<std::pair<int64_t, int64_t>> SeriesChunks(int64_t host_id, size_t per_chunk = 0);
+
+  // Sample chunks (sqlite_storage_chunks.cc); compact_mu_ held, write_mu_ taken per group.
+  // Moves the raw windows of every closed span (up to the minute watermark, in whole
+  // kChunkSpanMs) from samples into sample_chunks, advancing chunk_watermark_ span by span;
+  // then, if windows arrived below it since the last time, merges them into their chunks.
+  [[nodiscard]] base::Status ChunkClosedSpans(int64_t now_ms, CompactResult& result);
+  // One transaction: the samples rows of series [lo, hi] that start before `end_ms` (late
+  // windows of spans chunked before included) merged into the chunks of their spans.
+  // ChunkSeriesGroup over every series, group by group.
+  [[nodiscard]] base::Status ChunkAllSeries(int64_t end_ms, CompactResult& result);
+  [[nodiscard]] base::Result<uint64_t> ChunkSeriesGroup(int64_t id_lo, int64_t id_hi,
+                                                        int64_t end_ms);
 
   // Retention (sqlite_storage_retention.cc); compact_mu_ held, write_mu_ taken per chunk.
   [[nodiscard]] base::Status ApplyRetention(int64_t now_ms, CompactResult& result);
@@ -262,6 +278,11 @@ class SqliteStorage : public Storage {
   int64_t raw_cutoff_ = 0;  // 0: nothing deleted yet
   int64_t minute_cutoff_ = 0;
   int64_t hour_cutoff_ = 0;
+  int64_t chunk_watermark_ = 0;  // spans before it are in sample_chunks (late windows aside)
+  int64_t chunk_building_to_ = 0;  // the end of the span Compact is moving now, else 0
+  // A window was written below chunk_watermark_ (or the span being moved) since the last sweep;
+  // true after opening, so that rows left there by a crash are swept once.
+  bool late_chunked_ = true;
   int64_t other_retention_ms_ = 0;  // last time events/profiles/steps were trimmed
 
   std::unique_ptr<sqlite::ReaderPool> readers_;  // thread-safe itself

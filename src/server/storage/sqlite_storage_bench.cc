@@ -7,12 +7,20 @@
 //                      queries all 20 metrics. Arg = step in seconds: 10 (raw, 8,640 points per
 //                      series), 90 (a ~1,000 px chart, from 1-minute rollups), 3600 (1-hour
 //                      rollups). Counters report bytes on disk per stored raw window.
+//   BM_Bytes           bytes on disk per raw window and per value (a window holds 5: avg, min,
+//                      max, last, count) once Compact has moved closed spans into chunks, for
+//                      two data sets: Arg 0 = BM_Query24h's (160 GPU series, values on a 0.004
+//                      grid, avg = last), Arg 1 = a node's 1,300 series shaped like an agent's
+//                      windows of 10 one-second samples (constants, integer gauges, 3-decimal
+//                      gauges, counters; see NodeLikeWindow), 6 h at 10 s.
 // Run a release build: build/release/bin/sqlite_storage_bench
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "server/storage/sqlite_storage.h"
@@ -129,7 +137,7 @@ BENCHMARK(BM_Ingest)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 struct Dataset {
   std::string dir;
   std::unique_ptr<SqliteStorage> store;
-  double raw_bytes_per_window = 0;  // samples table bytes / rows
+  double raw_bytes_per_window = 0;  // samples + sample_chunks bytes / raw windows
   double all_bytes_per_window = 0;  // whole database / raw windows (rollups, ids included)
   std::string error;
 
@@ -183,12 +191,16 @@ struct Dataset {
       error = stats.error().ToString();
       return;
     }
+    uint64_t raw_bytes = 0;
     for (const TableStats& t : stats->tables) {
-      if (t.name == "samples" && t.rows > 0) {
-        raw_bytes_per_window = static_cast<double>(t.bytes) / static_cast<double>(t.rows);
-        all_bytes_per_window =
-            static_cast<double>(stats->total_bytes) / static_cast<double>(t.rows);
+      if (t.name == "samples" || t.name == "sample_chunks") {
+        raw_bytes += t.bytes;
       }
+    }
+    if (stats->raw_windows > 0) {
+      const auto windows = static_cast<double>(stats->raw_windows);
+      raw_bytes_per_window = static_cast<double>(raw_bytes) / windows;
+      all_bytes_per_window = static_cast<double>(stats->total_bytes) / windows;
     }
   }
   ~Dataset() {
@@ -234,6 +246,150 @@ void BM_Query24h(benchmark::State& state) {
   state.counters["db_bytes_per_window"] = data.all_bytes_per_window;
 }
 BENCHMARK(BM_Query24h)->Arg(10)->Arg(90)->Arg(3600)->Unit(benchmark::kMillisecond);
+
+// One 10 s window of a node's 1,300 series, shaped like what an agent sends: each window
+// summarizes 10 one-second samples. 20 % constants (clocks, limits, totals: min = max = avg =
+// last), 40 % integer gauges (utilization %, temperatures, fan speeds: integers drifting around
+// a level; avg has one decimal), 20 % 3-decimal gauges (power in W, bandwidths), 20 % counters
+// (bytes, energy; the window's values are all the newest reading, as the agent sends them).
+IngestBatch NodeLikeWindow(uint64_t sequence, base::TimePoint start, std::mt19937_64& rng) {
+  IngestBatch b;
+  b.agent_id = "agent-node1";
+  b.host = "node1";
+  b.sequence = sequence;
+  b.start = start;
+  b.end = start + seconds(10);
+  constexpr int kSeriesCount = 1300;
+  for (int m = 0; m < 4; ++m) {
+    b.metrics.push_back(MetricInfo{.key = "shape" + std::to_string(m)});
+  }
+  std::uniform_real_distribution<double> unit(0, 1);
+  for (int i = 0; i < kSeriesCount; ++i) {
+    const int shape = i % 10 < 2 ? 0 : i % 10 < 6 ? 1 : i % 10 < 8 ? 2 : 3;
+    const double level = 20 + (i * 37) % 60;
+    double avg = 0, mn = 0, mx = 0, last = 0;
+    switch (shape) {
+      case 0:
+        avg = mn = mx = last = 1000 + i;
+        break;
+      case 1: {  // 10 integer samples around a level that moves slowly
+        const double base = std::round(level + 5 * std::sin(static_cast<double>(sequence) / 90.0));
+        double sum = 0;
+        mn = 1e9;
+        mx = -1e9;
+        for (int k = 0; k < 10; ++k) {
+          last = base + std::round(unit(rng) * 2 - 1);
+          sum += last;
+          mn = std::min(mn, last);
+          mx = std::max(mx, last);
+        }
+        avg = sum / 10;
+        break;
+      }
+      case 2: {  // 3 decimals, e.g. watts
+        double sum = 0;
+        mn = 1e9;
+        mx = -1e9;
+        for (int k = 0; k < 10; ++k) {
+          last = std::round((level * 5 + unit(rng) * 20) * 1000) / 1000;
+          sum += last;
+          mn = std::min(mn, last);
+          mx = std::max(mx, last);
+        }
+        avg = sum / 10;
+        break;
+      }
+      default:  // a counter: bytes growing by a varying amount
+        avg = mn = mx = last =
+            static_cast<double>(sequence) * 1e6 * (1 + i % 5) + std::round(unit(rng) * 1e5);
+        break;
+    }
+    b.series.push_back(IngestSeries{"shape" + std::to_string(shape), "node1",
+                                    {{"i", std::to_string(i)}}, avg, mn, mx, last, 10});
+  }
+  return b;
+}
+
+// Bytes of a data set after compaction: sample_chunks (with its index), the head rows left,
+// the database file (page count x page size) and the WAL.
+void BM_Bytes(benchmark::State& state) {
+  std::string dir = MakeTempDir();
+  auto store = OpenStore(dir, false);
+  if (store == nullptr) {
+    state.SkipWithError("cannot open the store");
+    return;
+  }
+  const bool node_like = state.range(0) == 1;
+  const int windows = node_like ? 6 * 360 : 24 * 360;
+  std::mt19937_64 rng(1);
+  for (auto _ : state) {
+    for (int w = 0; w < windows; ++w) {
+      IngestBatch b;
+      const base::TimePoint start = kT0 + seconds(10) * w;
+      if (node_like) {
+        b = NodeLikeWindow(static_cast<uint64_t>(w + 1), start, rng);
+      } else {
+        b.agent_id = "agent-node1";
+        b.host = "node1";
+        b.sequence = static_cast<uint64_t>(w + 1);
+        b.start = start;
+        b.end = start + seconds(10);
+        for (int m = 0; m < kGpuMetrics; ++m) {
+          b.metrics.push_back(MetricInfo{.key = "gpu.metric" + std::to_string(m),
+                                         .entity_kind = model::EntityKind::kGpu});
+        }
+        for (int g = 0; g < kGpus; ++g) {
+          for (int m = 0; m < kGpuMetrics; ++m) {
+            double v = 0.5 + 0.4 * static_cast<double>((w * 7 + g * 13 + m) % 100) / 100.0;
+            b.series.push_back(IngestSeries{"gpu.metric" + std::to_string(m), GpuId(g), {}, v,
+                                            v - 0.1, v + 0.1, v, 10});
+          }
+        }
+      }
+      auto r = store->WriteBatch(b);
+      if (!r) {
+        state.SkipWithError(r.error().ToString().c_str());
+        return;
+      }
+      if (w % 60 == 59 && !store->Compact(b.end)) {
+        state.SkipWithError("compaction failed");
+        return;
+      }
+    }
+    if (!store->Compact(kT0 + seconds(10) * windows + minutes(5))) {
+      state.SkipWithError("compaction failed");
+      return;
+    }
+  }
+  auto stats = store->Stats();
+  if (!stats) {
+    state.SkipWithError(stats.error().ToString().c_str());
+    return;
+  }
+  double chunk_bytes = 0, head_bytes = 0, head_rows = 0;
+  for (const TableStats& t : stats->tables) {
+    if (t.name == "sample_chunks") {
+      chunk_bytes = static_cast<double>(t.bytes);
+    } else if (t.name == "samples") {
+      head_bytes = static_cast<double>(t.bytes);
+      head_rows = static_cast<double>(t.rows);
+    }
+  }
+  const double chunked = static_cast<double>(stats->raw_windows) - head_rows;
+  std::error_code ec;
+  const auto wal = static_cast<double>(std::filesystem::file_size(dir + "/warpscope.db-wal", ec));
+  const auto file = static_cast<double>(std::filesystem::file_size(dir + "/warpscope.db", ec));
+  const auto all = static_cast<double>(stats->raw_windows);
+  state.counters["chunked_windows"] = chunked;
+  state.counters["chunk_B_per_window"] = chunk_bytes / chunked;
+  state.counters["chunk_B_per_value"] = chunk_bytes / chunked / 5;
+  state.counters["head_B_per_window"] = head_rows > 0 ? head_bytes / head_rows : 0;
+  state.counters["db_B_per_window"] = file / all;
+  state.counters["db_wal_B_per_window"] = (file + wal) / all;
+  store.reset();
+  std::filesystem::remove_all(dir, ec);
+}
+BENCHMARK(BM_Bytes)->Arg(0)->Arg(1)->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace warpscope::server

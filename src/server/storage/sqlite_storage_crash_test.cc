@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // A child process writes batches and reports each acknowledged sequence on a pipe; the parent
 // kills it with SIGKILL mid-stream and checks that every acknowledged batch (its samples and its
-// training step) is in the store.
+// training step) is in the store. A second child also compacts, and is killed in the middle of
+// a compaction that moves samples into chunks.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <string>
 
 #include "server/storage/sqlite_storage.h"
 
@@ -120,6 +122,154 @@ TEST(SqliteStorageCrashTest, AcknowledgedBatchesSurviveKill9) {
     ASSERT_TRUE(again.has_value());
     ASSERT_TRUE(again->duplicate) << "sequence " << s;
   }
+  storage->reset();
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
+// Windows of kCompactSeries series, each with its own value per window (series i, window w:
+// i + w / 8).
+constexpr int kCompactSeries = 64;
+constexpr uint64_t kChunkedMarker = 0;  // sent when the first group of series is in chunks
+
+IngestBatch MakeWideBatch(uint64_t sequence) {
+  IngestBatch b;
+  b.agent_id = "agent";
+  b.host = "h1";
+  b.sequence = sequence;
+  b.start = kT0 + std::chrono::seconds(10) * static_cast<int64_t>(sequence);
+  b.end = b.start + std::chrono::seconds(10);
+  b.metrics.push_back(MetricInfo{.key = "m"});
+  for (int i = 0; i < kCompactSeries; ++i) {
+    double v = i + static_cast<double>(sequence) / 8;
+    b.series.push_back(IngestSeries{.metric = "m",
+                                    .entity = "h1",
+                                    .labels = {{"i", std::to_string(i)}},
+                                    .avg = v,
+                                    .min = v - 1,
+                                    .max = v + 1,
+                                    .last = v,
+                                    .count = 10});
+  }
+  return b;
+}
+
+// Runs in the child: writes and compacts every simulated 10 minutes. Once the second 2 h span
+// has closed, the Compact that moves it into chunks stops after its first group of series,
+// says so and waits to be killed: the span is half moved and the chunk watermark still behind.
+[[noreturn]] void WriteAndCompactUntilKilled(const std::string& dir, int ack_fd) {
+  SqliteStorageOptions o;
+  o.data_dir = dir;
+  uint64_t written = 0;
+  o.after_chunk_group_for_testing = [&] {
+    if (written < 4 * 360 + 60) {
+      return;
+    }
+    if (write(ack_fd, &kChunkedMarker, sizeof(kChunkedMarker)) != sizeof(kChunkedMarker)) {
+      _exit(6);
+    }
+    while (true) {
+      pause();
+    }
+  };
+  auto storage = SqliteStorage::Open(o);
+  if (!storage) {
+    _exit(2);
+  }
+  for (uint64_t seq = 1;; ++seq) {
+    IngestBatch b = MakeWideBatch(seq);
+    auto r = (*storage)->WriteBatch(b);
+    if (!r || r->stored != kCompactSeries) {
+      _exit(3);
+    }
+    if (write(ack_fd, &seq, sizeof(seq)) != sizeof(seq)) {
+      _exit(4);
+    }
+    written = seq;
+    if (seq % 60 == 0 && !(*storage)->Compact(b.end)) {
+      _exit(5);
+    }
+  }
+}
+
+// Every acknowledged window of every series, read back with its value.
+void ExpectAllWindows(SqliteStorage& storage, uint64_t acknowledged) {
+  RangeQuery q;
+  q.metric = "m";
+  q.start = kT0;
+  q.end = kT0 + std::chrono::seconds(10) * static_cast<int64_t>(acknowledged + 1);
+  q.step = std::chrono::seconds(10);
+  q.aggregation = Aggregation::kMax;
+  auto r = storage.QueryRange(q);
+  ASSERT_TRUE(r.has_value()) << r.error().ToString();
+  ASSERT_EQ(r->series.size(), static_cast<size_t>(kCompactSeries));
+  for (const RangeSeries& s : r->series) {
+    const int i = std::stoi(std::string(s.series.labels.Get("i")));
+    ASSERT_EQ(s.points.size(), acknowledged) << "series " << i;
+    for (uint64_t seq = 1; seq <= acknowledged; ++seq) {
+      ASSERT_EQ(s.points[seq - 1].value, i + static_cast<double>(seq) / 8 + 1)
+          << "series " << i << ", sequence " << seq;
+    }
+  }
+}
+
+TEST(SqliteStorageCrashTest, AcknowledgedWindowsSurviveKill9DuringCompaction) {
+  std::string dir = (std::filesystem::path(::testing::TempDir()) / "warpscope-crash-XXXXXX");
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(fds[0]);
+    WriteAndCompactUntilKilled(dir, fds[1]);
+  }
+  close(fds[1]);
+  uint64_t acknowledged = 0;
+  while (true) {
+    uint64_t seq = 0;
+    ASSERT_EQ(read(fds[0], &seq, sizeof(seq)), static_cast<ssize_t>(sizeof(seq)))
+        << "the writer died before it was killed";
+    if (seq == kChunkedMarker) {
+      break;
+    }
+    acknowledged = seq;
+  }
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  close(fds[0]);
+
+  SqliteStorageOptions o;
+  o.data_dir = dir;
+  o.recent_max_rows = 0;  // every read from the database
+  auto storage = SqliteStorage::Open(o);
+  ASSERT_TRUE(storage.has_value()) << storage.error().ToString();
+  ExpectAllWindows(**storage, acknowledged);
+  // Half of the span moved: 32 series' windows of it are in chunks, the others' still rows.
+  auto before = (*storage)->Stats();
+  ASSERT_TRUE(before.has_value());
+  EXPECT_EQ(before->raw_windows, acknowledged * kCompactSeries);
+  // Windows start at sequence x 10 s: the first span holds sequences 1-719, the second 720-1439.
+  const uint64_t head_after_first_span = (acknowledged - 719) * kCompactSeries;
+  for (const TableStats& t : before->tables) {
+    if (t.name == "samples") {
+      EXPECT_EQ(t.rows, head_after_first_span - 720 * kCompactSeries / 2);
+    }
+  }
+  // A late copy of window 800 (in the half-moved span) from another sender, for every series:
+  // the next Compact merges it into the chunks the killed one wrote for half the series.
+  IngestBatch late = MakeWideBatch(800);
+  late.agent_id = "backfill";
+  ASSERT_TRUE((*storage)->WriteBatch(late).has_value());
+  // The next Compact finishes the move; nothing is lost or doubled.
+  const base::TimePoint end = kT0 + std::chrono::seconds(10) * static_cast<int64_t>(acknowledged);
+  ASSERT_TRUE((*storage)->Compact(end + std::chrono::minutes(5)).has_value());
+  ExpectAllWindows(**storage, acknowledged);
+  auto stats = (*storage)->Stats();
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_EQ(stats->raw_windows, acknowledged * kCompactSeries);
   storage->reset();
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,6 +47,13 @@ inline constexpr int64_t kLastSeenSlackMs = 2 * kLastSeenPersistMs;
 inline constexpr size_t kChunkSeries = 256;
 inline constexpr int64_t kMinuteSliceMs = 10 * kMinuteMs;
 inline constexpr int64_t kHourSliceMs = kHourMs;
+// Sample chunks (sqlite_storage_chunks.cc): raw windows of closed, epoch-aligned spans of this
+// length move from the samples table into sample_chunks, kChunkingSeries series per
+// transaction; a chunk is closed once it holds kChunkTargetBytes, so that rows stay well under
+// a page (no overflow pages) and leaves pack densely.
+inline constexpr int64_t kChunkSpanMs = 2 * kHourMs;
+inline constexpr size_t kChunkingSeries = 32;
+inline constexpr size_t kChunkTargetBytes = 1000;
 // Retention runs when its cutoff has moved at least this far.
 inline constexpr int64_t kRetentionStepMs = kHourMs;
 // kRate needs the row before the first bucket; it is looked for this far back.
@@ -64,10 +72,11 @@ inline constexpr char kMetaHourWatermark[] = "hour_watermark_ms";
 inline constexpr char kMetaRawCutoff[] = "raw_cutoff_ms";
 inline constexpr char kMetaMinuteCutoff[] = "minute_cutoff_ms";
 inline constexpr char kMetaHourCutoff[] = "hour_cutoff_ms";
+inline constexpr char kMetaChunkWatermark[] = "chunk_watermark_ms";
 
 // Every table, in the order Stats() reports them.
 inline constexpr const char* kTables[] = {
-    "samples",        "staged_samples", "rollup_1m", "rollup_1h",    "series",
+    "samples",        "sample_chunks",  "staged_samples", "rollup_1m", "rollup_1h", "series",
     "entities",       "hosts",          "metrics",   "events",       "profiles",
     "training_steps", "ingested",       "agents",    "rollup_dirty", "meta"};
 
@@ -79,8 +88,16 @@ struct MetaMarks {
   int64_t raw_cutoff = 0;
   int64_t minute_cutoff = 0;
   int64_t hour_cutoff = 0;
+  int64_t chunk_watermark = 0;
 };
 [[nodiscard]] base::Result<MetaMarks> ReadMetaMarks(sqlite::Connection& db);
+
+// The raw windows of one series with a start in [from_ms, to_ms), in start order: those in
+// sample_chunks and those in the samples table as one sequence (a samples row replaces a chunked
+// window with the same start: it was written later). `fn` takes a const Row&.
+[[nodiscard]] base::Status ForEachRawRow(sqlite::Connection& db, int64_t series_id,
+                                         int64_t from_ms, int64_t to_ms,
+                                         const std::function<void(const Row&)>& fn);
 
 // Reads one metric row by key: its id and description. NotFound names the key.
 [[nodiscard]] base::Result<std::pair<int64_t, MetricInfo>> ReadMetric(sqlite::Connection& db,

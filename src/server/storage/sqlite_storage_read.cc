@@ -340,6 +340,14 @@ Status SqliteStorage::FoldSeries(Connection& db, int64_t series_id,
       *memory_missed = true;  // the horizon moved past it: the caller reads again
       return base::OkStatus();
     }
+    if (segment.resolution == Resolution::kRaw) {
+      WARPSCOPE_RETURN_IF_ERROR(storage_internal::ForEachRawRow(
+          db, series_id, segment.from, segment.to, [&](const Row& row) {
+            folder.Add(row);
+            used[static_cast<int>(Resolution::kRaw)] = true;
+          }));
+      continue;
+    }
     WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, db.Prepare(RowsSql(segment.resolution, only)));
     stmt.Bind(series_id, segment.from, segment.to);
     WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
@@ -594,7 +602,13 @@ Result<StorageStats> SqliteStorage::Stats() {
       WARPSCOPE_ASSIGN_OR_RETURN(int64_t rows,
                                  db.QueryInt(fmt::format("SELECT COUNT(*) FROM {}", table), 0));
       stats.tables.push_back(TableStats{table, static_cast<uint64_t>(rows), bytes[table]});
+      if (std::string_view(table) == "samples") {
+        stats.raw_windows += static_cast<uint64_t>(rows);
+      }
     }
+    WARPSCOPE_ASSIGN_OR_RETURN(int64_t chunked,
+                               db.QueryInt("SELECT COALESCE(SUM(count), 0) FROM sample_chunks", 0));
+    stats.raw_windows += static_cast<uint64_t>(chunked);
     WARPSCOPE_ASSIGN_OR_RETURN(int64_t pages, db.QueryInt("PRAGMA page_count", 0));
     WARPSCOPE_ASSIGN_OR_RETURN(int64_t page_size, db.QueryInt("PRAGMA page_size", 0));
     std::error_code ec;

@@ -94,6 +94,9 @@ Status SqliteStorage::ApplyRetention(int64_t now_ms, CompactResult& result) {
       advanced = true;
       WARPSCOPE_RETURN_IF_ERROR(AdvanceCutoff(kMetaRawCutoff, raw_cutoff_, target));
       WARPSCOPE_RETURN_IF_ERROR(DeleteSeriesRows("samples", "start_ms", target, result));
+      // Whole chunks whose last window is before the cutoff; a chunk the cutoff cuts through
+      // stays until its end expires (readers start raw segments at the cutoff).
+      WARPSCOPE_RETURN_IF_ERROR(DeleteSeriesRows("sample_chunks", "end_ms", target + 1, result));
       WARPSCOPE_RETURN_IF_ERROR(DeleteInChunks(
           "DELETE FROM ingested WHERE (agent_id, sequence) IN (SELECT agent_id, sequence FROM "
           "ingested WHERE start_ms < ?1 LIMIT ?2)",
@@ -169,10 +172,15 @@ Status SqliteStorage::ForgetSeries(int64_t before_ms, CompactResult& result) {
     WARPSCOPE_RETURN_IF_ERROR(sqlite::InWriteTransaction(*writer_, [&]() -> Status {
       WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
                                  writer_->Prepare("DELETE FROM series WHERE id = ?1"));
+      WARPSCOPE_ASSIGN_OR_RETURN(Statement chunks,
+                                 writer_->Prepare("DELETE FROM sample_chunks WHERE series_id = ?1"));
       for (const std::string& key : keys) {
         stmt.Bind(series_[key].id);
         WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
         stmt.Reset();
+        chunks.Bind(series_[key].id);
+        WARPSCOPE_RETURN_IF_ERROR(chunks.Run());
+        chunks.Reset();
       }
       return base::OkStatus();
     }));

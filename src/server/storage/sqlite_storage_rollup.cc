@@ -44,28 +44,37 @@ constexpr char kHourSourceSql[] =
     "BETWEEN ?1 AND ?2 AND (?5 = 0 OR host_id = ?5)) AND x.bucket_ms >= ?3 AND "
     "x.bucket_ms < ?4 ORDER BY x.series_id, x.bucket_ms";
 
-// Adds one source row (columns as in k*SourceSql) to `out`, opening a new bucket when the series
-// or the bucket changes.
-void AddSourceRow(const Statement& row, int64_t bucket_ms, std::vector<RollupRow>& out) {
-  int64_t series_id = row.ColumnInt(0);
-  int64_t start = row.ColumnInt(1);
-  int64_t bucket = FloorTo(start, bucket_ms);
+// Adds one source row of `series_id` to `out`, opening a new bucket when the series or the
+// bucket changes.
+void AddSourceRow(int64_t series_id, const Row& row, int64_t bucket_ms,
+                  std::vector<RollupRow>& out) {
+  int64_t bucket = FloorTo(row.start, bucket_ms);
   if (out.empty() || out.back().series_id != series_id || out.back().bucket != bucket) {
     out.push_back(RollupRow{series_id, bucket, Bucket{}});
   }
   Bucket& b = out.back().b;
-  int64_t count = std::max<int64_t>(row.ColumnInt(6), 1);
+  int64_t count = std::max<int64_t>(row.count, 1);
   b.count += count;
-  b.weighted_sum += row.ColumnDouble(2) * static_cast<double>(count);
-  b.min = std::min(b.min, row.ColumnDouble(3));
-  b.max = std::max(b.max, row.ColumnDouble(4));
-  b.last = row.ColumnDouble(5);  // rows come in time order
-  b.last_start = start;
+  b.weighted_sum += row.avg * static_cast<double>(count);
+  b.min = std::min(b.min, row.min);
+  b.max = std::max(b.max, row.max);
+  b.last = row.last;  // rows come in time order
+  b.last_start = row.start;
+}
+
+// A row of k*SourceSql (series id first) as a Row.
+Row SourceRow(const Statement& row) {
+  return Row{row.ColumnInt(1),    row.ColumnDouble(2), row.ColumnDouble(3),
+             row.ColumnDouble(4), row.ColumnDouble(5), row.ColumnInt(6)};
 }
 
 }  // namespace
 
-std::vector<std::pair<int64_t, int64_t>> SqliteStorage::SeriesChunks(int64_t host_id) {
+std::vector<std::pair<int64_t, int64_t>> SqliteStorage::SeriesChunks(int64_t host_id,
+                                                                    size_t per_chunk) {
+  if (per_chunk == 0) {
+    per_chunk = kChunkSeries;
+  }
   std::vector<int64_t> ids;
   {
     std::lock_guard lock(write_mu_);
@@ -78,8 +87,8 @@ std::vector<std::pair<int64_t, int64_t>> SqliteStorage::SeriesChunks(int64_t hos
   }
   std::sort(ids.begin(), ids.end());
   std::vector<std::pair<int64_t, int64_t>> chunks;
-  for (size_t i = 0; i < ids.size(); i += kChunkSeries) {
-    chunks.emplace_back(ids[i], ids[std::min(i + kChunkSeries, ids.size()) - 1]);
+  for (size_t i = 0; i < ids.size(); i += per_chunk) {
+    chunks.emplace_back(ids[i], ids[std::min(i + per_chunk, ids.size()) - 1]);
   }
   return chunks;
 }
@@ -94,12 +103,29 @@ Result<uint64_t> SqliteStorage::RollUpChunk(Resolution target, int64_t host_id, 
   }
   return sqlite::InWriteTransaction(*writer_, [&]() -> Result<uint64_t> {
     std::vector<RollupRow> out;
-    {
+    if (minute && from_ms < chunk_watermark_) {
+      // Minutes of chunked spans (rebuilt for late windows): chunks and head rows per series.
+      std::vector<int64_t> ids;
+      {
+        WARPSCOPE_ASSIGN_OR_RETURN(
+            Statement stmt, writer_->Prepare("SELECT id FROM series WHERE id BETWEEN ?1 AND ?2 "
+                                             "AND (?3 = 0 OR host_id = ?3) ORDER BY id"));
+        stmt.Bind(id_lo, id_hi, host_id);
+        WARPSCOPE_RETURN_IF_ERROR(
+            stmt.ForEachRow([&](const Statement& row) { ids.push_back(row.ColumnInt(0)); }));
+      }
+      for (int64_t id : ids) {
+        WARPSCOPE_RETURN_IF_ERROR(storage_internal::ForEachRawRow(
+            *writer_, id, from_ms, to_ms,
+            [&](const Row& row) { AddSourceRow(id, row, bucket_ms, out); }));
+      }
+    } else {
       WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
                                  writer_->Prepare(minute ? kMinuteSourceSql : kHourSourceSql));
       stmt.Bind(id_lo, id_hi, from_ms, to_ms, host_id);
-      WARPSCOPE_RETURN_IF_ERROR(
-          stmt.ForEachRow([&](const Statement& row) { AddSourceRow(row, bucket_ms, out); }));
+      WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
+        AddSourceRow(row.ColumnInt(0), SourceRow(row), bucket_ms, out);
+      }));
     }
     WARPSCOPE_ASSIGN_OR_RETURN(
         Statement insert,
@@ -241,6 +267,7 @@ Result<CompactResult> SqliteStorage::Compact(base::TimePoint now) {
   if (hour_until != 0) {
     WARPSCOPE_RETURN_IF_ERROR(RollUpNew(Resolution::kHour, hour_until, result));
   }
+  WARPSCOPE_RETURN_IF_ERROR(ChunkClosedSpans(now_ms, result));
   WARPSCOPE_RETURN_IF_ERROR(ApplyRetention(now_ms, result));
   {
     std::lock_guard lock(write_mu_);

@@ -208,6 +208,10 @@ Status SqliteStorage::WriteBatchRows(const IngestBatch& batch, int64_t agent_id,
   if (start_ms < std::max(minute_watermark_, minute_building_to_)) {
     WARPSCOPE_RETURN_IF_ERROR(MarkDirty(kDirtyMinute, host_id, FloorTo(start_ms, kMinuteMs)));
   }
+  // A window of a span already in chunks (or being moved): the next Compact merges it in.
+  if (start_ms < std::max(chunk_watermark_, chunk_building_to_)) {
+    late_chunked_ = true;
+  }
   if (first_window_ms_ == 0 || start_ms < first_window_ms_) {
     WARPSCOPE_RETURN_IF_ERROR(SetMeta(kMetaFirstWindow, start_ms));
     first_window_ms_ = start_ms;

@@ -315,6 +315,7 @@ struct CompactResult {
   uint64_t minute_rows = 0;   // 1-minute rollup rows written
   uint64_t hour_rows = 0;     // 1-hour rollup rows written
   uint64_t deleted_rows = 0;  // rows removed by retention (all tables)
+  uint64_t chunked_windows = 0;  // raw windows moved into compressed chunks
 };
 
 struct TableStats {
@@ -326,6 +327,7 @@ struct TableStats {
 struct StorageStats {
   std::vector<TableStats> tables;
   uint64_t total_bytes = 0;  // everything the backend keeps on disk (SQLite: db + WAL)
+  uint64_t raw_windows = 0;  // raw windows stored, however they are kept
 };
 
 // ---------------------------------------------------------------------------------------------

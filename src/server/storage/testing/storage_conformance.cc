@@ -841,8 +841,9 @@ TEST_P(StorageConformanceTest, RetentionRemovesEverythingPastTheLongestResolutio
   auto stats = storage().Stats();
   ASSERT_TRUE(stats.has_value());
   for (const TableStats& t : stats->tables) {
-    if (t.name == "samples" || t.name == "rollup_1m" || t.name == "rollup_1h" ||
-        t.name == "series" || t.name == "events" || t.name == "profiles") {
+    if (t.name == "samples" || t.name == "sample_chunks" || t.name == "rollup_1m" ||
+        t.name == "rollup_1h" || t.name == "series" || t.name == "events" ||
+        t.name == "profiles") {
       EXPECT_EQ(t.rows, 0u) << t.name;
     }
   }
@@ -1005,6 +1006,7 @@ TEST_P(StorageConformanceTest, StatsCountRowsAndBytes) {
 
   ASSERT_TRUE(stats.has_value()) << stats.error().ToString();
   EXPECT_GT(stats->total_bytes, 0u);
+  EXPECT_EQ(stats->raw_windows, 5u);
   bool found = false;
   for (const TableStats& t : stats->tables) {
     if (t.name == "samples") {

@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: Apache-2.0
+// The sample chunk codec; the format is described in sample_chunk.h.
+#include "server/storage/sample_chunk.h"
+
+#include <algorithm>
+#include <bit>
+
+namespace warpscope::server {
+namespace {
+
+constexpr uint8_t kVersion = 1;
+
+uint64_t Bits(double v) { return std::bit_cast<uint64_t>(v); }
+double FromBits(uint64_t v) { return std::bit_cast<double>(v); }
+
+uint64_t ZigZag(int64_t v) {
+  return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
+}
+int64_t UnZigZag(uint64_t v) {
+  return static_cast<int64_t>(v >> 1) ^ -static_cast<int64_t>(v & 1);
+}
+
+// Wrapping arithmetic on int64 (differences of arbitrary stored values must not overflow).
+int64_t Sub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t Add(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+
+bool AllEqualLast(const ChunkWindow& w) {
+  return Bits(w.avg) == Bits(w.last) && Bits(w.min) == Bits(w.last) &&
+         Bits(w.max) == Bits(w.last);
+}
+
+// The [signed] buckets: prefix bits of ones before the terminating zero, and payload width.
+struct SignedBucket {
+  int ones;
+  int width;
+};
+constexpr SignedBucket kSignedBuckets[] = {{1, 7}, {2, 9}, {3, 12}, {4, 32}};
+
+class BitReader {
+ public:
+  explicit BitReader(std::string_view data) : data_(data) {}
+  // False when fewer than `n` bits are left.
+  bool Read(int n, uint64_t& out) {
+    if (n > 0 && static_cast<size_t>(n) > data_.size() * 8 - pos_) {
+      return false;
+    }
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) {
+      const auto byte = static_cast<uint8_t>(data_[pos_ / 8]);
+      v = (v << 1) | ((byte >> (7 - pos_ % 8)) & 1u);
+      ++pos_;
+    }
+    out = v;
+    return true;
+  }
+  size_t left() const { return data_.size() * 8 - pos_; }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+};
+
+struct XorState {
+  int leading = -1;
+  int trailing = 0;
+};
+
+bool ReadSigned(BitReader& in, int64_t& out) {
+  uint64_t bit = 0;
+  int ones = 0;
+  while (ones < 5) {
+    if (!in.Read(1, bit)) {
+      return false;
+    }
+    if (bit == 0) {
+      break;
+    }
+    ++ones;
+  }
+  uint64_t zz = 0;
+  if (ones == 5) {
+    if (!in.Read(64, zz)) {
+      return false;
+    }
+  } else if (ones > 0 && !in.Read(kSignedBuckets[ones - 1].width, zz)) {
+    return false;
+  }
+  out = UnZigZag(zz);
+  return true;
+}
+
+bool ReadXor(BitReader& in, double previous, XorState& state, double& out) {
+  uint64_t bit = 0;
+  if (!in.Read(1, bit)) {
+    return false;
+  }
+  if (bit == 0) {
+    out = previous;
+    return true;
+  }
+  if (!in.Read(1, bit)) {
+    return false;
+  }
+  if (bit == 1) {
+    uint64_t leading = 0, length = 0;
+    if (!in.Read(5, leading) || !in.Read(6, length)) {
+      return false;
+    }
+    const int meaningful = static_cast<int>(length) + 1;
+    if (static_cast<int>(leading) + meaningful > 64) {
+      return false;
+    }
+    state.leading = static_cast<int>(leading);
+    state.trailing = 64 - state.leading - meaningful;
+  } else if (state.leading < 0) {
+    return false;  // a reused frame before any frame was set
+  }
+  const int meaningful = 64 - state.leading - state.trailing;
+  uint64_t value = 0;
+  if (!in.Read(meaningful, value)) {
+    return false;
+  }
+  out = FromBits(Bits(previous) ^ (value << state.trailing));
+  return true;
+}
+
+}  // namespace
+
+bool ChunkWindow::operator==(const ChunkWindow& o) const {
+  return start_ms == o.start_ms && duration_ms == o.duration_ms && count == o.count &&
+         Bits(avg) == Bits(o.avg) && Bits(min) == Bits(o.min) && Bits(max) == Bits(o.max) &&
+         Bits(last) == Bits(o.last);
+}
+
+void ChunkEncoder::WriteBits(uint64_t value, int n) {
+  for (int i = n - 1; i >= 0; --i) {
+    if (bits_ % 8 == 0) {
+      out_.push_back(0);
+    }
+    if ((value >> i) & 1u) {
+      out_.back() |= static_cast<uint8_t>(1u << (7 - bits_ % 8));
+    }
+    ++bits_;
+  }
+}
+
+void ChunkEncoder::WriteSigned(int64_t v) {
+  const uint64_t zz = ZigZag(v);
+  if (zz == 0) {
+    WriteBits(0, 1);
+    return;
+  }
+  for (const SignedBucket& b : kSignedBuckets) {
+    if (zz < (uint64_t{1} << b.width)) {
+      WriteBits((uint64_t{1} << (b.ones + 1)) - 2, b.ones + 1);  // ones, then a zero
+      WriteBits(zz, b.width);
+      return;
+    }
+  }
+  WriteBits(0x1f, 5);
+  WriteBits(zz, 64);
+}
+
+void ChunkEncoder::WriteXor(double value, double previous, XorFrame& frame) {
+  const uint64_t x = Bits(value) ^ Bits(previous);
+  if (x == 0) {
+    WriteBits(0, 1);
+    return;
+  }
+  WriteBits(1, 1);
+  const int leading = std::min(std::countl_zero(x), 31);
+  const int trailing = std::countr_zero(x);
+  if (frame.leading >= 0 && leading >= frame.leading && trailing >= frame.trailing) {
+    WriteBits(0, 1);
+    WriteBits(x >> frame.trailing, 64 - frame.leading - frame.trailing);
+    return;
+  }
+  const int meaningful = 64 - leading - trailing;
+  WriteBits(1, 1);
+  WriteBits(static_cast<uint64_t>(leading), 5);
+  WriteBits(static_cast<uint64_t>(meaningful - 1), 6);
+  WriteBits(x >> trailing, meaningful);
+  frame.leading = leading;
+  frame.trailing = trailing;
+}
+
+void ChunkEncoder::Append(const ChunkWindow& w) {
+  if (windows_ == 0) {
+    WriteBits(static_cast<uint64_t>(w.start_ms), 64);
+    prev_.start_ms = w.start_ms;
+  }
+  const int64_t delta = Sub(w.start_ms, prev_.start_ms);
+  const bool regular =
+      delta == prev_delta_ && w.duration_ms == prev_.duration_ms && w.count == prev_.count;
+  const bool flat = AllEqualLast(w);
+  if (regular && flat) {
+    WriteBits(1, 1);
+    WriteXor(w.last, prev_.last, last_frame_);
+  } else if (regular) {
+    WriteBits(1, 2);  // 01
+    WriteXor(w.last, prev_.last, last_frame_);
+  } else {
+    WriteBits(0, 2);  // 00
+    WriteSigned(Sub(delta, prev_delta_));
+    WriteSigned(Sub(w.duration_ms, prev_.duration_ms));
+    WriteSigned(Sub(w.count, prev_.count));
+    WriteXor(w.last, prev_.last, last_frame_);
+    WriteBits(flat ? 1 : 0, 1);
+  }
+  if (!flat) {
+    const std::pair<double, std::pair<double, XorFrame*>> fields[] = {
+        {w.avg, {prev_.avg, &avg_frame_}},
+        {w.min, {prev_.min, &min_frame_}},
+        {w.max, {prev_.max, &max_frame_}}};
+    for (const auto& [value, prev] : fields) {
+      if (Bits(value) == Bits(w.last)) {
+        WriteBits(1, 1);
+      } else {
+        WriteBits(0, 1);
+        WriteXor(value, prev.first, *prev.second);
+      }
+    }
+  }
+  prev_delta_ = delta;
+  prev_ = w;
+  ++windows_;
+}
+
+std::string ChunkEncoder::Finish() {
+  std::string chunk;
+  chunk.reserve(out_.size() + 11);
+  chunk.push_back(static_cast<char>(kVersion));
+  for (uint64_t n = windows_;; n >>= 7) {
+    if (n < 0x80) {
+      chunk.push_back(static_cast<char>(n));
+      break;
+    }
+    chunk.push_back(static_cast<char>((n & 0x7f) | 0x80));
+  }
+  chunk.append(reinterpret_cast<const char*>(out_.data()), out_.size());
+  *this = ChunkEncoder();
+  return chunk;
+}
+
+std::string EncodeChunk(std::span<const ChunkWindow> windows) {
+  ChunkEncoder encoder;
+  for (const ChunkWindow& w : windows) {
+    encoder.Append(w);
+  }
+  return encoder.Finish();
+}
+
+base::Result<std::vector<ChunkWindow>> DecodeChunk(std::string_view data) {
+  auto bad = [&](std::string_view what) {
+    return base::Error(base::InvalidArgument("sample chunk of {} bytes: {}", data.size(), what));
+  };
+  if (data.empty()) {
+    return bad("empty");
+  }
+  if (static_cast<uint8_t>(data[0]) != kVersion) {
+    return bad("unknown version " + std::to_string(static_cast<uint8_t>(data[0])));
+  }
+  uint64_t n = 0;
+  size_t at = 1;
+  for (int shift = 0;; shift += 7) {
+    if (at >= data.size() || shift > 56) {
+      return bad("truncated window count");
+    }
+    const auto byte = static_cast<uint8_t>(data[at++]);
+    n |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      break;
+    }
+  }
+  BitReader in(data.substr(at));
+  // Each window takes at least 2 bits, the first 64 more.
+  if (n > kMaxChunkWindows || (n > 0 && (in.left() < 64 || n > (in.left() - 64) / 2))) {
+    return bad("window count " + std::to_string(n) + " does not fit its bits");
+  }
+  std::vector<ChunkWindow> out;
+  out.reserve(n);
+  ChunkWindow prev;
+  int64_t prev_delta = 0;
+  XorState last_state, avg_state, min_state, max_state;
+  uint64_t raw = 0;
+  if (n > 0 && !in.Read(64, raw)) {
+    return bad("truncated header");
+  }
+  prev.start_ms = static_cast<int64_t>(raw);
+  for (uint64_t i = 0; i < n; ++i) {
+    ChunkWindow w;
+    auto malformed = [&] { return bad("window " + std::to_string(i) + " is truncated or malformed"); };
+    // '1': regular and flat; '01': regular; '00': general (see the header).
+    uint64_t flat_regular = 0, regular = 0, same = 1;
+    int64_t dod = 0, dd = 0, dc = 0;
+    if (!in.Read(1, flat_regular)) {
+      return malformed();
+    }
+    if (flat_regular == 0) {
+      if (!in.Read(1, regular)) {
+        return malformed();
+      }
+      same = 0;
+      if (regular == 0 && (!ReadSigned(in, dod) || !ReadSigned(in, dd) || !ReadSigned(in, dc))) {
+        return malformed();
+      }
+    }
+    if (!ReadXor(in, prev.last, last_state, w.last)) {
+      return malformed();
+    }
+    if (flat_regular == 0 && regular == 0 && !in.Read(1, same)) {
+      return malformed();
+    }
+    const bool flat = same == 1;
+    const int64_t delta = Add(prev_delta, dod);
+    w.start_ms = Add(prev.start_ms, delta);
+    w.duration_ms = Add(prev.duration_ms, dd);
+    w.count = Add(prev.count, dc);
+    if (flat) {
+      w.avg = w.min = w.max = w.last;
+    } else {
+      const std::pair<double*, std::pair<double, XorState*>> fields[] = {
+          {&w.avg, {prev.avg, &avg_state}},
+          {&w.min, {prev.min, &min_state}},
+          {&w.max, {prev.max, &max_state}}};
+      for (const auto& [value, p] : fields) {
+        uint64_t equal = 0;
+        if (!in.Read(1, equal)) {
+          return malformed();
+        }
+        if (equal == 1) {
+          *value = w.last;
+        } else if (!ReadXor(in, p.first, *p.second, *value)) {
+          return malformed();
+        }
+      }
+    }
+    prev_delta = delta;
+    prev = w;
+    out.push_back(w);
+  }
+  if (in.left() >= 8) {
+    return bad("trailing bytes after " + std::to_string(n) + " windows");
+  }
+  return out;
+}
+
+}  // namespace warpscope::server

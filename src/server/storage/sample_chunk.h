@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// The sample chunk codec: a run of one series' raw windows (start, duration, avg, min, max,
+// last, count) as one compressed blob, the unit of the sample_chunks table
+// (docs/design/storage.md, "Sample chunks"). Pure code, no I/O.
+//
+// Format (version 1): a version byte, the window count as a LEB128 varint, then a bit stream
+// (most significant bit first, zero-padded to a byte): the first window's start as 64 raw bits,
+// then per window, against the previous one (the first against start delta 0, duration 0,
+// count 0 and values +0.0):
+//   '1'   regular and flat: the same start delta, duration and count, and avg = min = max =
+//         last; then  last [xor]
+//   '01'  regular: the same start delta, duration and count; then  last [xor], fields
+//   '00'  general: start delta-of-delta [signed], duration difference [signed], count
+//         difference [signed], last [xor], then 1 bit: 1 = flat, else fields
+//   fields  for each of avg, min, max: '1' equal to last, else '0' + [xor] against the previous
+//           window's same field
+//   [signed] zigzag, then '0' (0), '10'+7 bits, '110'+9, '1110'+12, '11110'+32, '11111'+64
+//   [xor]    '0' when equal; else '1' then '0' + the meaningful bits in the previous
+//            leading/trailing-zero frame, or '1' + 5 bits leading zeros + 6 bits (length - 1)
+//            + that many bits (Gorilla's float compression, one frame per field)
+// A remote-write sample (one value, count 1, regular timestamps) costs 1 bit plus its value's
+// XOR, as in Prometheus's chunks; a window whose value did not change costs 2 bits.
+#ifndef WARPSCOPE_SERVER_STORAGE_SAMPLE_CHUNK_H_
+#define WARPSCOPE_SERVER_STORAGE_SAMPLE_CHUNK_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+
+namespace warpscope::server {
+
+// One raw window, as the samples table holds it.
+struct ChunkWindow {
+  int64_t start_ms = 0;
+  int64_t duration_ms = 0;
+  double avg = 0, min = 0, max = 0, last = 0;
+  int64_t count = 0;
+
+  // Bitwise on the values (so -0.0 and NaN payloads round-trip and compare as stored).
+  bool operator==(const ChunkWindow& o) const;
+};
+
+// The most windows one chunk may hold; DecodeChunk refuses a larger count.
+inline constexpr uint64_t kMaxChunkWindows = 1u << 20;
+
+// Builds one chunk from windows appended in order. Not thread-safe.
+class ChunkEncoder {
+ public:
+  ChunkEncoder() = default;
+  // Appends a window; windows should come in increasing start order (any order round-trips,
+  // only less compactly). At most kMaxChunkWindows.
+  void Append(const ChunkWindow& w);
+  size_t windows() const { return windows_; }
+  // The encoded size so far, in bytes, without the header's count.
+  size_t bytes() const { return (bits_ + 7) / 8; }
+  // The chunk; the encoder is empty again afterwards.
+  std::string Finish();
+
+ private:
+  struct XorFrame {
+    int leading = -1;  // -1: no frame yet
+    int trailing = 0;
+  };
+  void WriteBits(uint64_t value, int n);
+  void WriteSigned(int64_t v);
+  void WriteXor(double value, double previous, XorFrame& frame);
+
+  std::vector<uint8_t> out_;
+  size_t bits_ = 0;
+  size_t windows_ = 0;
+  ChunkWindow prev_;
+  int64_t prev_delta_ = 0;
+  XorFrame last_frame_, avg_frame_, min_frame_, max_frame_;
+};
+
+// Encodes `windows` as one chunk.
+[[nodiscard]] std::string EncodeChunk(std::span<const ChunkWindow> windows);
+
+// Decodes a chunk. A blob EncodeChunk did not produce (truncated, an unknown version, a count
+// above kMaxChunkWindows or more than its bits can hold, trailing bytes) is InvalidArgument
+// naming what is wrong; it never reads outside `data`.
+[[nodiscard]] base::Result<std::vector<ChunkWindow>> DecodeChunk(std::string_view data);
+
+}  // namespace warpscope::server
+
+#endif  // WARPSCOPE_SERVER_STORAGE_SAMPLE_CHUNK_H_

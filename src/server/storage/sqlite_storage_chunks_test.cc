@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: Apache-2.0
+// Sample chunks in SqliteStorage: Compact moves closed spans into sample_chunks, reads see
+// chunks and head rows as one sequence, late windows, retention and the upgrade from schema 3.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "base/testing/temp_dir.h"
+#include "server/storage/sqlite_storage.h"
+
+namespace warpscope::server {
+namespace {
+
+using std::chrono::hours;
+using std::chrono::minutes;
+using std::chrono::seconds;
+
+// Aligned to the 2 h chunk spans.
+constexpr int64_t kT0s = 1'699'999'200;
+const base::TimePoint kT0 = base::FromUnixNanos(kT0s * 1'000'000'000);
+constexpr int kSeries = 3;
+
+double Value(int series, int64_t w) { return 50 + 20 * std::sin(0.01 * w + series) + series; }
+
+// Window `w` (10 s each from kT0) of kSeries series, distinct avg/min/max/last.
+IngestBatch Window(uint64_t sequence, int64_t w, double offset = 0) {
+  IngestBatch b;
+  b.agent_id = "agent";
+  b.host = "h";
+  b.sequence = sequence;
+  b.start = kT0 + seconds(10) * w;
+  b.end = b.start + seconds(10);
+  b.metrics.push_back(MetricInfo{.key = "m"});
+  for (int s = 0; s < kSeries; ++s) {
+    double v = Value(s, w) + offset;
+    b.series.push_back(IngestSeries{.metric = "m",
+                                    .entity = "h",
+                                    .labels = {{"s", std::to_string(s)}},
+                                    .avg = v,
+                                    .min = v - 1,
+                                    .max = v + 2,
+                                    .last = v + 0.5,
+                                    .count = 10});
+  }
+  return b;
+}
+
+// A read point, comparable.
+struct P {
+  int64_t time_ns = 0;
+  double value = 0;
+  uint64_t samples = 0;
+  bool operator==(const P&) const = default;
+};
+
+class SqliteChunksTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<SqliteStorage> Open(StorageOptions storage = {}) {
+    SqliteStorageOptions o;
+    o.data_dir = tmp_.path();
+    o.storage = storage;
+    o.recent_max_rows = 0;  // every read from the database
+    auto s = SqliteStorage::Open(o);
+    EXPECT_TRUE(s.has_value()) << s.error().ToString();
+    return s ? std::move(*s) : nullptr;
+  }
+  // Writes windows [from, to), compacting every simulated 10 minutes as the server would.
+  void Write(SqliteStorage& store, int64_t from, int64_t to) {
+    for (int64_t w = from; w < to; ++w) {
+      ASSERT_TRUE(store.WriteBatch(Window(static_cast<uint64_t>(w + 1), w)).has_value());
+      if (w % 60 == 59) {
+        ASSERT_TRUE(store.Compact(kT0 + seconds(10) * (w + 1)).has_value());
+      }
+    }
+  }
+  // Every point of series `s` at 10 s steps in [from, to) windows, for `aggregation`.
+  std::vector<P> Read(Storage& store, Aggregation aggregation, int64_t from, int64_t to,
+                          int s = 0) {
+    RangeQuery q;
+    q.metric = "m";
+    q.match.labels = {{"s", std::to_string(s)}};
+    q.start = kT0 + seconds(10) * from;
+    q.end = kT0 + seconds(10) * to;
+    q.step = seconds(10);
+    q.aggregation = aggregation;
+    auto r = store.QueryRange(q);
+    EXPECT_TRUE(r.has_value()) << r.error().ToString();
+    if (!r || r->series.size() != 1) {
+      ADD_FAILURE() << "series: " << (r ? r->series.size() : 0);
+      return {};
+    }
+    std::vector<P> out;
+    for (const Point& p : r->series[0].points) {
+      out.push_back(P{base::ToUnixNanos(p.time), p.value, p.samples});
+    }
+    return out;
+  }
+  int64_t Count(const std::string& from_where) {
+    sqlite3* db = nullptr;
+    EXPECT_EQ(sqlite3_open((tmp_.path() + "/warpscope.db").c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* stmt = nullptr;
+    int64_t n = -1;
+    if (sqlite3_prepare_v2(db, ("SELECT COUNT(*) FROM " + from_where).c_str(), -1, &stmt,
+                           nullptr) == SQLITE_OK &&
+        sqlite3_step(stmt) == SQLITE_ROW) {
+      n = sqlite3_column_int64(stmt, 0);
+    }
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+    return n;
+  }
+  void Sql(const std::string& sql) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((tmp_.path() + "/warpscope.db").c_str(), &db), SQLITE_OK);
+    char* error = nullptr;
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+        << (error != nullptr ? error : "");
+    sqlite3_free(error);
+    sqlite3_close(db);
+  }
+  static int64_t Ms(int64_t w) { return (kT0s + 10 * w) * 1000; }
+
+  base::TempDir tmp_;
+};
+
+constexpr Aggregation kAll[] = {Aggregation::kAvg, Aggregation::kMin, Aggregation::kMax,
+                                Aggregation::kLast, Aggregation::kRate};
+
+TEST_F(SqliteChunksTest, CompactMovesClosedSpansIntoChunksAndReadsAreUnchanged) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  constexpr int64_t kWindows = 3 * 360;  // 3 h
+  Write(*store, 0, kWindows);
+  std::vector<std::vector<P>> before;
+  for (Aggregation a : kAll) {
+    before.push_back(Read(*store, a, 0, kWindows));
+  }
+  ASSERT_EQ(before[0].size(), static_cast<size_t>(kWindows));
+
+  auto c = store->Compact(kT0 + hours(3) + minutes(5));
+
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  // The first 2 h span is chunked; the third hour is still head rows.
+  EXPECT_EQ(Count("samples WHERE start_ms < " + std::to_string(Ms(720))), 0);
+  EXPECT_EQ(Count("samples"), 360 * kSeries);
+  EXPECT_GT(Count("sample_chunks"), 0);
+  EXPECT_EQ(Count("sample_chunks WHERE start_ms < " + std::to_string(Ms(0)) + " OR end_ms > " +
+                  std::to_string(Ms(720))),
+            0);
+  for (size_t i = 0; i < std::size(kAll); ++i) {
+    EXPECT_EQ(Read(*store, kAll[i], 0, kWindows), before[i]) << "aggregation " << i;
+  }
+  // A range that starts and ends inside chunks, and one across the chunk/head boundary.
+  auto all = Read(*store, Aggregation::kMax, 0, kWindows, 2);
+  auto part = Read(*store, Aggregation::kMax, 100, 700, 2);
+  ASSERT_EQ(part.size(), 600u);
+  EXPECT_EQ(part.front(), all[100]);
+  EXPECT_EQ(part.back(), all[699]);
+  EXPECT_EQ(Read(*store, Aggregation::kMax, 715, 725, 2).size(), 10u);
+  auto stats = store->Stats();
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_EQ(stats->raw_windows, static_cast<uint64_t>(kWindows * kSeries));
+  // Reopened, the chunks are still read.
+  store.reset();
+  store = Open();
+  EXPECT_EQ(Read(*store, Aggregation::kLast, 0, kWindows), before[3]);
+}
+
+TEST_F(SqliteChunksTest, LateWindowsOfAChunkedSpanAreReadAtOnceAndMergedAtTheNextCompact) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  Write(*store, 0, 3 * 360);
+  ASSERT_TRUE(store->Compact(kT0 + hours(3) + minutes(5)).has_value());
+  ASSERT_EQ(Count("samples WHERE start_ms < " + std::to_string(Ms(720))), 0);
+
+  // A second sender rewrites window 100 (inside the chunked span) with values 1000 higher.
+  IngestBatch late = Window(1, 100, 1000);
+  late.agent_id = "backfill";
+  ASSERT_TRUE(store->WriteBatch(late).has_value());
+
+  auto points = Read(*store, Aggregation::kMax, 99, 102);
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[1].value, Value(0, 100) + 1002);
+  EXPECT_EQ(points[0].value, Value(0, 99) + 2);
+  // The next Compact merges the late row into its chunk and rebuilds the minute rollup from
+  // the chunk.
+  ASSERT_TRUE(store->Compact(kT0 + hours(3) + minutes(10)).has_value());
+  EXPECT_EQ(Count("samples WHERE start_ms < " + std::to_string(Ms(720))), 0);
+  points = Read(*store, Aggregation::kMax, 99, 102);
+  ASSERT_EQ(points.size(), 3u);
+  EXPECT_EQ(points[1].value, Value(0, 100) + 1002);
+  RangeQuery q;
+  q.metric = "m";
+  q.match.labels = {{"s", "0"}};
+  q.start = kT0 + seconds(960);
+  q.end = kT0 + seconds(1020);
+  q.step = seconds(60);
+  q.aggregation = Aggregation::kMax;
+  auto minute = store->QueryRange(q);
+  ASSERT_TRUE(minute.has_value());
+  ASSERT_EQ(minute->series.size(), 1u);
+  EXPECT_EQ(minute->series[0].points[0].value, Value(0, 100) + 1002);
+
+  // Chunking the next span leaves it as it is.
+  Write(*store, 3 * 360, 5 * 360);
+  ASSERT_TRUE(store->Compact(kT0 + hours(5) + minutes(5)).has_value());
+  EXPECT_EQ(Count("samples WHERE start_ms < " + std::to_string(Ms(1440))), 0);
+  points = Read(*store, Aggregation::kMax, 0, 5 * 360);
+  ASSERT_EQ(points.size(), 5u * 360);
+  EXPECT_EQ(points[100].value, Value(0, 100) + 1002);
+  EXPECT_EQ(points[101].value, Value(0, 101) + 2);
+}
+
+TEST_F(SqliteChunksTest, RetentionDropsWholeChunksAndKeepsOneTheCutoffCrosses) {
+  StorageOptions o;
+  o.raw_retention = hours(3);
+  auto store = Open(o);
+  ASSERT_NE(store, nullptr);
+  Write(*store, 0, 5 * 360);
+  // Retention moves the raw cutoff in steps of an hour: 0:10 at 3:10, 1:10 at 4:10, and here
+  // 2:15.
+  ASSERT_TRUE(store->Compact(kT0 + hours(5) + minutes(15)).has_value());
+
+  const int64_t cutoff_w = 2 * 360 + 90;
+  // The first span's chunks are gone; a chunk of the second that the cutoff crosses is kept.
+  EXPECT_EQ(Count("sample_chunks WHERE start_ms < " + std::to_string(Ms(720))), 0);
+  EXPECT_GT(Count("sample_chunks WHERE start_ms < " + std::to_string(Ms(cutoff_w)) +
+                  " AND end_ms > " + std::to_string(Ms(cutoff_w))),
+            0);
+  // Raw reads start at the cutoff.
+  auto points = Read(*store, Aggregation::kLast, cutoff_w, 5 * 360);
+  ASSERT_EQ(points.size(), static_cast<size_t>(5 * 360 - cutoff_w));
+  EXPECT_EQ(points.front().value, Value(0, cutoff_w) + 0.5);
+}
+
+TEST_F(SqliteChunksTest, Version3DatabaseIsUpgradedAndItsSamplesChunked) {
+  constexpr int64_t kWindows = 3 * 360;
+  std::vector<P> before;
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    for (int64_t w = 0; w < kWindows; ++w) {
+      ASSERT_TRUE(store->WriteBatch(Window(static_cast<uint64_t>(w + 1), w)).has_value());
+    }
+    before = Read(*store, Aggregation::kAvg, 0, kWindows);
+  }
+  ASSERT_EQ(before.size(), static_cast<size_t>(kWindows));
+  Sql("DROP TABLE sample_chunks; UPDATE meta SET value = 3 WHERE key = 'schema_version';");
+
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Count("meta WHERE key = 'schema_version' AND value = " +
+                  std::to_string(SqliteStorage::kSchemaVersion)),
+            1);
+  EXPECT_EQ(Read(*store, Aggregation::kAvg, 0, kWindows), before);
+  ASSERT_TRUE(store->Compact(kT0 + hours(3) + minutes(5)).has_value());
+  EXPECT_GT(Count("sample_chunks"), 0);
+  EXPECT_EQ(Count("samples"), 360 * kSeries);
+  EXPECT_EQ(Read(*store, Aggregation::kAvg, 0, kWindows), before);
+}
+
+TEST_F(SqliteChunksTest, DamagedChunkIsAnErrorNamingTheRow) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  Write(*store, 0, 3 * 360);
+  ASSERT_TRUE(store->Compact(kT0 + hours(3) + minutes(5)).has_value());
+  Sql("UPDATE sample_chunks SET data = x'0105ff';");
+
+  RangeQuery q;
+  q.metric = "m";
+  q.start = kT0;
+  q.end = kT0 + hours(1);
+  q.step = seconds(10);
+  auto r = store->QueryRange(q);
+
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message().find("sample_chunks row"), std::string::npos)
+      << r.error().ToString();
+}
+
+}  // namespace
+}  // namespace warpscope::server
