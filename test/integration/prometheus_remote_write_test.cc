@@ -27,7 +27,7 @@
 
 #include "base/file_util.h"
 #include "child_process.h"
-#include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/otlp/otlp_exporter.h"
 #include "exporters/testing/sample_frame.h"
 #include "integration/prometheus_peer.h"
 #include "base/testing/peer.h"
@@ -197,14 +197,14 @@ TEST(OtlpIngestTest, AgentOtlpExporterReachesTheServer) {
   ServerProcess server;
   ASSERT_NO_FATAL_FAILURE(server.Start(tmp));
 
-  exporters::OtlpHttpExporter::Options options;
+  exporters::OtlpExporter::Options options;
   options.endpoint = "http://127.0.0.1:" + std::to_string(server.port());
   options.headers.emplace_back("Authorization", std::string("Bearer ") + kToken);
   options.max_attempts = 3;
   options.initial_backoff = milliseconds(100);
   options.gzip = true;
   options.encoder.host_name = "otlp-node";
-  auto exporter = exporters::OtlpHttpExporter::Create(options);
+  auto exporter = exporters::OtlpExporter::Create(options);
   ASSERT_TRUE(exporter) << exporter.error().message();
 
   exporters::sample::SampleFrameOptions frame_options;
