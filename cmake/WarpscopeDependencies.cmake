@@ -11,6 +11,13 @@ find_package(CLI11 REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(Snappy REQUIRED)
 find_package(SQLite3 REQUIRED)
+if(WARPSCOPE_OTLP_GRPC)
+  find_package(gRPC CONFIG QUIET)
+  if(NOT gRPC_FOUND OR NOT TARGET gRPC::grpc_cpp_plugin)
+    message(FATAL_ERROR "gRPC not found: run scripts/setup.sh (apt-get install libgrpc++-dev "
+                        "protobuf-compiler-grpc), or configure with -DWARPSCOPE_OTLP_GRPC=OFF")
+  endif()
+endif()
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
 # `warpscope top`'s terminal: the wide-character ncurses (UTF-8 sparklines).
 pkg_check_modules(NCURSESW IMPORTED_TARGET ncursesw)

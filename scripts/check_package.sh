@@ -33,7 +33,7 @@ field() { sed -n "s/^$1: //p" "$tmp/fields"; }
 [[ "$(field Section)" == admin ]] || fail "Section is '$(field Section)'"
 [[ -n "$(field Maintainer)" ]] || fail "no Maintainer"
 # dpkg-shlibdeps: versioned libraries the binaries link, not a hand-written list.
-for dep in 'libc6 (>= ' 'libstdc++6 (>= ' 'libyaml-cpp0.7 (>= ' 'libcpp-httplib'; do
+for dep in 'libc6 (>= ' 'libstdc++6 (>= ' 'libyaml-cpp0.7 (>= ' 'libcpp-httplib' 'libgrpc++1.51'; do
   [[ "$(field Depends)" == *"$dep"* ]] || fail "Depends lacks '$dep': $(field Depends)"
 done
 

@@ -70,6 +70,12 @@ base::Status AgentConfig::Validate() const {
         "--otlp-endpoint={}: must start with http:// or https:// (e.g. http://127.0.0.1:4318)",
         otlp_endpoint);
   }
+  if (otlp_protocol != "http/json" && otlp_protocol != "http/protobuf" && otlp_protocol != "grpc") {
+    return base::InvalidArgument(
+        "--otlp-protocol={}: use grpc, http/protobuf or http/json (OTEL_EXPORTER_OTLP_PROTOCOL's "
+        "names)",
+        otlp_protocol);
+  }
   if (!server_url.empty() && server_url.rfind("http://", 0) != 0 &&
       server_url.rfind("https://", 0) != 0) {
     return base::InvalidArgument(

@@ -43,8 +43,13 @@ struct AgentConfig {
   // Loopback by default: nothing listens on other addresses unless asked (":9400" exposes it to
   // a remote Prometheus, as dcgm-exporter does).
   std::string prometheus_listen_address = "127.0.0.1:9400";
-  // OTLP/HTTP base URL (e.g. http://collector:4318); "" disables OTLP push.
+  // OTLP receiver (e.g. http://collector:4318 for OTLP/HTTP, http://collector:4317 for gRPC;
+  // https:// for TLS); "" disables OTLP push.
   std::string otlp_endpoint;
+  // How to send: "http/json" (the default), "http/protobuf" or "grpc" (OTEL_EXPORTER_OTLP_PROTOCOL's
+  // names). Every protocol has the same queue, retries and backoff.
+  std::string otlp_protocol = "http/json";
+  // Extra request headers (gRPC: metadata, names lowercased), e.g. authorization.
   KeyValues otlp_headers;
   // Processes reported by CPU use besides every GPU process.
   int top_processes = 10;

@@ -48,9 +48,14 @@ void AgentFlags::Register(CLI::App& sub) {
       ->envname("WARPSCOPE_LISTEN_ADDRESS")
       ->capture_default_str();
   sub.add_option("--otlp-endpoint", otlp_endpoint_,
-                 "Push each window as OTLP/HTTP JSON to this base URL (e.g. "
-                 "http://127.0.0.1:4318)")
+                 "Push each window over OTLP to this base URL (e.g. http://127.0.0.1:4318 for "
+                 "OTLP/HTTP, http://127.0.0.1:4317 for --otlp-protocol=grpc; https:// for TLS)")
       ->envname("WARPSCOPE_OTLP_ENDPOINT");
+  sub.add_option("--otlp-protocol", otlp_protocol_,
+                 "OTLP protocol: http/json, http/protobuf or grpc (as "
+                 "OTEL_EXPORTER_OTLP_PROTOCOL)")
+      ->envname("WARPSCOPE_OTLP_PROTOCOL")
+      ->capture_default_str();
   sub.add_option("--otlp-header", otlp_headers_, "Extra OTLP request header 'Name=value' (repeat)")
       ->envname("WARPSCOPE_OTLP_HEADERS")
       ->delimiter(',');
@@ -188,6 +193,7 @@ base::Status AgentFlags::Finish(agent::AgentConfig& config) const {
   config.host_root = host_root_;
   config.prometheus_listen_address = listen_address_ == "off" ? "" : listen_address_;
   config.otlp_endpoint = otlp_endpoint_;
+  config.otlp_protocol = otlp_protocol_;
   for (const auto& h : otlp_headers_) {
     auto eq = h.find('=');
     if (eq == std::string::npos || eq == 0) {

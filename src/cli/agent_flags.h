@@ -37,6 +37,7 @@ class AgentFlags {
   std::string host_root_ = "/";
   std::string listen_address_ = "127.0.0.1:9400";
   std::string otlp_endpoint_;
+  std::string otlp_protocol_ = "http/json";
   std::vector<std::string> otlp_headers_;
   int top_processes_ = 10;
   std::string server_url_;

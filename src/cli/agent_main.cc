@@ -29,7 +29,7 @@
 #include "cli/cli_app.h"
 #include "cli/commands.h"
 #include "cli/simulation.h"
-#include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/otlp/otlp_exporter.h"
 #include "exporters/profiles/profile_sink.h"
 #include "exporters/profiles/profile_uploader.h"
 #include "exporters/prometheus/metrics_http_server.h"
@@ -327,15 +327,17 @@ base::Result<std::unique_ptr<AgentProcess>> AgentProcess::Start(const agent::Age
     WARPSCOPE_LOG(INFO, "serving Prometheus metrics on {} (port {})",
                   config.prometheus_listen_address, port);
   }
-  exporters::OtlpHttpExporter* otlp_exporter = nullptr;
+  exporters::OtlpExporter* otlp_exporter = nullptr;
   if (!config.otlp_endpoint.empty()) {
-    exporters::OtlpHttpExporter::Options otlp;
+    exporters::OtlpExporter::Options otlp;
     otlp.endpoint = config.otlp_endpoint;
+    WARPSCOPE_ASSIGN_OR_RETURN(otlp.protocol, exporters::ParseOtlpProtocol(config.otlp_protocol));
     otlp.headers = config.otlp_headers;
+    otlp.tls_ca_file = config.tls_ca_file;
     otlp.encoder.host_name = host;
     otlp.encoder.service_version = std::string(kVersion);
     otlp.encoder.resource_attributes = config.tags;
-    WARPSCOPE_ASSIGN_OR_RETURN(auto exporter, exporters::OtlpHttpExporter::Create(otlp));
+    WARPSCOPE_ASSIGN_OR_RETURN(auto exporter, exporters::OtlpExporter::Create(otlp));
     otlp_exporter = exporter.get();
     agent.AddWindowExporter(std::move(exporter));
   }

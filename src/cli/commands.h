@@ -36,6 +36,7 @@ class ServerExporter;
 }  // namespace warpscope::exporters
 namespace warpscope::server {
 class ApiServer;
+class OtlpGrpcServer;
 class SqliteStorage;
 namespace insights {
 class FindingStore;
@@ -176,6 +177,8 @@ class ServerProcess {
   ~ServerProcess();
   void Stop();
   int port() const { return port_; }
+  // The OTLP/gRPC listener's bound port; 0 when it is off.
+  int otlp_grpc_port() const;
   // Applies what `next` (the configuration parsed again on SIGHUP) changes and can change at
   // run time: the bearer token (the token file is read again, so a rotated token is picked up),
   // the insight thresholds of [server.insights], --gpu-hour-price, --insights-interval and
@@ -202,6 +205,8 @@ class ServerProcess {
   std::unique_ptr<server::alerts::AlertNotifier> alert_notifier_;
   std::unique_ptr<server::alerts::AlertSender> alert_sender_;
   std::unique_ptr<server::ApiServer> api_;
+  // Null without --otlp-grpc-listen-address.
+  std::unique_ptr<server::OtlpGrpcServer> otlp_grpc_;
   int port_ = 0;
   base::Duration compact_interval_{0};
   base::Duration insights_interval_{0};

@@ -65,9 +65,16 @@ void ServerFlags::Register(CLI::App& sub) {
                  "Host for remote-written series without an instance, host or Hostname label")
       ->envname("WARPSCOPE_REMOTE_WRITE_DEFAULT_HOST")
       ->capture_default_str();
-  sub.add_option("--max-body-bytes", max_body_bytes_, "Largest request body accepted (413 above)")
+  sub.add_option("--max-body-bytes", max_body_bytes_,
+                 "Largest request body accepted, after decompression (HTTP 413 above; "
+                 "RESOURCE_EXHAUSTED over OTLP/gRPC)")
       ->envname("WARPSCOPE_MAX_BODY_BYTES")
       ->capture_default_str();
+  sub.add_option("--otlp-grpc-listen-address", otlp_grpc_listen_address_,
+                 "Also receive OTLP over gRPC here (host:port, e.g. :4317, the OpenTelemetry "
+                 "SDKs' default); off when empty. Uses the token, --tls-cert/--tls-key and "
+                 "--max-body-bytes of the HTTP listener")
+      ->envname("WARPSCOPE_OTLP_GRPC_LISTEN_ADDRESS");
   sub.add_option("--max-series-per-host", max_series_per_host_,
                  "Cardinality cap: active series per host; new series above it are dropped and "
                  "counted")
@@ -142,6 +149,7 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
   config.tls_key_file = tls_key_;
   config.remote_write_default_host = remote_write_default_host_;
   config.max_body_bytes = max_body_bytes_;
+  config.otlp_grpc_listen_address = otlp_grpc_listen_address_;
   config.max_series_per_host = max_series_per_host_;
   config.trace_max_spans = trace_max_spans_;
   config.gpu_hour_price = gpu_hour_price_;

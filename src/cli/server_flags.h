@@ -37,6 +37,7 @@ class ServerFlags {
   std::string tls_key_;
   std::string remote_write_default_host_ = defaults_.remote_write_default_host;
   size_t max_body_bytes_ = defaults_.max_body_bytes;
+  std::string otlp_grpc_listen_address_;
   size_t max_series_per_host_ = defaults_.max_series_per_host;
   std::string retention_raw_ = "7d";
   std::string retention_1m_ = "30d";

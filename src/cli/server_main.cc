@@ -22,6 +22,7 @@
 #include "server/api/api_server.h"
 #include "server/insights/finding_store.h"
 #include "server/insights/insight_engine.h"
+#include "server/otlp_grpc/otlp_grpc_server.h"
 #include "server/storage/sqlite_storage.h"
 #include "server/traces/trace_store.h"
 
@@ -102,6 +103,16 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   }
   WARPSCOPE_LOG(INFO, "server listening on {} (port {}), data in {}", config.listen_address,
                 p->port_, config.data_dir);
+  if (!config.otlp_grpc_listen_address.empty()) {
+    // Logs "OTLP/gRPC listening on <address> (port N)".
+    WARPSCOPE_ASSIGN_OR_RETURN(p->otlp_grpc_,
+                               server::OtlpGrpcServer::Start(
+                                   {.listen_address = config.otlp_grpc_listen_address,
+                                    .tls_cert_file = config.tls_cert_file,
+                                    .tls_key_file = config.tls_key_file,
+                                    .max_message_bytes = config.max_body_bytes},
+                                   *p->api_));
+  }
   if (p->alert_sender_) {
     WARPSCOPE_ASSIGN_OR_RETURN(server::insights::Severity min_severity,
                                server::insights::ParseSeverity(config.alert_severity));
@@ -124,6 +135,8 @@ ServerProcess::ServerProcess(base::TaskRunner& runner, const base::Clock& clock)
     : runner_(runner), clock_(clock) {}
 
 ServerProcess::~ServerProcess() { Stop(); }
+
+int ServerProcess::otlp_grpc_port() const { return otlp_grpc_ ? otlp_grpc_->port() : 0; }
 
 void ServerProcess::ScheduleCompaction() {
   std::weak_ptr<bool> alive = alive_;
@@ -169,6 +182,8 @@ void ServerProcess::NotifyAlerts() {
 
 void ServerProcess::Stop() {
   *alive_ = false;
+  // The gRPC receiver first: its calls store through the ApiServer.
+  if (otlp_grpc_) otlp_grpc_->Stop();
   if (api_) api_->Stop();
   // Alerts still waiting get a moment; Alertmanager resolves the firing ones by itself when
   // their lease ends.

@@ -8,6 +8,10 @@ namespace warpscope::server {
 base::Status ServerConfig::Validate() const {
   auto addr = base::ParseListenAddress(listen_address);
   if (!addr) return addr.error().WithContext("--listen-address");
+  if (!otlp_grpc_listen_address.empty()) {
+    auto grpc = base::ParseListenAddress(otlp_grpc_listen_address);
+    if (!grpc) return grpc.error().WithContext("--otlp-grpc-listen-address");
+  }
   if (data_dir.empty()) {
     return base::InvalidArgument("--data-dir is empty: give a directory for the database");
   }

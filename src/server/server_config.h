@@ -25,7 +25,12 @@ struct ServerConfig {
   // Serve https with this certificate chain and private key (PEM); both or neither.
   std::string tls_cert_file;
   std::string tls_key_file;
+  // The largest request body (after decompression): HTTP answers 413 above it, OTLP/gRPC
+  // RESOURCE_EXHAUSTED.
   size_t max_body_bytes = 32u << 20;
+  // OTLP/gRPC listener (MetricsService and TraceService Export, docs/api.md), e.g. ":4317";
+  // empty: off. Shares the token, --tls-cert/--tls-key and --max-body-bytes with HTTP.
+  std::string otlp_grpc_listen_address;
   // Host of remote-written series that carry no instance/host/Hostname label.
   std::string remote_write_default_host = "prometheus";
   size_t max_series_per_host = 50000;

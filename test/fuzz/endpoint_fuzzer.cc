@@ -20,7 +20,7 @@
 #include <string>
 #include <string_view>
 
-#include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/otlp/otlp_exporter.h"
 #include "exporters/prometheus/metrics_http_server.h"
 #include "fuzz/fuzz_check.h"
 

@@ -2,20 +2,24 @@
 // Other senders into the real `warpscope server` binary:
 //   - a real Prometheus scrapes a small target and forwards with remote write 1.0
 //     (POST /api/v1/write); the forwarded series are read back through the query API;
-//   - the agent's OTLP/HTTP exporter (exporters/otlp) sends a frame to POST /v1/metrics; its GPU
-//     entities and values are read back the same way;
+//   - the agent's OTLP exporter (exporters/otlp) sends a frame over OTLP/HTTP JSON and protobuf
+//     to POST /v1/metrics and over OTLP/gRPC to --otlp-grpc-listen-address; its GPU entities and
+//     values are read back the same way; the `warpscope agent` binary exports over gRPC too;
 //   - the OpenTelemetry JS SDK (test/peers/otel_sdk/send.mjs, an application that shares no code
 //     with warpscope) sends a counter, an up-down counter, a histogram and an observable gauge
-//     over OTLP/HTTP JSON and protobuf; their values are read back the same way;
+//     over OTLP/HTTP JSON and protobuf and over OTLP/gRPC (its gRPC exporter, gzip); their values
+//     are read back the same way;
 //   - the same SDK's trace exporters (test/peers/otel_sdk/send_traces.mjs) send inference request
 //     spans shaped as vLLM's, and per-phase child spans, to POST /v1/traces; the stored phases
 //     and the latency breakdown are read back through the trace API.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <functional>
@@ -27,7 +31,7 @@
 
 #include "base/file_util.h"
 #include "child_process.h"
-#include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/otlp/otlp_exporter.h"
 #include "exporters/testing/sample_frame.h"
 #include "integration/prometheus_peer.h"
 #include "base/testing/peer.h"
@@ -71,19 +75,24 @@ class ScrapeTarget {
   int port_ = 0;
 };
 
-// `warpscope server` on a free port with a bearer token, in a temp dir.
+// `warpscope server` on a free port with a bearer token, in a temp dir; with `grpc`, its OTLP/gRPC
+// listener on another free port.
 class ServerProcess {
  public:
-  void Start(const TempDir& tmp) {
+  void Start(const TempDir& tmp, bool grpc = false) {
     const std::string bin = std::string(WARPSCOPE_BINARY_DIR) + "/bin/warpscope";
     const std::string token = tmp.path() + "/token";
     ASSERT_TRUE(base::WriteFile(token, std::string(kToken) + "\n").ok());
     chmod(token.c_str(), 0600);
     port_ = PickFreePort();
-    auto child = ChildProcess::Start(
-        {bin, "server", "--data-dir=" + tmp.path() + "/data",
-         "--listen-address=127.0.0.1:" + std::to_string(port_), "--auth-token-file=" + token},
-        tmp.path());
+    std::vector<std::string> argv = {bin, "server", "--data-dir=" + tmp.path() + "/data",
+                                     "--listen-address=127.0.0.1:" + std::to_string(port_),
+                                     "--auth-token-file=" + token};
+    if (grpc) {
+      grpc_port_ = PickFreePort();
+      argv.push_back("--otlp-grpc-listen-address=127.0.0.1:" + std::to_string(grpc_port_));
+    }
+    auto child = ChildProcess::Start(argv, tmp.path());
     ASSERT_TRUE(child) << child.error().message();
     child_ = std::move(*child);
     bool up = WaitForJson("/healthz", [](const json&) { return true; }).has_value();
@@ -91,6 +100,7 @@ class ServerProcess {
   }
 
   int port() const { return port_; }
+  int grpc_port() const { return grpc_port_; }
   std::string Stderr() const { return child_ ? child_->Stderr() : ""; }
 
   // Polls GET `path` until the JSON body satisfies `done` (bounded: ~30 s).
@@ -114,6 +124,7 @@ class ServerProcess {
  private:
   std::unique_ptr<ChildProcess> child_;
   int port_ = 0;
+  int grpc_port_ = 0;
   std::string last_;
 };
 
@@ -192,19 +203,27 @@ TEST(PrometheusRemoteWriteTest, ForwardedSeriesArriveWithTheirValues) {
   EXPECT_TRUE(hosts) << server.last_body();
 }
 
-TEST(OtlpIngestTest, AgentOtlpExporterReachesTheServer) {
+class OtlpIngestTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(OtlpIngestTest, AgentOtlpExporterReachesTheServer) {
+  const std::string protocol = GetParam();
+  const bool grpc = protocol == "grpc";
   TempDir tmp;
   ServerProcess server;
-  ASSERT_NO_FATAL_FAILURE(server.Start(tmp));
+  ASSERT_NO_FATAL_FAILURE(server.Start(tmp, grpc));
 
-  exporters::OtlpHttpExporter::Options options;
-  options.endpoint = "http://127.0.0.1:" + std::to_string(server.port());
+  exporters::OtlpExporter::Options options;
+  auto parsed = exporters::ParseOtlpProtocol(protocol);
+  ASSERT_TRUE(parsed);
+  options.protocol = *parsed;
+  options.endpoint =
+      "http://127.0.0.1:" + std::to_string(grpc ? server.grpc_port() : server.port());
   options.headers.emplace_back("Authorization", std::string("Bearer ") + kToken);
   options.max_attempts = 3;
   options.initial_backoff = milliseconds(100);
   options.gzip = true;
   options.encoder.host_name = "otlp-node";
-  auto exporter = exporters::OtlpHttpExporter::Create(options);
+  auto exporter = exporters::OtlpExporter::Create(options);
   ASSERT_TRUE(exporter) << exporter.error().message();
 
   exporters::sample::SampleFrameOptions frame_options;
@@ -254,6 +273,50 @@ TEST(OtlpIngestTest, AgentOtlpExporterReachesTheServer) {
   EXPECT_TRUE(described);
 }
 
+INSTANTIATE_TEST_SUITE_P(Protocols, OtlpIngestTest,
+                         ::testing::Values("http/json", "http/protobuf", "grpc"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '/', '_');
+                           return name;
+                         });
+
+// The `warpscope agent` binary (on the NVML simulator) exporting over OTLP/gRPC only, with the
+// token as metadata: its GPUs arrive with their temperatures.
+TEST(OtlpGrpcAgentTest, AgentBinaryExportsOverGrpc) {
+  TempDir tmp;
+  ServerProcess server;
+  ASSERT_NO_FATAL_FAILURE(server.Start(tmp, /*grpc=*/true));
+  AgentServerFiles files = PrepareAgentAndServer(tmp, TwoGpuCoolingScenario("grpc-agent", "70"));
+  ASSERT_TRUE(files.ok);
+  auto agent = ChildProcess::Start(
+      {WarpscopeBinary(), "agent", "--simulate", files.scenario, "--enable-host-metrics=false",
+       "--collect-metrics-interval=200ms", "--export-metrics-interval=500ms",
+       "--listen-address=off", "--hostname=grpc-agent",
+       "--otlp-endpoint=http://127.0.0.1:" + std::to_string(server.grpc_port()),
+       "--otlp-protocol=grpc", "--otlp-header=Authorization=Bearer " + std::string(kToken)},
+      tmp.path());
+  ASSERT_TRUE(agent) << agent.error().message();
+  auto temps = server.WaitForJson(
+      "/api/v1/query_range?metric=hw.temperature&kind=gpu&host=grpc-agent" + RangeParams(),
+      [](const json& r) { return r["series"].size() >= 2; });
+  ASSERT_TRUE(temps) << server.last_body() << "\nagent: " << (*agent)->Stderr()
+                     << "\nserver: " << server.Stderr();
+  // The die temperatures of the scenario: 60 and 70 degrees.
+  std::vector<double> die;
+  for (const auto& s : (*temps)["series"]) {
+    if (s["labels"].value("hw.sensor_location", "") == "gpu" && !s["points"].empty()) {
+      die.push_back(s["points"].back()[1].get<double>());
+    }
+  }
+  std::sort(die.begin(), die.end());
+  EXPECT_EQ(die, (std::vector<double>{60.0, 70.0})) << temps->dump();
+  kill((*agent)->pid(), SIGTERM);
+  int status = (*agent)->Wait(seconds(20));
+  EXPECT_TRUE(status != -1 && WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << (*agent)->Stderr();
+}
+
 // The absolute path of `program` found on $PATH, or "" when it is not there.
 std::string FindOnPath(const std::string& program) {
   const char* path = getenv("PATH");
@@ -271,16 +334,19 @@ TEST_P(OtelSdkIngestTest, SdkMetricsArriveWithTheirValues) {
   const std::string node = FindOnPath("node");
   const std::string peer = std::string(WARPSCOPE_SOURCE_DIR) + "/test/peers/otel_sdk";
   WARPSCOPE_REQUIRE_PEER(!node.empty(), "node", "run scripts/setup.sh --test");
+  const bool grpc = protocol == "grpc";
   WARPSCOPE_REQUIRE_PEER(
-      std::filesystem::exists(peer + "/node_modules/@opentelemetry/sdk-metrics"),
+      std::filesystem::exists(peer + (grpc ? "/node_modules/@opentelemetry/exporter-metrics-otlp-grpc"
+                                           : "/node_modules/@opentelemetry/sdk-metrics")),
       "the OpenTelemetry SDK (test/peers/otel_sdk)",
       "npm ci --prefix " + peer + " (scripts/test.sh runs it)");
   TempDir tmp;
   ServerProcess server;
-  ASSERT_NO_FATAL_FAILURE(server.Start(tmp));
+  ASSERT_NO_FATAL_FAILURE(server.Start(tmp, grpc));
   const std::string host = "otel-sdk-" + protocol;
+  const int port = grpc ? server.grpc_port() : server.port();
   auto sender = ChildProcess::Start(
-      {node, peer + "/send.mjs", "--url=http://127.0.0.1:" + std::to_string(server.port()),
+      {node, peer + "/send.mjs", "--url=http://127.0.0.1:" + std::to_string(port),
        "--token=" + std::string(kToken), "--protocol=" + protocol, "--host=" + host},
       tmp.path());
   ASSERT_TRUE(sender) << sender.error().message();
@@ -323,7 +389,7 @@ TEST_P(OtelSdkIngestTest, SdkMetricsArriveWithTheirValues) {
   EXPECT_EQ((*hosts)["entities"][0]["attributes"]["service.name"], "otel-sdk-peer");
 }
 
-INSTANTIATE_TEST_SUITE_P(Protocols, OtelSdkIngestTest, ::testing::Values("json", "proto"),
+INSTANTIATE_TEST_SUITE_P(Protocols, OtelSdkIngestTest, ::testing::Values("json", "proto", "grpc"),
                          [](const auto& info) { return std::string(info.param); });
 
 class OtelSdkTraceTest : public ::testing::TestWithParam<const char*> {};

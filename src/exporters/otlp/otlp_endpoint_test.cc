@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
-#include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/otlp/otlp_exporter.h"
 
 namespace warpscope::exporters {
 namespace {
@@ -42,16 +42,16 @@ TEST(ParseOtlpEndpointTest, RejectsWhatCannotWork) {
   }
 }
 
-TEST(OtlpHttpExporterCreateTest, RejectsInvalidOptions) {
-  OtlpHttpExporter::Options o;
+TEST(OtlpExporterCreateTest, RejectsInvalidOptions) {
+  OtlpExporter::Options o;
   o.endpoint = "nope";
-  EXPECT_FALSE(OtlpHttpExporter::Create(o).has_value());
+  EXPECT_FALSE(OtlpExporter::Create(o).has_value());
   o.endpoint = "http://127.0.0.1:4318";
   o.max_queue = 0;
-  EXPECT_FALSE(OtlpHttpExporter::Create(o).has_value());
+  EXPECT_FALSE(OtlpExporter::Create(o).has_value());
   o.max_queue = 1;
   o.headers = {{"Bad Header", "x"}};
-  EXPECT_FALSE(OtlpHttpExporter::Create(o).has_value());
+  EXPECT_FALSE(OtlpExporter::Create(o).has_value());
 }
 
 }  // namespace

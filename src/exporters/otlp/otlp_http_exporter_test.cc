@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The OTLP exporter against a small independent receiver on 127.0.0.1:0. The receiver parses
 // bodies with nlohmann::json on its own, without the encoder's code.
-#include "exporters/otlp/otlp_http_exporter.h"
+#include "exporters/otlp/otlp_exporter.h"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -95,8 +95,8 @@ class FakeOtlpReceiver {
   bool blocked_ = false;
 };
 
-OtlpHttpExporter::Options FastOptions(const std::string& url) {
-  OtlpHttpExporter::Options o;
+OtlpExporter::Options FastOptions(const std::string& url) {
+  OtlpExporter::Options o;
   o.endpoint = url;
   o.initial_backoff = std::chrono::milliseconds(1);
   o.max_backoff = std::chrono::milliseconds(5);
@@ -106,8 +106,8 @@ OtlpHttpExporter::Options FastOptions(const std::string& url) {
   return o;
 }
 
-std::unique_ptr<OtlpHttpExporter> MakeExporter(const OtlpHttpExporter::Options& o) {
-  auto e = OtlpHttpExporter::Create(o);
+std::unique_ptr<OtlpExporter> MakeExporter(const OtlpExporter::Options& o) {
+  auto e = OtlpExporter::Create(o);
   EXPECT_TRUE(e.has_value()) << e.error().ToString();
   return std::move(*e);
 }
@@ -135,7 +135,7 @@ const json* Metric(const json& body, const std::string& name) {
   return nullptr;
 }
 
-TEST(OtlpHttpExporterTest, DeliversAWindowTheReceiverCanRead) {
+TEST(OtlpExporterTest, DeliversAWindowTheReceiverCanRead) {
   FakeOtlpReceiver receiver({200});
   auto o = FastOptions(receiver.url());
   o.headers = {{"Authorization", "Bearer s3cret"}};
@@ -188,7 +188,7 @@ TEST(OtlpHttpExporterTest, DeliversAWindowTheReceiverCanRead) {
   EXPECT_EQ(stats.dropped, 0u);
 }
 
-TEST(OtlpHttpExporterTest, RetriesOn503ThenSucceeds) {
+TEST(OtlpExporterTest, RetriesOn503ThenSucceeds) {
   FakeOtlpReceiver receiver({503, 200});
   auto exporter = MakeExporter(FastOptions(receiver.url()));
   ASSERT_EQ(exporter->Export(sample::MakeSampleFrame({.gpus = 1, .processes = 0})),
@@ -202,7 +202,7 @@ TEST(OtlpHttpExporterTest, RetriesOn503ThenSucceeds) {
   EXPECT_EQ(stats.failed, 0u);
 }
 
-TEST(OtlpHttpExporterTest, DoesNotRetryA400) {
+TEST(OtlpExporterTest, DoesNotRetryA400) {
   FakeOtlpReceiver receiver({400, 200});
   auto exporter = MakeExporter(FastOptions(receiver.url()));
   ASSERT_EQ(exporter->Export(sample::MakeSampleFrame({.gpus = 1, .processes = 0})),
@@ -216,7 +216,7 @@ TEST(OtlpHttpExporterTest, DoesNotRetryA400) {
   EXPECT_EQ(stats.retries, 0u);
 }
 
-TEST(OtlpHttpExporterTest, GivesUpAfterMaxAttempts) {
+TEST(OtlpExporterTest, GivesUpAfterMaxAttempts) {
   FakeOtlpReceiver receiver({429});
   auto o = FastOptions(receiver.url());
   o.max_attempts = 3;
@@ -230,7 +230,7 @@ TEST(OtlpHttpExporterTest, GivesUpAfterMaxAttempts) {
   EXPECT_EQ(exporter->stats().retries, 2u);
 }
 
-TEST(OtlpHttpExporterTest, UsesAnExplicitPath) {
+TEST(OtlpExporterTest, UsesAnExplicitPath) {
   FakeOtlpReceiver receiver({200});
   auto exporter = MakeExporter(FastOptions(receiver.url() + "/custom/metrics"));
   ASSERT_EQ(exporter->Export(sample::MakeSampleFrame({.gpus = 1, .processes = 0})),
@@ -240,7 +240,7 @@ TEST(OtlpHttpExporterTest, UsesAnExplicitPath) {
   EXPECT_EQ(receiver.requests()[0].path, "/custom/metrics");
 }
 
-TEST(OtlpHttpExporterTest, CompressesBodiesWhenAsked) {
+TEST(OtlpExporterTest, CompressesBodiesWhenAsked) {
   FakeOtlpReceiver receiver({200});
   auto o = FastOptions(receiver.url());
   o.gzip = true;
@@ -255,7 +255,7 @@ TEST(OtlpHttpExporterTest, CompressesBodiesWhenAsked) {
   EXPECT_NE(Metric(reqs[0].body, "hw.gpu.temperature"), nullptr);
 }
 
-TEST(OtlpHttpExporterTest, FullQueueDropsTheOldestAndExportNeverBlocks) {
+TEST(OtlpExporterTest, FullQueueDropsTheOldestAndExportNeverBlocks) {
   FakeOtlpReceiver receiver({200});
   receiver.Block();
   auto o = FastOptions(receiver.url());
@@ -277,7 +277,7 @@ TEST(OtlpHttpExporterTest, FullQueueDropsTheOldestAndExportNeverBlocks) {
   EXPECT_EQ(receiver.requests().size(), 3u);
 }
 
-TEST(OtlpHttpExporterTest, ShutdownGivesUpWithinItsTimeoutWhenTheReceiverHangs) {
+TEST(OtlpExporterTest, ShutdownGivesUpWithinItsTimeoutWhenTheReceiverHangs) {
   FakeOtlpReceiver receiver({200});
   receiver.Block();
   auto exporter = MakeExporter(FastOptions(receiver.url()));
@@ -296,7 +296,7 @@ TEST(OtlpHttpExporterTest, ShutdownGivesUpWithinItsTimeoutWhenTheReceiverHangs) 
   receiver.Release();
 }
 
-TEST(OtlpHttpExporterTest, UnreachableReceiverIsRetriedThenCountedAsFailed) {
+TEST(OtlpExporterTest, UnreachableReceiverIsRetriedThenCountedAsFailed) {
   // A port that was free a moment ago: connections are refused at once.
   int port = 0;
   {
@@ -320,6 +320,27 @@ TEST(OtlpHttpExporterTest, UnreachableReceiverIsRetriedThenCountedAsFailed) {
   auto stats = exporter->stats();
   EXPECT_EQ(stats.failed, 1u);
   EXPECT_EQ(stats.retries, 1u);
+}
+
+}  // namespace
+}  // namespace warpscope::exporters
+
+namespace warpscope::exporters {
+namespace {
+
+TEST(OtlpExporterTest, HttpProtobufPostsTheProtobufEncoding) {
+  FakeOtlpReceiver receiver({200});
+  auto o = FastOptions(receiver.url());
+  o.protocol = OtlpProtocol::kHttpProtobuf;
+  auto exporter = MakeExporter(o);
+  EXPECT_EQ(exporter->Export(sample::MakeSampleFrame({.gpus = 1, .processes = 0})),
+            ExportResult::kSuccess);
+  exporter->Shutdown(std::chrono::seconds(10));
+  auto reqs = receiver.requests();
+  ASSERT_EQ(reqs.size(), 1u);
+  EXPECT_EQ(reqs[0].content_type, "application/x-protobuf");
+  EXPECT_TRUE(reqs[0].body.is_discarded());  // not JSON
+  EXPECT_EQ(exporter->stats().sent, 1u);
 }
 
 }  // namespace

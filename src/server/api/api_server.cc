@@ -128,22 +128,28 @@ ApiServer::Stats ApiServer::stats() const {
 }
 
 bool ApiServer::Authorized(const httplib::Request& req, httplib::Response& res, bool ingest) {
+  if (!ingest && !options_.auth_read) return true;
+  base::Status st = AuthorizeIngest(req.get_header_value("Authorization"));
+  if (st.ok()) return true;
+  res.set_header("WWW-Authenticate", "Bearer");
+  SendError(res, 401, st.message());
+  return false;
+}
+
+base::Status ApiServer::AuthorizeIngest(std::string_view authorization) {
   const std::shared_ptr<const std::string> token = auth_token_.load();
-  if (token->empty() || (!ingest && !options_.auth_read)) return true;
-  std::string header = req.get_header_value("Authorization");
+  if (token->empty()) return base::OkStatus();
   constexpr std::string_view kBearer = "Bearer ";
-  if (header.rfind(kBearer, 0) == 0 &&
-      ConstantTimeEquals(std::string_view(header).substr(kBearer.size()), *token)) {
-    return true;
+  if (authorization.starts_with(kBearer) &&
+      ConstantTimeEquals(authorization.substr(kBearer.size()), *token)) {
+    return base::OkStatus();
   }
   ++unauthorized_;
-  res.set_header("WWW-Authenticate", "Bearer");
-  SendError(res, 401,
-            header.empty() ? "missing bearer token: send 'Authorization: Bearer <token>' (the "
-                             "agent's --auth-token-file)"
-                           : "invalid bearer token: use the token from the server's "
-                             "--auth-token-file");
-  return false;
+  return base::PermissionDenied(
+      "{}", authorization.empty()
+                ? "missing bearer token: send 'Authorization: Bearer <token>' (the agent's "
+                  "--auth-token-file)"
+                : "invalid bearer token: use the token from the server's --auth-token-file");
 }
 
 void ApiServer::InstallRoutes() {

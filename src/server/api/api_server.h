@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "base/time.h"
+#include "server/ingest/otlp_ingest.h"
 #include "server/ingest/request_body.h"
 #include "server/storage/storage.h"
 
@@ -39,8 +40,9 @@ struct RequestQuery;
 // self-metrics. Request threads call the Storage (through server/query for the query API; both
 // are thread-safe); nothing else is shared. Errors are JSON bodies {"error": "..."} with a 4xx
 // status for bad requests. The handlers live in ingest_handlers.cc, query_handlers.cc and
-// insights_handlers.cc.
-class ApiServer {
+// insights_handlers.cc. As OtlpIngest it also stores what the OTLP/gRPC receiver decodes, with
+// the same token and counters.
+class ApiServer : public OtlpIngest {
  public:
   struct Options {
     std::string listen_address = "127.0.0.1:9410";
@@ -80,17 +82,17 @@ class ApiServer {
     uint64_t unauthorized = 0;    // 401 answers
     uint64_t profiles = 0;
     uint64_t queries = 0;
-    uint64_t otlp_requests = 0;          // OTLP/HTTP metrics requests stored
+    uint64_t otlp_requests = 0;          // OTLP metrics requests stored (HTTP and gRPC)
     uint64_t remote_write_requests = 0;  // remote write requests stored
     // OTLP data points and remote write samples left out (NaN, stale markers, no value, ...).
     uint64_t skipped_points = 0;
-    uint64_t trace_requests = 0;        // OTLP/HTTP trace requests stored
+    uint64_t trace_requests = 0;        // OTLP trace requests stored (HTTP and gRPC)
     uint64_t trace_spans_ignored = 0;   // spans of no inference request
     uint64_t trace_spans_rejected = 0;  // malformed spans (partial success)
   };
 
   ApiServer(Options options, Storage& storage, const base::Clock& clock);
-  ~ApiServer();
+  ~ApiServer() override;
   ApiServer(const ApiServer&) = delete;
   ApiServer& operator=(const ApiServer&) = delete;
 
@@ -102,6 +104,12 @@ class ApiServer {
   // checked use the old one. "" opens ingest to anyone who can reach the server.
   void SetAuthToken(std::string token);
   Stats stats() const;
+
+  // OtlpIngest, for the OTLP/gRPC receiver (and the OTLP/HTTP handlers).
+  [[nodiscard]] base::Status AuthorizeIngest(std::string_view authorization) override;
+  [[nodiscard]] base::Status StoreOtlpMetrics(const DecodedOtlpMetrics& decoded) override;
+  [[nodiscard]] base::Status StoreOtlpTraces(const DecodedOtlpTraces& decoded) override;
+  void CountRejected() override { ++rejected_; }
 
  private:
   using Handler = void (ApiServer::*)(const httplib::Request&, httplib::Response&);
@@ -131,6 +139,8 @@ class ApiServer {
   // sequences are content hashes).
   [[nodiscard]] bool StoreBatches(const std::vector<server::IngestBatch>& batches,
                                   httplib::Response& res);
+  // The same without an HTTP answer: the first write error.
+  [[nodiscard]] base::Status WriteBatches(const std::vector<server::IngestBatch>& batches);
   // The encoding of an OTLP/HTTP body (protobuf or JSON by Content-Type) within the body limit;
   // nullopt when it answered the request with a 415 or 413 (Reject).
   std::optional<BodyEncoding> OtlpBodyEncoding(const httplib::Request& req, httplib::Response& res);

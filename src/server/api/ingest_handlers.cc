@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// ApiServer's ingest endpoints: native agent batches, profiles, OTLP/HTTP metrics and
-// Prometheus remote write. Each checks the token and the request's headers, decodes the body
+// ApiServer's ingest endpoints: native agent batches, profiles, OTLP/HTTP metrics (and the
+// store of OTLP metrics decoded by the gRPC receiver) and Prometheus remote write. Each checks the token and the request's headers, decodes the body
 // with server/ingest and writes the result to the Storage.
 #include <fmt/format.h>
 #include <httplib.h>
@@ -39,13 +39,14 @@ void ApiServer::RejectWrite(httplib::Response& res, const base::Status& error) {
   SendError(res, status, error.message());
 }
 
-bool ApiServer::StoreBatches(const std::vector<server::IngestBatch>& batches,
-                             httplib::Response& res) {
+base::Status ApiServer::WriteBatches(const std::vector<server::IngestBatch>& batches) {
   for (const server::IngestBatch& batch : batches) {
     auto written = storage_.WriteBatch(batch);
     if (!written) {
-      RejectWrite(res, written.error());
-      return false;
+      if (HttpStatusFor(written.error()) < 500) {
+        ++rejected_;
+      }
+      return written.error();
     }
     if (written->duplicate) {
       ++duplicate_batches_;
@@ -53,7 +54,28 @@ bool ApiServer::StoreBatches(const std::vector<server::IngestBatch>& batches,
     series_windows_ += written->stored;
     dropped_series_ += written->dropped_series;
   }
+  return base::OkStatus();
+}
+
+bool ApiServer::StoreBatches(const std::vector<server::IngestBatch>& batches,
+                             httplib::Response& res) {
+  base::Status st = WriteBatches(batches);
+  if (!st.ok()) {
+    SendError(res, HttpStatusFor(st), st.message());
+    return false;
+  }
   return true;
+}
+
+base::Status ApiServer::StoreOtlpMetrics(const DecodedOtlpMetrics& decoded) {
+  if (decoded.rejected_points > 0) {
+    skipped_points_ += decoded.rejected_points;
+    WARPSCOPE_LOG_EVERY_N(WARNING, 100, "OTLP metrics: {} data points left out: {}",
+                          decoded.rejected_points, decoded.first_rejection);
+  }
+  WARPSCOPE_RETURN_IF_ERROR(WriteBatches(decoded.batches));
+  ++otlp_requests_;
+  return base::OkStatus();
 }
 
 void ApiServer::IngestBatch(const httplib::Request& req, httplib::Response& res) {
@@ -179,15 +201,9 @@ void ApiServer::OtlpMetrics(const httplib::Request& req, httplib::Response& res)
   if (!decoded) {
     return Reject(res, 400, decoded.error().message());
   }
-  if (decoded->rejected_points > 0) {
-    skipped_points_ += decoded->rejected_points;
-    WARPSCOPE_LOG_EVERY_N(WARNING, 100, "OTLP metrics: {} data points left out: {}",
-                          decoded->rejected_points, decoded->first_rejection);
+  if (base::Status st = StoreOtlpMetrics(*decoded); !st.ok()) {
+    return SendError(res, HttpStatusFor(st), st.message());
   }
-  if (!StoreBatches(decoded->batches, res)) {
-    return;
-  }
-  ++otlp_requests_;
   res.status = 200;
   res.set_content(EncodeOtlpMetricsResponse(*decoded, is_json),
                   is_json ? "application/json" : "application/x-protobuf");

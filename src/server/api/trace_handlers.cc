@@ -131,18 +131,31 @@ void ApiServer::OtlpTraces(const httplib::Request& req, httplib::Response& res) 
   auto decoded = is_json ? DecodeOtlpTracesJson(req.body, decode_options)
                          : DecodeOtlpTracesProto(req.body, decode_options);
   if (!decoded) return Reject(res, 400, decoded.error().message());
-  trace_spans_ignored_ += decoded->ignored_spans;
-  trace_spans_rejected_ += decoded->rejected_spans;
-  if (decoded->rejected_spans > 0) {
-    WARPSCOPE_LOG_EVERY_N(WARNING, 100, "OTLP traces: {} spans left out: {}",
-                          decoded->rejected_spans, decoded->first_rejection);
+  if (base::Status st = StoreOtlpTraces(*decoded); !st.ok()) {
+    return SendError(res, api_internal::HttpStatusFor(st), st.message());
   }
-  auto written = options_.trace_store->Write(decoded->spans, clock_.Now());
-  if (!written) return RejectWrite(res, written.error());
-  ++trace_requests_;
   res.status = 200;
   res.set_content(EncodeOtlpTracesResponse(*decoded, is_json),
                   is_json ? "application/json" : "application/x-protobuf");
+}
+
+base::Status ApiServer::StoreOtlpTraces(const DecodedOtlpTraces& decoded) {
+  if (options_.trace_store == nullptr) {
+    return base::Unavailable("request traces are not kept by this server");
+  }
+  trace_spans_ignored_ += decoded.ignored_spans;
+  trace_spans_rejected_ += decoded.rejected_spans;
+  if (decoded.rejected_spans > 0) {
+    WARPSCOPE_LOG_EVERY_N(WARNING, 100, "OTLP traces: {} spans left out: {}",
+                          decoded.rejected_spans, decoded.first_rejection);
+  }
+  auto written = options_.trace_store->Write(decoded.spans, clock_.Now());
+  if (!written) {
+    if (api_internal::HttpStatusFor(written.error()) < 500) ++rejected_;
+    return written.error();
+  }
+  ++trace_requests_;
+  return base::OkStatus();
 }
 
 bool ApiServer::StartTraceQuery(const httplib::Request& req, httplib::Response& res) {

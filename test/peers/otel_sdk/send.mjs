@@ -1,17 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// An OpenTelemetry JS SDK application that sends one set of metrics to an OTLP/HTTP endpoint
-// and exits 0 only when every export was acknowledged. Used by
+// An OpenTelemetry JS SDK application that sends one set of metrics to an OTLP endpoint (HTTP
+// JSON, HTTP protobuf or gRPC) and exits 0 only when every export was acknowledged. Used by
 // test/integration/prometheus_remote_write_test.cc (OtelSdkIngestTest) as a sender that shares
 // no code with warpscope.
 //
-//   node send.mjs --url=http://127.0.0.1:PORT --token=T --protocol=json|proto --host=NAME
+//   node send.mjs --url=http://127.0.0.1:PORT --token=T --protocol=json|proto|grpc --host=NAME
+//                 [--ca=CERT.pem]
+//
+// With --protocol=grpc, --url is the OTLP/gRPC listener (the server's
+// --otlp-grpc-listen-address), the token travels as `authorization` metadata and messages are
+// gzip-compressed; --ca makes it TLS, trusting that certificate.
 //
 // What it records (the test checks these values):
 //   jobs.completed        counter, unit {job}: 3 + 4 = 7, attribute queue=train
 //   queue.depth           up-down counter: 5 - 2 = 3
 //   request.duration      histogram, unit s: 0.1 and 0.3 (count 2, sum 0.4)
 //   gpu.fake.temperature  observable gauge, unit Cel: 61.5 with gpu=0, 48 with gpu=1
+import { readFileSync } from 'node:fs';
+import { credentials, Metadata } from '@grpc/grpc-js';
 import { metrics } from '@opentelemetry/api';
+import { OTLPMetricExporter as GrpcExporter } from '@opentelemetry/exporter-metrics-otlp-grpc';
 import { OTLPMetricExporter as JsonExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPMetricExporter as ProtoExporter } from '@opentelemetry/exporter-metrics-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
@@ -31,14 +39,29 @@ class MetricRecordingExporter extends RecordingExporter {
   }
 }
 
-async function main() {
-  const args = parseArgs(process.argv.slice(2), {}, 'send.mjs');
+function grpcExporter(args) {
+  const metadata = new Metadata();
+  if (args.token) metadata.set('authorization', `Bearer ${args.token}`);
+  const options = { url: args.url, metadata, compression: 'gzip', timeoutMillis: 10000 };
+  if (args.ca) {
+    options.credentials = credentials.createSsl(readFileSync(args.ca));
+    options.url = args.url.replace(/^http:/, 'https:');
+  }
+  return new GrpcExporter(options);
+}
+
+function httpExporter(args) {
   const options = {
     url: `${args.url}/v1/metrics`,
     headers: args.token ? { Authorization: `Bearer ${args.token}` } : {},
     timeoutMillis: 10000,
   };
-  const inner = args.protocol === 'json' ? new JsonExporter(options) : new ProtoExporter(options);
+  return args.protocol === 'json' ? new JsonExporter(options) : new ProtoExporter(options);
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2), {}, 'send.mjs', ['json', 'proto', 'grpc']);
+  const inner = args.protocol === 'grpc' ? grpcExporter(args) : httpExporter(args);
   const exporter = new MetricRecordingExporter(inner);
   const reader = new PeriodicExportingMetricReader({
     exporter,
@@ -79,7 +102,7 @@ async function main() {
     console.error(`export failed: ${why}`);
     process.exit(1);
   }
-  console.log(`sent ${exporter.results.length} export(s) over OTLP/HTTP ${args.protocol}`);
+  console.log(`sent ${exporter.results.length} export(s) over OTLP ${args.protocol}`);
 }
 
 main().catch((err) => {

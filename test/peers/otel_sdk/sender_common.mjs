@@ -2,8 +2,8 @@
 // What the SDK senders (send.mjs, send_traces.mjs) share: their command line and an exporter
 // wrapper that remembers every export's result.
 
-// --name=value arguments over `defaults`; --url is required, --protocol is json or proto.
-export function parseArgs(argv, defaults, script) {
+// --name=value arguments over `defaults`; --url is required, --protocol one of `protocols`.
+export function parseArgs(argv, defaults, script, protocols = ['json', 'proto']) {
   const args = { protocol: 'proto', host: 'otel-sdk-node', token: '', ...defaults };
   for (const a of argv) {
     const m = /^--([a-z]+)=(.*)$/.exec(a);
@@ -11,8 +11,8 @@ export function parseArgs(argv, defaults, script) {
     args[m[1]] = m[2];
   }
   if (!args.url) throw new Error('--url=http://127.0.0.1:PORT is required');
-  if (args.protocol !== 'json' && args.protocol !== 'proto') {
-    throw new Error(`--protocol=${args.protocol}: use json or proto`);
+  if (!protocols.includes(args.protocol)) {
+    throw new Error(`--protocol=${args.protocol}: use ${protocols.join(', ')}`);
   }
   return args;
 }
