@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <set>
+#include <string>
 
 #include "agent/self_stats.h"
 #include "agent/sources/cpu_profiler/cpu_profiler_metrics.h"
@@ -31,6 +32,25 @@ TEST(MetricsReferenceTest, NamesAndKeysAreUniqueAcrossCatalogs) {
       EXPECT_TRUE(prom.insert(m->prom_name).second) << "duplicate prom name " << m->prom_name;
       EXPECT_FALSE(m->help.empty()) << m->key;
       EXPECT_FALSE(m->otel_name.empty()) << m->key;
+    }
+  }
+}
+
+TEST(MetricsReferenceTest, NoOtelNameIsAnotherGaugesWindowExtreme) {
+  // The OTLP encoder sends a gauge's window minimum and maximum as `<otel_name>.min` and
+  // `.max`: a metric under such a name would share their series, and the receiver would refuse
+  // the request's points as duplicates.
+  std::set<std::string> names;
+  for (const MetricCatalog& catalog : AllMetricCatalogs()) {
+    for (const model::MetricDesc* m : catalog.metrics) names.insert(std::string(m->otel_name));
+  }
+  for (const MetricCatalog& catalog : AllMetricCatalogs()) {
+    for (const model::MetricDesc* m : catalog.metrics) {
+      if (m->kind != model::MetricKind::kGauge) continue;
+      for (const char* suffix : {".min", ".max"}) {
+        EXPECT_EQ(names.count(std::string(m->otel_name) + suffix), 0u)
+            << m->key << ": another metric is named " << m->otel_name << suffix;
+      }
     }
   }
 }

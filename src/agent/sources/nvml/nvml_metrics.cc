@@ -326,7 +326,7 @@ const MetricDesc kMaxSmClock{
         "once at start).",
     .prom_name = "DCGM_FI_DEV_MAX_SM_CLOCK",
     .prom_scale = 1e-6,
-    .otel_name = "warpscope.gpu.clock.sm.max",
+    .otel_name = "warpscope.gpu.clock.sm.limit",
 };
 
 const MetricDesc kMaxMemoryClock{
@@ -339,7 +339,7 @@ const MetricDesc kMaxMemoryClock{
         "read once at start).",
     .prom_name = "DCGM_FI_DEV_MAX_MEM_CLOCK",
     .prom_scale = 1e-6,
-    .otel_name = "warpscope.gpu.clock.memory.max",
+    .otel_name = "warpscope.gpu.clock.memory.limit",
 };
 
 const MetricDesc kClockEventReasons{
