@@ -7,7 +7,8 @@
 # - warpscope-agent: the injected CUDA and NCCL libraries (which the DaemonSet's initContainer
 #   copies to the node with `cp`, also in the image), the NVML simulator and its scenarios; runs
 #   as root; exposes 9400 (/metrics);
-# - warpscope-server: runs as 10001:10001 with /var/lib/warpscope its volume; exposes 9410.
+# - warpscope-server: runs as 10001:10001 with /var/lib/warpscope its volume; exposes 9410 and
+#   4317 (OTLP/gRPC).
 # Entrypoint, command, user, environment, ports and labels match deploy/container/Containerfile.*
 # (docs/deploy.md, "Container images"). Copy a layout to a registry with any OCI tool, e.g.
 # `skopeo copy oci:OUT_DIR/warpscope-agent:VERSION docker://REGISTRY/warpscope-agent:VERSION`.
@@ -110,6 +111,7 @@ install -d -o 10001 -g 10001 -m 0750 "$server/var/lib/warpscope"
 copy_libs "$server" "$server/usr/bin/warpscope"
 layout warpscope-server "$server" --config.user 10001:10001 \
   --config.cmd server --config.cmd=--listen-address=:9410 \
-  --config.cmd=--data-dir=/var/lib/warpscope \
+  --config.cmd=--data-dir=/var/lib/warpscope --config.cmd=--otlp-grpc-listen-address=:4317 \
   --config.volume /var/lib/warpscope --config.exposedports 9410/tcp \
+  --config.exposedports 4317/tcp \
   --config.label "org.opencontainers.image.description=$server_description"

@@ -47,8 +47,9 @@ want = {
         cmd=["agent", "--listen-address=:9400", "--enable-gpu-metrics"],
         env={"NVIDIA_VISIBLE_DEVICES=all", "NVIDIA_DRIVER_CAPABILITIES=utility,compute"}),
     "warpscope-server": dict(
-        user="10001:10001", ports={"9410/tcp"}, volumes={"/var/lib/warpscope"},
-        cmd=["server", "--listen-address=:9410", "--data-dir=/var/lib/warpscope"], env=set()),
+        user="10001:10001", ports={"9410/tcp", "4317/tcp"}, volumes={"/var/lib/warpscope"},
+        cmd=["server", "--listen-address=:9410", "--data-dir=/var/lib/warpscope",
+             "--otlp-grpc-listen-address=:4317"], env=set()),
 }
 ok = True
 def check(cond, what):

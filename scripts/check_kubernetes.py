@@ -341,6 +341,13 @@ def main():
     objs = render("--set", "server.enabled=false")
     if any(a.startswith("--server") for a in args_of(objs, "DaemonSet")):
         errors.append("server.enabled=false without server.url: the agent still pushes")
+    objs = render("--set", "server.otlpGrpcPort=0")
+    service = next(o for o in objs if o["kind"] == "Service" and "server" in o["metadata"]["name"])
+    if (any(a.startswith("--otlp-grpc") for a in args_of(objs, "StatefulSet")) or
+            any(p["name"] == "otlp-grpc" for p in service["spec"]["ports"])):
+        errors.append("server.otlpGrpcPort=0: the OTLP/gRPC listener or its port is left")
+    if "--otlp-grpc-listen-address=:4317" not in args_of(render(), "StatefulSet"):
+        errors.append("the chart's defaults do not start the OTLP/gRPC listener on 4317")
     objs = render("--set", "agent.enabled=false")
     if find(objs, "DaemonSet") or find(objs, "ClusterRole") or not find(objs, "StatefulSet"):
         errors.append("agent.enabled=false: agent objects are left, or the server is gone")
