@@ -50,8 +50,19 @@ async function main() {
 
   // The default range (1 h) of a server up for under a minute: the charts start at the data.
   const opened = Date.now() / 1000;
+  // The first screen's charts are asked for before the GPU list is in: their batch goes out
+  // before the GPU list's answer comes back, and it is the only batch the first screen needs.
   await page.goto(`${base}/host/${encodeURIComponent(host)}?tab=gpu&live=1`);
   await ready();
+  const early = await page.evaluate(() => {
+    const view = performance.getEntriesByName('warpscope:view:host:gpu')[0];
+    const res = performance.getEntriesByType('resource');
+    const gpus = res.find((r) => r.name.includes('/api/v1/entities') && r.name.includes('kind=gpu'));
+    const batches = res.filter((r) => r.name.includes('/api/v1/query_batch') && r.startTime < view.startTime + view.duration);
+    return { batches: batches.length, before: batches.length > 0 && gpus !== undefined && batches[0].startTime < gpus.responseEnd };
+  });
+  check(early.batches === 1 && early.before,
+    `the first screen's charts come in one batch, sent before the GPU list arrives (${early.batches} batches; sent before: ${early.before})`);
 
   // The charts load as they come near the viewport: the first screen's are drawn when the view
   // is ready; a card more than a screen below is not loaded (no request, no chart) until it is

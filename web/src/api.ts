@@ -292,6 +292,15 @@ export async function getJson<T>(path: string, params: Params = {}, signal?: Abo
 export type BatchPath = 'query_range' | 'breakdown';
 const MAX_BATCH = 64;
 
+// A query's identity for prefetch(): its path and the parameters it sends, in key order.
+function queryKey(path: string, params: Params): string {
+  const sent = Object.entries(params)
+    .filter(([, v]) => v !== undefined && v !== null && v !== '')
+    .map(([k, v]) => [k, String(v)])
+    .sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  return `${path}?${JSON.stringify(sent)}`;
+}
+
 // Sends queries as POST /api/v1/query_batch (in requests of at most 64) and resolves, in order,
 // to each query's answer or the ApiError the GET of that query would have thrown. A failure of
 // the request itself (network, 401, ...) rejects; a 401 also goes to the onAuthRequired listener.
@@ -327,13 +336,44 @@ export async function batch(queries: { path: BatchPath; params: Params }[], sign
 // Gathers the range queries a view issues within one task into one batch request: get() has
 // getJson's contract for /api/v1/query_range and /api/v1/breakdown (and passes any other path to
 // getJson), so each widget keeps its own error handling.
+//
+// prefetch() sends queries a view is about to ask for before it knows it will (the first screen's
+// charts, while the page still waits for the host's GPU list): the get() of the same query later
+// takes that answer instead of sending it again. Answers nobody asks for are dropped with the
+// batcher.
 export class QueryBatcher {
   private pending: { path: BatchPath; params: Params; resolve: (v: unknown) => void; reject: (e: unknown) => void }[] = [];
   private scheduled = false;
+  private readonly prefetched = new Map<string, Promise<unknown>>();
 
   get<T>(path: string, params: Params = {}): Promise<T> {
     const short = path.replace(/^\/api\/v1\//, '');
     if (short !== 'query_range' && short !== 'breakdown') return getJson<T>(path, params);
+    const key = queryKey(short, params);
+    const early = this.prefetched.get(key);
+    if (early) {
+      this.prefetched.delete(key);
+      return early as Promise<T>;
+    }
+    return this.queue<T>(short, params);
+  }
+
+  // Sends `queries` now, as one batch request (not after the current task, as get() does: the
+  // request goes out before the ones the page sends next).
+  prefetch(queries: [path: string, params: Params][]): void {
+    for (const [path, params] of queries) {
+      const short = path.replace(/^\/api\/v1\//, '') as BatchPath;
+      const key = queryKey(short, params);
+      if (this.prefetched.has(key)) continue;
+      const answer = this.queue(short, params);
+      // Not asked for in the end: its failure is nobody's.
+      answer.catch(() => undefined);
+      this.prefetched.set(key, answer);
+    }
+    if (this.pending.length) this.flush();
+  }
+
+  private queue<T>(short: BatchPath, params: Params): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.pending.push({ path: short, params, resolve: resolve as (v: unknown) => void, reject });
       if (!this.scheduled) {
@@ -345,6 +385,10 @@ export class QueryBatcher {
   }
 
   private flush(): void {
+    if (this.pending.length === 0) {
+      this.scheduled = false;
+      return;
+    }
     const list = this.pending;
     this.pending = [];
     this.scheduled = false;

@@ -6,7 +6,7 @@
 // CPU profile, of the host or of the process whose line was clicked. Hosts that serve models
 // have a third tab, "Inference" (inference_tab.ts).
 import { getJson, knownMetrics, QueryBatcher } from './api';
-import type { BreakdownResponse, EntityRecord, EventRecord, MetricInfo, Point, RangeResponse, Series } from './api';
+import type { BreakdownResponse, EntityRecord, EventRecord, MetricInfo, Params, Point, RangeResponse, Series } from './api';
 import type { Finding } from './insights_api';
 import type { ChartLine, Limit, Marker, StackCap } from './chart';
 import { h } from './dom';
@@ -84,6 +84,48 @@ function sumPoints(lists: Point[][]): Point[] {
   return [...m.entries()].sort((a, b) => a[0] - b[0]);
 }
 
+type Query = [path: string, params: Params];
+
+// The queries of the GPU Metrics tab's charts, by what they read. The first screen's are sent
+// before the GPU list is in (firstScreenQueries); the charts then ask for the same ones.
+function perGpuQuery(metric: string, c: ViewContext, host: string): Query {
+  return ['/api/v1/query_range', { metric, host, kind: 'gpu', start: c.start, end: c.end }];
+}
+
+function perGpuSumQuery(metric: string, c: ViewContext, host: string): Query {
+  return ['/api/v1/breakdown', { metric, host, kind: 'gpu', by: 'entity', start: c.start, end: c.end }];
+}
+
+function byExecutableQuery(metric: string, c: ViewContext, host: string): Query {
+  return ['/api/v1/breakdown', { metric, host, start: c.start, end: c.end, by: 'process.executable.name' }];
+}
+
+function throttleQuery(reason: string, c: ViewContext, host: string): Query {
+  return ['/api/v1/breakdown', { metric: 'gpu.clock.event_reason.active', host, kind: 'gpu', by: 'reason', 'label.reason': reason, start: c.start, end: c.end, agg: 'max' }];
+}
+
+// What a chart of the GPU Metrics tab asks for first (the metric list may change that: a GPU
+// without the NVLink totals reads the per-link series; a prefetched answer nobody takes is
+// dropped).
+function firstQueryOf(def: GpuWidgetDef, c: ViewContext, host: string): Query {
+  if (def.consumer) return byExecutableQuery(def.metric, c, host);
+  if (def.total) return perGpuQuery(def.total, c, host);
+  return def.sumPerGpu ? perGpuSumQuery(def.metric, c, host) : perGpuQuery(def.metric, c, host);
+}
+
+// The charts a first screen shows: two cards a row, about 330 px a card under a ~260 px head.
+// A guess made before the page is laid out (the GPU list decides the head); a chart it leaves
+// out loads as it would have, one round trip later.
+function firstScreenQueries(c: ViewContext, host: string): Query[] {
+  const height = window.innerHeight || 900;
+  const perRow = window.innerWidth >= 1100 ? 2 : 1;
+  const n = Math.max(1, Math.ceil((height - 260) / 330) * perRow);
+  return [
+    ...GPU_WIDGETS.slice(0, n).map((def) => firstQueryOf(def, c, host)),
+    ...[...THROTTLE_REASONS].map((reason) => throttleQuery(reason, c, host)),
+  ];
+}
+
 // The step of a read of latest values: an hour's buckets come from the hourly rollups, so a
 // day's read is 25 points per GPU instead of the chart step's 300 (of which one is used).
 const LATEST_STEP_S = 3600;
@@ -158,12 +200,17 @@ async function stackBounds(unit: string, c: ViewContext, host: string, q: QueryB
 export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<View> {
   const host = ctx.state.host!;
   const tab = ctx.state.tab;
+  // The first screen's charts are asked for first, before the GPU list they are drawn with: their
+  // batch and the lists travel side by side (one round trip before drawing, not two).
+  const firstQ = new QueryBatcher();
+  if (tab === 'gpu' && !ctx.state.expand) firstQ.prefetch(firstScreenQueries(ctx, host));
   // Every chart reads the metric list before its query: asked for with the GPU list, not after it
   // (a round trip less before the charts' batch goes out). A failure shows in the charts' own call.
   knownMetrics().catch(() => undefined);
   // The markers' requests of the first render need only the host and the window: they go out
   // with the GPU list's, not after it (the view then waits for one round trip after the GPU list).
   let early: MarkerFetches | null = fetchMarkers(ctx, host);
+  let first: QueryBatcher | null = firstQ;
   // Whether the host serves models (the Inference tab) is asked for next to its GPUs.
   const [gpuEntities, serving] = await Promise.all([
     getJson<{ entities: EntityRecord[] }>('/api/v1/entities', { host, kind: 'gpu', limit: 1000 }),
@@ -241,7 +288,8 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
     // Markers load next to the charts (not before them): the charts draw them when they come.
     // The charts' range queries go to the server as one batch request (a browser opens at most
     // six connections to a host: seventeen separate requests would go in waves).
-    const q = new QueryBatcher();
+    const q = first ?? new QueryBatcher();
+    first = null;
     const markers: Marker[] = [];
     // Markers join the charts' list as soon as they come; the charts drawn before draw again.
     const addMarkers = (list: Marker[]) => {
@@ -304,7 +352,7 @@ async function loadMarkers(
   const [events, ...throttle] = await Promise.all([
     fetchedEvents,
     ...(known.has('gpu.clock.event_reason.active') ? [...THROTTLE_REASONS] : []).map((reason) =>
-      q.get<BreakdownResponse>('/api/v1/breakdown', { metric: 'gpu.clock.event_reason.active', host, kind: 'gpu', by: 'reason', 'label.reason': reason, start: c.start, end: c.end, agg: 'max' }),
+      q.get<BreakdownResponse>(...throttleQuery(reason, c, host)),
     ),
   ]);
   const markers: Marker[] = events.map((e) => ({
@@ -405,7 +453,7 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
   }
   if (def.consumer) {
     const [r, bounds] = await Promise.all([
-      q.get<BreakdownResponse>('/api/v1/breakdown', { metric: def.metric, host, start: c.start, end: c.end, by: 'process.executable.name' }),
+      q.get<BreakdownResponse>(...byExecutableQuery(def.metric, c, host)),
       stackBounds(info.unit, c, host, q, gpus.size),
     ]);
     if (r.groups.length === 0) {
@@ -436,16 +484,16 @@ async function loadGpuWidget(w: Widget, def: GpuWidgetDef, c: ViewContext, host:
   let step = 0;
   const byGpu = new Map<string, Point[]>();
   if (def.total && known.has(def.total)) {
-    const r = await q.get<RangeResponse>('/api/v1/query_range', { metric: def.total, host, kind: 'gpu', start: c.start, end: c.end });
+    const r = await q.get<RangeResponse>(...perGpuQuery(def.total, c, host));
     step = r.step;
     for (const s of r.series) byGpu.set(s.entity, s.points);
   }
   if (byGpu.size === 0 && def.sumPerGpu) {
-    const r = await q.get<BreakdownResponse>('/api/v1/breakdown', { metric: def.metric, host, kind: 'gpu', by: 'entity', start: c.start, end: c.end });
+    const r = await q.get<BreakdownResponse>(...perGpuSumQuery(def.metric, c, host));
     step = r.step;
     for (const g of r.groups) byGpu.set(g.key, g.points);
   } else if (byGpu.size === 0) {
-    const r = await q.get<RangeResponse>('/api/v1/query_range', { metric: def.metric, host, kind: 'gpu', start: c.start, end: c.end });
+    const r = await q.get<RangeResponse>(...perGpuQuery(def.metric, c, host));
     step = r.step;
     const lists = new Map<string, Series[]>();
     for (const s of r.series) lists.set(s.entity, [...(lists.get(s.entity) ?? []), s]);
