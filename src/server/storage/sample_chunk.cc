@@ -8,10 +8,38 @@
 namespace warpscope::server {
 namespace {
 
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;
+constexpr uint8_t kXorOnlyVersion = 1;  // no mode byte: `last` is always [xor]
+constexpr uint64_t kSign = uint64_t{1} << 63;
 
 uint64_t Bits(double v) { return std::bit_cast<uint64_t>(v); }
 double FromBits(uint64_t v) { return std::bit_cast<double>(v); }
+
+// The bits of a double as an integer in the doubles' order (negative values below positive
+// ones, each side increasing), and back: nearby values are nearby integers.
+uint64_t Ordered(uint64_t b) { return (b & kSign) != 0 ? ~b : b | kSign; }
+uint64_t FromOrdered(uint64_t o) { return (o & kSign) != 0 ? o & ~kSign : ~o; }
+
+// The [pred] prediction of the next value from the previous ones (history[0] the latest), with
+// the order the chunk's start allows: `index` values came before. Wrapping arithmetic.
+uint64_t Predict(const uint64_t history[3], int order, size_t index) {
+  switch (std::min<size_t>(static_cast<size_t>(order), index)) {
+    case 0:
+      return 0;
+    case 1:
+      return history[0];
+    case 2:
+      return 2 * history[0] - history[1];
+    default:
+      return 3 * history[0] - 3 * history[1] + history[2];
+  }
+}
+
+void Remember(uint64_t history[3], uint64_t x) {
+  history[2] = history[1];
+  history[1] = history[0];
+  history[0] = x;
+}
 
 uint64_t ZigZag(int64_t v) {
   return (static_cast<uint64_t>(v) << 1) ^ static_cast<uint64_t>(v >> 63);
@@ -67,6 +95,11 @@ class BitReader {
 struct XorState {
   int leading = -1;
   int trailing = 0;
+};
+
+struct PredState {
+  uint64_t history[3] = {0, 0, 0};
+  int residual_length = 0;
 };
 
 bool ReadSigned(BitReader& in, int64_t& out) {
@@ -128,6 +161,46 @@ bool ReadXor(BitReader& in, double previous, XorState& state, double& out) {
   return true;
 }
 
+bool ReadPredicted(BitReader& in, int order, size_t index, PredState& state, double& out) {
+  uint64_t bit = 0, v = 0;
+  int length = state.residual_length;
+  if (!in.Read(1, bit)) {
+    return false;
+  }
+  if (bit == 1) {
+    if (!in.Read(1, bit)) {
+      return false;
+    }
+    if (bit == 0) {
+      if (!in.Read(2, v)) {
+        return false;
+      }
+      static constexpr int kSteps[] = {-2, -1, 1, 2};
+      length += kSteps[v];
+    } else {
+      if (!in.Read(7, v)) {
+        return false;
+      }
+      length = static_cast<int>(v);
+    }
+    if (length < 0 || length > 64) {
+      return false;
+    }
+  }
+  uint64_t zz = length == 0 ? 0 : uint64_t{1} << (length - 1);
+  if (length >= 2) {
+    if (!in.Read(length - 1, v)) {
+      return false;
+    }
+    zz |= v;
+  }
+  const uint64_t x = Predict(state.history, order, index) + static_cast<uint64_t>(UnZigZag(zz));
+  state.residual_length = length;
+  Remember(state.history, x);
+  out = FromBits(FromOrdered(x));
+  return true;
+}
+
 }  // namespace
 
 bool ChunkWindow::operator==(const ChunkWindow& o) const {
@@ -136,19 +209,21 @@ bool ChunkWindow::operator==(const ChunkWindow& o) const {
          Bits(last) == Bits(o.last);
 }
 
-void ChunkEncoder::WriteBits(uint64_t value, int n) {
-  for (int i = n - 1; i >= 0; --i) {
-    if (bits_ % 8 == 0) {
-      out_.push_back(0);
+void ChunkEncoder::Stream::WriteBits(uint64_t value, int n) {
+  while (n > 0) {
+    if (bits % 8 == 0) {
+      out.push_back(0);
     }
-    if ((value >> i) & 1u) {
-      out_.back() |= static_cast<uint8_t>(1u << (7 - bits_ % 8));
-    }
-    ++bits_;
+    const int free = 8 - static_cast<int>(bits % 8);
+    const int take = std::min(free, n);
+    const auto part = static_cast<uint8_t>((value >> (n - take)) & ((1u << take) - 1));
+    out.back() |= static_cast<uint8_t>(part << (free - take));
+    bits += static_cast<size_t>(take);
+    n -= take;
   }
 }
 
-void ChunkEncoder::WriteSigned(int64_t v) {
+void ChunkEncoder::Stream::WriteSigned(int64_t v) {
   const uint64_t zz = ZigZag(v);
   if (zz == 0) {
     WriteBits(0, 1);
@@ -165,7 +240,7 @@ void ChunkEncoder::WriteSigned(int64_t v) {
   WriteBits(zz, 64);
 }
 
-void ChunkEncoder::WriteXor(double value, double previous, XorFrame& frame) {
+void ChunkEncoder::Stream::WriteXor(double value, double previous, XorFrame& frame) {
   const uint64_t x = Bits(value) ^ Bits(previous);
   if (x == 0) {
     WriteBits(0, 1);
@@ -188,51 +263,103 @@ void ChunkEncoder::WriteXor(double value, double previous, XorFrame& frame) {
   frame.trailing = trailing;
 }
 
+void ChunkEncoder::Stream::WritePredicted(double value, int order, size_t index) {
+  const uint64_t x = Ordered(Bits(value));
+  const uint64_t zz = ZigZag(static_cast<int64_t>(x - Predict(history, order, index)));
+  const int length = std::bit_width(zz);
+  const int step = length - residual_length;
+  if (step == 0) {
+    WriteBits(0, 1);
+  } else if (step >= -2 && step <= 2) {
+    WriteBits(0b10, 2);
+    WriteBits(static_cast<uint64_t>(step < 0 ? step + 2 : step + 1), 2);  // -2 -1 +1 +2 -> 0..3
+  } else {
+    WriteBits(0b11, 2);
+    WriteBits(static_cast<uint64_t>(length), 7);
+  }
+  if (length >= 2) {
+    WriteBits(zz, length - 1);  // the top bit is implied
+  }
+  residual_length = length;
+  Remember(history, x);
+}
+
+void ChunkEncoder::AppendTo(Stream& s, int mode, const ChunkWindow& w, int64_t delta,
+                            bool regular, bool flat) {
+  if (windows_ == 0) {
+    s.WriteBits(static_cast<uint64_t>(w.start_ms), 64);
+  }
+  auto write_last = [&] {
+    if (mode == 0) {
+      s.WriteXor(w.last, prev_.last, s.last_frame);
+    } else {
+      s.WritePredicted(w.last, mode, windows_);
+    }
+  };
+  if (regular && flat) {
+    s.WriteBits(1, 1);
+    write_last();
+  } else if (regular) {
+    s.WriteBits(1, 2);  // 01
+    write_last();
+  } else {
+    s.WriteBits(0, 2);  // 00
+    s.WriteSigned(Sub(delta, prev_delta_));
+    s.WriteSigned(Sub(w.duration_ms, prev_.duration_ms));
+    s.WriteSigned(Sub(w.count, prev_.count));
+    write_last();
+    s.WriteBits(flat ? 1 : 0, 1);
+  }
+  if (!flat) {
+    const std::pair<double, std::pair<double, XorFrame*>> fields[] = {
+        {w.avg, {prev_.avg, &s.avg_frame}},
+        {w.min, {prev_.min, &s.min_frame}},
+        {w.max, {prev_.max, &s.max_frame}}};
+    for (const auto& [value, prev] : fields) {
+      if (Bits(value) == Bits(w.last)) {
+        s.WriteBits(1, 1);
+      } else {
+        s.WriteBits(0, 1);
+        s.WriteXor(value, prev.first, *prev.second);
+      }
+    }
+  }
+}
+
 void ChunkEncoder::Append(const ChunkWindow& w) {
   if (windows_ == 0) {
-    WriteBits(static_cast<uint64_t>(w.start_ms), 64);
     prev_.start_ms = w.start_ms;
   }
   const int64_t delta = Sub(w.start_ms, prev_.start_ms);
   const bool regular =
       delta == prev_delta_ && w.duration_ms == prev_.duration_ms && w.count == prev_.count;
   const bool flat = AllEqualLast(w);
-  if (regular && flat) {
-    WriteBits(1, 1);
-    WriteXor(w.last, prev_.last, last_frame_);
-  } else if (regular) {
-    WriteBits(1, 2);  // 01
-    WriteXor(w.last, prev_.last, last_frame_);
-  } else {
-    WriteBits(0, 2);  // 00
-    WriteSigned(Sub(delta, prev_delta_));
-    WriteSigned(Sub(w.duration_ms, prev_.duration_ms));
-    WriteSigned(Sub(w.count, prev_.count));
-    WriteXor(w.last, prev_.last, last_frame_);
-    WriteBits(flat ? 1 : 0, 1);
-  }
-  if (!flat) {
-    const std::pair<double, std::pair<double, XorFrame*>> fields[] = {
-        {w.avg, {prev_.avg, &avg_frame_}},
-        {w.min, {prev_.min, &min_frame_}},
-        {w.max, {prev_.max, &max_frame_}}};
-    for (const auto& [value, prev] : fields) {
-      if (Bits(value) == Bits(w.last)) {
-        WriteBits(1, 1);
-      } else {
-        WriteBits(0, 1);
-        WriteXor(value, prev.first, *prev.second);
-      }
-    }
+  for (int mode = 0; mode < kModes; ++mode) {
+    AppendTo(streams_[mode], mode, w, delta, regular, flat);
   }
   prev_delta_ = delta;
   prev_ = w;
   ++windows_;
 }
 
+size_t ChunkEncoder::bytes() const {
+  size_t bits = streams_[0].bits;
+  for (const Stream& s : streams_) {
+    bits = std::min(bits, s.bits);
+  }
+  return (bits + 7) / 8;
+}
+
 std::string ChunkEncoder::Finish() {
+  int best = 0;  // the smallest; XOR on a tie
+  for (int mode = 1; mode < kModes; ++mode) {
+    if (streams_[mode].bits < streams_[best].bits) {
+      best = mode;
+    }
+  }
+  const std::vector<uint8_t>& out = streams_[best].out;
   std::string chunk;
-  chunk.reserve(out_.size() + 11);
+  chunk.reserve(out.size() + 12);
   chunk.push_back(static_cast<char>(kVersion));
   for (uint64_t n = windows_;; n >>= 7) {
     if (n < 0x80) {
@@ -241,7 +368,8 @@ std::string ChunkEncoder::Finish() {
     }
     chunk.push_back(static_cast<char>((n & 0x7f) | 0x80));
   }
-  chunk.append(reinterpret_cast<const char*>(out_.data()), out_.size());
+  chunk.push_back(static_cast<char>(best));
+  chunk.append(reinterpret_cast<const char*>(out.data()), out.size());
   *this = ChunkEncoder();
   return chunk;
 }
@@ -261,8 +389,9 @@ base::Result<std::vector<ChunkWindow>> DecodeChunk(std::string_view data) {
   if (data.empty()) {
     return bad("empty");
   }
-  if (static_cast<uint8_t>(data[0]) != kVersion) {
-    return bad("unknown version " + std::to_string(static_cast<uint8_t>(data[0])));
+  const auto version = static_cast<uint8_t>(data[0]);
+  if (version != kVersion && version != kXorOnlyVersion) {
+    return bad("unknown version " + std::to_string(version));
   }
   uint64_t n = 0;
   size_t at = 1;
@@ -276,6 +405,16 @@ base::Result<std::vector<ChunkWindow>> DecodeChunk(std::string_view data) {
       break;
     }
   }
+  int mode = 0;
+  if (version == kVersion) {
+    if (at >= data.size()) {
+      return bad("truncated header");
+    }
+    mode = static_cast<uint8_t>(data[at++]);
+    if (mode > 3) {
+      return bad("unknown value coding " + std::to_string(mode));
+    }
+  }
   BitReader in(data.substr(at));
   // Each window takes at least 2 bits, the first 64 more.
   if (n > kMaxChunkWindows || (n > 0 && (in.left() < 64 || n > (in.left() - 64) / 2))) {
@@ -286,6 +425,7 @@ base::Result<std::vector<ChunkWindow>> DecodeChunk(std::string_view data) {
   ChunkWindow prev;
   int64_t prev_delta = 0;
   XorState last_state, avg_state, min_state, max_state;
+  PredState pred_state;
   uint64_t raw = 0;
   if (n > 0 && !in.Read(64, raw)) {
     return bad("truncated header");
@@ -309,7 +449,9 @@ base::Result<std::vector<ChunkWindow>> DecodeChunk(std::string_view data) {
         return malformed();
       }
     }
-    if (!ReadXor(in, prev.last, last_state, w.last)) {
+    const bool read = mode == 0 ? ReadXor(in, prev.last, last_state, w.last)
+                                : ReadPredicted(in, mode, i, pred_state, w.last);
+    if (!read) {
       return malformed();
     }
     if (flat_regular == 0 && regular == 0 && !in.Read(1, same)) {

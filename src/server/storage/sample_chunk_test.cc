@@ -21,9 +21,17 @@ std::vector<ChunkWindow> RoundTrip(const std::vector<ChunkWindow>& in) {
 
 ChunkWindow Flat(int64_t start, double v) { return ChunkWindow{start, 10'000, v, v, v, v, 10}; }
 
+// A remote-write sample: one value, count 1, every 10 s.
+ChunkWindow Sample(int i, double v) {
+  return ChunkWindow{1'700'000'000'000 + i * 10'000, 10'000, v, v, v, v, 1};
+}
+
+// How a chunk of fewer than 128 windows codes its `last` values (the byte after the count).
+int ModeOf(const std::string& chunk) { return static_cast<uint8_t>(chunk.at(2)); }
+
 TEST(SampleChunkTest, EmptyChunkRoundTrips) {
   EXPECT_TRUE(RoundTrip({}).empty());
-  EXPECT_EQ(EncodeChunk({}).size(), 2u);
+  EXPECT_EQ(EncodeChunk({}).size(), 3u);  // version, count, mode
 }
 
 TEST(SampleChunkTest, RoundTripsWindowsWithDistinctValues) {
@@ -105,6 +113,90 @@ TEST(SampleChunkTest, EncoderReportsItsSizeAndResetsOnFinish) {
   e.Append(Flat(1000, 1));
   e.Append(Flat(2000, 2));
   EXPECT_EQ(e.Finish(), first);
+}
+
+TEST(SampleChunkTest, SmoothFullPrecisionValuesArePredicted) {
+  // The remote-write benchmark's series: every value a full-precision double.
+  std::vector<ChunkWindow> in;
+  for (int i = 0; i < 120; ++i) in.push_back(Sample(i, 50.0 + 40.0 * std::sin(0.05 * i + 13)));
+  std::string chunk = EncodeChunk(in);
+  EXPECT_EQ(ModeOf(chunk), 3);
+  // XOR spends about 57 bits on each of these values; the quadratic prediction about 43.
+  EXPECT_LT(chunk.size(), 120u * 6);
+  EXPECT_EQ(RoundTrip(in), in);
+}
+
+TEST(SampleChunkTest, AWanderingValueIsPredictedFromThePreviousOne) {
+  std::mt19937_64 rng(3);
+  std::normal_distribution<double> step(0, 0.5);
+  std::vector<ChunkWindow> in;
+  double v = 60;
+  for (int i = 0; i < 120; ++i) in.push_back(Sample(i, v += step(rng)));
+  std::string chunk = EncodeChunk(in);
+  EXPECT_NE(ModeOf(chunk), 0);  // smaller than its XOR coding
+  EXPECT_LT(chunk.size(), 120u * 7);
+  EXPECT_EQ(RoundTrip(in), in);
+}
+
+TEST(SampleChunkTest, WholeNumbersKeepXor) {
+  std::mt19937_64 rng(5);
+  std::vector<ChunkWindow> in;
+  for (int i = 0; i < 120; ++i) in.push_back(Sample(i, static_cast<double>(30 + rng() % 50)));
+  std::string chunk = EncodeChunk(in);
+  EXPECT_EQ(ModeOf(chunk), 0);
+  EXPECT_LT(chunk.size(), 120u * 2);
+  EXPECT_EQ(RoundTrip(in), in);
+}
+
+TEST(SampleChunkTest, PredictedChunksRoundTripExtremesAndEveryWindowShape) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<ChunkWindow> in;
+  for (int i = 0; i < 100; ++i) in.push_back(Sample(i, 50.0 + 40.0 * std::sin(0.05 * i)));
+  in[10].last = -0.0;
+  in[11].last = std::numeric_limits<double>::quiet_NaN();
+  in[12].last = -inf;
+  in[13].last = 5e-324;
+  in[14].last = -1e308;
+  in[20].min = 1;  // not flat
+  in[30].start_ms += 3;  // irregular
+  in[31].count = 4;
+  std::string chunk = EncodeChunk(in);
+  EXPECT_NE(ModeOf(chunk), 0);
+  EXPECT_EQ(RoundTrip(in), in);
+  for (size_t len = 0; len < chunk.size(); ++len) {
+    ASSERT_FALSE(DecodeChunk(chunk.substr(0, len)).has_value()) << len;
+  }
+  std::string moded = chunk;
+  moded[2] = 7;
+  EXPECT_NE(DecodeChunk(moded).error().message().find("unknown value coding 7"),
+            std::string::npos);
+}
+
+TEST(SampleChunkTest, VersionOneChunksStillDecode) {
+  // Written by the first version of the codec (no mode byte, every value XOR'd).
+  const std::string v1(
+      "\x01\x06\x00\x00\x01\x8b\xcf\xe5\x68\x00\x1e\x00\x00\x4e\x20\x81\x61\x3a\x02\x4c"
+      "\xf0\x00\x02\x71\x01\xaf\x3c\x25\xaa\x29\x15\xdc\x77\xe2\xd0\xbf\x1f\x4c\xb6\x72"
+      "\x21\xc8\x34\x29\x3b\xc3\xcc\xf3\x63\x6b\x76\x16\x9d\xe1\xe6\x79\xb1\xb6\xec\x3f"
+      "\x3b\xc3\xcc\xf3\x63\x64\x6d\x05\x87\xdc\xb6\xf2\x38\xd4\xd6\x43\x8d\xb9\x7e\xbd"
+      "\xb9\xd3\x16\x70\x18",
+      85);
+  const std::vector<ChunkWindow> want = {
+      {1700000000000, 10000, 0x1.9p+5, 0x1.9p+5, 0x1.9p+5, 0x1.9p+5, 1},
+      {1700000010000, 10000, 0x1.14b54522bb8eep+6, 0x1.14b54522bb8eep+6, 0x1.14b54522bb8eep+6,
+       0x1.14b54522bb8eep+6, 1},
+      {1700000020000, 10000, 0x1.4ea2a6cb2d40ap+6, 0x1.4ea2a6cb2d40ap+6, 0x1.4ea2a6cb2d40ap+6,
+       0x1.4ea2a6cb2d40ap+6, 1},
+      {1700000030007, 10000, 0x1.67996507de23cp+6, 0x1.63996507de23cp+6, 0x1.71996507de23cp+6,
+       0x1.67996507de23cp+6, 4},
+      {1700000040000, 10000, 0x1.597cd29618856p+6, 0x1.597cd29618856p+6, 0x1.597cd29618856p+6,
+       0x1.597cd29618856p+6, 1},
+      {1700000050000, 10000, 0x1.27c16b450ef57p+6, 0x1.27c16b450ef57p+6, 0x1.27c16b450ef57p+6,
+       0x1.27c16b450ef57p+6, 1},
+  };
+  auto got = DecodeChunk(v1);
+  ASSERT_TRUE(got.has_value()) << got.error().ToString();
+  EXPECT_EQ(*got, want);
 }
 
 TEST(SampleChunkTest, RefusesDamagedChunksWithClearErrors) {

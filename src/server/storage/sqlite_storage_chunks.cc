@@ -137,7 +137,8 @@ Result<uint64_t> SqliteStorage::ChunkSeriesGroup(int64_t id_lo, int64_t id_hi, i
     uint64_t moved = 0;
     int64_t cleared_series = 0;
     for (auto& [key, head] : spans) {
-      const auto [series_id, span] = key;
+      const int64_t series_id = key.first;  // captured below: not a binding (clang < 16)
+      const int64_t span = key.second;
       moved += head.size();
       // Windows of a span that has chunks already (late arrivals, or a span a crash left half
       // moved) join them: decode, merge (the head row wins on an equal start), write the span's

@@ -33,7 +33,10 @@ Status SqliteStorage::DeleteSeriesRows(const char* table, const char* time_colum
       "DELETE FROM {} WHERE series_id IN (SELECT id FROM series WHERE id BETWEEN ?1 AND ?2) "
       "AND {} < ?3",
       table, time_column);
-  for (const auto& [lo, hi] : SeriesChunks(0)) {
+  for (const auto& range : SeriesChunks(0)) {
+    // Plain variables: the lambda below captures them (clang before 16 cannot capture bindings).
+    const int64_t lo = range.first;
+    const int64_t hi = range.second;
     std::unique_lock lock(write_mu_);
     if (std::string_view(table) == "samples") {
       WARPSCOPE_RETURN_IF_ERROR(ApplyStagedLocked(lock));
