@@ -11,6 +11,8 @@ find_package(CLI11 REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(Snappy REQUIRED)
 find_package(SQLite3 REQUIRED)
+# Beast/Asio, header-only: the server's HTTP front end (src/server/http).
+find_package(Boost 1.74 REQUIRED)
 if(WARPSCOPE_OTLP_GRPC)
   find_package(gRPC CONFIG QUIET)
   if(NOT gRPC_FOUND OR NOT TARGET gRPC::grpc_cpp_plugin)
