@@ -33,7 +33,8 @@ void Router::Add(std::string method, const std::string& pattern, int queue, Hand
 }
 
 const Route* Router::Match(httplib::Request& req) const {
-  const std::string_view method = req.method == "HEAD" ? "GET" : req.method;
+  std::string_view method = req.method;
+  if (method == "HEAD") method = "GET";
   for (const Route& route : routes_) {
     if (route.method != method) continue;
     if (std::regex_match(req.path, req.matches, route.pattern)) return &route;
