@@ -133,7 +133,9 @@ class HttpServer::Impl {
   // What every session shares.
   const HttpServerOptions options_;
   const Router& router_;
+  // Created by Start, cleared by Stop (under queues_mu_, for stats()).
   std::vector<std::unique_ptr<WorkQueue>> queues_;
+  mutable std::mutex queues_mu_;
   std::optional<asio::ssl::context> ssl_;
 
   std::atomic<uint64_t> open_{0};
@@ -535,8 +537,11 @@ base::Result<int> HttpServer::Impl::Start() {
                                          ec.message()));
   }
   const int port = acceptor_->local_endpoint(ec).port();
-  for (const QueueOptions& q : options_.queues) {
-    queues_.push_back(std::make_unique<WorkQueue>(q.name, q.threads, q.capacity));
+  {
+    std::lock_guard<std::mutex> lock(queues_mu_);
+    for (const QueueOptions& q : options_.queues) {
+      queues_.push_back(std::make_unique<WorkQueue>(q.name, q.threads, q.capacity));
+    }
   }
   Accept();
   for (int i = 0; i < std::max(1, options_.io_threads); ++i) {
@@ -565,8 +570,13 @@ void HttpServer::Impl::Stop() {
   }
   io_threads_.clear();
   // Running handlers finish; their answers are posted to the stopped loop and dropped with it.
-  for (auto& q : queues_) q->Stop();
-  queues_.clear();
+  std::vector<std::unique_ptr<WorkQueue>> queues;
+  {
+    std::lock_guard<std::mutex> lock(queues_mu_);
+    queues.swap(queues_);
+  }
+  for (auto& q : queues) q->Stop();
+  queues.clear();
   retry_timer_.reset();
   acceptor_.reset();
   ioc_.reset();  // destroys every session (closing its socket) with the handlers holding it
@@ -577,6 +587,10 @@ HttpServerStats HttpServer::Impl::stats() const {
   s.open_connections = open_.load();
   s.accepted_connections = accepted_.load();
   s.requests = requests_.load();
+  {
+    std::lock_guard<std::mutex> lock(queues_mu_);
+    for (const auto& q : queues_) s.queued_requests += q->waiting();
+  }
   s.refused_max_connections = refused_total_.load();
   s.refused_per_client = refused_per_client_.load();
   s.request_deadline_closed = deadline_closed_.load();

@@ -63,6 +63,7 @@ struct HttpServerStats {
   uint64_t open_connections = 0;         // gauge
   uint64_t accepted_connections = 0;     // since start
   uint64_t requests = 0;                 // answered
+  uint64_t queued_requests = 0;          // gauge: waiting in the worker queues
   uint64_t refused_max_connections = 0;  // closed at accept: over max_connections
   uint64_t refused_per_client = 0;       // closed at accept: over max_connections_per_client
   uint64_t request_deadline_closed = 0;  // closed: a request did not arrive within the deadline

@@ -29,6 +29,11 @@ bool WorkQueue::TryPost(std::function<void()> job) {
   return true;
 }
 
+size_t WorkQueue::waiting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return jobs_.size();
+}
+
 void WorkQueue::Stop() {
   std::deque<std::function<void()>> dropped;
   {

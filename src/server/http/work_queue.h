@@ -29,6 +29,8 @@ class WorkQueue {
   // Joins the threads after the running jobs finish; jobs still waiting are destroyed unrun.
   void Stop();
   const std::string& name() const { return name_; }
+  // Jobs waiting (not running).
+  size_t waiting();
 
  private:
   void Run();
