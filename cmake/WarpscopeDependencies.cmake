@@ -21,6 +21,8 @@ if(WARPSCOPE_OTLP_GRPC)
   endif()
 endif()
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# Brotli request bodies (Content-Encoding: br) in the server's HTTP front end.
+pkg_check_modules(BROTLIDEC REQUIRED IMPORTED_TARGET libbrotlidec)
 # `warpscope top`'s terminal: the wide-character ncurses (UTF-8 sparklines).
 pkg_check_modules(NCURSESW IMPORTED_TARGET ncursesw)
 if(NOT NCURSESW_FOUND)

@@ -322,9 +322,12 @@ class Session : public std::enable_shared_from_this<Session<kTls>> {
     ex->keep_alive = msg.keep_alive();
     ex->gzip_ok = AcceptsGzip(Sv(msg[bhttp::field::accept_encoding]));
     const beast::string_view encoding = msg[bhttp::field::content_encoding];
-    if (beast::iequals(encoding, "gzip") || beast::iequals(encoding, "x-gzip") ||
+    const bool brotli = beast::iequals(encoding, "br");
+    if (brotli || beast::iequals(encoding, "gzip") || beast::iequals(encoding, "x-gzip") ||
         beast::iequals(encoding, "deflate")) {
-      base::Result<std::string> body = InflateBounded(msg.body(), server_.options_.max_body_bytes);
+      const size_t limit = server_.options_.max_body_bytes;
+      base::Result<std::string> body =
+          brotli ? BrotliDecodeBounded(msg.body(), limit) : InflateBounded(msg.body(), limit);
       if (!body) {
         if (body.error().code() == base::StatusCode::kResourceExhausted) {
           ++server_.too_large_;
@@ -333,7 +336,7 @@ class Session : public std::enable_shared_from_this<Session<kTls>> {
                                          "--max-body-bytes",
                                          server_.options_.max_body_bytes));
         }
-        return Refuse(400, "the request body could not be read: cut short, or corrupt gzip");
+        return Refuse(400, "the request body could not be read: " + body.error().message());
       }
       req.body = std::move(*body);
     } else {

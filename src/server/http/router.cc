@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/http/router.h"
 
+#include <brotli/decode.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -107,6 +108,37 @@ base::Result<std::string> InflateBounded(std::string_view compressed, size_t max
     }
   }
   inflateEnd(&z);
+  return out;
+}
+
+base::Result<std::string> BrotliDecodeBounded(std::string_view compressed, size_t max_bytes) {
+  BrotliDecoderState* state = BrotliDecoderCreateInstance(nullptr, nullptr, nullptr);
+  if (state == nullptr) return base::Error(base::Internal("BrotliDecoderCreateInstance failed"));
+  const auto* next_in = reinterpret_cast<const uint8_t*>(compressed.data());
+  size_t avail_in = compressed.size();
+  std::string out;
+  uint8_t buf[64 << 10];
+  for (;;) {
+    uint8_t* next_out = buf;
+    size_t avail_out = sizeof(buf);
+    const BrotliDecoderResult rc =
+        BrotliDecoderDecompressStream(state, &avail_in, &next_in, &avail_out, &next_out, nullptr);
+    const size_t n = sizeof(buf) - avail_out;
+    if (out.size() + n > max_bytes) {
+      BrotliDecoderDestroyInstance(state);
+      return base::Error(
+          base::ErrStatus(base::StatusCode::kResourceExhausted, "inflated body over the limit"));
+    }
+    out.append(reinterpret_cast<const char*>(buf), n);
+    if (rc == BROTLI_DECODER_RESULT_SUCCESS) break;
+    if (rc == BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT) continue;
+    BrotliDecoderDestroyInstance(state);
+    return base::Error(
+        base::InvalidArgument("{}", rc == BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT
+                                        ? "the request body's brotli data is cut short"
+                                        : "the request body is not valid brotli data"));
+  }
+  BrotliDecoderDestroyInstance(state);
   return out;
 }
 

@@ -55,6 +55,10 @@ void ParseQuery(std::string_view query, httplib::Params& params);
 [[nodiscard]] base::Result<std::string> InflateBounded(std::string_view compressed,
                                                        size_t max_bytes);
 
+// The same for a brotli body (Content-Encoding: br).
+[[nodiscard]] base::Result<std::string> BrotliDecodeBounded(std::string_view compressed,
+                                                            size_t max_bytes);
+
 // Whether a body of this Content-Type is worth gzip (text, JSON, JavaScript, XML, SVG,
 // protobuf), as cpp-httplib decided.
 bool CompressibleType(std::string_view content_type);

@@ -57,6 +57,18 @@ TEST(RouterTest, InflationStopsAtTheLimit) {
   EXPECT_FALSE(InflateBounded("not gzip", 1u << 20));
 }
 
+TEST(RouterTest, BrotliStopsAtTheLimit) {
+  // "hello" as brotli (quality 11), from the reference encoder.
+  const std::string hello("\x0b\x02\x80\x68\x65\x6c\x6c\x6f\x03", 9);
+  base::Result<std::string> whole = BrotliDecodeBounded(hello, 5);
+  ASSERT_TRUE(whole) << whole.error().message();
+  EXPECT_EQ(*whole, "hello");
+  base::Result<std::string> over = BrotliDecodeBounded(hello, 4);
+  ASSERT_FALSE(over);
+  EXPECT_EQ(over.error().code(), base::StatusCode::kResourceExhausted);
+  EXPECT_FALSE(BrotliDecodeBounded(hello.substr(0, 4), 100));
+}
+
 TEST(RouterTest, GzipOffersAndTypes) {
   EXPECT_TRUE(AcceptsGzip("gzip, deflate, br, zstd"));
   EXPECT_TRUE(AcceptsGzip("br;q=1.0, GZIP;q=0.5"));
