@@ -22,6 +22,9 @@
 #include <utility>
 #include <vector>
 
+#include "base/testing/temp_dir.h"
+#include "support/self_signed_cert.h"
+
 namespace warpscope::server::http {
 namespace {
 
@@ -283,6 +286,40 @@ TEST_F(HttpServerTest, ABodyOverTheLimitIsRefusedWith413) {
   EXPECT_EQ(res->status, 413);
   EXPECT_NE(res->body.find("--max-body-bytes"), std::string::npos) << res->body;
   EXPECT_EQ(server_->stats().body_too_large, 1u);
+}
+
+TEST_F(HttpServerTest, TlsServesAndItsHandshakeIsUnderTheRequestDeadline) {
+  base::TempDir tmp;
+  const std::string dir = tmp.path();
+  ASSERT_TRUE(test::MakeSelfSignedCert(dir + "/cert.pem", dir + "/key.pem"));
+  constexpr auto kDeadline = std::chrono::milliseconds(500);
+  StartServer(HttpServerOptions{.tls_cert_file = dir + "/cert.pem",
+                                .tls_key_file = dir + "/key.pem",
+                                .request_deadline = kDeadline,
+                                .keep_alive_timeout = std::chrono::seconds(30),
+                                .queues = {{.name = "ingest"}, {.name = "query"}}});
+  httplib::SSLClient client("127.0.0.1", port_);
+  client.set_ca_cert_path((dir + "/cert.pem").c_str());
+  client.enable_server_certificate_verification(true);
+  client.set_keep_alive(true);
+  for (int i = 0; i < 2; ++i) {
+    auto health = client.Get("/healthz");
+    ASSERT_TRUE(health);
+    EXPECT_EQ(health->status, 200);
+    auto ingest = client.Post("/ingest", "abcd", "application/octet-stream");
+    ASSERT_TRUE(ingest);
+    EXPECT_EQ(ingest->body, "4");
+  }
+  // A client that starts a TLS record and never finishes its ClientHello.
+  Fd fd = Connect(port_);
+  const auto start = Clock::now();
+  ASSERT_TRUE(SendAll(fd.get(), std::string_view("\x16\x03\x01", 3)));
+  const bool closed = ReadUntil(fd.get(), "", std::chrono::seconds(10)).second;
+  const auto elapsed = Clock::now() - start;
+  EXPECT_TRUE(closed);
+  EXPECT_GE(elapsed, kDeadline - std::chrono::milliseconds(100));
+  EXPECT_LT(elapsed, kDeadline + std::chrono::seconds(2));
+  EXPECT_TRUE(Eventually([&] { return server_->stats().request_deadline_closed == 1; }));
 }
 
 }  // namespace
