@@ -322,5 +322,24 @@ TEST_F(HttpServerTest, TlsServesAndItsHandshakeIsUnderTheRequestDeadline) {
   EXPECT_TRUE(Eventually([&] { return server_->stats().request_deadline_closed == 1; }));
 }
 
+TEST_F(HttpServerTest, CompressedBodiesAreDecodedAndCorruptOnesGet400) {
+  StartServer(
+      HttpServerOptions{.max_body_bytes = 1024, .queues = {{.name = "ingest"}, {.name = "query"}}});
+  httplib::Client client("127.0.0.1", port_);
+  // "hello" as brotli: the handler sees the 5 decoded bytes.
+  auto brotli = client.Post("/ingest", {{"Content-Encoding", "br"}},
+                            std::string("\x0b\x02\x80\x68\x65\x6c\x6c\x6f\x03", 9),
+                            "application/octet-stream");
+  ASSERT_TRUE(brotli);
+  EXPECT_EQ(brotli->status, 200);
+  EXPECT_EQ(brotli->body, "5");
+  auto corrupt = client.Post("/ingest", {{"Content-Encoding", "gzip"}}, "not gzip at all",
+                             "application/octet-stream");
+  ASSERT_TRUE(corrupt);
+  EXPECT_EQ(corrupt->status, 400);
+  EXPECT_NE(corrupt->body.find("could not be read: not valid gzip"), std::string::npos)
+      << corrupt->body;
+}
+
 }  // namespace
 }  // namespace warpscope::server::http

@@ -92,7 +92,7 @@ base::Result<std::string> InflateBounded(std::string_view compressed, size_t max
     rc = inflate(&z, Z_NO_FLUSH);
     if (rc != Z_OK && rc != Z_STREAM_END) {
       inflateEnd(&z);
-      return base::Error(base::InvalidArgument("the request body is not valid gzip/deflate data"));
+      return base::Error(base::InvalidArgument("not valid gzip/deflate data"));
     }
     const size_t n = sizeof(buf) - z.avail_out;
     if (out.size() + n > max_bytes) {
@@ -103,8 +103,7 @@ base::Result<std::string> InflateBounded(std::string_view compressed, size_t max
     out.append(buf, n);
     if (rc == Z_OK && n == 0 && z.avail_in == 0) {
       inflateEnd(&z);
-      return base::Error(
-          base::InvalidArgument("the request body's gzip/deflate data is cut short"));
+      return base::Error(base::InvalidArgument("gzip/deflate data cut short"));
     }
   }
   inflateEnd(&z);
@@ -133,10 +132,9 @@ base::Result<std::string> BrotliDecodeBounded(std::string_view compressed, size_
     if (rc == BROTLI_DECODER_RESULT_SUCCESS) break;
     if (rc == BROTLI_DECODER_RESULT_NEEDS_MORE_OUTPUT) continue;
     BrotliDecoderDestroyInstance(state);
-    return base::Error(
-        base::InvalidArgument("{}", rc == BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT
-                                        ? "the request body's brotli data is cut short"
-                                        : "the request body is not valid brotli data"));
+    return base::Error(base::InvalidArgument("{}", rc == BROTLI_DECODER_RESULT_NEEDS_MORE_INPUT
+                                                       ? "brotli data cut short"
+                                                       : "not valid brotli data"));
   }
   BrotliDecoderDestroyInstance(state);
   return out;
