@@ -11,6 +11,8 @@ find_package(CLI11 REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(Snappy REQUIRED)
 find_package(SQLite3 REQUIRED)
+# Beast/Asio, header-only: the server's HTTP front end (src/server/http).
+find_package(Boost 1.74 REQUIRED)
 if(WARPSCOPE_OTLP_GRPC)
   find_package(gRPC CONFIG QUIET)
   if(NOT gRPC_FOUND OR NOT TARGET gRPC::grpc_cpp_plugin)
@@ -19,6 +21,8 @@ if(WARPSCOPE_OTLP_GRPC)
   endif()
 endif()
 pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+# Brotli request bodies (Content-Encoding: br) in the server's HTTP front end.
+pkg_check_modules(BROTLIDEC REQUIRED IMPORTED_TARGET libbrotlidec)
 # `warpscope top`'s terminal: the wide-character ncurses (UTF-8 sparklines).
 pkg_check_modules(NCURSESW IMPORTED_TARGET ncursesw)
 if(NOT NCURSESW_FOUND)

@@ -13,7 +13,7 @@ set -euo pipefail
 build_pkgs=(cmake ninja-build g++ pkg-config libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
   libcli11-dev libfmt-dev libexpected-dev zlib1g-dev libgtest-dev libgmock-dev libbenchmark-dev
   libprotobuf-dev protobuf-compiler libsqlite3-dev libsnappy-dev libssl-dev libelf-dev libdw-dev
-  python3-dev help2man dpkg-dev libncurses-dev libgrpc++-dev protobuf-compiler-grpc)
+  python3-dev help2man dpkg-dev libncurses-dev libgrpc++-dev protobuf-compiler-grpc libboost-dev)
 test_pkgs=(prometheus prometheus-alertmanager prometheus-node-exporter curl chromium gdb linux-perf
   systemd man-db lintian tmux umoci python3-yaml golang-go golang-github-masterminds-sprig-dev
   golang-gopkg-yaml.v2-dev golang-gopkg-yaml.v3-dev)

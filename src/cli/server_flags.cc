@@ -70,6 +70,47 @@ void ServerFlags::Register(CLI::App& sub) {
                  "RESOURCE_EXHAUSTED over OTLP/gRPC)")
       ->envname("WARPSCOPE_MAX_BODY_BYTES")
       ->capture_default_str();
+  sub.add_option("--http-request-deadline", http_request_deadline_,
+                 "Headers and body of an HTTP request must arrive within this from its first "
+                 "byte (slow senders are cut)")
+      ->envname("WARPSCOPE_HTTP_REQUEST_DEADLINE")
+      ->capture_default_str();
+  sub.add_option("--http-keepalive-timeout", http_keepalive_timeout_,
+                 "Idle HTTP keep-alive connections are closed after this")
+      ->envname("WARPSCOPE_HTTP_KEEPALIVE_TIMEOUT")
+      ->capture_default_str();
+  sub.add_option("--http-max-requests-per-connection", http_max_requests_per_connection_,
+                 "HTTP connections are closed after this many requests (0: no limit)")
+      ->envname("WARPSCOPE_HTTP_MAX_REQUESTS_PER_CONNECTION")
+      ->capture_default_str();
+  sub.add_option("--http-max-connections", http_max_connections_,
+                 "Open HTTP connections at most; more are accepted and closed (keep the "
+                 "descriptor limit above it)")
+      ->envname("WARPSCOPE_HTTP_MAX_CONNECTIONS")
+      ->capture_default_str();
+  sub.add_option("--http-max-connections-per-client", http_max_connections_per_client_,
+                 "Open HTTP connections from one client address at most; more are accepted and "
+                 "closed")
+      ->envname("WARPSCOPE_HTTP_MAX_CONNECTIONS_PER_CLIENT")
+      ->capture_default_str();
+  sub.add_option("--http-io-threads", http_io_threads_,
+                 "Threads holding the HTTP connections (accept, TLS, parse, write)")
+      ->envname("WARPSCOPE_HTTP_IO_THREADS")
+      ->capture_default_str();
+  sub.add_option("--http-ingest-threads", http_ingest_threads_,
+                 "Threads running ingest requests (and /readyz, /metrics)")
+      ->envname("WARPSCOPE_HTTP_INGEST_THREADS")
+      ->capture_default_str();
+  sub.add_option("--http-query-threads", http_query_threads_,
+                 "Threads running queries, MCP and the web UI; apart from ingest's so that a "
+                 "slow query never holds up ingest")
+      ->envname("WARPSCOPE_HTTP_QUERY_THREADS")
+      ->capture_default_str();
+  sub.add_option("--http-queue-depth", http_queue_depth_,
+                 "Requests waiting for an ingest or a query thread at most, each; more are "
+                 "answered 503 with Retry-After")
+      ->envname("WARPSCOPE_HTTP_QUEUE_DEPTH")
+      ->capture_default_str();
   sub.add_option("--otlp-grpc-listen-address", otlp_grpc_listen_address_,
                  "Also receive OTLP over gRPC here (host:port, e.g. :4317, the OpenTelemetry "
                  "SDKs' default); off when empty. Uses the token, --tls-cert/--tls-key and "
@@ -151,6 +192,13 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
   config.max_body_bytes = max_body_bytes_;
   config.otlp_grpc_listen_address = otlp_grpc_listen_address_;
   config.max_series_per_host = max_series_per_host_;
+  config.http_max_requests_per_connection = http_max_requests_per_connection_;
+  config.http_max_connections = http_max_connections_;
+  config.http_max_connections_per_client = http_max_connections_per_client_;
+  config.http_io_threads = http_io_threads_;
+  config.http_ingest_threads = http_ingest_threads_;
+  config.http_query_threads = http_query_threads_;
+  config.http_queue_depth = http_queue_depth_;
   config.trace_max_spans = trace_max_spans_;
   config.gpu_hour_price = gpu_hour_price_;
   config.alertmanager_urls = alertmanager_urls_;
@@ -174,7 +222,9 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
       {compact_interval_, "--compact-interval", &config.compact_interval},
       {trace_retention_, "--trace-retention", &config.trace_retention},
       {insights_interval_, "--insights-interval", &config.insights_interval},
-      {alert_resend_interval_, "--alert-resend-interval", &config.alert_resend_interval}};
+      {alert_resend_interval_, "--alert-resend-interval", &config.alert_resend_interval},
+      {http_request_deadline_, "--http-request-deadline", &config.http_request_deadline},
+      {http_keepalive_timeout_, "--http-keepalive-timeout", &config.http_keepalive_timeout}};
   for (auto& d : durations) {
     auto parsed = base::ParseDuration(d.text);
     if (!parsed) return parsed.error().WithContext(d.flag);

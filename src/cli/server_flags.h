@@ -39,6 +39,15 @@ class ServerFlags {
   size_t max_body_bytes_ = defaults_.max_body_bytes;
   std::string otlp_grpc_listen_address_;
   size_t max_series_per_host_ = defaults_.max_series_per_host;
+  std::string http_request_deadline_ = "30s";
+  std::string http_keepalive_timeout_ = "60s";
+  int http_max_requests_per_connection_ = defaults_.http_max_requests_per_connection;
+  int http_max_connections_ = defaults_.http_max_connections;
+  int http_max_connections_per_client_ = defaults_.http_max_connections_per_client;
+  int http_io_threads_ = defaults_.http_io_threads;
+  int http_ingest_threads_ = defaults_.http_ingest_threads;
+  int http_query_threads_ = defaults_.http_query_threads;
+  size_t http_queue_depth_ = defaults_.http_queue_depth;
   std::string retention_raw_ = "7d";
   std::string retention_1m_ = "30d";
   std::string retention_1h_ = "400d";

@@ -170,5 +170,37 @@ TEST(ServerFlagsTest, BadAlertSettingsAreRefusedNamingTheFlag) {
   }
 }
 
+TEST(ServerFlagsTest, HttpFrontEndLimitsReachTheConfigAndBadOnesAreRefused) {
+  server::ServerConfig config;
+  base::Status st =
+      Parse({"server", "--http-request-deadline=5s", "--http-keepalive-timeout=2m",
+             "--http-max-requests-per-connection=0", "--http-max-connections=500",
+             "--http-max-connections-per-client=20", "--http-io-threads=3",
+             "--http-ingest-threads=4", "--http-query-threads=6", "--http-queue-depth=64"},
+            config);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(config.http_request_deadline, std::chrono::seconds(5));
+  EXPECT_EQ(config.http_keepalive_timeout, minutes(2));
+  EXPECT_EQ(config.http_max_requests_per_connection, 0);
+  EXPECT_EQ(config.http_max_connections, 500);
+  EXPECT_EQ(config.http_max_connections_per_client, 20);
+  EXPECT_EQ(config.http_io_threads, 3);
+  EXPECT_EQ(config.http_ingest_threads, 4);
+  EXPECT_EQ(config.http_query_threads, 6);
+  EXPECT_EQ(config.http_queue_depth, 64u);
+
+  server::ServerConfig defaults;
+  ASSERT_TRUE(Parse({"server"}, defaults).ok());
+  EXPECT_EQ(defaults.http_request_deadline, std::chrono::seconds(30));
+  EXPECT_EQ(defaults.http_max_connections, 10'000);
+
+  st = Parse({"server", "--http-request-deadline=10ms"}, config);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("--http-request-deadline"), std::string::npos) << st.message();
+  st = Parse({"server", "--http-query-threads=0"}, config);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("--http-query-threads"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace warpscope::cli

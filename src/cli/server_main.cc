@@ -92,6 +92,17 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
   api_options.tls_key_file = config.tls_key_file;
   api_options.remote_write_default_host = config.remote_write_default_host;
   api_options.max_body_bytes = config.max_body_bytes;
+  api_options.request_deadline =
+      std::chrono::duration_cast<std::chrono::milliseconds>(config.http_request_deadline);
+  api_options.keep_alive_timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(config.http_keepalive_timeout);
+  api_options.max_requests_per_connection = config.http_max_requests_per_connection;
+  api_options.max_connections = config.http_max_connections;
+  api_options.max_connections_per_client = config.http_max_connections_per_client;
+  api_options.io_threads = config.http_io_threads;
+  api_options.ingest_threads = config.http_ingest_threads;
+  api_options.query_threads = config.http_query_threads;
+  api_options.queue_depth = config.http_queue_depth;
   api_options.insight_engine = p->insights_.get();
   api_options.alert_sender = p->alert_sender_.get();
   api_options.trace_store = p->traces_.get();

@@ -21,6 +21,21 @@ base::Status ServerConfig::Validate() const {
   if (max_body_bytes < 1024) {
     return base::InvalidArgument("--max-body-bytes={}: must be at least 1024", max_body_bytes);
   }
+  if (http_request_deadline < std::chrono::milliseconds(100) ||
+      http_keepalive_timeout < std::chrono::milliseconds(100)) {
+    return base::InvalidArgument(
+        "--http-request-deadline={} and --http-keepalive-timeout={}: each must be at least 100ms",
+        base::FormatDuration(http_request_deadline), base::FormatDuration(http_keepalive_timeout));
+  }
+  if (http_max_requests_per_connection < 0) {
+    return base::InvalidArgument("--http-max-requests-per-connection must be 0 (no limit) or more");
+  }
+  if (http_max_connections < 1 || http_max_connections_per_client < 1 || http_io_threads < 1 ||
+      http_ingest_threads < 1 || http_query_threads < 1 || http_queue_depth < 1) {
+    return base::InvalidArgument(
+        "--http-max-connections, --http-max-connections-per-client, --http-io-threads, "
+        "--http-ingest-threads, --http-query-threads and --http-queue-depth must be at least 1");
+  }
   if (max_series_per_host == 0) {
     return base::InvalidArgument("--max-series-per-host must be at least 1");
   }

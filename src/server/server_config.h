@@ -28,6 +28,23 @@ struct ServerConfig {
   // The largest request body (after decompression): HTTP answers 413 above it, OTLP/gRPC
   // RESOURCE_EXHAUSTED.
   size_t max_body_bytes = 32u << 20;
+  // The HTTP front end (docs/design/http_front_end.md): headers and body of a request must
+  // arrive within `http_request_deadline` of its first byte; an idle keep-alive connection is
+  // closed after `http_keepalive_timeout` and any connection after
+  // `http_max_requests_per_connection` answers (0: no limit). Connections over
+  // `http_max_connections` in total or `http_max_connections_per_client` from one address are
+  // accepted and closed. `http_io_threads` hold the connections; handlers run on
+  // `http_ingest_threads` (ingest, /readyz, /metrics) and `http_query_threads` (queries, MCP,
+  // the UI), each queue holding up to `http_queue_depth` waiting requests (503 beyond).
+  base::Duration http_request_deadline = std::chrono::seconds(30);
+  base::Duration http_keepalive_timeout = std::chrono::seconds(60);
+  int http_max_requests_per_connection = 1000;
+  int http_max_connections = 10'000;
+  int http_max_connections_per_client = 512;
+  int http_io_threads = 2;
+  int http_ingest_threads = 8;
+  int http_query_threads = 8;
+  size_t http_queue_depth = 1024;
   // OTLP/gRPC listener (MetricsService and TraceService Export, docs/api.md), e.g. ":4317";
   // empty: off. Shares the token, --tls-cert/--tls-key and --max-body-bytes with HTTP.
   std::string otlp_grpc_listen_address;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// ApiServer's frame: routes, authorization, the listening thread, the web UI, health and the
+// ApiServer's frame: routes (on server/http's front end), authorization, the web UI, health and the
 // server's own metrics. The endpoints are in ingest_handlers.cc and query_handlers.cc.
 #include "server/api/api_server.h"
 
@@ -10,18 +10,22 @@
 #include <cstdlib>
 #include <exception>
 #include <nlohmann/json.hpp>
-#include <thread>
 
 #include "base/listen_address.h"
 #include "base/logging.h"
 #include "server/alerts/alert_sender.h"
 #include "server/api/http_reply.h"
+#include "server/http/http_server.h"
 #include "server/traces/trace_store.h"
 #include "server/ui/ui_handler.h"
 #include "web/assets.h"
 
 namespace warpscope::server {
 namespace {
+
+// The front end's worker queues (ApiServer::Options ingest_threads, query_threads).
+constexpr int kIngestQueue = 0;
+constexpr int kQueryQueue = 1;
 
 using api_internal::SendError;
 using api_internal::SendJson;
@@ -94,6 +98,37 @@ void AppendTraceMetrics(const ApiServer::Stats& api, const traces::TraceStoreSta
   out += fmt::format("warpscope_server_trace_spans {}\n", store.spans);
 }
 
+// The front end's connections and what its limits refused (server/http).
+void AppendHttpMetrics(const http::HttpServerStats& h, std::string& out) {
+  out +=
+      "# HELP warpscope_server_http_open_connections HTTP connections open now.\n"
+      "# TYPE warpscope_server_http_open_connections gauge\n";
+  out += fmt::format("warpscope_server_http_open_connections {}\n", h.open_connections);
+  auto counter = [&out](std::string_view name, std::string_view help, uint64_t v) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, v);
+  };
+  counter("warpscope_server_http_connections_total", "HTTP connections accepted.",
+          h.accepted_connections);
+  counter("warpscope_server_http_requests_total", "HTTP requests answered.", h.requests);
+  out +=
+      "# HELP warpscope_server_http_refused_total Connections closed or requests refused by a "
+      "front-end limit: max_connections, per_client (--http-max-connections[-per-client]), "
+      "request_deadline (--http-request-deadline), idle (--http-keepalive-timeout), queue_full "
+      "(503), body_too_large (413), bad_request (400).\n"
+      "# TYPE warpscope_server_http_refused_total counter\n";
+  const std::pair<const char*, uint64_t> reasons[] = {
+      {"max_connections", h.refused_max_connections},
+      {"per_client", h.refused_per_client},
+      {"request_deadline", h.request_deadline_closed},
+      {"idle", h.idle_closed},
+      {"queue_full", h.queue_full},
+      {"body_too_large", h.body_too_large},
+      {"bad_request", h.bad_requests}};
+  for (const auto& [reason, n] : reasons) {
+    out += fmt::format("warpscope_server_http_refused_total{{reason=\"{}\"}} {}\n", reason, n);
+  }
+}
+
 }  // namespace
 
 ApiServer::ApiServer(Options options, Storage& storage, const base::Clock& clock)
@@ -153,7 +188,7 @@ base::Status ApiServer::AuthorizeIngest(std::string_view authorization) {
 }
 
 void ApiServer::InstallRoutes() {
-  auto bind = [this](Handler h) {
+  auto bind = [this](Handler h) -> http::Handler {
     return [this, h](const httplib::Request& req, httplib::Response& res) {
       try {
         (this->*h)(req, res);
@@ -165,166 +200,93 @@ void ApiServer::InstallRoutes() {
       }
     };
   };
-  // POST bodies: read through a content reader, which httplib hands the body inflated chunk by
-  // chunk as it arrives (gzip, deflate, br), so the read stops at --max-body-bytes of inflated
-  // data. Memory per request is bounded by the limit, whatever a small compressed body inflates
-  // to; the handlers then see the body in req.body as before.
-  auto bind_body = [this, bind](Handler h) {
-    return [this, inner = bind(h)](const httplib::Request& req, httplib::Response& res,
-                                   const httplib::ContentReader& read) {
-      // A body declared larger than the limit is not read at all (as httplib refuses it for
-      // handlers without a reader; not counted as rejected, like those).
-      const std::string declared = req.get_header_value("Content-Length");
-      if (!declared.empty() &&
-          std::strtoull(declared.c_str(), nullptr, 10) > options_.max_body_bytes) {
-        res.set_header("Connection", "close");
-        SendError(res, 413,
-                  fmt::format("request body too large: {} bytes, the limit is {}; send smaller "
-                              "batches or raise --max-body-bytes",
-                              declared, options_.max_body_bytes));
-        return;
-      }
-      httplib::Request with_body = req;
-      bool too_large = false;
-      const bool complete = read([&](const char* data, size_t size) {
-        if (with_body.body.size() + size > options_.max_body_bytes) {
-          too_large = true;
-          return false;
-        }
-        with_body.body.append(data, size);
-        return true;
-      });
-      if (too_large) {
-        ++rejected_;
-        res.set_header("Connection", "close");
-        SendError(res, 413,
-                  fmt::format("request body too large: more than {} bytes after decompression; "
-                              "send smaller batches or raise --max-body-bytes",
-                              options_.max_body_bytes));
-        return;
-      }
-      if (!complete) {
-        ++rejected_;
-        SendError(res, 400, "the request body could not be read: cut short, or corrupt gzip");
-        return;
-      }
-      inner(with_body, res);
-    };
-  };
-  // cpp-httplib answers "Accept-Encoding: br" with brotli at its slowest setting: hundreds of
-  // milliseconds for a 100 KB JSON answer, seconds when a browser loads a dozen charts at once.
-  // gzip is 30x faster and nearly as small, so brotli is taken out of every offer. (The request
-  // object is httplib's own non-const local; the handler only sees it through a const ref.)
-  http_->set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
-    auto& headers = const_cast<httplib::Request&>(req).headers;
-    auto range = headers.equal_range("Accept-Encoding");
-    for (auto it = range.first; it != range.second; ++it) {
-      it->second = it->second.find("gzip") != std::string::npos ? "gzip" : "identity";
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
-  });
-  http_->Post("/api/v1/ingest/batch", bind_body(&ApiServer::IngestBatch));
-  http_->Post("/api/v1/ingest/profile", bind_body(&ApiServer::IngestProfile));
-  http_->Post("/v1/metrics", bind_body(&ApiServer::OtlpMetrics));
-  http_->Post("/api/v1/otlp/v1/metrics", bind_body(&ApiServer::OtlpMetrics));
-  http_->Post("/api/v1/write", bind_body(&ApiServer::RemoteWrite));
-  http_->Post("/v1/traces", bind_body(&ApiServer::OtlpTraces));
-  http_->Post("/api/v1/otlp/v1/traces", bind_body(&ApiServer::OtlpTraces));
-  http_->Get("/api/v1/traces/models", bind(&ApiServer::TraceModels));
-  http_->Get("/api/v1/traces/breakdown", bind(&ApiServer::TraceBreakdown));
-  http_->Get("/api/v1/traces/requests", bind(&ApiServer::TraceRequests));
-  http_->Get(R"(/api/v1/traces/([0-9A-Za-z]+))", bind(&ApiServer::TraceById));
-  http_->Get("/api/v1/metrics", bind(&ApiServer::Metrics));
-  http_->Get("/api/v1/entities", bind(&ApiServer::Entities));
-  http_->Get("/api/v1/query_range", bind(&ApiServer::QueryRange));
-  http_->Get("/api/v1/top", bind(&ApiServer::Top));
-  http_->Get("/api/v1/events", bind(&ApiServer::Events));
-  http_->Get("/api/v1/summary", bind(&ApiServer::Summary));
-  http_->Get("/api/v1/fleet", bind(&ApiServer::Fleet));
-  http_->Get("/api/v1/breakdown", bind(&ApiServer::Breakdown));
-  http_->Post("/api/v1/query_batch", bind_body(&ApiServer::QueryBatch));
-  http_->Get("/api/v1/profiles", bind(&ApiServer::Profiles));
-  http_->Get("/api/v1/profiles/merged", bind(&ApiServer::MergedProfile));
-  http_->Get(R"(/api/v1/profiles/(\d+))", bind(&ApiServer::ProfileData));
-  http_->Get("/api/v1/insights", bind(&ApiServer::Insights));
-  http_->Get(R"(/api/v1/insights/([A-Za-z0-9]+))", bind(&ApiServer::InsightById));
-  http_->Get("/api/v1/jobs", bind(&ApiServer::Jobs));
-  http_->Get(R"(/api/v1/jobs/(.+))", bind(&ApiServer::JobById));
-  http_->Post("/mcp", bind_body(&ApiServer::Mcp));
-  http_->Get("/mcp", bind(&ApiServer::McpNotAllowed));
-  http_->Delete("/mcp", bind(&ApiServer::McpNotAllowed));
-  http_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+  // Request bodies arrive whole in req.body: the front end reads them within --max-body-bytes
+  // and inflates gzip/deflate bodies chunk by chunk, stopping at the limit (413 above it).
+  // Ingest runs on its own queue, so that queries cannot starve it; /healthz needs no worker.
+  http::Router& r = *router_;
+  const int ingest = kIngestQueue;
+  const int query = kQueryQueue;
+  r.Add("POST", "/api/v1/ingest/batch", ingest, bind(&ApiServer::IngestBatch));
+  r.Add("POST", "/api/v1/ingest/profile", ingest, bind(&ApiServer::IngestProfile));
+  r.Add("POST", "/v1/metrics", ingest, bind(&ApiServer::OtlpMetrics));
+  r.Add("POST", "/api/v1/otlp/v1/metrics", ingest, bind(&ApiServer::OtlpMetrics));
+  r.Add("POST", "/api/v1/write", ingest, bind(&ApiServer::RemoteWrite));
+  r.Add("POST", "/v1/traces", ingest, bind(&ApiServer::OtlpTraces));
+  r.Add("POST", "/api/v1/otlp/v1/traces", ingest, bind(&ApiServer::OtlpTraces));
+  r.Add("GET", "/api/v1/traces/models", query, bind(&ApiServer::TraceModels));
+  r.Add("GET", "/api/v1/traces/breakdown", query, bind(&ApiServer::TraceBreakdown));
+  r.Add("GET", "/api/v1/traces/requests", query, bind(&ApiServer::TraceRequests));
+  r.Add("GET", R"(/api/v1/traces/([0-9A-Za-z]+))", query, bind(&ApiServer::TraceById));
+  r.Add("GET", "/api/v1/metrics", query, bind(&ApiServer::Metrics));
+  r.Add("GET", "/api/v1/entities", query, bind(&ApiServer::Entities));
+  r.Add("GET", "/api/v1/query_range", query, bind(&ApiServer::QueryRange));
+  r.Add("GET", "/api/v1/top", query, bind(&ApiServer::Top));
+  r.Add("GET", "/api/v1/events", query, bind(&ApiServer::Events));
+  r.Add("GET", "/api/v1/summary", query, bind(&ApiServer::Summary));
+  r.Add("GET", "/api/v1/fleet", query, bind(&ApiServer::Fleet));
+  r.Add("GET", "/api/v1/breakdown", query, bind(&ApiServer::Breakdown));
+  r.Add("POST", "/api/v1/query_batch", query, bind(&ApiServer::QueryBatch));
+  r.Add("GET", "/api/v1/profiles", query, bind(&ApiServer::Profiles));
+  r.Add("GET", "/api/v1/profiles/merged", query, bind(&ApiServer::MergedProfile));
+  r.Add("GET", R"(/api/v1/profiles/(\d+))", query, bind(&ApiServer::ProfileData));
+  r.Add("GET", "/api/v1/insights", query, bind(&ApiServer::Insights));
+  r.Add("GET", R"(/api/v1/insights/([A-Za-z0-9]+))", query, bind(&ApiServer::InsightById));
+  r.Add("GET", "/api/v1/jobs", query, bind(&ApiServer::Jobs));
+  r.Add("GET", R"(/api/v1/jobs/(.+))", query, bind(&ApiServer::JobById));
+  r.Add("POST", "/mcp", query, bind(&ApiServer::Mcp));
+  r.Add("GET", "/mcp", query, bind(&ApiServer::McpNotAllowed));
+  r.Add("DELETE", "/mcp", query, bind(&ApiServer::McpNotAllowed));
+  r.Add("GET", "/healthz", http::kInline, [](const httplib::Request&, httplib::Response& res) {
     SendJson(res, 200, json{{"status", "ok"}});
   });
-  http_->Get("/readyz", bind(&ApiServer::Ready));
-  http_->Get("/metrics", bind(&ApiServer::SelfMetrics));
+  r.Add("GET", "/readyz", ingest, bind(&ApiServer::Ready));
+  r.Add("GET", "/metrics", ingest, bind(&ApiServer::SelfMetrics));
   // Last: every other GET is the web UI (its files, or index.html for the app's own paths).
+  // Paths without a route get the front end's JSON 404.
   if (options_.serve_ui) {
-    http_->Get(R"(/.*)", bind(&ApiServer::Ui));
+    r.Add("GET", R"(/.*)", query, bind(&ApiServer::Ui));
   }
-  // Bodies httplib refuses itself (too large) or paths without a route get a JSON error too.
-  http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    if (res.status == 413) {
-      SendError(res, 413, "request body too large: split the batch or raise --max-body-bytes");
-    } else if (res.status == 404) {
-      SendError(res, 404, "no such endpoint: " + req.path + " (see docs/api.md)");
-    } else {
-      SendError(res, res.status, "request failed with HTTP " + std::to_string(res.status));
-    }
-  });
 }
 
 base::Result<int> ApiServer::Start() {
   WARPSCOPE_ASSIGN_OR_RETURN(base::ListenAddress addr,
                              base::ParseListenAddress(options_.listen_address));
-  if (!options_.tls_cert_file.empty()) {
-    auto tls = std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
-                                                    options_.tls_key_file.c_str());
-    if (!tls->is_valid()) {
-      return base::Error(base::InvalidArgument(
-          "cannot load --tls-cert {} / --tls-key {}: check that both are readable PEM files and "
-          "that the key matches the certificate",
-          options_.tls_cert_file, options_.tls_key_file));
-    }
-    http_ = std::move(tls);
-  } else {
-    http_ = std::make_unique<httplib::Server>();
-  }
-  http_->set_payload_max_length(options_.max_body_bytes);
-  http_->new_task_queue = [n = options_.worker_threads] { return new httplib::ThreadPool(n); };
-  // A second server on the same port must fail loudly, not share the port.
-  http_->set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
+  http::HttpServerOptions ho;
+  ho.host = addr.host;
+  ho.port = addr.port;
+  ho.tls_cert_file = options_.tls_cert_file;
+  ho.tls_key_file = options_.tls_key_file;
+  ho.max_body_bytes = options_.max_body_bytes;
+  ho.request_deadline = options_.request_deadline;
+  ho.keep_alive_timeout = options_.keep_alive_timeout;
+  ho.max_requests_per_connection = options_.max_requests_per_connection;
+  ho.max_connections = options_.max_connections;
+  ho.max_connections_per_client = options_.max_connections_per_client;
+  ho.io_threads = options_.io_threads;
+  ho.queues.clear();
+  ho.queues.resize(2);
+  ho.queues[kIngestQueue] = {
+      .name = "ingest", .threads = options_.ingest_threads, .capacity = options_.queue_depth};
+  ho.queues[kQueryQueue] = {
+      .name = "query", .threads = options_.query_threads, .capacity = options_.queue_depth};
+  router_ = std::make_unique<http::Router>();
   InstallRoutes();
-  int bound = addr.port == 0 ? http_->bind_to_any_port(addr.host)
-                             : (http_->bind_to_port(addr.host, addr.port) ? addr.port : -1);
-  if (bound < 0) {
+  http_ = std::make_unique<http::HttpServer>(std::move(ho), *router_);
+  base::Result<int> port = http_->Start();
+  if (!port) {
     http_.reset();
+    if (port.error().code() == base::StatusCode::kInvalidArgument) return port;  // TLS files
     return base::Error(base::Unavailable(
-        "cannot listen on {}: the port is in use or the address is not local; stop the other "
-        "process or pass --listen-address",
-        options_.listen_address));
+        "cannot listen on {}: {}; the port is in use or the address is not local; stop the "
+        "other process or pass --listen-address",
+        options_.listen_address, port.error().message()));
   }
-  port_ = bound;
-  thread_ = std::thread([this] {
-    pthread_setname_np(pthread_self(), "api-http");
-    http_->listen_after_bind();
-  });
-  // httplib marks itself running only once its accept loop starts, and a stop() before that is
-  // lost (the loop would then never end): return only once it is serving. httplib 0.11 has no
-  // readiness notification, hence the bounded poll.
-  for (int i = 0; i < 10000 && !http_->is_running(); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  port_ = *port;
   return port_;
 }
 
 void ApiServer::Stop() {
-  if (http_) http_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (http_) http_->Stop();
   http_.reset();
 }
 
@@ -372,6 +334,7 @@ void ApiServer::SelfMetrics(const httplib::Request&, httplib::Response& res) {
   counter("warpscope_server_skipped_points_total",
           "OTLP data points and remote write samples left out (NaN, stale marker, no value).",
           s.skipped_points);
+  if (http_ != nullptr) AppendHttpMetrics(http_->stats(), out);
   if (options_.trace_store != nullptr) AppendTraceMetrics(s, options_.trace_store->stats(), out);
   if (options_.alert_sender != nullptr) AppendAlertMetrics(*options_.alert_sender, out);
   res.status = 200;

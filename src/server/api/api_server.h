@@ -3,6 +3,7 @@
 #define WARPSCOPE_SERVER_API_API_SERVER_H_
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,12 +20,15 @@
 #include "server/storage/storage.h"
 
 namespace httplib {
-class Server;
 struct Request;
 struct Response;
 }  // namespace httplib
 
 namespace warpscope::server {
+namespace http {
+class HttpServer;
+class Router;
+}  // namespace http
 namespace insights {
 class InsightEngine;
 }  // namespace insights
@@ -55,10 +59,23 @@ class ApiServer : public OtlpIngest {
     std::string tls_key_file;
     // Request bodies larger than this get 413 (after decompression for gzip bodies).
     size_t max_body_bytes = 32u << 20;
-    // Request threads. A keep-alive connection holds one while it is open (up to httplib's 5 s
-    // idle timeout), so this bounds the senders served at once: 64 agents pushing every 10 s,
-    // or a Prometheus remote write with up to 64 shards.
-    int worker_threads = 64;
+    // The event-driven front end (server/http, docs/design/http_front_end.md). Connections are
+    // held by `io_threads`; a complete request runs on a worker: ingest (and /readyz, /metrics)
+    // on `ingest_threads`, queries, MCP and the UI on `query_threads`, so that a slow query
+    // never holds up ingest. Each queue holds up to `queue_depth` waiting requests; more get
+    // 503 with Retry-After. /healthz answers on the I/O threads.
+    int io_threads = 2;
+    int ingest_threads = 8;
+    int query_threads = 8;
+    size_t queue_depth = 1024;
+    // Headers and body must arrive within this from a request's first byte.
+    std::chrono::milliseconds request_deadline{30'000};
+    // Idle keep-alive connections are closed after this; and after this many requests.
+    std::chrono::milliseconds keep_alive_timeout{60'000};
+    int max_requests_per_connection = 1000;
+    // Connections over these are accepted and closed at once (counted in /metrics).
+    int max_connections = 10'000;
+    int max_connections_per_client = 512;
     // Prometheus remote write: the host of series without an instance/host/Hostname label.
     std::string remote_write_default_host = "prometheus";
     // Serve the embedded web UI (web/assets.h) on every GET path outside /api/.
@@ -197,8 +214,8 @@ class ApiServer : public OtlpIngest {
   std::atomic<std::shared_ptr<const std::string>> auth_token_;
   Storage& storage_;
   const base::Clock& clock_;
-  std::unique_ptr<httplib::Server> http_;
-  std::thread thread_;
+  std::unique_ptr<http::Router> router_;
+  std::unique_ptr<http::HttpServer> http_;
   int port_ = 0;
 
   std::atomic<uint64_t> batches_{0};
