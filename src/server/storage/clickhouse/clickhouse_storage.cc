@@ -73,6 +73,9 @@ using base::Status;
 using nlohmann::json;
 using namespace clickhouse_internal;  // NOLINT(google-build-using-namespace)
 
+// The name under which ReadMarks(batch) answers the batch's dedup check.
+constexpr char kDuplicateRow[] = "__batch_stored";
+
 // Day partitions of a millisecond column: retention drops whole days.
 #define WS_DAY(col) "toYYYYMMDD(toDateTime(intDiv(" col ", 1000)))"
 
@@ -97,6 +100,10 @@ constexpr const char* kSchema[] = {
     "CREATE TABLE IF NOT EXISTS series (metric String, series UInt64, host String, entity String, "
     "labels String, seen_hour Int64, last_seen Int64) ENGINE = ReplacingMergeTree(last_seen) "
     "ORDER BY (metric, series, seen_hour)",
+    // Every stored window keeps its series' last_seen, in the same INSERT as the window.
+    "CREATE MATERIALIZED VIEW IF NOT EXISTS series_seen TO series AS SELECT metric, series, "
+    "host, entity, labels, intDiv(start + duration, 3600000) * 3600000 AS seen_hour, "
+    "start + duration AS last_seen FROM samples",
     "CREATE TABLE IF NOT EXISTS metrics (key String, kind String, unit String, help String, "
     "prom_name String, prom_scale Float64, otel_name String, entity_kind String, ver UInt64) "
     "ENGINE = ReplacingMergeTree(ver) ORDER BY key",
@@ -169,10 +176,16 @@ Status ClickHouseStorage::Insert(std::string_view table, const std::string& rows
   return client_.Exec(fmt::format("INSERT INTO {} FORMAT JSONEachRow", table), rows);
 }
 
-Result<ClickHouseStorage::Marks> ClickHouseStorage::ReadMarks() {
-  WARPSCOPE_ASSIGN_OR_RETURN(
-      auto rows,
-      client_.Select("SELECT name, argMax(value, ver) FROM marks GROUP BY name FORMAT TSV"));
+Result<ClickHouseStorage::Marks> ClickHouseStorage::ReadMarks(const IngestBatch* batch) {
+  std::string sql = "SELECT name, argMax(value, ver) FROM marks GROUP BY name";
+  if (batch != nullptr) {
+    // The batch's dedup check rides along: one round trip for both.
+    sql += fmt::format(
+        " UNION ALL SELECT '{}', toInt64(count()) FROM batches WHERE agent = {} AND sequence = "
+        "{} AND start = {}",
+        kDuplicateRow, clickhouse::Quote(batch->agent_id), batch->sequence, ToMs(batch->start));
+  }
+  WARPSCOPE_ASSIGN_OR_RETURN(auto rows, client_.Select(sql + " FORMAT TSV"));
   Marks m;
   const std::pair<const char*, int64_t*> fields[] = {
       {"minute_watermark", &m.minute_watermark}, {"hour_watermark", &m.hour_watermark},
@@ -180,7 +193,7 @@ Result<ClickHouseStorage::Marks> ClickHouseStorage::ReadMarks() {
       {"minute_cutoff", &m.minute_cutoff}, {"hour_cutoff", &m.hour_cutoff},
       {"event_cutoff", &m.event_cutoff}, {"profile_cutoff", &m.profile_cutoff},
       {"step_cutoff", &m.step_cutoff}, {"dirty_done", &m.dirty_done},
-      {"forget_before", &m.forget_before}};
+      {"forget_before", &m.forget_before}, {kDuplicateRow, &m.batch_stored}};
   for (const auto& row : rows) {
     if (row.size() < 2) continue;
     for (const auto& [name, field] : fields) {
@@ -262,15 +275,6 @@ Status ClickHouseStorage::CheckBatch(const IngestBatch& batch,
   return base::OkStatus();
 }
 
-Result<bool> ClickHouseStorage::IsDuplicate(const IngestBatch& batch) {
-  WARPSCOPE_ASSIGN_OR_RETURN(
-      auto rows, client_.Select(fmt::format("SELECT count() FROM batches WHERE agent = {} AND "
-                                            "sequence = {} AND start = {} FORMAT TSV",
-                                            clickhouse::Quote(batch.agent_id), batch.sequence,
-                                            ToMs(batch.start))));
-  return !rows.empty() && !rows[0].empty() && ParseInt(rows[0][0]) > 0;
-}
-
 Result<WriteResult> ClickHouseStorage::WriteBatch(const IngestBatch& batch) {
   if (batch.agent_id.empty()) {
     return Error(base::InvalidArgument("batch: agent_id is empty: every agent needs an id"));
@@ -283,7 +287,7 @@ Result<WriteResult> ClickHouseStorage::WriteBatch(const IngestBatch& batch) {
                                        batch.sequence, batch.agent_id));
   }
   std::lock_guard lock(write_mu_);
-  WARPSCOPE_ASSIGN_OR_RETURN(Marks marks, ReadMarks());
+  WARPSCOPE_ASSIGN_OR_RETURN(Marks marks, ReadMarks(&batch));
   if (marks.raw_cutoff != 0 && ToMs(batch.start) < marks.raw_cutoff) {
     return Error(base::InvalidArgument(
         "batch {} from agent {}: window starts at {} ms, before the oldest raw data kept ({} "
@@ -291,26 +295,33 @@ Result<WriteResult> ClickHouseStorage::WriteBatch(const IngestBatch& batch) {
         batch.sequence, batch.agent_id, ToMs(batch.start), marks.raw_cutoff,
         base::FormatDuration(options_.storage.raw_retention)));
   }
-  WARPSCOPE_ASSIGN_OR_RETURN(auto metrics, ReadMetrics());
-  WARPSCOPE_RETURN_IF_ERROR(CheckBatch(batch, metrics));
+  // Descriptions are cached; an unknown key reloads them (another server may have added it).
+  for (const IngestSeries& s : batch.series) {
+    if (metrics_.count(s.metric) != 0) continue;
+    WARPSCOPE_ASSIGN_OR_RETURN(metrics_, ReadMetrics());
+    break;
+  }
+  WARPSCOPE_RETURN_IF_ERROR(CheckBatch(batch, metrics_));
   WriteResult result;
-  WARPSCOPE_ASSIGN_OR_RETURN(result.duplicate, IsDuplicate(batch));
+  result.duplicate = marks.batch_stored > 0;
   if (result.duplicate) {
     return result;
   }
   std::string metric_rows;
+  std::vector<const MetricInfo*> changed;
   for (const MetricInfo& m : batch.metrics) {
-    auto it = metrics.find(m.key);
-    if (it != metrics.end() && it->second == m) continue;
+    auto it = metrics_.find(m.key);
+    if (it != metrics_.end() && it->second == m) continue;
     AppendRow(metric_rows, json{{"key", m.key}, {"kind", MetricKindName(m.kind)},
                                 {"unit", m.unit}, {"help", m.help}, {"prom_name", m.prom_name},
                                 {"prom_scale", m.prom_scale}, {"otel_name", m.otel_name},
                                 {"entity_kind", model::EntityKindName(m.entity_kind)},
                                 {"ver", NextVersion()}});
-    metrics[m.key] = m;
+    changed.push_back(&m);
   }
   WARPSCOPE_RETURN_IF_ERROR(Insert("metrics", metric_rows));
-  WARPSCOPE_RETURN_IF_ERROR(WriteBatchRows(batch, marks, metrics, result));
+  for (const MetricInfo* m : changed) metrics_[m->key] = *m;  // stored: the cache follows
+  WARPSCOPE_RETURN_IF_ERROR(WriteBatchRows(batch, marks, metrics_, result));
   // Acknowledged only now: every row above is in ClickHouse. A failure before this line leaves
   // rows that the agent's retry writes again with the same keys (replaced, not added).
   std::string marker;
@@ -389,7 +400,6 @@ Status ClickHouseStorage::WriteBatchRows(const IngestBatch& batch, const Marks& 
     if (seen.count(e.id) == 0) add_entity(e, true);
   }
   std::string sample_rows;
-  std::string series_rows;
   for (const IngestSeries& s : batch.series) {
     if (!Finite(s)) {
       ++result.invalid_series;
@@ -406,9 +416,6 @@ Status ClickHouseStorage::WriteBatchRows(const IngestBatch& batch, const Marks& 
       ++result.dropped_series;
       continue;
     }
-    AppendRow(series_rows, json{{"metric", s.metric}, {"series", id}, {"host", batch.host},
-                                {"entity", s.entity}, {"labels", labels},
-                                {"seen_hour", FloorTo(end_ms, kHourMs)}, {"last_seen", end_ms}});
     AppendRow(sample_rows, json{{"metric", s.metric}, {"series", id}, {"host", batch.host},
                                 {"entity", s.entity}, {"labels", labels}, {"start", start_ms},
                                 {"duration", end_ms - start_ms}, {"v_avg", s.avg},
@@ -437,7 +444,6 @@ Status ClickHouseStorage::WriteBatchRows(const IngestBatch& batch, const Marks& 
                    {"bus_bytes", s.bus_bytes}, {"source", s.source}, {"end_ms", ToMs(s.end)}});
   }
   WARPSCOPE_RETURN_IF_ERROR(Insert("entities", entity_rows));
-  WARPSCOPE_RETURN_IF_ERROR(Insert("series", series_rows));
   WARPSCOPE_RETURN_IF_ERROR(Insert("samples", sample_rows));
   WARPSCOPE_RETURN_IF_ERROR(Insert("events", event_rows));
   WARPSCOPE_RETURN_IF_ERROR(Insert("training_steps", step_rows));

@@ -73,6 +73,7 @@ class ClickHouseStorage : public Storage {
     int64_t step_cutoff = 0;
     int64_t dirty_done = 0;  // dirty-bucket rows up to this version have been rebuilt
     int64_t forget_before = 0;  // series and entities last seen before this are gone
+    int64_t batch_stored = 0;  // ReadMarks(batch): > 0 when that batch was stored before
   };
   struct MatchedSeries {
     uint64_t id = 0;
@@ -90,13 +91,13 @@ class ClickHouseStorage : public Storage {
   base::Status CreateSchema();
   base::Status CheckBatch(const IngestBatch& batch,
                           const std::map<std::string, MetricInfo>& known) const;
-  base::Result<bool> IsDuplicate(const IngestBatch& batch);
   base::Status WriteBatchRows(const IngestBatch& batch, const Marks& marks,
                               const std::map<std::string, MetricInfo>& metrics, WriteResult& result);
   // Whether series `id` of `host` may be stored under the cap; counts it as active if so.
   base::Result<bool> AdmitSeries(const std::string& host, uint64_t id, int64_t end_ms);
   base::Status Insert(std::string_view table, const std::string& rows);
-  base::Result<Marks> ReadMarks();
+  // The marks; with `batch`, also whether it was stored before (Marks::batch_stored).
+  base::Result<Marks> ReadMarks(const IngestBatch* batch = nullptr);
   base::Status SetMark(std::string_view name, int64_t value);
   base::Result<std::map<std::string, MetricInfo>> ReadMetrics();
   base::Result<std::vector<MatchedSeries>> MatchSeries(const std::string& metric,
@@ -118,6 +119,7 @@ class ClickHouseStorage : public Storage {
   std::mutex write_mu_;    // WriteBatch/WriteProfile, and the series cache below
   std::mutex compact_mu_;  // one Compact at a time
   std::unordered_map<std::string, HostSeries> host_series_;
+  std::map<std::string, MetricInfo> metrics_;  // descriptions, as last read or written
 };
 
 }  // namespace warpscope::server

@@ -113,7 +113,8 @@ base::Result<std::unique_ptr<TestServer>> TestServer::Start(const std::string& p
   const std::string users = fmt::format(
       R"(<?xml version="1.0"?>
 <yandex>
-  <profiles><default></default></profiles>
+  <profiles><default><max_threads>2</max_threads><background_pool_size>2</background_pool_size>
+    <background_schedule_pool_size>2</background_schedule_pool_size></default></profiles>
   <users><default><password>{}</password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks>
     <profile>default</profile><quota>default</quota></default></users>
   <quotas><default></default></quotas>
@@ -166,9 +167,9 @@ base::Status TestServer::Launch() {
                            ready_within_.count(), ReadTail(d + "/server.err.log", 2000));
 }
 
-void TestServer::Stop() {
+void TestServer::Stop(bool graceful) {
   if (pid_ <= 0) return;
-  kill(pid_, SIGTERM);
+  kill(pid_, graceful ? SIGTERM : SIGKILL);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   int status = 0;
   while (waitpid(pid_, &status, WNOHANG) == 0) {
@@ -187,7 +188,7 @@ base::Status TestServer::Restart() {
   return Launch();
 }
 
-TestServer::~TestServer() { Stop(); }
+TestServer::~TestServer() { Stop(/*graceful=*/false); }
 
 std::string TestServer::Url(const std::string& database) const {
   return fmt::format("clickhouse://127.0.0.1:{}/{}", http_port_, database);

@@ -36,8 +36,9 @@ class TestServer {
   TestServer(const TestServer&) = delete;
   TestServer& operator=(const TestServer&) = delete;
 
-  // Stops the process (SIGTERM, SIGKILL after a grace period) and waits for it to exit.
-  void Stop();
+  // Stops the process and waits for it to exit: SIGTERM (SIGKILL after a grace period), or
+  // SIGKILL at once when not `graceful` (the destructor's way: the data goes with the directory).
+  void Stop(bool graceful = true);
   // Starts it again on the same port and data (after Stop()).
   base::Status Restart();
 
