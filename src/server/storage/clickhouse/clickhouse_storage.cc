@@ -286,7 +286,6 @@ Result<WriteResult> ClickHouseStorage::WriteBatch(const IngestBatch& batch) {
     return Error(base::InvalidArgument("batch {} from agent {}: window ends before it starts",
                                        batch.sequence, batch.agent_id));
   }
-  std::lock_guard lock(write_mu_);
   WARPSCOPE_ASSIGN_OR_RETURN(Marks marks, ReadMarks(&batch));
   if (marks.raw_cutoff != 0 && ToMs(batch.start) < marks.raw_cutoff) {
     return Error(base::InvalidArgument(
@@ -295,42 +294,85 @@ Result<WriteResult> ClickHouseStorage::WriteBatch(const IngestBatch& batch) {
         batch.sequence, batch.agent_id, ToMs(batch.start), marks.raw_cutoff,
         base::FormatDuration(options_.storage.raw_retention)));
   }
-  // Descriptions are cached; an unknown key reloads them (another server may have added it).
-  for (const IngestSeries& s : batch.series) {
-    if (metrics_.count(s.metric) != 0) continue;
-    WARPSCOPE_ASSIGN_OR_RETURN(metrics_, ReadMetrics());
-    break;
-  }
-  WARPSCOPE_RETURN_IF_ERROR(CheckBatch(batch, metrics_));
   WriteResult result;
-  result.duplicate = marks.batch_stored > 0;
-  if (result.duplicate) {
-    return result;
+  Rows rows;
+  std::vector<MetricInfo> described;
+  {
+    std::lock_guard lock(write_mu_);
+    // Descriptions are cached; an unknown key reloads them (another server may have added it).
+    for (const IngestSeries& s : batch.series) {
+      if (metrics_.count(s.metric) != 0) continue;
+      WARPSCOPE_ASSIGN_OR_RETURN(metrics_, ReadMetrics());
+      break;
+    }
+    WARPSCOPE_RETURN_IF_ERROR(CheckBatch(batch, metrics_));
+    result.duplicate = marks.batch_stored > 0;
+    if (result.duplicate) {
+      return result;
+    }
+    WARPSCOPE_RETURN_IF_ERROR(BatchRows(batch, marks, result, rows, described));
   }
-  std::string metric_rows;
-  std::vector<const MetricInfo*> changed;
-  for (const MetricInfo& m : batch.metrics) {
-    auto it = metrics_.find(m.key);
-    if (it != metrics_.end() && it->second == m) continue;
-    AppendRow(metric_rows, json{{"key", m.key}, {"kind", MetricKindName(m.kind)},
-                                {"unit", m.unit}, {"help", m.help}, {"prom_name", m.prom_name},
-                                {"prom_scale", m.prom_scale}, {"otel_name", m.otel_name},
-                                {"entity_kind", model::EntityKindName(m.entity_kind)},
-                                {"ver", NextVersion()}});
-    changed.push_back(&m);
-  }
-  WARPSCOPE_RETURN_IF_ERROR(Insert("metrics", metric_rows));
-  for (const MetricInfo* m : changed) metrics_[m->key] = *m;  // stored: the cache follows
-  WARPSCOPE_RETURN_IF_ERROR(WriteBatchRows(batch, marks, metrics_, result));
-  // Acknowledged only now: every row above is in ClickHouse. A failure before this line leaves
+  // Acknowledged only when Commit returns OK: every row is in ClickHouse then. A failure leaves
   // rows that the agent's retry writes again with the same keys (replaced, not added).
-  std::string marker;
-  AppendRow(marker, json{{"agent", batch.agent_id},
-                         {"sequence", batch.sequence},
-                         {"start", ToMs(batch.start)},
-                         {"ver", NextVersion()}});
-  WARPSCOPE_RETURN_IF_ERROR(Insert("batches", marker));
+  WARPSCOPE_RETURN_IF_ERROR(Commit(rows));
+  if (!described.empty()) {
+    std::lock_guard lock(write_mu_);
+    for (MetricInfo& m : described) metrics_[m.key] = std::move(m);  // stored: the cache follows
+  }
   return result;
+}
+
+void ClickHouseStorage::Rows::Append(const Rows& o) {
+  metrics += o.metrics;
+  entities += o.entities;
+  samples += o.samples;
+  events += o.events;
+  steps += o.steps;
+  dirty += o.dirty;
+  batches += o.batches;
+}
+
+Status ClickHouseStorage::Commit(const Rows& rows) {
+  std::unique_lock lock(group_mu_);
+  if (open_group_ == nullptr) open_group_ = std::make_shared<Group>();
+  std::shared_ptr<Group> group = open_group_;
+  group->rows.Append(rows);
+  ++group->batches;
+  group_cv_.wait(lock, [&] { return group->done || !flushing_; });
+  if (group->done) {
+    return group->status;
+  }
+  // No flush runs and this group is still open: lead it. Batches arriving meanwhile gather in
+  // the next group.
+  flushing_ = true;
+  open_group_.reset();
+  lock.unlock();
+  Status status = Flush(group->rows);
+  lock.lock();
+  group->status = status;
+  group->done = true;
+  flushing_ = false;
+  if (status.ok()) {
+    counters_.batches += group->batches;
+    ++counters_.groups;
+  }
+  group_cv_.notify_all();
+  return status;
+}
+
+Status ClickHouseStorage::Flush(const Rows& rows) {
+  WARPSCOPE_RETURN_IF_ERROR(Insert("metrics", rows.metrics));
+  WARPSCOPE_RETURN_IF_ERROR(Insert("entities", rows.entities));
+  WARPSCOPE_RETURN_IF_ERROR(Insert("samples", rows.samples));
+  WARPSCOPE_RETURN_IF_ERROR(Insert("events", rows.events));
+  WARPSCOPE_RETURN_IF_ERROR(Insert("training_steps", rows.steps));
+  WARPSCOPE_RETURN_IF_ERROR(Insert("dirty", rows.dirty));
+  return Insert("batches", rows.batches);  // last: these batches now count as stored
+}
+
+ClickHouseStorage::WriteCounters ClickHouseStorage::write_counters() const {
+  std::lock_guard lock(group_mu_);
+  return counters_;
 }
 
 Result<bool> ClickHouseStorage::AdmitSeries(const std::string& host, uint64_t id, int64_t end_ms) {
@@ -369,18 +411,27 @@ Result<bool> ClickHouseStorage::AdmitSeries(const std::string& host, uint64_t id
   return true;
 }
 
-Status ClickHouseStorage::WriteBatchRows(const IngestBatch& batch, const Marks& marks,
-                                         const std::map<std::string, MetricInfo>& metrics,
-                                         WriteResult& result) {
+Status ClickHouseStorage::BatchRows(const IngestBatch& batch, const Marks& marks,
+                                    WriteResult& result, Rows& rows,
+                                    std::vector<MetricInfo>& described) {
   const int64_t start_ms = ToMs(batch.start);
   const int64_t end_ms = ToMs(batch.end);
   const uint64_t ver = NextVersion();
+  for (const MetricInfo& m : batch.metrics) {
+    auto it = metrics_.find(m.key);
+    if (it != metrics_.end() && it->second == m) continue;
+    AppendRow(rows.metrics, json{{"key", m.key}, {"kind", MetricKindName(m.kind)},
+                                 {"unit", m.unit}, {"help", m.help}, {"prom_name", m.prom_name},
+                                 {"prom_scale", m.prom_scale}, {"otel_name", m.otel_name},
+                                 {"entity_kind", model::EntityKindName(m.entity_kind)},
+                                 {"ver", ver}});
+    described.push_back(m);
+  }
   // Entities: the host (tags as attributes, its declared attributes winning), the declared ones,
   // then those only series refer to (kind of their metric, no attributes, not "declared").
-  std::string entity_rows;
   std::set<std::string> seen;
   auto add_entity = [&](const model::Entity& e, bool declared) {
-    AppendRow(entity_rows, json{{"host", batch.host}, {"id", e.id},
+    AppendRow(rows.entities, json{{"host", batch.host}, {"id", e.id},
                                 {"kind", model::EntityKindName(e.kind)}, {"parent", e.parent},
                                 {"attributes", EncodeLabels(e.attributes)},
                                 {"declared", declared ? 1 : 0}, {"first_seen", start_ms},
@@ -399,13 +450,18 @@ Status ClickHouseStorage::WriteBatchRows(const IngestBatch& batch, const Marks& 
   for (const model::Entity& e : batch.entities) {
     if (seen.count(e.id) == 0) add_entity(e, true);
   }
-  std::string sample_rows;
+  auto metric_of = [&](const std::string& key) -> const MetricInfo& {
+    for (const MetricInfo& m : batch.metrics) {
+      if (m.key == key) return m;
+    }
+    return metrics_.at(key);  // CheckBatch: described here or before
+  };
   for (const IngestSeries& s : batch.series) {
     if (!Finite(s)) {
       ++result.invalid_series;
       continue;
     }
-    const MetricInfo& info = metrics.at(s.metric);  // CheckBatch: described
+    const MetricInfo& info = metric_of(s.metric);
     if (seen.count(s.entity) == 0) {
       add_entity(model::Entity{info.entity_kind, s.entity, "", {}}, false);
     }
@@ -416,24 +472,22 @@ Status ClickHouseStorage::WriteBatchRows(const IngestBatch& batch, const Marks& 
       ++result.dropped_series;
       continue;
     }
-    AppendRow(sample_rows, json{{"metric", s.metric}, {"series", id}, {"host", batch.host},
+    AppendRow(rows.samples, json{{"metric", s.metric}, {"series", id}, {"host", batch.host},
                                 {"entity", s.entity}, {"labels", labels}, {"start", start_ms},
                                 {"duration", end_ms - start_ms}, {"v_avg", s.avg},
                                 {"v_min", s.min}, {"v_max", s.max}, {"v_last", s.last},
                                 {"v_count", std::max<uint32_t>(s.count, 1)}, {"ver", ver}});
     ++result.stored;
   }
-  std::string event_rows;
   for (size_t i = 0; i < batch.events.size(); ++i) {
     const model::Event& e = batch.events[i];
-    AppendRow(event_rows, json{{"host", batch.host}, {"entity", e.entity}, {"kind", e.kind},
+    AppendRow(rows.events, json{{"host", batch.host}, {"entity", e.entity}, {"kind", e.kind},
                                {"code", e.code}, {"message", e.message},
                                {"attributes", EncodeLabels(e.attributes)},
                                {"time", ToMs(e.time)}, {"ver", ver}, {"idx", i}});
   }
-  std::string step_rows;
   for (const model::TrainingStep& s : batch.steps) {
-    AppendRow(step_rows,
+    AppendRow(rows.steps,
               json{{"job", s.job}, {"host", batch.host}, {"entity", s.entity}, {"comm", s.comm},
                    {"rank", s.rank}, {"world_size", s.world_size}, {"step", s.step},
                    {"start_ns", base::ToUnixNanos(s.start)}, {"end_ns", base::ToUnixNanos(s.end)},
@@ -443,18 +497,15 @@ Status ClickHouseStorage::WriteBatchRows(const IngestBatch& batch, const Marks& 
                    {"nccl_ns", s.nccl_ns}, {"collectives", s.collectives},
                    {"bus_bytes", s.bus_bytes}, {"source", s.source}, {"end_ms", ToMs(s.end)}});
   }
-  WARPSCOPE_RETURN_IF_ERROR(Insert("entities", entity_rows));
-  WARPSCOPE_RETURN_IF_ERROR(Insert("samples", sample_rows));
-  WARPSCOPE_RETURN_IF_ERROR(Insert("events", event_rows));
-  WARPSCOPE_RETURN_IF_ERROR(Insert("training_steps", step_rows));
   // A window behind the minute rollups (or the slice being rolled up now): its minute is
   // rebuilt at the next Compact, and reads take that range from raw data until then.
-  if (!sample_rows.empty() &&
-      start_ms < std::max(marks.minute_watermark, marks.minute_building_to)) {
-    std::string dirty;
-    AppendRow(dirty, json{{"bucket", FloorTo(start_ms, kMinuteMs)}, {"ver", NextVersion()}});
-    WARPSCOPE_RETURN_IF_ERROR(Insert("dirty", dirty));
+  if (result.stored > 0 && start_ms < std::max(marks.minute_watermark, marks.minute_building_to)) {
+    AppendRow(rows.dirty, json{{"bucket", FloorTo(start_ms, kMinuteMs)}, {"ver", ver}});
   }
+  AppendRow(rows.batches, json{{"agent", batch.agent_id},
+                               {"sequence", batch.sequence},
+                               {"start", start_ms},
+                               {"ver", ver}});
   return base::OkStatus();
 }
 

@@ -6,6 +6,7 @@
 #define WARPSCOPE_SERVER_STORAGE_CLICKHOUSE_CLICKHOUSE_STORAGE_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -59,7 +60,29 @@ class ClickHouseStorage : public Storage {
   [[nodiscard]] base::Result<CompactResult> Compact(base::TimePoint now) override;
   [[nodiscard]] base::Result<StorageStats> Stats() override;
 
+  // Batches acknowledged and the group commits that stored them (each group is one INSERT per
+  // table, however many batches it holds).
+  struct WriteCounters {
+    uint64_t batches = 0;
+    uint64_t groups = 0;
+  };
+  WriteCounters write_counters() const;
+
  private:
+  // The rows of one or more batches, one JSONEachRow text per table.
+  struct Rows {
+    std::string metrics, entities, samples, events, steps, dirty, batches;
+    void Append(const Rows& other);
+  };
+  // Batches waiting to be written together; the first writer to find no flush running writes
+  // them all (the leader), the others wait for its outcome.
+  struct Group {
+    Rows rows;
+    size_t batches = 0;
+    bool done = false;
+    base::Status status;
+  };
+
   // Progress marks kept in the `marks` table (latest value wins), in Unix ms.
   struct Marks {
     int64_t minute_watermark = 0;  // 1-minute rollups exist for buckets before this
@@ -91,8 +114,13 @@ class ClickHouseStorage : public Storage {
   base::Status CreateSchema();
   base::Status CheckBatch(const IngestBatch& batch,
                           const std::map<std::string, MetricInfo>& known) const;
-  base::Status WriteBatchRows(const IngestBatch& batch, const Marks& marks,
-                              const std::map<std::string, MetricInfo>& metrics, WriteResult& result);
+  // The rows of `batch` (not a duplicate), in `rows`; counts into `result`.
+  base::Status BatchRows(const IngestBatch& batch, const Marks& marks, WriteResult& result,
+                         Rows& rows, std::vector<MetricInfo>& described);
+  // Writes `rows` with the other batches waiting, one INSERT per table, `batches` last; returns
+  // when ClickHouse acknowledged them all (or one failed: then every batch of the group fails).
+  base::Status Commit(const Rows& rows);
+  base::Status Flush(const Rows& rows);
   // Whether series `id` of `host` may be stored under the cap; counts it as active if so.
   base::Result<bool> AdmitSeries(const std::string& host, uint64_t id, int64_t end_ms);
   base::Status Insert(std::string_view table, const std::string& rows);
@@ -116,10 +144,16 @@ class ClickHouseStorage : public Storage {
 
   ClickHouseStorageOptions options_;
   clickhouse::Client client_;
-  std::mutex write_mu_;    // WriteBatch/WriteProfile, and the series cache below
+  std::mutex write_mu_;    // the caches below, while a batch's rows are built
   std::mutex compact_mu_;  // one Compact at a time
   std::unordered_map<std::string, HostSeries> host_series_;
   std::map<std::string, MetricInfo> metrics_;  // descriptions, as last read or written
+
+  mutable std::mutex group_mu_;  // the group commit
+  std::condition_variable group_cv_;
+  std::shared_ptr<Group> open_group_;  // collecting batches; null when none waits
+  bool flushing_ = false;
+  WriteCounters counters_;
 };
 
 }  // namespace warpscope::server

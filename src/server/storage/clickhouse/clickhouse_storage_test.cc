@@ -6,8 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <map>
+#include <thread>
+#include <vector>
 #include <memory>
 #include <mutex>
 
@@ -196,6 +199,42 @@ TEST_F(ClickHouseStorageTest, TwoStoresOverOneDatabaseShareDedupAndAnswers) {
     EXPECT_EQ(from_a->series[0].points[i].time, from_b->series[0].points[i].time);
     EXPECT_EQ(from_a->series[0].points[i].value, from_b->series[0].points[i].value);
     EXPECT_EQ(from_a->series[0].points[i].samples, 1u);  // stored once, not twice
+  }
+}
+
+// Batches written at once from many threads are grouped: fewer INSERTs than batches, and every
+// batch stored exactly once.
+TEST_F(ClickHouseStorageTest, ConcurrentBatchesShareInserts) {
+  std::string error;
+  TestServer* server = SharedServer(&error);
+  ASSERT_NE(server, nullptr) << error;
+  auto store = OpenOn(*server, "group_commit");
+  ASSERT_NE(store, nullptr);
+  constexpr int kThreads = 8;
+  constexpr int kPerThread = 6;
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kPerThread; ++i) {
+        IngestBatch b = Window(static_cast<uint64_t>(i + 1), 0.5);
+        b.agent_id = fmt::format("agent-{}", t);
+        b.host = fmt::format("h{}", t);
+        if (!store->WriteBatch(b).has_value()) ++failures;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  ClickHouseStorage::WriteCounters counters = store->write_counters();
+  EXPECT_EQ(counters.batches, static_cast<uint64_t>(kThreads * kPerThread));
+  EXPECT_LT(counters.groups, counters.batches);
+  auto range = store->QueryRange(Utilization());
+  ASSERT_TRUE(range.has_value()) << range.error().ToString();
+  ASSERT_THAT(range->series, SizeIs(kThreads));
+  for (const RangeSeries& series : range->series) {
+    ASSERT_THAT(series.points, SizeIs(kPerThread));
+    for (const Point& p : series.points) EXPECT_EQ(p.samples, 1u);
   }
 }
 
