@@ -140,7 +140,8 @@ class ClickHouseStorage : public Storage {
                                 const std::vector<int64_t>* buckets);
   base::Status RebuildDirty(Marks& marks, CompactResult& result);
   base::Result<uint64_t> ApplyRetention(std::string_view table, std::string_view time_column,
-                                        int64_t old_cutoff, int64_t new_cutoff);
+                                        int64_t old_cutoff, int64_t new_cutoff,
+                                        int64_t time_scale);
 
   ClickHouseStorageOptions options_;
   clickhouse::Client client_;

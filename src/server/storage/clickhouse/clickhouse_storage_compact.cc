@@ -87,22 +87,36 @@ Status ClickHouseStorage::RebuildDirty(Marks& marks, CompactResult& result) {
   return SetMark("dirty_done", marks.dirty_done);
 }
 
-// Removes `table`'s rows with `time_column` < new_cutoff and returns how many there were in
-// [old_cutoff, new_cutoff) (those before old_cutoff were counted when it was set). Reads never
-// see them again (they filter by the cutoff, set first); the rows themselves go by an ALTER
-// TABLE ... DELETE mutation, which ClickHouse runs in the background.
+// Counts `table`'s rows in [old_cutoff, new_cutoff) of `time_column` (those before old_cutoff
+// were counted when it was set) and removes the partitions that hold nothing newer than
+// new_cutoff: whole days (months for `rollup_1h`), dropped at once, without mutations. Reads
+// filter by the cutoff mark, set before, so rows in the partly expired partition stay invisible
+// until it goes too. `time_scale` is the column's units per ms.
 Result<uint64_t> ClickHouseStorage::ApplyRetention(std::string_view table,
                                                    std::string_view time_column,
-                                                   int64_t old_cutoff, int64_t new_cutoff) {
+                                                   int64_t old_cutoff, int64_t new_cutoff,
+                                                   int64_t time_scale) {
   WARPSCOPE_ASSIGN_OR_RETURN(
       auto rows, client_.Select(fmt::format("SELECT count() FROM {} WHERE {} >= {} AND {} < {} "
                                             "FORMAT TSV",
-                                            table, time_column, old_cutoff, time_column,
-                                            new_cutoff)));
+                                            table, time_column, old_cutoff * time_scale,
+                                            time_column, new_cutoff * time_scale)));
   const uint64_t n = rows.empty() || rows[0].empty() ? 0 : ParseUint(rows[0][0]);
-  if (n > 0) {
-    WARPSCOPE_RETURN_IF_ERROR(client_.Exec(fmt::format("ALTER TABLE {} DELETE WHERE {} < {}", table,
-                                                   time_column, new_cutoff)));
+  const char* period = table == "rollup_1h" ? "toYYYYMM" : "toYYYYMMDD";
+  // Profiles are partitioned by their start but expire by their end: a day later.
+  const int64_t drop_before = table == "profiles" ? new_cutoff - 24 * kHourMs : new_cutoff;
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      auto parts,
+      client_.Select(fmt::format(
+          "SELECT DISTINCT partition FROM system.parts WHERE database = {} AND table = {} AND "
+          "active AND toUInt32OrZero(partition) < {}(toDateTime(intDiv({}, 1000))) FORMAT TSV",
+          Quote(client_.endpoint().database), Quote(table), period, drop_before)));
+  for (const auto& part : parts) {
+    if (part.empty() || part[0].empty()) continue;
+    const uint64_t id = ParseUint(part[0]);
+    if (id == 0) continue;  // not a day or month partition
+    WARPSCOPE_RETURN_IF_ERROR(
+        client_.Exec(fmt::format("ALTER TABLE {} DROP PARTITION {}", table, id)));
   }
   return n;
 }
@@ -183,13 +197,12 @@ Result<CompactResult> ClickHouseStorage::Compact(base::TimePoint now) {
   for (const Cut& c : cuts) {
     if (c.target < c.old_cutoff + kRetentionStepMs) continue;
     WARPSCOPE_RETURN_IF_ERROR(SetMark(c.mark, c.target));
-    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t n, ApplyRetention(c.table, c.column,
-                                                          c.old_cutoff * c.scale,
-                                                          c.target * c.scale));
+    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t n,
+                               ApplyRetention(c.table, c.column, c.old_cutoff, c.target, c.scale));
     result.deleted_rows += n;
     if (std::string_view(c.mark) == "raw_cutoff") {
       WARPSCOPE_ASSIGN_OR_RETURN(uint64_t b, ApplyRetention("batches", "start", c.old_cutoff,
-                                                            c.target));
+                                                            c.target, 1));
       (void)b;  // the dedup table is bookkeeping, not data
     }
     advanced = true;

@@ -21,6 +21,9 @@ using clickhouse::Quote;
 using clickhouse::TsvRow;
 using namespace clickhouse_internal;  // NOLINT(google-build-using-namespace)
 
+// Series ids per range query (20 characters each; ClickHouse parses at most 256 KiB of query).
+constexpr size_t kSeriesPerQuery = 2000;
+
 const char* TableOf(Resolution r) {
   return r == Resolution::kRaw ? "samples" : r == Resolution::kMinute ? "rollup_1m" : "rollup_1h";
 }
@@ -145,33 +148,36 @@ Status ClickHouseStorage::FoldSegments(const std::string& metric,
                                        std::vector<SeriesFolder>& folders, bool used[3]) {
   if (series.empty()) return base::OkStatus();
   std::unordered_map<uint64_t, size_t> index;
-  std::string ids;
-  for (size_t i = 0; i < series.size(); ++i) {
-    index.emplace(series[i].id, i);
-    if (!ids.empty()) ids += ',';
-    ids += std::to_string(series[i].id);
-  }
+  for (size_t i = 0; i < series.size(); ++i) index.emplace(series[i].id, i);
   for (const Segment& segment : segments) {
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        auto rows,
-        client_.Select(fmt::format(
-            "SELECT series, start, v_avg, v_min, v_max, v_last, v_count FROM {} FINAL WHERE "
-            "metric = {} AND series IN ({}) AND start >= {} AND start < {} ORDER BY series, "
-            "start FORMAT TSV",
-            TableOf(segment.resolution), Quote(metric), ids, segment.from, segment.to)));
-    for (const auto& row : rows) {
-      if (row.size() < 7) continue;
-      auto it = index.find(ParseUint(row[0]));
-      if (it == index.end()) continue;
-      Row r;
-      r.start = ParseInt(row[1]);
-      r.avg = ParseDouble(row[2]);
-      r.min = ParseDouble(row[3]);
-      r.max = ParseDouble(row[4]);
-      r.last = ParseDouble(row[5]);
-      r.count = ParseInt(row[6]);
-      folders[it->second].Add(r);
-      used[static_cast<int>(segment.resolution)] = true;
+    // At most kSeriesPerQuery ids per query, to stay well inside ClickHouse's max_query_size.
+    for (size_t first = 0; first < series.size(); first += kSeriesPerQuery) {
+      std::string ids;
+      for (size_t i = first; i < std::min(series.size(), first + kSeriesPerQuery); ++i) {
+        if (!ids.empty()) ids += ',';
+        ids += std::to_string(series[i].id);
+      }
+      WARPSCOPE_ASSIGN_OR_RETURN(
+          auto rows,
+          client_.Select(fmt::format(
+              "SELECT series, start, v_avg, v_min, v_max, v_last, v_count FROM {} FINAL WHERE "
+              "metric = {} AND series IN ({}) AND start >= {} AND start < {} ORDER BY series, "
+              "start FORMAT TSV",
+              TableOf(segment.resolution), Quote(metric), ids, segment.from, segment.to)));
+      for (const auto& row : rows) {
+        if (row.size() < 7) continue;
+        auto it = index.find(ParseUint(row[0]));
+        if (it == index.end()) continue;
+        Row r;
+        r.start = ParseInt(row[1]);
+        r.avg = ParseDouble(row[2]);
+        r.min = ParseDouble(row[3]);
+        r.max = ParseDouble(row[4]);
+        r.last = ParseDouble(row[5]);
+        r.count = ParseInt(row[6]);
+        folders[it->second].Add(r);
+        used[static_cast<int>(segment.resolution)] = true;
+      }
     }
   }
   return base::OkStatus();
