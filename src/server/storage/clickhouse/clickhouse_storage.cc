@@ -97,19 +97,28 @@ constexpr const char* kSchema[] = {
     "entity String, labels String, start Int64, v_avg Float64, v_min Float64, v_max Float64, "
     "v_last Float64, v_count UInt64, ver UInt64) ENGINE = ReplacingMergeTree(ver) PARTITION BY "
     "toYYYYMM(toDateTime(intDiv(start, 1000))) ORDER BY (metric, series, start)",
+    // One row per series once merged (the latest last_seen).
     "CREATE TABLE IF NOT EXISTS series (metric String, series UInt64, host String, entity String, "
-    "labels String, seen_hour Int64, last_seen Int64) ENGINE = ReplacingMergeTree(last_seen) "
-    "ORDER BY (metric, series, seen_hour)",
+    "labels String, last_seen Int64) ENGINE = ReplacingMergeTree(last_seen) "
+    "ORDER BY (metric, series)",
     // Every stored window keeps its series' last_seen, in the same INSERT as the window.
     "CREATE MATERIALIZED VIEW IF NOT EXISTS series_seen TO series AS SELECT metric, series, "
-    "host, entity, labels, intDiv(start + duration, 3600000) * 3600000 AS seen_hour, "
-    "start + duration AS last_seen FROM samples",
+    "host, entity, labels, start + duration AS last_seen FROM samples",
     "CREATE TABLE IF NOT EXISTS metrics (key String, kind String, unit String, help String, "
     "prom_name String, prom_scale Float64, otel_name String, entity_kind String, ver UInt64) "
     "ENGINE = ReplacingMergeTree(ver) ORDER BY key",
+    // An entity's latest description, declared and implied (merges keep the latest written)...
     "CREATE TABLE IF NOT EXISTS entities (host String, id String, kind String, parent String, "
     "attributes String, declared UInt8, first_seen Int64, last_seen Int64, ver UInt64) "
-    "ENGINE = ReplacingMergeTree(ver) ORDER BY (host, id, declared, first_seen, last_seen)",
+    "ENGINE = ReplacingMergeTree(ver) ORDER BY (host, id, declared)",
+    // ... and its first and last seen: edge 0 keeps the smallest first_seen, edge 1 the largest
+    // last_seen (a ReplacingMergeTree keeps the row with the largest `keep`).
+    "CREATE TABLE IF NOT EXISTS entity_span (host String, id String, edge UInt8, t Int64, "
+    "keep UInt64) ENGINE = ReplacingMergeTree(keep) ORDER BY (host, id, edge)",
+    "CREATE MATERIALIZED VIEW IF NOT EXISTS entity_span_of TO entity_span AS SELECT host, id, "
+    "edge, if(edge = 0, first_seen, last_seen) AS t, toUInt64(if(edge = 0, "
+    "9223372036854775807 - first_seen, last_seen)) AS keep FROM entities ARRAY JOIN [0, 1] AS "
+    "edge",
     "CREATE TABLE IF NOT EXISTS events (host String, entity String, kind String, code Int64, "
     "message String, attributes String, time Int64, ver UInt64, idx UInt32) ENGINE = "
     "ReplacingMergeTree(ver) PARTITION BY "

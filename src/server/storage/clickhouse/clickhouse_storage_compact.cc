@@ -222,12 +222,17 @@ Result<CompactResult> ClickHouseStorage::Compact(base::TimePoint now) {
                            "HAVING max(last_seen) >= {} AND max(last_seen) < {}) FORMAT TSV",
                            marks.forget_before, before)));
         result.deleted_rows += gone.empty() || gone[0].empty() ? 0 : ParseUint(gone[0][0]);
-        // Old rows of live series and entities stay (they hold first-seen times); reads filter
-        // by forget_before, so only the series with nothing newer go.
-        WARPSCOPE_RETURN_IF_ERROR(
-            client_.Exec(fmt::format("ALTER TABLE series DELETE WHERE series IN (SELECT series FROM "
-                                 "series GROUP BY series HAVING max(last_seen) < {})",
-                                 before)));
+        // Reads filter by forget_before at once; the rows go by mutations (small tables).
+        WARPSCOPE_RETURN_IF_ERROR(client_.Exec(fmt::format(
+            "ALTER TABLE series DELETE WHERE series IN (SELECT series FROM series GROUP BY "
+            "series HAVING max(last_seen) < {})",
+            before)));
+        for (const char* table : {"entities", "entity_span"}) {
+          WARPSCOPE_RETURN_IF_ERROR(client_.Exec(fmt::format(
+              "ALTER TABLE {} DELETE WHERE (host, id) IN (SELECT host, id FROM entity_span "
+              "GROUP BY host, id HAVING maxIf(t, edge = 1) < {})",
+              table, before)));
+        }
       }
     }
   }
@@ -263,8 +268,8 @@ Result<StorageStats> ClickHouseStorage::Stats() {
       {"rollup_1h", fmt::format("rollup_1h FINAL WHERE start >= {}", marks.hour_cutoff)},
       {"series", fmt::format("(SELECT series FROM series GROUP BY series HAVING max(last_seen) "
                              ">= {})", marks.forget_before)},
-      {"entities", fmt::format("(SELECT host, id FROM entities GROUP BY host, id HAVING "
-                               "max(last_seen) >= {})", marks.forget_before)},
+      {"entities", fmt::format("(SELECT host, id FROM entity_span GROUP BY host, id HAVING "
+                               "maxIf(t, edge = 1) >= {})", marks.forget_before)},
       {"metrics", "metrics FINAL"},
       {"events", fmt::format("events FINAL WHERE time >= {}", marks.event_cutoff)},
       {"profiles", fmt::format("profiles WHERE stop >= {}", marks.profile_cutoff)},

@@ -30,13 +30,15 @@ const char* TableOf(Resolution r) {
 
 // The entities' current state, one row per (host, id): the latest declared kind, parent and
 // attributes (an entity only series referred to keeps its implied kind), first and last seen.
+// `where` filters both tables (by host).
 std::string EntitiesSql(const std::string& where) {
   return fmt::format(
       "SELECT host, id, kind_, parent_, attributes_, first_, last_ FROM (SELECT host, id, "
       "if(countIf(declared = 1) > 0, argMaxIf(kind, ver, declared = 1), argMax(kind, ver)) AS "
       "kind_, argMaxIf(parent, ver, declared = 1) AS parent_, argMaxIf(attributes, ver, "
-      "declared = 1) AS attributes_, min(first_seen) AS first_, max(last_seen) AS last_ FROM "
-      "entities {} GROUP BY host, id)",
+      "declared = 1) AS attributes_ FROM entities {0} GROUP BY host, id) ANY INNER JOIN (SELECT "
+      "host, id, minIf(t, edge = 0) AS first_, maxIf(t, edge = 1) AS last_ FROM entity_span {0} "
+      "GROUP BY host, id) USING (host, id)",
       where);
 }
 

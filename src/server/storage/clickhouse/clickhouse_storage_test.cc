@@ -29,18 +29,19 @@ bool InCi() {
   return ci != nullptr && (std::string(ci) == "true" || std::string(ci) == "1");
 }
 
-// The server the conformance tests of this process share (each test its own database).
-TestServer* SharedServer(std::string* error) {
+// The server the conformance tests of this process share (each test its own database); null
+// with the reason in `error` when it cannot start.
+TestServer* SharedServer(base::Status* error) {
   static std::mutex mu;
   static std::unique_ptr<TestServer> server;
-  static std::string start_error;
+  static base::Status start_error;
   std::lock_guard lock(mu);
-  if (server == nullptr && start_error.empty()) {
+  if (server == nullptr && start_error.ok()) {
     auto started = TestServer::Start();
     if (started) {
       server = std::move(*started);
     } else {
-      start_error = started.error().ToString();
+      start_error = started.error();
     }
   }
   if (error != nullptr) *error = start_error;
@@ -59,10 +60,10 @@ std::string DatabaseFor(const std::string& dir) {
 
 base::Result<std::unique_ptr<Storage>> OpenClickHouse(const std::string& dir,
                                                       const StorageOptions& options) {
-  std::string error;
+  base::Status error;
   TestServer* server = SharedServer(&error);
   if (server == nullptr) {
-    return base::Error(base::Unavailable("{}", error));
+    return base::Error(error);
   }
   ClickHouseStorageOptions o;
   o.url = server->Url(DatabaseFor(dir));
@@ -170,9 +171,9 @@ TEST_F(ClickHouseStorageTest, RefusedCredentialsArePermissionDeniedNamingThePass
 // Two servers over one database: a batch retried through the other one is a duplicate, and
 // both answer a query the same.
 TEST_F(ClickHouseStorageTest, TwoStoresOverOneDatabaseShareDedupAndAnswers) {
-  std::string error;
+  base::Status error;
   TestServer* server = SharedServer(&error);
-  ASSERT_NE(server, nullptr) << error;
+  ASSERT_NE(server, nullptr) << error.ToString();
   auto a = OpenOn(*server, "shared_two_stores");
   auto b = OpenOn(*server, "shared_two_stores");
   ASSERT_TRUE(a && b);
@@ -205,9 +206,9 @@ TEST_F(ClickHouseStorageTest, TwoStoresOverOneDatabaseShareDedupAndAnswers) {
 // Batches written at once from many threads are grouped: fewer INSERTs than batches, and every
 // batch stored exactly once.
 TEST_F(ClickHouseStorageTest, ConcurrentBatchesShareInserts) {
-  std::string error;
+  base::Status error;
   TestServer* server = SharedServer(&error);
-  ASSERT_NE(server, nullptr) << error;
+  ASSERT_NE(server, nullptr) << error.ToString();
   auto store = OpenOn(*server, "group_commit");
   ASSERT_NE(store, nullptr);
   constexpr int kThreads = 8;
