@@ -8,13 +8,14 @@
 namespace warpscope::server::clickhouse {
 namespace {
 
-constexpr char kUrlForm[] = "clickhouse://HOST[:PORT]/DATABASE, e.g. clickhouse://localhost:8123/warpscope";
+constexpr char kUrlForm[] =
+    "clickhouse://HOST[:PORT]/DATABASE, e.g. clickhouse://localhost:8123/warpscope";
 
 bool ValidDatabase(std::string_view db) {
   if (db.empty()) return false;
   for (char c : db) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '_';
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
     if (!ok) return false;
   }
   return true;
@@ -65,8 +66,8 @@ base::Result<Endpoint> ParseUrl(std::string_view url) {
   std::string_view rest = url.substr(kScheme.size());
   const size_t slash = rest.find('/');
   if (slash == std::string_view::npos) {
-    return base::Error(base::InvalidArgument("--storage {}: the database is missing; expected {}",
-                                             url, kUrlForm));
+    return base::Error(
+        base::InvalidArgument("--storage {}: the database is missing; expected {}", url, kUrlForm));
   }
   Endpoint e;
   std::string_view authority = rest.substr(0, slash);
@@ -83,8 +84,8 @@ base::Result<Endpoint> ParseUrl(std::string_view url) {
     std::string_view port = authority.substr(colon + 1);
     auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), e.port);
     if (ec != std::errc() || end != port.data() + port.size() || e.port <= 0 || e.port > 65535) {
-      return base::Error(base::InvalidArgument("--storage {}: bad port \"{}\"; expected {}", url,
-                                               port, kUrlForm));
+      return base::Error(
+          base::InvalidArgument("--storage {}: bad port \"{}\"; expected {}", url, port, kUrlForm));
     }
   }
   if (e.host.empty()) {
@@ -104,13 +105,27 @@ std::vector<TsvRow> ParseTsv(std::string_view body) {
     if (c == '\\' && i + 1 < body.size()) {
       const char n = body[++i];
       switch (n) {
-        case 'n': field += '\n'; break;
-        case 't': field += '\t'; break;
-        case 'r': field += '\r'; break;
-        case 'b': field += '\b'; break;
-        case 'f': field += '\f'; break;
-        case '0': field += '\0'; break;
-        default: field += n; break;
+        case 'n':
+          field += '\n';
+          break;
+        case 't':
+          field += '\t';
+          break;
+        case 'r':
+          field += '\r';
+          break;
+        case 'b':
+          field += '\b';
+          break;
+        case 'f':
+          field += '\f';
+          break;
+        case '0':
+          field += '\0';
+          break;
+        default:
+          field += n;
+          break;
       }
       any = true;
     } else if (c == '\t') {
@@ -140,12 +155,24 @@ std::string EscapeTsv(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\t': out += "\\t"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\0': out += "\\0"; break;
-      default: out += c; break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\0':
+        out += "\\0";
+        break;
+      default:
+        out += c;
+        break;
     }
   }
   return out;
@@ -181,12 +208,11 @@ base::Result<std::string> Client::Run(std::string_view sql, std::string_view bod
   const std::string path = httplib::append_query_params("/", params);
   if (body.empty()) body = sql;
   const std::string where = fmt::format("ClickHouse at {}:{}", endpoint_.host, endpoint_.port);
-  auto res = http.Post(path.c_str(), headers, body.data(), body.size(),
-                       "application/octet-stream");
+  auto res = http.Post(path.c_str(), headers, body.data(), body.size(), "application/octet-stream");
   if (!res) {
     return base::Error(base::Unavailable(
-        "{} cannot be reached ({}); start it or fix the host and port in --storage",
-        where, httplib::to_string(res.error())));
+        "{} cannot be reached ({}); start it or fix the host and port in --storage", where,
+        httplib::to_string(res.error())));
   }
   if (res->status == 200) return std::move(res->body);
   const int code = ErrorCode(res->body);
@@ -200,11 +226,11 @@ base::Result<std::string> Client::Run(std::string_view sql, std::string_view bod
     return base::Error(base::NotFound("{}: {}", where, message));
   }
   if (TransientCode(code) || res->status == 502 || res->status == 503 || res->status == 504) {
-    return base::Error(base::Unavailable("{} is overloaded or failing: {}; retry later", where,
-                                         message));
+    return base::Error(
+        base::Unavailable("{} is overloaded or failing: {}; retry later", where, message));
   }
-  return base::Error(base::Internal("{} failed a query (HTTP {}): {}", where, res->status,
-                                    message));
+  return base::Error(
+      base::Internal("{} failed a query (HTTP {}): {}", where, res->status, message));
 }
 
 base::Status Client::Exec(std::string_view sql, std::string_view body, bool in_database) const {

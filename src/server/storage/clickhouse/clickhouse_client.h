@@ -44,8 +44,7 @@ std::string Quote(std::string_view s);
 // Thread-safe: each call uses its own connection.
 class Client {
  public:
-  explicit Client(Endpoint endpoint,
-                  std::chrono::milliseconds timeout = std::chrono::seconds(30));
+  explicit Client(Endpoint endpoint, std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
   const Endpoint& endpoint() const { return endpoint_; }
 

@@ -5,11 +5,10 @@
 #include <atomic>
 #include <charconv>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 #include <unordered_set>
-
-#include <nlohmann/json.hpp>
 
 #include "server/storage/clickhouse/clickhouse_internal.h"
 #include "server/storage/label_codec.h"
@@ -35,10 +34,9 @@ double ParseDouble(std::string_view s) {
 
 uint64_t NextVersion() {
   static std::atomic<uint64_t> last{0};
-  const auto now = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  const auto now = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count());
   uint64_t prev = last.load();
   uint64_t next = 0;
   do {
@@ -83,16 +81,16 @@ constexpr char kDuplicateRow[] = "__batch_stored";
 // numeric columns (no Map, LowCardinality, codecs or TTL), (Replacing)MergeTree engines.
 constexpr const char* kSchema[] = {
     "CREATE TABLE IF NOT EXISTS batches (agent String, sequence UInt64, start Int64, ver UInt64) "
-    "ENGINE = ReplacingMergeTree(ver) PARTITION BY " WS_DAY("start")
-    " ORDER BY (agent, sequence, start)",
+    "ENGINE = ReplacingMergeTree(ver) PARTITION BY " WS_DAY(
+        "start") " ORDER BY (agent, sequence, start)",
     "CREATE TABLE IF NOT EXISTS samples (metric String, series UInt64, host String, entity String, "
     "labels String, start Int64, duration Int64, v_avg Float64, v_min Float64, v_max Float64, "
-    "v_last Float64, v_count UInt64, ver UInt64) ENGINE = ReplacingMergeTree(ver) PARTITION BY "
-    WS_DAY("start") " ORDER BY (metric, series, start)",
+    "v_last Float64, v_count UInt64, ver UInt64) ENGINE = ReplacingMergeTree(ver) PARTITION "
+    "BY " WS_DAY("start") " ORDER BY (metric, series, start)",
     "CREATE TABLE IF NOT EXISTS rollup_1m (metric String, series UInt64, host String, "
     "entity String, labels String, start Int64, v_avg Float64, v_min Float64, v_max Float64, "
-    "v_last Float64, v_count UInt64, ver UInt64) ENGINE = ReplacingMergeTree(ver) PARTITION BY "
-    WS_DAY("start") " ORDER BY (metric, series, start)",
+    "v_last Float64, v_count UInt64, ver UInt64) ENGINE = ReplacingMergeTree(ver) PARTITION "
+    "BY " WS_DAY("start") " ORDER BY (metric, series, start)",
     "CREATE TABLE IF NOT EXISTS rollup_1h (metric String, series UInt64, host String, "
     "entity String, labels String, start Int64, v_avg Float64, v_min Float64, v_max Float64, "
     "v_last Float64, v_count UInt64, ver UInt64) ENGINE = ReplacingMergeTree(ver) PARTITION BY "
@@ -121,17 +119,18 @@ constexpr const char* kSchema[] = {
     "edge",
     "CREATE TABLE IF NOT EXISTS events (host String, entity String, kind String, code Int64, "
     "message String, attributes String, time Int64, ver UInt64, idx UInt32) ENGINE = "
-    "ReplacingMergeTree(ver) PARTITION BY "
-    WS_DAY("time") " ORDER BY (host, time, entity, kind, code, message, attributes)",
+    "ReplacingMergeTree(ver) PARTITION BY " WS_DAY(
+        "time") " ORDER BY (host, time, entity, kind, code, message, attributes)",
     "CREATE TABLE IF NOT EXISTS profiles (id Int64, host String, entity String, pid Int64, "
     "executable String, kind String, start Int64, stop Int64, labels String, size UInt64, "
     "data String) ENGINE = MergeTree PARTITION BY " WS_DAY("start") " ORDER BY (host, start, id)",
-    "CREATE TABLE IF NOT EXISTS training_steps (job String, host String, entity String, comm String, "
+    "CREATE TABLE IF NOT EXISTS training_steps (job String, host String, entity String, comm "
+    "String, "
     "rank UInt32, world_size UInt32, step Int64, start_ns Int64, end_ns Int64, compute_ns Int64, "
     "comm_ns Int64, overlap_ns Int64, last_collective_offset_ns Int64, nccl_ns Int64, "
     "collectives UInt32, bus_bytes UInt64, source String, end_ms Int64) "
-    "ENGINE = ReplacingMergeTree PARTITION BY " WS_DAY("end_ms")
-    " ORDER BY (job, end_ns, step, rank, host, entity)",
+    "ENGINE = ReplacingMergeTree PARTITION BY " WS_DAY(
+        "end_ms") " ORDER BY (job, end_ns, step, rank, host, entity)",
     "CREATE TABLE IF NOT EXISTS dirty (bucket Int64, ver UInt64) ENGINE = MergeTree "
     "ORDER BY ver",
     "CREATE TABLE IF NOT EXISTS marks (name String, value Int64, ver UInt64) "
@@ -169,7 +168,7 @@ Result<std::unique_ptr<ClickHouseStorage>> ClickHouseStorage::Open(
 
 Status ClickHouseStorage::CreateSchema() {
   auto created = client_.Exec("CREATE DATABASE IF NOT EXISTS " + client_.endpoint().database, {},
-                             /*in_database=*/false);
+                              /*in_database=*/false);
   if (!created.ok()) {
     return base::ErrStatus(created.code(), "opening --storage {}: {}", options_.url,
                            created.message());
@@ -196,13 +195,18 @@ Result<ClickHouseStorage::Marks> ClickHouseStorage::ReadMarks(const IngestBatch*
   }
   WARPSCOPE_ASSIGN_OR_RETURN(auto rows, client_.Select(sql + " FORMAT TSV"));
   Marks m;
-  const std::pair<const char*, int64_t*> fields[] = {
-      {"minute_watermark", &m.minute_watermark}, {"hour_watermark", &m.hour_watermark},
-      {"minute_building_to", &m.minute_building_to}, {"raw_cutoff", &m.raw_cutoff},
-      {"minute_cutoff", &m.minute_cutoff}, {"hour_cutoff", &m.hour_cutoff},
-      {"event_cutoff", &m.event_cutoff}, {"profile_cutoff", &m.profile_cutoff},
-      {"step_cutoff", &m.step_cutoff}, {"dirty_done", &m.dirty_done},
-      {"forget_before", &m.forget_before}, {kDuplicateRow, &m.batch_stored}};
+  const std::pair<const char*, int64_t*> fields[] = {{"minute_watermark", &m.minute_watermark},
+                                                     {"hour_watermark", &m.hour_watermark},
+                                                     {"minute_building_to", &m.minute_building_to},
+                                                     {"raw_cutoff", &m.raw_cutoff},
+                                                     {"minute_cutoff", &m.minute_cutoff},
+                                                     {"hour_cutoff", &m.hour_cutoff},
+                                                     {"event_cutoff", &m.event_cutoff},
+                                                     {"profile_cutoff", &m.profile_cutoff},
+                                                     {"step_cutoff", &m.step_cutoff},
+                                                     {"dirty_done", &m.dirty_done},
+                                                     {"forget_before", &m.forget_before},
+                                                     {kDuplicateRow, &m.batch_stored}};
   for (const auto& row : rows) {
     if (row.size() < 2) continue;
     for (const auto& [name, field] : fields) {
@@ -429,9 +433,13 @@ Status ClickHouseStorage::BatchRows(const IngestBatch& batch, const Marks& marks
   for (const MetricInfo& m : batch.metrics) {
     auto it = metrics_.find(m.key);
     if (it != metrics_.end() && it->second == m) continue;
-    AppendRow(rows.metrics, json{{"key", m.key}, {"kind", MetricKindName(m.kind)},
-                                 {"unit", m.unit}, {"help", m.help}, {"prom_name", m.prom_name},
-                                 {"prom_scale", m.prom_scale}, {"otel_name", m.otel_name},
+    AppendRow(rows.metrics, json{{"key", m.key},
+                                 {"kind", MetricKindName(m.kind)},
+                                 {"unit", m.unit},
+                                 {"help", m.help},
+                                 {"prom_name", m.prom_name},
+                                 {"prom_scale", m.prom_scale},
+                                 {"otel_name", m.otel_name},
                                  {"entity_kind", model::EntityKindName(m.entity_kind)},
                                  {"ver", ver}});
     described.push_back(m);
@@ -440,11 +448,15 @@ Status ClickHouseStorage::BatchRows(const IngestBatch& batch, const Marks& marks
   // then those only series refer to (kind of their metric, no attributes, not "declared").
   std::set<std::string> seen;
   auto add_entity = [&](const model::Entity& e, bool declared) {
-    AppendRow(rows.entities, json{{"host", batch.host}, {"id", e.id},
-                                {"kind", model::EntityKindName(e.kind)}, {"parent", e.parent},
-                                {"attributes", EncodeLabels(e.attributes)},
-                                {"declared", declared ? 1 : 0}, {"first_seen", start_ms},
-                                {"last_seen", end_ms}, {"ver", ver}});
+    AppendRow(rows.entities, json{{"host", batch.host},
+                                  {"id", e.id},
+                                  {"kind", model::EntityKindName(e.kind)},
+                                  {"parent", e.parent},
+                                  {"attributes", EncodeLabels(e.attributes)},
+                                  {"declared", declared ? 1 : 0},
+                                  {"first_seen", start_ms},
+                                  {"last_seen", end_ms},
+                                  {"ver", ver}});
     seen.insert(e.id);
   };
   model::Entity host_entity{model::EntityKind::kHost, batch.host, "", batch.tags};
@@ -481,30 +493,52 @@ Status ClickHouseStorage::BatchRows(const IngestBatch& batch, const Marks& marks
       ++result.dropped_series;
       continue;
     }
-    AppendRow(rows.samples, json{{"metric", s.metric}, {"series", id}, {"host", batch.host},
-                                {"entity", s.entity}, {"labels", labels}, {"start", start_ms},
-                                {"duration", end_ms - start_ms}, {"v_avg", s.avg},
-                                {"v_min", s.min}, {"v_max", s.max}, {"v_last", s.last},
-                                {"v_count", std::max<uint32_t>(s.count, 1)}, {"ver", ver}});
+    AppendRow(rows.samples, json{{"metric", s.metric},
+                                 {"series", id},
+                                 {"host", batch.host},
+                                 {"entity", s.entity},
+                                 {"labels", labels},
+                                 {"start", start_ms},
+                                 {"duration", end_ms - start_ms},
+                                 {"v_avg", s.avg},
+                                 {"v_min", s.min},
+                                 {"v_max", s.max},
+                                 {"v_last", s.last},
+                                 {"v_count", std::max<uint32_t>(s.count, 1)},
+                                 {"ver", ver}});
     ++result.stored;
   }
   for (size_t i = 0; i < batch.events.size(); ++i) {
     const model::Event& e = batch.events[i];
-    AppendRow(rows.events, json{{"host", batch.host}, {"entity", e.entity}, {"kind", e.kind},
-                               {"code", e.code}, {"message", e.message},
-                               {"attributes", EncodeLabels(e.attributes)},
-                               {"time", ToMs(e.time)}, {"ver", ver}, {"idx", i}});
+    AppendRow(rows.events, json{{"host", batch.host},
+                                {"entity", e.entity},
+                                {"kind", e.kind},
+                                {"code", e.code},
+                                {"message", e.message},
+                                {"attributes", EncodeLabels(e.attributes)},
+                                {"time", ToMs(e.time)},
+                                {"ver", ver},
+                                {"idx", i}});
   }
   for (const model::TrainingStep& s : batch.steps) {
-    AppendRow(rows.steps,
-              json{{"job", s.job}, {"host", batch.host}, {"entity", s.entity}, {"comm", s.comm},
-                   {"rank", s.rank}, {"world_size", s.world_size}, {"step", s.step},
-                   {"start_ns", base::ToUnixNanos(s.start)}, {"end_ns", base::ToUnixNanos(s.end)},
-                   {"compute_ns", s.compute_ns}, {"comm_ns", s.comm_ns},
-                   {"overlap_ns", s.overlap_ns},
-                   {"last_collective_offset_ns", s.last_collective_offset_ns},
-                   {"nccl_ns", s.nccl_ns}, {"collectives", s.collectives},
-                   {"bus_bytes", s.bus_bytes}, {"source", s.source}, {"end_ms", ToMs(s.end)}});
+    AppendRow(rows.steps, json{{"job", s.job},
+                               {"host", batch.host},
+                               {"entity", s.entity},
+                               {"comm", s.comm},
+                               {"rank", s.rank},
+                               {"world_size", s.world_size},
+                               {"step", s.step},
+                               {"start_ns", base::ToUnixNanos(s.start)},
+                               {"end_ns", base::ToUnixNanos(s.end)},
+                               {"compute_ns", s.compute_ns},
+                               {"comm_ns", s.comm_ns},
+                               {"overlap_ns", s.overlap_ns},
+                               {"last_collective_offset_ns", s.last_collective_offset_ns},
+                               {"nccl_ns", s.nccl_ns},
+                               {"collectives", s.collectives},
+                               {"bus_bytes", s.bus_bytes},
+                               {"source", s.source},
+                               {"end_ms", ToMs(s.end)}});
   }
   // A window behind the minute rollups (or the slice being rolled up now): its minute is
   // rebuilt at the next Compact, and reads take that range from raw data until then.
@@ -550,8 +584,8 @@ Result<int64_t> ClickHouseStorage::WriteProfile(const ProfileMeta& meta, std::st
   row += '\n';
   WARPSCOPE_RETURN_IF_ERROR(
       client_.Exec("INSERT INTO profiles (id, host, entity, pid, executable, kind, start, stop, "
-                  "labels, size, data) FORMAT TabSeparated",
-                  row));
+                   "labels, size, data) FORMAT TabSeparated",
+                   row));
   return id;
 }
 

@@ -88,15 +88,15 @@ class ClickHouseStorage : public Storage {
     int64_t minute_watermark = 0;  // 1-minute rollups exist for buckets before this
     int64_t hour_watermark = 0;
     int64_t minute_building_to = 0;  // a Compact is rolling up minutes before this
-    int64_t raw_cutoff = 0;  // retention: data before these is gone (0: none removed yet)
+    int64_t raw_cutoff = 0;          // retention: data before these is gone (0: none removed yet)
     int64_t minute_cutoff = 0;
     int64_t hour_cutoff = 0;
     int64_t event_cutoff = 0;
     int64_t profile_cutoff = 0;
     int64_t step_cutoff = 0;
-    int64_t dirty_done = 0;  // dirty-bucket rows up to this version have been rebuilt
+    int64_t dirty_done = 0;     // dirty-bucket rows up to this version have been rebuilt
     int64_t forget_before = 0;  // series and entities last seen before this are gone
-    int64_t batch_stored = 0;  // ReadMarks(batch): > 0 when that batch was stored before
+    int64_t batch_stored = 0;   // ReadMarks(batch): > 0 when that batch was stored before
   };
   struct MatchedSeries {
     uint64_t id = 0;
@@ -140,8 +140,7 @@ class ClickHouseStorage : public Storage {
                                 const std::vector<int64_t>* buckets);
   base::Status RebuildDirty(Marks& marks, CompactResult& result);
   base::Result<uint64_t> ApplyRetention(std::string_view table, std::string_view time_column,
-                                        int64_t old_cutoff, int64_t new_cutoff,
-                                        int64_t time_scale);
+                                        int64_t old_cutoff, int64_t new_cutoff, int64_t time_scale);
 
   ClickHouseStorageOptions options_;
   clickhouse::Client client_;

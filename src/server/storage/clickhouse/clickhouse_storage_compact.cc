@@ -45,10 +45,10 @@ Result<uint64_t> ClickHouseStorage::RollUp(Resolution target, int64_t from, int6
                              client_.Select("SELECT count() FROM (" + select + ") FORMAT TSV"));
   const uint64_t rows = count.empty() || count[0].empty() ? 0 : ParseUint(count[0][0]);
   if (rows == 0) return 0;
-  WARPSCOPE_RETURN_IF_ERROR(
-      client_.Exec(fmt::format("INSERT INTO {} (metric, series, host, entity, labels, start, v_avg, "
-                           "v_min, v_max, v_last, v_count, ver) {}",
-                           minute ? "rollup_1m" : "rollup_1h", select)));
+  WARPSCOPE_RETURN_IF_ERROR(client_.Exec(
+      fmt::format("INSERT INTO {} (metric, series, host, entity, labels, start, v_avg, "
+                  "v_min, v_max, v_last, v_count, ver) {}",
+                  minute ? "rollup_1m" : "rollup_1h", select)));
   return rows;
 }
 
@@ -72,15 +72,14 @@ Status ClickHouseStorage::RebuildDirty(Marks& marks, CompactResult& result) {
     if (FloorTo(bucket, kHourMs) < marks.hour_watermark) hours.insert(FloorTo(bucket, kHourMs));
   }
   if (!minutes.empty()) {
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        uint64_t n, RollUp(Resolution::kMinute, minutes.front(), minutes.back() + kMinuteMs,
-                           &minutes));
+    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t n, RollUp(Resolution::kMinute, minutes.front(),
+                                                  minutes.back() + kMinuteMs, &minutes));
     result.minute_rows += n;
   }
   if (!hours.empty()) {
     std::vector<int64_t> h(hours.begin(), hours.end());
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        uint64_t n, RollUp(Resolution::kHour, h.front(), h.back() + kHourMs, &h));
+    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t n,
+                               RollUp(Resolution::kHour, h.front(), h.back() + kHourMs, &h));
     result.hour_rows += n;
   }
   marks.dirty_done = static_cast<int64_t>(done);
@@ -93,9 +92,8 @@ Status ClickHouseStorage::RebuildDirty(Marks& marks, CompactResult& result) {
 // filter by the cutoff mark, set before, so rows in the partly expired partition stay invisible
 // until it goes too. `time_scale` is the column's units per ms.
 Result<uint64_t> ClickHouseStorage::ApplyRetention(std::string_view table,
-                                                   std::string_view time_column,
-                                                   int64_t old_cutoff, int64_t new_cutoff,
-                                                   int64_t time_scale) {
+                                                   std::string_view time_column, int64_t old_cutoff,
+                                                   int64_t new_cutoff, int64_t time_scale) {
   WARPSCOPE_ASSIGN_OR_RETURN(
       auto rows, client_.Select(fmt::format("SELECT count() FROM {} WHERE {} >= {} AND {} < {} "
                                             "FORMAT TSV",
@@ -158,8 +156,8 @@ Result<CompactResult> ClickHouseStorage::Compact(base::TimePoint now) {
                     : hour_until;
   }
   if (marks.minute_watermark != 0 && hour_until > hour_from) {
-    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t n, RollUp(Resolution::kHour, hour_from, hour_until,
-                                                  nullptr));
+    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t n,
+                               RollUp(Resolution::kHour, hour_from, hour_until, nullptr));
     result.hour_rows += n;
     WARPSCOPE_RETURN_IF_ERROR(SetMark("hour_watermark", hour_until));
     marks.hour_watermark = hour_until;
@@ -176,14 +174,16 @@ Result<CompactResult> ClickHouseStorage::Compact(base::TimePoint now) {
   };
   std::vector<Cut> cuts;
   if (marks.minute_watermark != 0) {
-    cuts.push_back({"raw_cutoff", "samples", "start", marks.raw_cutoff,
-                    std::min(FloorTo(now_ms - DurationMs(o.raw_retention), kMinuteMs),
-                             marks.minute_watermark), 1});
+    cuts.push_back(
+        {"raw_cutoff", "samples", "start", marks.raw_cutoff,
+         std::min(FloorTo(now_ms - DurationMs(o.raw_retention), kMinuteMs), marks.minute_watermark),
+         1});
   }
   if (marks.hour_watermark != 0) {
-    cuts.push_back({"minute_cutoff", "rollup_1m", "start", marks.minute_cutoff,
-                    std::min(FloorTo(now_ms - DurationMs(o.minute_retention), kHourMs),
-                             marks.hour_watermark), 1});
+    cuts.push_back(
+        {"minute_cutoff", "rollup_1m", "start", marks.minute_cutoff,
+         std::min(FloorTo(now_ms - DurationMs(o.minute_retention), kHourMs), marks.hour_watermark),
+         1});
   }
   cuts.push_back({"hour_cutoff", "rollup_1h", "start", marks.hour_cutoff,
                   FloorTo(now_ms - DurationMs(o.hour_retention), kHourMs), 1});
@@ -201,8 +201,8 @@ Result<CompactResult> ClickHouseStorage::Compact(base::TimePoint now) {
                                ApplyRetention(c.table, c.column, c.old_cutoff, c.target, c.scale));
     result.deleted_rows += n;
     if (std::string_view(c.mark) == "raw_cutoff") {
-      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t b, ApplyRetention("batches", "start", c.old_cutoff,
-                                                            c.target, 1));
+      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t b,
+                                 ApplyRetention("batches", "start", c.old_cutoff, c.target, 1));
       (void)b;  // the dedup table is bookkeeping, not data
     }
     advanced = true;
@@ -267,9 +267,11 @@ Result<StorageStats> ClickHouseStorage::Stats() {
       {"rollup_1m", fmt::format("rollup_1m FINAL WHERE start >= {}", marks.minute_cutoff)},
       {"rollup_1h", fmt::format("rollup_1h FINAL WHERE start >= {}", marks.hour_cutoff)},
       {"series", fmt::format("(SELECT series FROM series GROUP BY series HAVING max(last_seen) "
-                             ">= {})", marks.forget_before)},
+                             ">= {})",
+                             marks.forget_before)},
       {"entities", fmt::format("(SELECT host, id FROM entity_span GROUP BY host, id HAVING "
-                               "maxIf(t, edge = 1) >= {})", marks.forget_before)},
+                               "maxIf(t, edge = 1) >= {})",
+                               marks.forget_before)},
       {"metrics", "metrics FINAL"},
       {"events", fmt::format("events FINAL WHERE time >= {}", marks.event_cutoff)},
       {"profiles", fmt::format("profiles WHERE stop >= {}", marks.profile_cutoff)},
@@ -281,8 +283,7 @@ Result<StorageStats> ClickHouseStorage::Stats() {
   for (const auto& [table, from] : tables) {
     WARPSCOPE_ASSIGN_OR_RETURN(
         auto rows, client_.Select(fmt::format("SELECT count() FROM {} FORMAT TSV", from)));
-    TableStats t{table, rows.empty() || rows[0].empty() ? 0 : ParseUint(rows[0][0]),
-                 bytes[table]};
+    TableStats t{table, rows.empty() || rows[0].empty() ? 0 : ParseUint(rows[0][0]), bytes[table]};
     if (t.name == "samples") stats.raw_windows = t.rows;
     stats.tables.push_back(std::move(t));
   }

@@ -88,8 +88,8 @@ Result<std::vector<ClickHouseStorage::MatchedSeries>> ClickHouseStorage::MatchSe
   // The entities of the matched series, for their kind and attributes.
   std::string entity_where =
       match.host.empty() ? std::string() : "WHERE host = " + Quote(match.host);
-  WARPSCOPE_ASSIGN_OR_RETURN(
-      auto entity_rows, client_.Select(EntitiesSql(entity_where) + " FORMAT TSV"));
+  WARPSCOPE_ASSIGN_OR_RETURN(auto entity_rows,
+                             client_.Select(EntitiesSql(entity_where) + " FORMAT TSV"));
   std::map<std::pair<std::string, std::string>, EntityRecord> entities;
   for (const auto& row : entity_rows) {
     if (row.size() < 7) continue;
@@ -132,9 +132,9 @@ Result<Availability> ClickHouseStorage::ReadAvailability(const Marks& marks) {
   // Rollups that a late window made stale (rebuilt at the next Compact) are not read: from the
   // earliest stale minute on, finer data serves the range (as in SqliteStorage).
   WARPSCOPE_ASSIGN_OR_RETURN(
-      auto rows, client_.Select(fmt::format(
-                     "SELECT count(), min(bucket) FROM dirty WHERE ver > {} FORMAT TSV",
-                     static_cast<uint64_t>(marks.dirty_done))));
+      auto rows,
+      client_.Select(fmt::format("SELECT count(), min(bucket) FROM dirty WHERE ver > {} FORMAT TSV",
+                                 static_cast<uint64_t>(marks.dirty_done))));
   if (!rows.empty() && rows[0].size() >= 2 && ParseInt(rows[0][0]) > 0) {
     const int64_t stale = ParseInt(rows[0][1]);
     a.minute_to = std::min(a.minute_to, std::max(FloorTo(stale, kMinuteMs), a.raw_from));
@@ -338,9 +338,9 @@ Result<std::vector<EventRecord>> ClickHouseStorage::QueryEvents(const EventQuery
 
 Result<std::vector<ProfileMeta>> ClickHouseStorage::ListProfiles(const ProfileQuery& query) {
   WARPSCOPE_ASSIGN_OR_RETURN(Marks marks, ReadMarks());
-  std::string sql = fmt::format("{} FROM profiles WHERE start < {} AND stop > {} AND start >= {}",
-                                kProfileColumns, ToMs(query.end), ToMs(query.start),
-                                marks.profile_cutoff);
+  std::string sql =
+      fmt::format("{} FROM profiles WHERE start < {} AND stop > {} AND start >= {}",
+                  kProfileColumns, ToMs(query.end), ToMs(query.start), marks.profile_cutoff);
   if (!query.host.empty()) sql += " AND host = " + Quote(query.host);
   if (!query.entity.empty()) sql += " AND entity = " + Quote(query.entity);
   if (!query.kind.empty()) sql += " AND kind = " + Quote(query.kind);

@@ -65,12 +65,11 @@ Result<std::vector<JobRecord>> ClickHouseStorage::ListJobs(const JobQuery& query
   const int64_t from = std::max(Ns(query.start), marks.step_cutoff * 1'000'000);
   // One row per (job, host, rank): distinct ranks and hosts are counted here.
   WARPSCOPE_ASSIGN_OR_RETURN(
-      auto rows,
-      client_.Select(fmt::format(
-          "SELECT job, host, rank, max(world_size), count(), min(step), max(step), "
-          "min(start_ns), max(end_ns) FROM training_steps FINAL WHERE end_ns >= {} AND "
-          "end_ns < {} GROUP BY job, host, rank FORMAT TSV",
-          from, Ns(query.end))));
+      auto rows, client_.Select(fmt::format(
+                     "SELECT job, host, rank, max(world_size), count(), min(step), max(step), "
+                     "min(start_ns), max(end_ns) FROM training_steps FINAL WHERE end_ns >= {} AND "
+                     "end_ns < {} GROUP BY job, host, rank FORMAT TSV",
+                     from, Ns(query.end))));
   struct Acc {
     JobRecord record;
     std::set<uint32_t> ranks;

@@ -9,10 +9,10 @@
 #include <atomic>
 #include <cstdlib>
 #include <map>
-#include <thread>
-#include <vector>
 #include <memory>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "server/storage/clickhouse/testing/clickhouse_server.h"
 #include "server/storage/testing/storage_conformance.h"
@@ -98,10 +98,14 @@ IngestBatch Window(uint64_t sequence, double value) {
   b.start = kT0 + std::chrono::seconds(10 * sequence);
   b.end = b.start + std::chrono::seconds(10);
   b.host = "h1";
-  b.metrics.push_back(MetricInfo{.key = "gpu.utilization", .unit = "1",
-                                 .entity_kind = model::EntityKind::kGpu});
-  b.series.push_back(IngestSeries{.metric = "gpu.utilization", .entity = "GPU-0", .avg = value,
-                                  .min = value, .max = value, .last = value});
+  b.metrics.push_back(
+      MetricInfo{.key = "gpu.utilization", .unit = "1", .entity_kind = model::EntityKind::kGpu});
+  b.series.push_back(IngestSeries{.metric = "gpu.utilization",
+                                  .entity = "GPU-0",
+                                  .avg = value,
+                                  .min = value,
+                                  .max = value,
+                                  .last = value});
   return b;
 }
 

@@ -39,7 +39,9 @@ int FreePort() {
   return port;
 }
 
-bool Executable(const std::string& path) { return !path.empty() && access(path.c_str(), X_OK) == 0; }
+bool Executable(const std::string& path) {
+  return !path.empty() && access(path.c_str(), X_OK) == 0;
+}
 
 bool WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::trunc);
@@ -95,7 +97,9 @@ base::Result<std::unique_ptr<TestServer>> TestServer::Start(const std::string& p
   const std::string config = fmt::format(
       R"(<?xml version="1.0"?>
 <yandex>
-  <logger><level>warning</level><log>{0}/server.log</log><errorlog>{0}/server.err.log</errorlog></logger>
+  <logger>
+    <level>warning</level><log>{0}/server.log</log><errorlog>{0}/server.err.log</errorlog>
+  </logger>
   <http_port>{1}</http_port>
   <tcp_port>{2}</tcp_port>
   <listen_host>127.0.0.1</listen_host>
@@ -154,8 +158,9 @@ base::Status TestServer::Launch() {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;
-      return base::Internal("clickhouse-server exited at start (status {}); its log: {}", status,
-                            ReadTail(d + "/stdout.log", 2000) + ReadTail(d + "/server.err.log", 2000));
+      return base::Internal(
+          "clickhouse-server exited at start (status {}); its log: {}", status,
+          ReadTail(d + "/stdout.log", 2000) + ReadTail(d + "/server.err.log", 2000));
     }
     if (auto res = http.Get("/ping"); res && res->status == 200) {
       return base::OkStatus();
