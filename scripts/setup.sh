@@ -7,7 +7,8 @@
 #   scripts/setup.sh --test     also the test peers (Prometheus, Alertmanager, node_exporter,
 #                               Chromium, gdb, perf for the CPU profiler benchmarks,
 #                               systemd-analyze for the service units, man-db and lintian
-#                               for the Debian package, tmux for warpscope top's terminal test)
+#                               for the Debian package, tmux for warpscope top's terminal test,
+#                               clickhouse-server for the ClickHouse storage tests)
 set -euo pipefail
 
 build_pkgs=(cmake ninja-build g++ pkg-config libcpp-httplib-dev nlohmann-json3-dev libyaml-cpp-dev
@@ -16,7 +17,7 @@ build_pkgs=(cmake ninja-build g++ pkg-config libcpp-httplib-dev nlohmann-json3-d
   python3-dev help2man dpkg-dev libncurses-dev libgrpc++-dev protobuf-compiler-grpc libboost-dev)
 test_pkgs=(prometheus prometheus-alertmanager prometheus-node-exporter curl chromium gdb linux-perf
   systemd man-db lintian tmux umoci python3-yaml golang-go golang-github-masterminds-sprig-dev
-  golang-gopkg-yaml.v2-dev golang-gopkg-yaml.v3-dev)
+  golang-gopkg-yaml.v2-dev golang-gopkg-yaml.v3-dev clickhouse-server)
 
 want=("${build_pkgs[@]}")
 # The web UI is built with npm; Debian's nodejs/npm when the machine has no npm of its own.
@@ -39,7 +40,8 @@ if ((${#missing[@]})); then
   sudo_cmd=()
   if [[ $(id -u) -ne 0 ]]; then sudo_cmd=(sudo); fi
   "${sudo_cmd[@]}" apt-get update -qq
-  # Debian's prometheus packages start services where systemd runs; tests start their own peers.
+  # Debian's prometheus and clickhouse-server packages start services where systemd runs; tests
+  # start their own peers.
   DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends \
     "${missing[@]}" >/dev/null
 fi

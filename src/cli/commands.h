@@ -37,7 +37,7 @@ class ServerExporter;
 namespace warpscope::server {
 class ApiServer;
 class OtlpGrpcServer;
-class SqliteStorage;
+class Storage;
 namespace insights {
 class FindingStore;
 class InsightEngine;
@@ -197,7 +197,7 @@ class ServerProcess {
   base::TaskRunner& runner_;
   const base::Clock& clock_;
   server::ServerConfig config_;  // as started, but for what Reload applied
-  std::unique_ptr<server::SqliteStorage> storage_;
+  std::unique_ptr<server::Storage> storage_;  // --storage: SQLite or ClickHouse
   std::unique_ptr<server::traces::TraceStore> traces_;
   std::unique_ptr<server::insights::FindingStore> finding_store_;
   std::unique_ptr<server::insights::InsightEngine> insights_;  // null when insights are off

@@ -2,6 +2,7 @@
 #include "cli/server_flags.h"
 
 #include "server/alerts/alert_sender.h"
+#include "server/storage/clickhouse/clickhouse_client.h"
 
 namespace warpscope::cli {
 namespace {
@@ -51,6 +52,17 @@ void ServerFlags::Register(CLI::App& sub) {
   sub.add_option("--data-dir", data_dir_, "Directory of the embedded database (created if missing)")
       ->envname("WARPSCOPE_DATA_DIR")
       ->capture_default_str();
+  sub.add_option("--storage", storage_,
+                 "Where metrics go: sqlite (the embedded database under --data-dir) or "
+                 "clickhouse://HOST[:PORT]/DATABASE, shared by any number of servers")
+      ->envname("WARPSCOPE_STORAGE")
+      ->capture_default_str();
+  sub.add_option("--storage-user", storage_user_, "ClickHouse user (with clickhouse:// storage)")
+      ->envname("WARPSCOPE_STORAGE_USER")
+      ->capture_default_str();
+  sub.add_option("--storage-password-file", storage_password_file_,
+                 "File with the ClickHouse user's password (chmod 600); without it none is sent")
+      ->envname("WARPSCOPE_STORAGE_PASSWORD_FILE");
   sub.add_option("--auth-token-file", auth_token_file_,
                  "File with the bearer token agents must send (chmod 600); without it ingest is "
                  "open")
@@ -184,6 +196,13 @@ base::Status ServerFlags::Finish(server::ServerConfig& config) const {
   config = defaults_;
   config.listen_address = listen_address_;
   config.data_dir = data_dir_;
+  config.storage = storage_;
+  config.storage_user = storage_user_;
+  config.storage_password_file = storage_password_file_;
+  if (config.storage != "sqlite") {
+    auto url = server::clickhouse::ParseUrl(config.storage);  // names the expected form
+    if (!url) return url.error();
+  }
   config.auth_token_file = auth_token_file_;
   config.auth_read = auth_read_;
   config.tls_cert_file = tls_cert_;

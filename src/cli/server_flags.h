@@ -31,6 +31,9 @@ class ServerFlags {
   server::ServerConfig defaults_;
   std::string listen_address_ = defaults_.listen_address;
   std::string data_dir_ = defaults_.data_dir;
+  std::string storage_ = defaults_.storage;
+  std::string storage_user_ = defaults_.storage_user;
+  std::string storage_password_file_;
   std::string auth_token_file_;
   bool auth_read_ = false;
   std::string tls_cert_;

@@ -97,6 +97,30 @@ TEST(ServerFlagsTest, AnUnknownInsightKeyNamesTheClosestValidOne) {
           .ok());
 }
 
+TEST(ServerFlagsTest, StorageFlagsReachTheConfig) {
+  server::ServerConfig config;
+  base::Status st = Parse({"server", "--storage=clickhouse://ch.internal:8123/warpscope",
+                           "--storage-user=ingest", "--storage-password-file=/etc/ws/ch.pw"},
+                          config);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(config.storage, "clickhouse://ch.internal:8123/warpscope");
+  EXPECT_EQ(config.storage_user, "ingest");
+  EXPECT_EQ(config.storage_password_file, "/etc/ws/ch.pw");
+
+  ASSERT_TRUE(Parse({"server"}, config).ok());
+  EXPECT_EQ(config.storage, "sqlite");
+}
+
+TEST(ServerFlagsTest, ABadStorageUrlNamesTheExpectedForm) {
+  server::ServerConfig config;
+  base::Status st = Parse({"server", "--storage=clickhouse://ch.internal:8123"}, config);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), base::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("clickhouse://HOST[:PORT]/DATABASE"), std::string::npos)
+      << st.message();
+  EXPECT_FALSE(Parse({"server", "--storage=postgres://x/y"}, config).ok());
+}
+
 TEST(ServerFlagsTest, AlertmanagerFlagsReachTheConfig) {
   server::ServerConfig config;
   base::Status st = Parse({"server", "--alertmanager-url=http://127.0.0.1:9093",

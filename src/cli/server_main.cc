@@ -23,6 +23,7 @@
 #include "server/insights/finding_store.h"
 #include "server/insights/insight_engine.h"
 #include "server/otlp_grpc/otlp_grpc_server.h"
+#include "server/storage/clickhouse/clickhouse_storage.h"
 #include "server/storage/sqlite_storage.h"
 #include "server/traces/trace_store.h"
 
@@ -45,6 +46,35 @@ std::string ExternalUrl(const server::ServerConfig& config, int port) {
   return fmt::format("{}://{}:{}", scheme, host, port);
 }
 
+// The metrics store --storage names: the embedded SQLite database under --data-dir, or a
+// ClickHouse database that other servers may share.
+base::Result<std::unique_ptr<server::Storage>> OpenStorage(const server::ServerConfig& config) {
+  server::StorageOptions options;
+  options.max_series_per_host = config.max_series_per_host;
+  options.raw_retention = config.raw_retention;
+  options.minute_retention = config.minute_retention;
+  options.hour_retention = config.hour_retention;
+  options.step_retention = config.step_retention;
+  if (config.storage == "sqlite") {
+    server::SqliteStorageOptions sqlite_options;
+    sqlite_options.data_dir = config.data_dir;
+    sqlite_options.storage = options;
+    WARPSCOPE_ASSIGN_OR_RETURN(auto sqlite, server::SqliteStorage::Open(sqlite_options));
+    return std::unique_ptr<server::Storage>(std::move(sqlite));
+  }
+  server::ClickHouseStorageOptions ch_options;
+  ch_options.url = config.storage;
+  ch_options.user = config.storage_user;
+  ch_options.storage = options;
+  if (!config.storage_password_file.empty()) {
+    WARPSCOPE_ASSIGN_OR_RETURN(ch_options.password,
+                               base::ReadTokenFile("--storage-password-file",
+                                                   config.storage_password_file));
+  }
+  WARPSCOPE_ASSIGN_OR_RETURN(auto clickhouse, server::ClickHouseStorage::Open(ch_options));
+  return std::unique_ptr<server::Storage>(std::move(clickhouse));
+}
+
 }  // namespace
 
 base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
@@ -56,14 +86,7 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     WARPSCOPE_ASSIGN_OR_RETURN(token,
                                base::ReadTokenFile("--auth-token-file", config.auth_token_file));
   }
-  server::SqliteStorageOptions storage_options;
-  storage_options.data_dir = config.data_dir;
-  storage_options.storage.max_series_per_host = config.max_series_per_host;
-  storage_options.storage.raw_retention = config.raw_retention;
-  storage_options.storage.minute_retention = config.minute_retention;
-  storage_options.storage.hour_retention = config.hour_retention;
-  storage_options.storage.step_retention = config.step_retention;
-  WARPSCOPE_ASSIGN_OR_RETURN(p->storage_, server::SqliteStorage::Open(storage_options));
+  WARPSCOPE_ASSIGN_OR_RETURN(p->storage_, OpenStorage(config));
   // The request traces have their own database file, so that they never hold the metrics' lock.
   WARPSCOPE_ASSIGN_OR_RETURN(
       p->traces_, server::traces::TraceStore::Open({.path = config.data_dir + "/traces.db",
@@ -112,8 +135,9 @@ base::Result<std::unique_ptr<ServerProcess>> ServerProcess::Start(
     WARPSCOPE_LOG(WARNING, "ingest is open to anyone who can reach {}: pass --auth-token-file",
                   config.listen_address);
   }
-  WARPSCOPE_LOG(INFO, "server listening on {} (port {}), data in {}", config.listen_address,
-                p->port_, config.data_dir);
+  WARPSCOPE_LOG(INFO, "server listening on {} (port {}), data in {}{}", config.listen_address,
+                p->port_, config.data_dir,
+                config.storage == "sqlite" ? "" : ", metrics in " + config.storage);
   if (!config.otlp_grpc_listen_address.empty()) {
     // Logs "OTLP/gRPC listening on <address> (port N)".
     WARPSCOPE_ASSIGN_OR_RETURN(p->otlp_grpc_,

@@ -16,8 +16,15 @@ namespace warpscope::server {
 struct ServerConfig {
   // HTTP address for ingest and the query API. Loopback unless told otherwise.
   std::string listen_address = "127.0.0.1:9410";
-  // Where the embedded database lives (created if missing).
+  // Where the embedded database lives (created if missing). With ClickHouse storage it still
+  // holds the request traces and the insights' findings.
   std::string data_dir = "/var/lib/warpscope";
+  // Where metrics, entities, events, profiles and training steps go: "sqlite" (the embedded
+  // database under data_dir) or clickhouse://HOST[:PORT]/DATABASE (docs/design/storage.md).
+  std::string storage = "sqlite";
+  // ClickHouse's user, and a file holding its password (chmod 600; empty: no password).
+  std::string storage_user = "default";
+  std::string storage_password_file;
   // File holding the bearer token agents must send; empty = no auth (loopback use only).
   std::string auth_token_file;
   // Require the token on the read API too.

@@ -137,4 +137,86 @@ void SeriesFolder::Add(const Row& row) {
   }
 }
 
+namespace {
+base::TimePoint PlanFromMs(int64_t ms) { return base::FromUnixNanos(ms * 1'000'000); }
+}  // namespace
+
+bool MatchesAll(const model::Labels& have, const model::Labels& want) {
+  for (const auto& [key, value] : want) {
+    if (!have.Has(key) || have.Get(key) != value) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The buckets a range query has for `query`, or InvalidArgument naming the limit and the step
+// that would fit.
+base::Result<int64_t> RangeBuckets(const RangeQuery& query, int64_t origin, int64_t step_ms,
+                             int64_t end_ms) {
+  const int64_t buckets = (end_ms - origin + step_ms - 1) / step_ms;
+  if (static_cast<uint64_t>(buckets) > query.max_points) {
+    return base::Error(base::InvalidArgument(
+        "query: {} points per series exceeds the limit of {}; use a step of at least {}", buckets,
+        query.max_points,
+        base::FormatDuration(std::chrono::milliseconds(
+            (end_ms - origin + static_cast<int64_t>(query.max_points) - 1) /
+            static_cast<int64_t>(query.max_points)))));
+  }
+  return buckets;
+}
+
+// The value of a range's buckets that have one, as points.
+std::vector<Point> BucketPoints(const SeriesFolder& folder, Aggregation aggregation, int64_t origin,
+                                int64_t step_ms) {
+  std::vector<Point> points;
+  const auto& folded = folder.buckets();
+  for (size_t i = 0; i < folded.size(); ++i) {
+    std::optional<double> value = folded[i].Value(aggregation);
+    if (value.has_value()) {
+      const uint64_t samples =
+          aggregation == Aggregation::kAvg ? static_cast<uint64_t>(folded[i].count) : 0;
+      points.push_back(Point{PlanFromMs(origin + static_cast<int64_t>(i) * step_ms), *value, samples});
+    }
+  }
+  return points;
+}
+
+std::vector<Resolution> UsedResolutions(const bool used[3]) {
+  std::vector<Resolution> out;
+  for (Resolution r : {Resolution::kRaw, Resolution::kMinute, Resolution::kHour}) {
+    if (used[static_cast<int>(r)]) {
+      out.push_back(r);
+    }
+  }
+  return out;
+}
+
+// The entries of `entities` that have a value for `query`, ranked and cut to its limit.
+std::vector<TopEntry> RankTop(const TopQuery& query,
+                              std::map<std::pair<std::string, std::string>, PerEntity>& entities) {
+  const bool rate = query.aggregation == Aggregation::kRate;
+  std::vector<TopEntry> out;
+  for (auto& [key, pe] : entities) {
+    std::optional<double> value =
+        rate ? (pe.has_rate ? std::optional<double>(pe.rate_sum) : std::nullopt)
+             : pe.combined.Value(query.aggregation);
+    if (!value.has_value()) {
+      continue;
+    }
+    pe.entry.value = *value;
+    pe.entry.latest = pe.combined.last;
+    pe.entry.latest_time = PlanFromMs(pe.combined.last_start);
+    out.push_back(std::move(pe.entry));
+  }
+  std::stable_sort(out.begin(), out.end(), [&](const TopEntry& a, const TopEntry& b) {
+    return query.ascending ? a.value < b.value : a.value > b.value;
+  });
+  if (out.size() > query.limit) {
+    out.resize(query.limit);
+  }
+  return out;
+}
+
+
 }  // namespace warpscope::server

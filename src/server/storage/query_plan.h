@@ -5,9 +5,13 @@
 #ifndef WARPSCOPE_SERVER_STORAGE_QUERY_PLAN_H_
 #define WARPSCOPE_SERVER_STORAGE_QUERY_PLAN_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "server/storage/storage.h"
@@ -103,6 +107,57 @@ class SeriesFolder {
   double prev_last_ = 0;
   int64_t prev_start_ = 0;
 };
+
+// The helpers every backend's range and top queries share.
+
+// Every pair of `want` is in `have`.
+bool MatchesAll(const model::Labels& have, const model::Labels& want);
+
+// The buckets a range query has for `query`, or InvalidArgument naming the limit and the step
+// that would fit.
+[[nodiscard]] base::Result<int64_t> RangeBuckets(const RangeQuery& query, int64_t origin,
+                                                 int64_t step_ms, int64_t end_ms);
+
+// The value of a range's buckets that have one, as points.
+std::vector<Point> BucketPoints(const SeriesFolder& folder, Aggregation aggregation,
+                                int64_t origin, int64_t step_ms);
+
+// The resolutions flagged in used[raw, 1m, 1h], finest first.
+std::vector<Resolution> UsedResolutions(const bool used[3]);
+
+// One entity's figures in TopEntities: its series' buckets combined.
+struct PerEntity {
+  TopEntry entry;
+  Bucket combined;
+  double rate_sum = 0;
+  bool has_rate = false;
+
+  void Add(const SeriesIdentity& identity, const Bucket& b) {
+    if (combined.empty()) {
+      entry.host = identity.host;
+      entry.entity = identity.entity;
+      entry.entity_kind = identity.entity_kind;
+      entry.entity_attributes = identity.entity_attributes;
+    }
+    Bucket& c = combined;
+    if (c.empty() || b.last_start >= c.last_start) {
+      c.last = b.last;
+      c.last_start = b.last_start;
+    }
+    c.count += b.count;
+    c.weighted_sum += b.weighted_sum;
+    c.min = std::min(c.min, b.min);
+    c.max = std::max(c.max, b.max);
+    if (std::optional<double> r = b.Value(Aggregation::kRate); r.has_value()) {
+      rate_sum += *r;
+      has_rate = true;
+    }
+  }
+};
+
+// The entries of `entities` that have a value for `query`, ranked and cut to its limit.
+std::vector<TopEntry> RankTop(const TopQuery& query,
+                              std::map<std::pair<std::string, std::string>, PerEntity>& entities);
 
 }  // namespace warpscope::server
 

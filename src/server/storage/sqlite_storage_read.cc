@@ -33,15 +33,6 @@ using storage_internal::ReadMetaMarks;
 using storage_internal::ReadMetric;
 using storage_internal::ToMs;
 
-bool MatchesAll(const model::Labels& have, const model::Labels& want) {
-  for (const auto& [key, value] : want) {
-    if (!have.Has(key) || have.Get(key) != value) {
-      return false;
-    }
-  }
-  return true;
-}
-
 // The rows of one series in [?2, ?3) at resolution `r`. With `only` set, just the columns that
 // aggregation needs are read (a chart over a day reads ~10^5 rows; fewer columns per row is the
 // cheapest saving); otherwise all of them.
@@ -95,104 +86,6 @@ Row ReadRow(const Statement& stmt, std::optional<Aggregation> only) {
     r.last = stmt.ColumnDouble(1);
   }
   return r;
-}
-
-// The buckets a range query has for `query`, or InvalidArgument naming the limit and the step
-// that would fit.
-Result<int64_t> RangeBuckets(const RangeQuery& query, int64_t origin, int64_t step_ms,
-                             int64_t end_ms) {
-  const int64_t buckets = (end_ms - origin + step_ms - 1) / step_ms;
-  if (static_cast<uint64_t>(buckets) > query.max_points) {
-    return Error(base::InvalidArgument(
-        "query: {} points per series exceeds the limit of {}; use a step of at least {}", buckets,
-        query.max_points,
-        base::FormatDuration(std::chrono::milliseconds(
-            (end_ms - origin + static_cast<int64_t>(query.max_points) - 1) /
-            static_cast<int64_t>(query.max_points)))));
-  }
-  return buckets;
-}
-
-// The value of a range's buckets that have one, as points.
-std::vector<Point> BucketPoints(const SeriesFolder& folder, Aggregation aggregation, int64_t origin,
-                                int64_t step_ms) {
-  std::vector<Point> points;
-  const auto& folded = folder.buckets();
-  for (size_t i = 0; i < folded.size(); ++i) {
-    std::optional<double> value = folded[i].Value(aggregation);
-    if (value.has_value()) {
-      const uint64_t samples =
-          aggregation == Aggregation::kAvg ? static_cast<uint64_t>(folded[i].count) : 0;
-      points.push_back(Point{FromMs(origin + static_cast<int64_t>(i) * step_ms), *value, samples});
-    }
-  }
-  return points;
-}
-
-std::vector<Resolution> UsedResolutions(const bool used[3]) {
-  std::vector<Resolution> out;
-  for (Resolution r : {Resolution::kRaw, Resolution::kMinute, Resolution::kHour}) {
-    if (used[static_cast<int>(r)]) {
-      out.push_back(r);
-    }
-  }
-  return out;
-}
-
-// One entity's figures in TopEntities: its series' buckets combined.
-struct PerEntity {
-  TopEntry entry;
-  Bucket combined;
-  double rate_sum = 0;
-  bool has_rate = false;
-
-  void Add(const SeriesIdentity& identity, const Bucket& b) {
-    if (combined.empty()) {
-      entry.host = identity.host;
-      entry.entity = identity.entity;
-      entry.entity_kind = identity.entity_kind;
-      entry.entity_attributes = identity.entity_attributes;
-    }
-    Bucket& c = combined;
-    if (c.empty() || b.last_start >= c.last_start) {
-      c.last = b.last;
-      c.last_start = b.last_start;
-    }
-    c.count += b.count;
-    c.weighted_sum += b.weighted_sum;
-    c.min = std::min(c.min, b.min);
-    c.max = std::max(c.max, b.max);
-    if (std::optional<double> r = b.Value(Aggregation::kRate); r.has_value()) {
-      rate_sum += *r;
-      has_rate = true;
-    }
-  }
-};
-
-// The entries of `entities` that have a value for `query`, ranked and cut to its limit.
-std::vector<TopEntry> RankTop(const TopQuery& query,
-                              std::map<std::pair<std::string, std::string>, PerEntity>& entities) {
-  const bool rate = query.aggregation == Aggregation::kRate;
-  std::vector<TopEntry> out;
-  for (auto& [key, pe] : entities) {
-    std::optional<double> value =
-        rate ? (pe.has_rate ? std::optional<double>(pe.rate_sum) : std::nullopt)
-             : pe.combined.Value(query.aggregation);
-    if (!value.has_value()) {
-      continue;
-    }
-    pe.entry.value = *value;
-    pe.entry.latest = pe.combined.last;
-    pe.entry.latest_time = FromMs(pe.combined.last_start);
-    out.push_back(std::move(pe.entry));
-  }
-  std::stable_sort(out.begin(), out.end(), [&](const TopEntry& a, const TopEntry& b) {
-    return query.ascending ? a.value < b.value : a.value > b.value;
-  });
-  if (out.size() > query.limit) {
-    out.resize(query.limit);
-  }
-  return out;
 }
 
 constexpr char kProfileColumns[] =

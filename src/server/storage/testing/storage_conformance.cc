@@ -19,6 +19,14 @@ std::string StorageBackendName(const ::testing::TestParamInfo<StorageBackend>& i
 }
 
 void StorageConformanceTest::SetUp() {
+  if (GetParam().skip_reason) {
+    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name = info->name();  // "Test/param"
+    name = name.substr(0, name.find('/'));
+    if (std::string reason = GetParam().skip_reason(name); !reason.empty()) {
+      GTEST_SKIP() << reason;
+    }
+  }
   ASSERT_FALSE(tmp_.path().empty());
   dir_ = tmp_.path();
   auto opened = GetParam().open(dir_, options_);

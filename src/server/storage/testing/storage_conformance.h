@@ -35,6 +35,10 @@ using StorageFactory = std::function<base::Result<std::unique_ptr<Storage>>(
 struct StorageBackend {
   std::string name;  // a test-name-safe identifier: "sqlite"
   StorageFactory open;
+  // Why test `test` (the TEST_P's name) cannot run on this backend here, "" when it can; a
+  // non-empty reason skips the test with that reason printed. For a peer missing outside CI, or
+  // a documented gap of the backend; null runs every test.
+  std::function<std::string(const std::string& test)> skip_reason;
 };
 
 // Prints the backend's name in test output.
