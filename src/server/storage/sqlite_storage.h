@@ -141,9 +141,6 @@ class SqliteStorage : public Storage {
   [[nodiscard]] base::Status SetMeta(const char* key, int64_t value);
 
   // Writes (sqlite_storage_write.cc), all with write_mu_ held.
-  // A batch's request errors, found before its transaction (so that only database failures
-  // need the caches reloaded).
-  [[nodiscard]] base::Status CheckBatch(const IngestBatch& batch) const;
   // Reloads the caches after a failed write transaction (they may hold ids it created); a
   // failure to reload is logged.
   void ReloadAfterFailedWrite();

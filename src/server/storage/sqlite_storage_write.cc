@@ -54,7 +54,8 @@ Result<WriteResult> SqliteStorage::WriteBatch(const IngestBatch& batch) {
   }
   // Request errors are found before the transaction, so that only database failures (below)
   // need the caches reloaded.
-  WARPSCOPE_RETURN_IF_ERROR(CheckBatch(batch));
+  WARPSCOPE_RETURN_IF_ERROR(CheckIngestBatch(
+      batch, [this](const std::string& key) { return metrics_.count(key) > 0; }));
   // Bounded memory: while a move runs, at most four times the threshold waits behind it.
   const size_t stage_max = std::max<size_t>(options_.staged_samples_max, 1);
   move_done_.wait(lock, [&] { return !moving_ || staged_.size() < 4 * stage_max; });
@@ -73,48 +74,6 @@ Result<WriteResult> SqliteStorage::WriteBatch(const IngestBatch& batch) {
     }
   }
   return result;
-}
-
-Status SqliteStorage::CheckBatch(const IngestBatch& batch) const {
-  std::unordered_set<std::string_view> described;
-  for (const MetricInfo& m : batch.metrics) {
-    if (m.key.empty()) {
-      return base::InvalidArgument("batch {} from agent {}: a metric has an empty key",
-                                   batch.sequence, batch.agent_id);
-    }
-    described.insert(m.key);
-  }
-  for (const model::Entity& e : batch.entities) {
-    if (e.id.empty()) {
-      return base::InvalidArgument("batch {} from agent {}: an entity has an empty id",
-                                   batch.sequence, batch.agent_id);
-    }
-  }
-  for (const IngestSeries& s : batch.series) {
-    if (described.count(s.metric) == 0 && metrics_.count(s.metric) == 0) {
-      return base::InvalidArgument(
-          "batch {} from agent {}: series of metric \"{}\" but the metric is not described; "
-          "send its description in the batch",
-          batch.sequence, batch.agent_id, s.metric);
-    }
-    if (s.entity.empty()) {
-      return base::InvalidArgument(
-          "batch {} from agent {}: a series of metric \"{}\" has an empty entity id",
-          batch.sequence, batch.agent_id, s.metric);
-    }
-  }
-  for (size_t i = 0; i < batch.steps.size(); ++i) {
-    const model::TrainingStep& s = batch.steps[i];
-    if (s.job.empty() || s.entity.empty()) {
-      return base::InvalidArgument("batch {} from agent {}: step {} has an empty job or entity",
-                                   batch.sequence, batch.agent_id, i);
-    }
-    if (s.end < s.start) {
-      return base::InvalidArgument("batch {} from agent {}: step {} ends before it starts",
-                                   batch.sequence, batch.agent_id, i);
-    }
-  }
-  return base::OkStatus();
 }
 
 void SqliteStorage::ReloadAfterFailedWrite() {

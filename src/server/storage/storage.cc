@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "server/storage/storage.h"
 
+#include <unordered_set>
+
 namespace warpscope::server {
 
 std::string_view AggregationName(Aggregation a) {
@@ -92,6 +94,49 @@ base::Result<std::vector<StoredStep>> Storage::QuerySteps(const StepQuery&) {
 
 base::Result<std::vector<JobRecord>> Storage::ListJobs(const JobQuery&) {
   return base::Error(base::Unsupported("this storage backend keeps no training steps"));
+}
+
+base::Status CheckIngestBatch(const IngestBatch& batch,
+                              const std::function<bool(const std::string&)>& known_metric) {
+  std::unordered_set<std::string_view> described;
+  for (const MetricInfo& m : batch.metrics) {
+    if (m.key.empty()) {
+      return base::InvalidArgument("batch {} from agent {}: a metric has an empty key",
+                                   batch.sequence, batch.agent_id);
+    }
+    described.insert(m.key);
+  }
+  for (const model::Entity& e : batch.entities) {
+    if (e.id.empty()) {
+      return base::InvalidArgument("batch {} from agent {}: an entity has an empty id",
+                                   batch.sequence, batch.agent_id);
+    }
+  }
+  for (const IngestSeries& s : batch.series) {
+    if (described.count(s.metric) == 0 && !known_metric(s.metric)) {
+      return base::InvalidArgument(
+          "batch {} from agent {}: series of metric \"{}\" but the metric is not described; "
+          "send its description in the batch",
+          batch.sequence, batch.agent_id, s.metric);
+    }
+    if (s.entity.empty()) {
+      return base::InvalidArgument(
+          "batch {} from agent {}: a series of metric \"{}\" has an empty entity id",
+          batch.sequence, batch.agent_id, s.metric);
+    }
+  }
+  for (size_t i = 0; i < batch.steps.size(); ++i) {
+    const model::TrainingStep& s = batch.steps[i];
+    if (s.job.empty() || s.entity.empty()) {
+      return base::InvalidArgument("batch {} from agent {}: step {} has an empty job or entity",
+                                   batch.sequence, batch.agent_id, i);
+    }
+    if (s.end < s.start) {
+      return base::InvalidArgument("batch {} from agent {}: step {} ends before it starts",
+                                   batch.sequence, batch.agent_id, i);
+    }
+  }
+  return base::OkStatus();
 }
 
 }  // namespace warpscope::server

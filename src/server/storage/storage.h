@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -333,6 +334,13 @@ struct StorageStats {
 // ---------------------------------------------------------------------------------------------
 // The interface
 // ---------------------------------------------------------------------------------------------
+
+// What every backend checks before it stores a batch: metrics have keys and entities ids, each
+// series' metric is described in the batch or `known_metric(key)` says the store has it, steps
+// have a job and an entity and do not end before they start. InvalidArgument naming the batch,
+// its agent and what is wrong.
+[[nodiscard]] base::Status CheckIngestBatch(
+    const IngestBatch& batch, const std::function<bool(const std::string&)>& known_metric);
 
 // Where the server keeps metrics, events and profiles.
 //

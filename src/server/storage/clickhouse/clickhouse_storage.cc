@@ -245,49 +245,6 @@ Result<std::map<std::string, MetricInfo>> ClickHouseStorage::ReadMetrics() {
   return out;
 }
 
-Status ClickHouseStorage::CheckBatch(const IngestBatch& batch,
-                                     const std::map<std::string, MetricInfo>& known) const {
-  std::unordered_set<std::string_view> described;
-  for (const MetricInfo& m : batch.metrics) {
-    if (m.key.empty()) {
-      return base::InvalidArgument("batch {} from agent {}: a metric has an empty key",
-                                   batch.sequence, batch.agent_id);
-    }
-    described.insert(m.key);
-  }
-  for (const model::Entity& e : batch.entities) {
-    if (e.id.empty()) {
-      return base::InvalidArgument("batch {} from agent {}: an entity has an empty id",
-                                   batch.sequence, batch.agent_id);
-    }
-  }
-  for (const IngestSeries& s : batch.series) {
-    if (described.count(s.metric) == 0 && known.count(s.metric) == 0) {
-      return base::InvalidArgument(
-          "batch {} from agent {}: series of metric \"{}\" but the metric is not described; "
-          "send its description in the batch",
-          batch.sequence, batch.agent_id, s.metric);
-    }
-    if (s.entity.empty()) {
-      return base::InvalidArgument(
-          "batch {} from agent {}: a series of metric \"{}\" has an empty entity id",
-          batch.sequence, batch.agent_id, s.metric);
-    }
-  }
-  for (size_t i = 0; i < batch.steps.size(); ++i) {
-    const model::TrainingStep& s = batch.steps[i];
-    if (s.job.empty() || s.entity.empty()) {
-      return base::InvalidArgument("batch {} from agent {}: step {} has an empty job or entity",
-                                   batch.sequence, batch.agent_id, i);
-    }
-    if (s.end < s.start) {
-      return base::InvalidArgument("batch {} from agent {}: step {} ends before it starts",
-                                   batch.sequence, batch.agent_id, i);
-    }
-  }
-  return base::OkStatus();
-}
-
 Result<WriteResult> ClickHouseStorage::WriteBatch(const IngestBatch& batch) {
   if (batch.agent_id.empty()) {
     return Error(base::InvalidArgument("batch: agent_id is empty: every agent needs an id"));
@@ -318,7 +275,8 @@ Result<WriteResult> ClickHouseStorage::WriteBatch(const IngestBatch& batch) {
       WARPSCOPE_ASSIGN_OR_RETURN(metrics_, ReadMetrics());
       break;
     }
-    WARPSCOPE_RETURN_IF_ERROR(CheckBatch(batch, metrics_));
+    WARPSCOPE_RETURN_IF_ERROR(CheckIngestBatch(
+        batch, [this](const std::string& key) { return metrics_.count(key) > 0; }));
     result.duplicate = marks.batch_stored > 0;
     if (result.duplicate) {
       return result;
@@ -475,7 +433,7 @@ Status ClickHouseStorage::BatchRows(const IngestBatch& batch, const Marks& marks
     for (const MetricInfo& m : batch.metrics) {
       if (m.key == key) return m;
     }
-    return metrics_.at(key);  // CheckBatch: described here or before
+    return metrics_.at(key);  // CheckIngestBatch: described here or before
   };
   for (const IngestSeries& s : batch.series) {
     if (!Finite(s)) {

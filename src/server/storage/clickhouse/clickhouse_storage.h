@@ -112,8 +112,6 @@ class ClickHouseStorage : public Storage {
   ClickHouseStorage(const ClickHouseStorageOptions& options, clickhouse::Client client);
 
   base::Status CreateSchema();
-  base::Status CheckBatch(const IngestBatch& batch,
-                          const std::map<std::string, MetricInfo>& known) const;
   // The rows of `batch` (not a duplicate), in `rows`; counts into `result`.
   base::Status BatchRows(const IngestBatch& batch, const Marks& marks, WriteResult& result,
                          Rows& rows, std::vector<MetricInfo>& described);
