@@ -2,6 +2,7 @@
 #include "server/storage/query_plan.h"
 
 #include <algorithm>
+#include <chrono>
 
 namespace warpscope::server {
 namespace {
@@ -218,5 +219,27 @@ std::vector<TopEntry> RankTop(const TopQuery& query,
   return out;
 }
 
+
+base::Result<RangeFrame> FrameRange(const RangeQuery& query) {
+  if (query.metric.empty()) {
+    return base::Error(base::InvalidArgument("query: metric is required"));
+  }
+  RangeFrame f;
+  f.step_ms = std::chrono::duration_cast<std::chrono::milliseconds>(query.step).count();
+  if (f.step_ms <= 0) {
+    return base::Error(base::InvalidArgument("query: step must be at least 1ms"));
+  }
+  f.start_ms = base::ToUnixMillis(query.start);
+  f.end_ms = base::ToUnixMillis(query.end);
+  if (f.end_ms <= f.start_ms) {
+    return base::Error(base::InvalidArgument("query: end must be after start"));
+  }
+  f.origin = FloorTo(f.start_ms, f.step_ms);
+  WARPSCOPE_ASSIGN_OR_RETURN(f.buckets, RangeBuckets(query, f.origin, f.step_ms, f.end_ms));
+  f.fetch_from = query.aggregation == Aggregation::kRate
+                     ? f.origin - std::max(f.step_ms, kRateSeedMs)
+                     : f.origin;
+  return f;
+}
 
 }  // namespace warpscope::server

@@ -118,6 +118,22 @@ bool MatchesAll(const model::Labels& have, const model::Labels& want);
 [[nodiscard]] base::Result<int64_t> RangeBuckets(const RangeQuery& query, int64_t origin,
                                                  int64_t step_ms, int64_t end_ms);
 
+// How far before its range a rate query reads, for the window before its first bucket.
+inline constexpr int64_t kRateSeedMs = 10 * kMinuteMs;
+
+// A range query's frame, checked (a metric, a step of at least 1 ms, an end after the start, a
+// bucket count within the limit): its step, start and end in ms, the first bucket's start, the
+// number of buckets and where reading starts (earlier for a rate).
+struct RangeFrame {
+  int64_t step_ms = 0;
+  int64_t start_ms = 0;
+  int64_t end_ms = 0;
+  int64_t origin = 0;
+  int64_t buckets = 0;
+  int64_t fetch_from = 0;
+};
+[[nodiscard]] base::Result<RangeFrame> FrameRange(const RangeQuery& query);
+
 // The value of a range's buckets that have one, as points.
 std::vector<Point> BucketPoints(const SeriesFolder& folder, Aggregation aggregation,
                                 int64_t origin, int64_t step_ms);

@@ -56,8 +56,6 @@ inline constexpr size_t kChunkingSeries = 32;
 inline constexpr size_t kChunkTargetBytes = 1000;
 // Retention runs when its cutoff has moved at least this far.
 inline constexpr int64_t kRetentionStepMs = kHourMs;
-// kRate needs the row before the first bucket; it is looked for this far back.
-inline constexpr int64_t kRateSeedMs = 10 * kMinuteMs;
 // Rows deleted per transaction by retention of events, profiles, steps and the dedup table.
 inline constexpr int kDeleteBatch = 5000;
 

@@ -26,7 +26,6 @@ using storage_internal::EntityKindOrHost;
 using storage_internal::FromMs;
 using storage_internal::kDirtyMinute;
 using storage_internal::kLastSeenSlackMs;
-using storage_internal::kRateSeedMs;
 using storage_internal::kTables;
 using storage_internal::MetaMarks;
 using storage_internal::ReadMetaMarks;
@@ -252,22 +251,14 @@ Status SqliteStorage::FoldSeries(Connection& db, int64_t series_id,
 }
 
 Result<RangeResult> SqliteStorage::QueryRange(const RangeQuery& query) {
-  if (query.metric.empty()) {
-    return Error(base::InvalidArgument("query: metric is required"));
-  }
-  const int64_t step_ms = DurationMs(query.step);
-  if (step_ms <= 0) {
-    return Error(base::InvalidArgument("query: step must be at least 1ms"));
-  }
-  const int64_t start_ms = ToMs(query.start);
-  const int64_t end_ms = ToMs(query.end);
-  if (end_ms <= start_ms) {
-    return Error(base::InvalidArgument("query: end must be after start"));
-  }
-  const int64_t origin = FloorTo(start_ms, step_ms);
-  WARPSCOPE_ASSIGN_OR_RETURN(const int64_t buckets, RangeBuckets(query, origin, step_ms, end_ms));
-  const int64_t fetch_from =
-      query.aggregation == Aggregation::kRate ? origin - std::max(step_ms, kRateSeedMs) : origin;
+  WARPSCOPE_ASSIGN_OR_RETURN(const RangeFrame frame, FrameRange(query));
+  // Plain variables, not bindings: lambdas below capture them (clang before 16 cannot).
+  const int64_t step_ms = frame.step_ms;
+  const int64_t start_ms = frame.start_ms;
+  const int64_t end_ms = frame.end_ms;
+  const int64_t origin = frame.origin;
+  const int64_t buckets = frame.buckets;
+  const int64_t fetch_from = frame.fetch_from;
   // A range within the recent windows is folded from memory, staged samples included; any other
   // reads the samples table, which must hold every staged sample first. (Rollup segments do not
   // depend on staged samples: Compact moves them before it rolls up.) Should the horizon pass the

@@ -44,8 +44,6 @@ uint64_t SeriesId(std::string_view host, std::string_view entity, std::string_vi
 // Windows written within this long of a series' last_seen still find the series in a query
 // range, rate seeds included (as SqliteStorage's kLastSeenSlackMs).
 inline constexpr int64_t kLastSeenSlackMs = 20 * 60'000;
-// How far before a kRate range rows are read to seed the first bucket's increase.
-inline constexpr int64_t kRateSeedMs = 10 * 60'000;
 
 }  // namespace warpscope::server::clickhouse_internal
 
