@@ -40,21 +40,18 @@ void ApiServer::RejectWrite(httplib::Response& res, const base::Status& error) {
 }
 
 base::Status ApiServer::WriteBatches(const std::vector<server::IngestBatch>& batches) {
-  for (const server::IngestBatch& batch : batches) {
-    auto written = storage_.WriteBatch(batch);
-    if (!written) {
-      if (HttpStatusFor(written.error()) < 500) {
-        ++rejected_;
-      }
-      return written.error();
-    }
-    if (written->duplicate) {
+  server::BatchesWritten written = storage_.WriteBatches(batches);
+  for (const server::WriteResult& r : written.results) {
+    if (r.duplicate) {
       ++duplicate_batches_;
     }
-    series_windows_ += written->stored;
-    dropped_series_ += written->dropped_series;
+    series_windows_ += r.stored;
+    dropped_series_ += r.dropped_series;
   }
-  return base::OkStatus();
+  if (!written.status.ok() && HttpStatusFor(written.status) < 500) {
+    ++rejected_;
+  }
+  return written.status;
 }
 
 bool ApiServer::StoreBatches(const std::vector<server::IngestBatch>& batches,

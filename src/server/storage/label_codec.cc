@@ -5,12 +5,18 @@ namespace warpscope::server {
 namespace {
 
 void AppendEscaped(std::string& out, std::string_view s) {
-  for (char c : s) {
+  // Runs without a special character are appended whole: the series key is built for every
+  // sample ingested.
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
     if (c == '\\' || c == ',' || c == '=') {
+      out.append(s.data() + run, i - run);
       out.push_back('\\');
+      run = i;  // the character itself starts the next run
     }
-    out.push_back(c);
   }
+  out.append(s.data() + run, s.size() - run);
 }
 
 }  // namespace

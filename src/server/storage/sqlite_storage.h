@@ -38,7 +38,7 @@ struct SqliteStorageOptions {
   // Samples are staged (appended in arrival order, durable) and moved into the series-clustered
   // samples table once this many are waiting, or before anything reads them. 0 moves each
   // batch's samples at once. See "Staged samples" in docs/design/storage.md.
-  size_t staged_samples_max = 100000;  // 6.4 MB
+  size_t staged_samples_max = 400000;  // 25.6 MB
   // Samples per transaction when a full stage is moved; write_mu_ is released between them.
   size_t staged_move_chunk = 20000;
   // The newest raw windows of every series are also kept in memory (RecentSamples), so that
@@ -80,6 +80,9 @@ class SqliteStorage : public Storage {
   ~SqliteStorage() override;
 
   base::Result<WriteResult> WriteBatch(const IngestBatch& batch) override;
+  // Group commit: the batches of every caller waiting while a write runs go into the next
+  // transaction together (see "Group commit" in docs/design/storage.md).
+  BatchesWritten WriteBatches(std::span<const IngestBatch> batches) override;
   base::Result<std::vector<EntityRecord>> ListEntities(const EntityQuery& query) override;
   base::Result<std::vector<MetricInfo>> ListMetrics() override;
   base::Result<RangeResult> QueryRange(const RangeQuery& query) override;
@@ -130,6 +133,7 @@ class SqliteStorage : public Storage {
   };
   struct MatchedSeries;
   struct StagedBatch;
+  struct PendingWrite;
 
   SqliteStorage(SqliteStorageOptions options, std::string path,
                 std::unique_ptr<sqlite::Connection> writer);
@@ -140,13 +144,26 @@ class SqliteStorage : public Storage {
   [[nodiscard]] base::Status LoadStaged();  // staged_ from staged_samples, after LoadState's clear
   [[nodiscard]] base::Status SetMeta(const char* key, int64_t value);
 
-  // Writes (sqlite_storage_write.cc), all with write_mu_ held.
+  // Writes (sqlite_storage_write.cc), all with write_mu_ held unless said otherwise.
   // Reloads the caches after a failed write transaction (they may hold ids it created); a
   // failure to reload is logged.
   void ReloadAfterFailedWrite();
-  // The batch's transaction; then its staged samples join staged_.
-  [[nodiscard]] base::Result<WriteResult> WriteBatchLocked(const IngestBatch& batch);
-  // The pieces below run inside that transaction.
+  // The group commit's leader, without write_mu_: takes write_mu_, writes every pending
+  // caller's batches (WriteGroup), marks them done, then moves staged samples if due.
+  void LeadGroup();
+  // One transaction for the group; if a database error rolls it back, each batch again in its
+  // own transaction, so that only a failing batch fails.
+  void WriteGroup(const std::vector<PendingWrite*>& group, std::unique_lock<std::mutex>& lock);
+  // One write transaction for `members`' batches, in order; a member stops at its first batch
+  // that fails its checks. On commit each member gets its results and the staged samples join
+  // staged_; on a database error nothing is kept, the caches are reloaded and the error returned.
+  [[nodiscard]] base::Status WriteMembers(std::span<PendingWrite* const> members,
+                                          std::unique_lock<std::mutex>& lock);
+  // A batch's request checks (InvalidArgument), before anything of it is written.
+  [[nodiscard]] base::Status CheckBatch(const IngestBatch& batch);
+  // The pieces below run inside the transaction. One batch: dedup, then its rows.
+  [[nodiscard]] base::Status StageBatch(const IngestBatch& batch, WriteResult& result,
+                                        StagedBatch& staged);
   [[nodiscard]] base::Status WriteBatchRows(const IngestBatch& batch, int64_t agent_id,
                                             WriteResult& result, StagedBatch& staged);
   [[nodiscard]] base::Result<bool> IsDuplicate(int64_t agent_id, const IngestBatch& batch);
@@ -249,6 +266,13 @@ class SqliteStorage : public Storage {
   const std::string path_;
 
   std::mutex compact_mu_;  // one Compact at a time
+
+  // The group commit's queue: callers waiting for the next transaction, and whether one of
+  // them leads it. Taken after write_mu_, never before.
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::vector<PendingWrite*> pending_;
+  bool leading_ = false;
 
   std::mutex write_mu_;  // guards everything below up to readers_
   std::unique_ptr<sqlite::Connection> writer_;

@@ -30,10 +30,17 @@ struct SqliteStorage::MatchedSeries {
   SeriesIdentity identity;
 };
 
-// What one batch transaction staged, applied to staged_ once it has committed.
+// What one write transaction staged, applied to staged_ once it has committed.
 struct SqliteStorage::StagedBatch {
   std::vector<StagedSample> rows;
   int64_t last_id = 0;  // rowid of its staged_samples row (staged_last_id_ when it has none)
+};
+
+// A caller of WriteBatches waiting for the group commit (queue_mu_ guards `done`).
+struct SqliteStorage::PendingWrite {
+  std::span<const IngestBatch> batches;
+  BatchesWritten written;
+  bool done = false;
 };
 
 namespace storage_internal {

@@ -34,46 +34,153 @@ bool Finite(const IngestSeries& s) {
 }  // namespace
 
 Result<WriteResult> SqliteStorage::WriteBatch(const IngestBatch& batch) {
-  if (batch.agent_id.empty()) {
-    return Error(base::InvalidArgument("batch: agent_id is empty: every agent needs an id"));
+  BatchesWritten written = WriteBatches(std::span<const IngestBatch>(&batch, 1));
+  if (!written.status.ok()) {
+    return Error(std::move(written.status));
   }
-  if (batch.host.empty()) {
-    return Error(base::InvalidArgument("batch from agent {}: host is empty", batch.agent_id));
+  return written.results.front();
+}
+
+BatchesWritten SqliteStorage::WriteBatches(std::span<const IngestBatch> batches) {
+  PendingWrite me;
+  me.batches = batches;
+  if (batches.empty()) {
+    return std::move(me.written);
   }
-  if (batch.end < batch.start) {
-    return Error(base::InvalidArgument("batch {} from agent {}: window ends before it starts",
-                                       batch.sequence, batch.agent_id));
+  std::unique_lock queue(queue_mu_);
+  pending_.push_back(&me);
+  // Whoever finds no leader leads: its transaction takes every batch queued until it starts.
+  queue_cv_.wait(queue, [&] { return me.done || !leading_; });
+  if (!me.done) {
+    leading_ = true;
+    queue.unlock();
+    LeadGroup();
   }
+  return std::move(me.written);
+}
+
+void SqliteStorage::LeadGroup() {
   std::unique_lock lock(write_mu_);
-  if (raw_cutoff_ != 0 && ToMs(batch.start) < raw_cutoff_) {
-    return Error(base::InvalidArgument(
-        "batch {} from agent {}: window starts at {} ms, before the oldest raw data kept ({} "
-        "ms, raw retention {}); it cannot be stored",
-        batch.sequence, batch.agent_id, ToMs(batch.start), raw_cutoff_,
-        base::FormatDuration(options_.storage.raw_retention)));
-  }
-  // Request errors are found before the transaction, so that only database failures (below)
-  // need the caches reloaded.
-  WARPSCOPE_RETURN_IF_ERROR(CheckIngestBatch(
-      batch, [this](const std::string& key) { return metrics_.count(key) > 0; }));
   // Bounded memory: while a move runs, at most four times the threshold waits behind it.
   const size_t stage_max = std::max<size_t>(options_.staged_samples_max, 1);
   move_done_.wait(lock, [&] { return !moving_ || staged_.size() < 4 * stage_max; });
-  auto result = WriteBatchLocked(batch);
-  if (!result) {
-    // The transaction rolled back; the caches may hold ids it created. A move in progress
-    // finishes first, so the staged samples reloaded are exactly those still in the table.
-    move_done_.wait(lock, [&] { return !moving_; });
-    ReloadAfterFailedWrite();
-    return result;
+  std::vector<PendingWrite*> group;
+  {
+    std::lock_guard queue(queue_mu_);
+    group.swap(pending_);
   }
+  WriteGroup(group, lock);
+  {
+    std::lock_guard queue(queue_mu_);
+    for (PendingWrite* p : group) {
+      p->done = true;  // the waiting callers may return (and free *p) from here on
+    }
+    leading_ = false;
+  }
+  queue_cv_.notify_all();
   if (staged_.size() >= stage_max && !moving_) {
-    // The batch itself is committed; a failure here leaves the samples staged for the next try.
+    // The batches are committed; a failure here leaves the samples staged for the next try.
     if (Status moved = MoveStaged(lock); !moved.ok()) {
       WARPSCOPE_LOG_EVERY_N(ERROR, 100, "{}: moving staged samples: {}", path_, moved.ToString());
     }
   }
-  return result;
+}
+
+void SqliteStorage::WriteGroup(const std::vector<PendingWrite*>& group,
+                               std::unique_lock<std::mutex>& lock) {
+  Status shared = WriteMembers(group, lock);
+  if (shared.ok()) {
+    return;
+  }
+  if (group.size() == 1 && group.front()->batches.size() == 1) {
+    group.front()->written.status = std::move(shared);
+    return;
+  }
+  for (PendingWrite* p : group) {
+    for (const IngestBatch& batch : p->batches) {
+      PendingWrite one;
+      one.batches = std::span<const IngestBatch>(&batch, 1);
+      PendingWrite* alone = &one;
+      Status st = WriteMembers(std::span<PendingWrite* const>(&alone, 1), lock);
+      if (st.ok()) {
+        st = std::move(one.written.status);
+      }
+      if (!st.ok()) {
+        p->written.status = std::move(st);
+        break;
+      }
+      p->written.results.push_back(one.written.results.front());
+    }
+  }
+}
+
+Status SqliteStorage::WriteMembers(std::span<PendingWrite* const> members,
+                                   std::unique_lock<std::mutex>& lock) {
+  StagedBatch staged;
+  staged.last_id = staged_last_id_;
+  std::vector<BatchesWritten> written(members.size());
+  Status st = sqlite::InWriteTransaction(*writer_, [&]() -> Status {
+    for (size_t m = 0; m < members.size(); ++m) {
+      for (const IngestBatch& batch : members[m]->batches) {
+        // Checked here, after the batches before it: they may declare its metrics.
+        if (Status check = CheckBatch(batch); !check.ok()) {
+          written[m].status = std::move(check);
+          break;
+        }
+        WARPSCOPE_RETURN_IF_ERROR(StageBatch(batch, written[m].results.emplace_back(), staged));
+      }
+    }
+    // The samples: appended to staged_samples as one blob (a few sequential pages), moved into
+    // the series-clustered samples table later in bulk.
+    if (staged.rows.empty()) {
+      return base::OkStatus();
+    }
+    WARPSCOPE_RETURN_IF_ERROR(writer_->Run(
+        "INSERT INTO staged_samples(samples) VALUES(?1)",
+        sqlite::Blob{std::string_view(reinterpret_cast<const char*>(staged.rows.data()),
+                                      staged.rows.size() * sizeof(StagedSample))}));
+    staged.last_id = writer_->last_insert_rowid();
+    return base::OkStatus();
+  });
+  if (!st.ok()) {
+    // The transaction rolled back; the caches may hold ids it created. A move in progress
+    // finishes first, so the staged samples reloaded are exactly those still in the table.
+    move_done_.wait(lock, [&] { return !moving_; });
+    ReloadAfterFailedWrite();
+    return st;
+  }
+  staged_last_id_ = staged.last_id;
+  for (const StagedSample& r : staged.rows) {
+    recent_.Add(r.series_id, Row{r.start_ms, r.avg, r.min, r.max, r.last, r.count});
+  }
+  staged_.insert(staged_.end(), staged.rows.begin(), staged.rows.end());
+  staged_count_ += staged.rows.size();
+  for (size_t m = 0; m < members.size(); ++m) {
+    members[m]->written = std::move(written[m]);
+  }
+  return base::OkStatus();
+}
+
+Status SqliteStorage::CheckBatch(const IngestBatch& batch) {
+  if (batch.agent_id.empty()) {
+    return base::InvalidArgument("batch: agent_id is empty: every agent needs an id");
+  }
+  if (batch.host.empty()) {
+    return base::InvalidArgument("batch from agent {}: host is empty", batch.agent_id);
+  }
+  if (batch.end < batch.start) {
+    return base::InvalidArgument("batch {} from agent {}: window ends before it starts",
+                                 batch.sequence, batch.agent_id);
+  }
+  if (raw_cutoff_ != 0 && ToMs(batch.start) < raw_cutoff_) {
+    return base::InvalidArgument(
+        "batch {} from agent {}: window starts at {} ms, before the oldest raw data kept ({} "
+        "ms, raw retention {}); it cannot be stored",
+        batch.sequence, batch.agent_id, ToMs(batch.start), raw_cutoff_,
+        base::FormatDuration(options_.storage.raw_retention));
+  }
+  return CheckIngestBatch(batch,
+                          [this](const std::string& key) { return metrics_.count(key) > 0; });
 }
 
 void SqliteStorage::ReloadAfterFailedWrite() {
@@ -83,28 +190,16 @@ void SqliteStorage::ReloadAfterFailedWrite() {
   }
 }
 
-Result<WriteResult> SqliteStorage::WriteBatchLocked(const IngestBatch& batch) {
-  WriteResult result;
-  StagedBatch staged;
-  staged.last_id = staged_last_id_;
-  staged.rows.reserve(batch.series.size());
-  WARPSCOPE_RETURN_IF_ERROR(sqlite::InWriteTransaction(*writer_, [&]() -> Status {
-    // Dedup on (agent, sequence, window start). A duplicate writes nothing (the agent exists
-    // already: it sent the first copy).
-    WARPSCOPE_ASSIGN_OR_RETURN(int64_t agent_id, InternAgent(batch.agent_id));
-    WARPSCOPE_ASSIGN_OR_RETURN(result.duplicate, IsDuplicate(agent_id, batch));
-    if (result.duplicate) {
-      return base::OkStatus();
-    }
-    return WriteBatchRows(batch, agent_id, result, staged);
-  }));
-  staged_last_id_ = staged.last_id;
-  for (const StagedSample& r : staged.rows) {
-    recent_.Add(r.series_id, Row{r.start_ms, r.avg, r.min, r.max, r.last, r.count});
+Status SqliteStorage::StageBatch(const IngestBatch& batch, WriteResult& result,
+                                 StagedBatch& staged) {
+  // Dedup on (agent, sequence, window start). A duplicate writes nothing (the agent exists
+  // already: it sent the first copy).
+  WARPSCOPE_ASSIGN_OR_RETURN(int64_t agent_id, InternAgent(batch.agent_id));
+  WARPSCOPE_ASSIGN_OR_RETURN(result.duplicate, IsDuplicate(agent_id, batch));
+  if (result.duplicate) {
+    return base::OkStatus();
   }
-  staged_.insert(staged_.end(), staged.rows.begin(), staged.rows.end());
-  staged_count_ += staged.rows.size();
-  return result;
+  return WriteBatchRows(batch, agent_id, result, staged);
 }
 
 Result<bool> SqliteStorage::IsDuplicate(int64_t agent_id, const IngestBatch& batch) {
@@ -174,15 +269,6 @@ Status SqliteStorage::WriteBatchRows(const IngestBatch& batch, int64_t agent_id,
   if (first_window_ms_ == 0 || start_ms < first_window_ms_) {
     WARPSCOPE_RETURN_IF_ERROR(SetMeta(kMetaFirstWindow, start_ms));
     first_window_ms_ = start_ms;
-  }
-  // The samples: appended to staged_samples as one blob (a few sequential pages), moved into
-  // the series-clustered samples table later in bulk.
-  if (!staged.rows.empty()) {
-    WARPSCOPE_RETURN_IF_ERROR(writer_->Run(
-        "INSERT INTO staged_samples(samples) VALUES(?1)",
-        sqlite::Blob{std::string_view(reinterpret_cast<const char*>(staged.rows.data()),
-                                      staged.rows.size() * sizeof(StagedSample))}));
-    staged.last_id = writer_->last_insert_rowid();
   }
   return base::OkStatus();
 }

@@ -88,6 +88,19 @@ base::Status StorageOptions::Validate() const {
   return base::OkStatus();
 }
 
+BatchesWritten Storage::WriteBatches(std::span<const IngestBatch> batches) {
+  BatchesWritten out;
+  for (const IngestBatch& batch : batches) {
+    base::Result<WriteResult> written = WriteBatch(batch);
+    if (!written) {
+      out.status = written.error();
+      break;
+    }
+    out.results.push_back(*written);
+  }
+  return out;
+}
+
 base::Result<std::vector<StoredStep>> Storage::QuerySteps(const StepQuery&) {
   return base::Error(base::Unsupported("this storage backend keeps no training steps"));
 }

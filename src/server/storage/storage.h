@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -79,6 +80,12 @@ struct WriteResult {
   bool duplicate = false;        // the batch was stored before; nothing was written again
   uint64_t dropped_series = 0;   // new series refused by the per-host cardinality cap
   uint64_t invalid_series = 0;   // series with a NaN or infinite value, not stored
+};
+
+// What Storage::WriteBatches did: the batches before the first failure were stored.
+struct BatchesWritten {
+  std::vector<WriteResult> results;  // one per batch stored, in order
+  base::Status status;  // OK, or the error of batch results.size(); those after it were not tried
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -364,6 +371,10 @@ class Storage {
   // agent that restarted and counts from 1 again; it is stored. A batch that starts before the
   // oldest raw data kept (raw retention) is refused with InvalidArgument.
   [[nodiscard]] virtual base::Result<WriteResult> WriteBatch(const IngestBatch& batch) = 0;
+  // Stores several windows as WriteBatch would, one after the other, and stops at the first
+  // that fails. A backend may store them in one transaction, with other callers' batches (the
+  // default calls WriteBatch for each).
+  [[nodiscard]] virtual BatchesWritten WriteBatches(std::span<const IngestBatch> batches);
 
   // Entities matching `query`, ordered by (host, kind, id), at most query.limit.
   [[nodiscard]] virtual base::Result<std::vector<EntityRecord>> ListEntities(
