@@ -3,8 +3,10 @@
 #ifndef WARPSCOPE_SERVER_STORAGE_CLICKHOUSE_CLICKHOUSE_INTERNAL_H_
 #define WARPSCOPE_SERVER_STORAGE_CLICKHOUSE_CLICKHOUSE_INTERNAL_H_
 
+#include <bit>
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -40,6 +42,28 @@ uint64_t NextVersion();
 
 // The series' identity hashed (FNV-1a, 64 bits): the key of its rows in every table.
 uint64_t SeriesId(std::string_view host, std::string_view entity, std::string_view labels);
+
+// ClickHouse's RowBinary row format, which it parses several times faster than JSONEachRow:
+// the columns in the table's order, numbers little-endian, a string as its length (unsigned
+// LEB128) and its bytes.
+template <typename T>
+inline void AppendRowBinary(std::string& out, T v) {
+  static_assert(std::endian::native == std::endian::little, "RowBinary is little-endian");
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));
+  out.append(bytes, sizeof(T));
+}
+inline void AppendRowBinary(std::string& out, std::string_view s) {
+  for (uint64_t n = s.size();; n >>= 7) {
+    const auto low = static_cast<uint8_t>(n & 0x7f);
+    if (n < 0x80) {
+      out.push_back(static_cast<char>(low));
+      break;
+    }
+    out.push_back(static_cast<char>(low | 0x80));
+  }
+  out.append(s);
+}
 
 // Windows written within this long of a series' last_seen still find the series in a query
 // range, rate seeds included (as SqliteStorage's kLastSeenSlackMs).

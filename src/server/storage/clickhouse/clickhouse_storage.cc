@@ -179,9 +179,10 @@ Status ClickHouseStorage::CreateSchema() {
   return base::OkStatus();
 }
 
-Status ClickHouseStorage::Insert(std::string_view table, const std::string& rows) {
+Status ClickHouseStorage::Insert(std::string_view table, const std::string& rows,
+                                 std::string_view format) {
   if (rows.empty()) return base::OkStatus();
-  return client_.Exec(fmt::format("INSERT INTO {} FORMAT JSONEachRow", table), rows);
+  return client_.Exec(fmt::format("INSERT INTO {} FORMAT {}", table, format), rows);
 }
 
 Result<ClickHouseStorage::Marks> ClickHouseStorage::ReadMarks(const IngestBatch* batch) {
@@ -334,7 +335,7 @@ Status ClickHouseStorage::Commit(const Rows& rows) {
 Status ClickHouseStorage::Flush(const Rows& rows) {
   WARPSCOPE_RETURN_IF_ERROR(Insert("metrics", rows.metrics));
   WARPSCOPE_RETURN_IF_ERROR(Insert("entities", rows.entities));
-  WARPSCOPE_RETURN_IF_ERROR(Insert("samples", rows.samples));
+  WARPSCOPE_RETURN_IF_ERROR(Insert("samples", rows.samples, "RowBinary"));
   WARPSCOPE_RETURN_IF_ERROR(Insert("events", rows.events));
   WARPSCOPE_RETURN_IF_ERROR(Insert("training_steps", rows.steps));
   WARPSCOPE_RETURN_IF_ERROR(Insert("dirty", rows.dirty));
@@ -451,19 +452,21 @@ Status ClickHouseStorage::BatchRows(const IngestBatch& batch, const Marks& marks
       ++result.dropped_series;
       continue;
     }
-    AppendRow(rows.samples, json{{"metric", s.metric},
-                                 {"series", id},
-                                 {"host", batch.host},
-                                 {"entity", s.entity},
-                                 {"labels", labels},
-                                 {"start", start_ms},
-                                 {"duration", end_ms - start_ms},
-                                 {"v_avg", s.avg},
-                                 {"v_min", s.min},
-                                 {"v_max", s.max},
-                                 {"v_last", s.last},
-                                 {"v_count", std::max<uint32_t>(s.count, 1)},
-                                 {"ver", ver}});
+    // samples: metric, series, host, entity, labels, start, duration, v_avg, v_min, v_max,
+    // v_last, v_count, ver (RowBinary, in the table's column order).
+    std::string& out = rows.samples;
+    AppendRowBinary(out, std::string_view(s.metric));
+    AppendRowBinary(out, id);
+    AppendRowBinary(out, std::string_view(batch.host));
+    AppendRowBinary(out, std::string_view(s.entity));
+    AppendRowBinary(out, std::string_view(labels));
+    AppendRowBinary(out, start_ms);
+    AppendRowBinary(out, end_ms - start_ms);
+    for (double v : {s.avg, s.min, s.max, s.last}) {
+      AppendRowBinary(out, v);
+    }
+    AppendRowBinary(out, static_cast<uint64_t>(std::max<uint32_t>(s.count, 1)));
+    AppendRowBinary(out, ver);
     ++result.stored;
   }
   for (size_t i = 0; i < batch.events.size(); ++i) {

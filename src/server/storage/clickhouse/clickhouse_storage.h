@@ -69,7 +69,7 @@ class ClickHouseStorage : public Storage {
   WriteCounters write_counters() const;
 
  private:
-  // The rows of one or more batches, one JSONEachRow text per table.
+  // The rows of one or more batches, one JSONEachRow text per table (samples: RowBinary).
   struct Rows {
     std::string metrics, entities, samples, events, steps, dirty, batches;
     void Append(const Rows& other);
@@ -121,7 +121,8 @@ class ClickHouseStorage : public Storage {
   base::Status Flush(const Rows& rows);
   // Whether series `id` of `host` may be stored under the cap; counts it as active if so.
   base::Result<bool> AdmitSeries(const std::string& host, uint64_t id, int64_t end_ms);
-  base::Status Insert(std::string_view table, const std::string& rows);
+  base::Status Insert(std::string_view table, const std::string& rows,
+                      std::string_view format = "JSONEachRow");
   // The marks; with `batch`, also whether it was stored before (Marks::batch_stored).
   base::Result<Marks> ReadMarks(const IngestBatch* batch = nullptr);
   base::Status SetMark(std::string_view name, int64_t value);
