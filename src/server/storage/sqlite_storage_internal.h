@@ -18,6 +18,7 @@
 #include "base/status.h"
 #include "base/time.h"
 #include "model/entity.h"
+#include "server/storage/backend_common.h"
 #include "server/storage/query_plan.h"
 #include "server/storage/sqlite_db.h"
 #include "server/storage/sqlite_storage.h"
@@ -108,22 +109,12 @@ struct MetaMarks {
 [[nodiscard]] base::Result<std::pair<int64_t, MetricInfo>> ReadMetric(sqlite::Connection& db,
                                                                       const std::string& key);
 
-inline int64_t ToMs(base::TimePoint t) { return base::ToUnixMillis(t); }
-inline base::TimePoint FromMs(int64_t ms) { return base::FromUnixNanos(ms * 1'000'000); }
-inline int64_t DurationMs(base::Duration d) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
-
-inline std::string_view MetricKindName(model::MetricKind kind) {
-  return kind == model::MetricKind::kCounter ? "counter" : "gauge";
-}
-inline model::MetricKind ParseMetricKind(std::string_view name) {
-  return name == "counter" ? model::MetricKind::kCounter : model::MetricKind::kGauge;
-}
-inline model::EntityKind EntityKindOrHost(std::string_view name) {
-  auto kind = ParseEntityKind(name);
-  return kind ? *kind : model::EntityKind::kHost;
-}
+using backend_common::DurationMs;
+using backend_common::EntityKindOrHost;
+using backend_common::FromMs;
+using backend_common::MetricKindName;
+using backend_common::ParseMetricKind;
+using backend_common::ToMs;
 
 // Keys of the entities_ and series_ caches.
 inline std::string EntityKey(int64_t host_id, std::string_view entity) {

@@ -485,21 +485,7 @@ Result<SqliteStorage::EntityEntry*> SqliteStorage::TouchEntity(int64_t host_id,
 }
 
 Result<int64_t> SqliteStorage::WriteProfile(const ProfileMeta& meta, std::string_view data) {
-  if (meta.host.empty()) {
-    return Error(base::InvalidArgument("profile: host is empty"));
-  }
-  if (meta.kind.empty()) {
-    return Error(
-        base::InvalidArgument("profile from {}: kind is empty (\"cpu\", \"gpu\")", meta.host));
-  }
-  if (meta.end < meta.start) {
-    return Error(base::InvalidArgument("profile from {}: window ends before it starts", meta.host));
-  }
-  if (data.size() > options_.storage.max_profile_bytes) {
-    return Error(base::InvalidArgument(
-        "profile from {}: {} bytes exceeds the limit of {} bytes; profile a shorter window",
-        meta.host, data.size(), options_.storage.max_profile_bytes));
-  }
+  WARPSCOPE_RETURN_IF_ERROR(CheckProfile(meta, data, options_.storage.max_profile_bytes));
   std::lock_guard lock(write_mu_);
   auto id = sqlite::InWriteTransaction(*writer_, [&]() -> Result<int64_t> {
     int64_t host_id = 0;

@@ -109,6 +109,24 @@ base::Result<std::vector<JobRecord>> Storage::ListJobs(const JobQuery&) {
   return base::Error(base::Unsupported("this storage backend keeps no training steps"));
 }
 
+base::Status CheckProfile(const ProfileMeta& meta, std::string_view data, size_t max_bytes) {
+  if (meta.host.empty()) {
+    return base::InvalidArgument("profile: host is empty");
+  }
+  if (meta.kind.empty()) {
+    return base::InvalidArgument("profile from {}: kind is empty (\"cpu\", \"gpu\")", meta.host);
+  }
+  if (meta.end < meta.start) {
+    return base::InvalidArgument("profile from {}: window ends before it starts", meta.host);
+  }
+  if (data.size() > max_bytes) {
+    return base::InvalidArgument(
+        "profile from {}: {} bytes exceeds the limit of {} bytes; profile a shorter window",
+        meta.host, data.size(), max_bytes);
+  }
+  return base::OkStatus();
+}
+
 base::Status CheckIngestBatch(const IngestBatch& batch,
                               const std::function<bool(const std::string&)>& known_metric) {
   std::unordered_set<std::string_view> described;

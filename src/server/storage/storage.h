@@ -349,6 +349,12 @@ struct StorageStats {
 [[nodiscard]] base::Status CheckIngestBatch(
     const IngestBatch& batch, const std::function<bool(const std::string&)>& known_metric);
 
+// The checks every backend makes of a profile before storing it: host and kind set, the window
+// not ending before it starts, at most `max_bytes` of data. InvalidArgument naming the profile's
+// host and what is wrong.
+[[nodiscard]] base::Status CheckProfile(const ProfileMeta& meta, std::string_view data,
+                                        size_t max_bytes);
+
 // Where the server keeps metrics, events and profiles.
 //
 // Threads: writes (WriteBatch, WriteProfile, Compact) are meant to come from one writer

@@ -13,25 +13,17 @@
 #include "base/time.h"
 #include "model/entity.h"
 #include "model/metric.h"
+#include "server/storage/backend_common.h"
 #include "server/storage/storage.h"
 
 namespace warpscope::server::clickhouse_internal {
 
-inline int64_t ToMs(base::TimePoint t) { return base::ToUnixMillis(t); }
-inline base::TimePoint FromMs(int64_t ms) { return base::FromUnixNanos(ms * 1'000'000); }
-inline int64_t DurationMs(base::Duration d) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-}
-inline std::string_view MetricKindName(model::MetricKind kind) {
-  return kind == model::MetricKind::kCounter ? "counter" : "gauge";
-}
-inline model::MetricKind ParseMetricKind(std::string_view name) {
-  return name == "counter" ? model::MetricKind::kCounter : model::MetricKind::kGauge;
-}
-inline model::EntityKind EntityKindOrHost(std::string_view name) {
-  auto kind = ParseEntityKind(name);
-  return kind ? *kind : model::EntityKind::kHost;
-}
+using backend_common::DurationMs;
+using backend_common::EntityKindOrHost;
+using backend_common::FromMs;
+using backend_common::MetricKindName;
+using backend_common::ParseMetricKind;
+using backend_common::ToMs;
 int64_t ParseInt(std::string_view s);
 uint64_t ParseUint(std::string_view s);
 double ParseDouble(std::string_view s);

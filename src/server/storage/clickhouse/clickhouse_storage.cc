@@ -514,20 +514,7 @@ Status ClickHouseStorage::BatchRows(const IngestBatch& batch, const Marks& marks
 }
 
 Result<int64_t> ClickHouseStorage::WriteProfile(const ProfileMeta& meta, std::string_view data) {
-  if (meta.host.empty()) {
-    return Error(base::InvalidArgument("profile: host is empty"));
-  }
-  if (meta.kind.empty()) {
-    return Error(
-        base::InvalidArgument("profile from {}: kind is empty (\"cpu\", \"gpu\")", meta.host));
-  }
-  if (meta.end < meta.start) {
-    return Error(base::InvalidArgument("profile from {}: window ends before it starts", meta.host));
-  }
-  if (data.size() > options_.storage.max_profile_bytes) {
-    return Error(base::InvalidArgument("profile from {}: {} bytes exceeds the limit of {} bytes",
-                                       meta.host, data.size(), options_.storage.max_profile_bytes));
-  }
+  WARPSCOPE_RETURN_IF_ERROR(CheckProfile(meta, data, options_.storage.max_profile_bytes));
   // Ids unique across servers without coordination: the write time in ms above 20 random bits.
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   const int64_t ms = std::chrono::duration_cast<std::chrono::milliseconds>(
