@@ -109,12 +109,7 @@ struct MetaMarks {
 [[nodiscard]] base::Result<std::pair<int64_t, MetricInfo>> ReadMetric(sqlite::Connection& db,
                                                                       const std::string& key);
 
-using backend_common::DurationMs;
-using backend_common::EntityKindOrHost;
-using backend_common::FromMs;
-using backend_common::MetricKindName;
-using backend_common::ParseMetricKind;
-using backend_common::ToMs;
+using namespace backend_common;  // NOLINT(google-build-using-namespace)
 
 // Keys of the entities_ and series_ caches.
 inline std::string EntityKey(int64_t host_id, std::string_view entity) {

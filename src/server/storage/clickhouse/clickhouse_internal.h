@@ -18,12 +18,7 @@
 
 namespace warpscope::server::clickhouse_internal {
 
-using backend_common::DurationMs;
-using backend_common::EntityKindOrHost;
-using backend_common::FromMs;
-using backend_common::MetricKindName;
-using backend_common::ParseMetricKind;
-using backend_common::ToMs;
+using namespace backend_common;  // NOLINT(google-build-using-namespace)
 int64_t ParseInt(std::string_view s);
 uint64_t ParseUint(std::string_view s);
 double ParseDouble(std::string_view s);

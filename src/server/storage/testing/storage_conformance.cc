@@ -12,6 +12,12 @@
 
 namespace warpscope::server {
 
+MetricInfo conformance::Utilization() {
+  return MetricInfo{"gpu.utilization",  model::MetricKind::kGauge, "1",
+                    "GPU busy ratio.",  "DCGM_FI_DEV_GPU_UTIL",   100.0,
+                    "hw.gpu.utilization", model::EntityKind::kGpu};
+}
+
 void PrintTo(const StorageBackend& backend, std::ostream* os) { *os << backend.name; }
 
 std::string StorageBackendName(const ::testing::TestParamInfo<StorageBackend>& info) {
@@ -57,11 +63,7 @@ using std::chrono::minutes;
 using std::chrono::seconds;
 
 
-MetricInfo Utilization() {
-  return MetricInfo{"gpu.utilization",  model::MetricKind::kGauge, "1",
-                    "GPU busy ratio.",  "DCGM_FI_DEV_GPU_UTIL",   100.0,
-                    "hw.gpu.utilization", model::EntityKind::kGpu};
-}
+using conformance::Utilization;
 MetricInfo Energy() {
   return MetricInfo{"gpu.energy", model::MetricKind::kCounter, "J", "Energy since boot.",
                     "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 1000.0, "hw.energy",

@@ -41,6 +41,11 @@ struct StorageBackend {
   std::function<std::string(const std::string& test)> skip_reason;
 };
 
+namespace conformance {
+// The GPU utilization metric as the suite's batches describe it.
+MetricInfo Utilization();
+}  // namespace conformance
+
 // Prints the backend's name in test output.
 void PrintTo(const StorageBackend& backend, std::ostream* os);
 

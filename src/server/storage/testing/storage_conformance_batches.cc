@@ -17,11 +17,7 @@ using ::testing::SizeIs;
 using std::chrono::hours;
 using std::chrono::seconds;
 
-MetricInfo Utilization() {
-  return MetricInfo{"gpu.utilization",  model::MetricKind::kGauge, "1",
-                    "GPU busy ratio.",  "DCGM_FI_DEV_GPU_UTIL",   100.0,
-                    "hw.gpu.utilization", model::EntityKind::kGpu};
-}
+using conformance::Utilization;
 
 // One 10 s window of `host` with one GPU series; `describe` says whether it carries the
 // metric's description.
