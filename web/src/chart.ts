@@ -75,6 +75,9 @@ export interface ChartSpec {
 
 const SYNC_KEY = 'warpscope';
 
+const CHART_FONT_FAMILY = 'system-ui, sans-serif';
+const CHART_FONT = `11px ${CHART_FONT_FAMILY}`;
+
 // Ten lines are what a reader tells apart by colour (the palette has 16; past ten, neighbours
 // look alike) and what a legend shows without scrolling; a host's 8 GPUs always fit.
 export const MAX_LINES = 10;
@@ -107,16 +110,23 @@ export function paletteColor(i: number): string {
   return PALETTE[i % PALETTE.length];
 }
 
-// The theme's colours, read once per theme: getComputedStyle brings the page's style up to date
-// first, and a view builds and draws a dozen charts, each changing the page, in one task.
+// The theme's colours, read once per theme, all together: getComputedStyle brings the page's
+// style up to date first, and a view builds and draws a dozen charts, each changing the page, in
+// one task (one read per colour restyled the page between the first chart's build and its draw).
 const themeColors = new Map<string, string>();
+const THEME_VARS = ['--fg', '--fg-muted', '--grid', '--accent', '--card'];
 
 function cssVar(name: string): string {
-  const key = `${document.documentElement.dataset.theme ?? ''}:${name}`;
-  const known = themeColors.get(key);
+  const theme = document.documentElement.dataset.theme ?? '';
+  const known = themeColors.get(`${theme}:${name}`);
   if (known !== undefined) return known;
-  const v = getComputedStyle(document.documentElement).getPropertyValue(name).trim();
-  if (v) themeColors.set(key, v); // none yet (the style sheet still loading): read again next time
+  const style = getComputedStyle(document.documentElement);
+  let v = '';
+  for (const n of new Set([...THEME_VARS, name])) {
+    const value = style.getPropertyValue(n).trim();
+    if (value) themeColors.set(`${theme}:${n}`, value); // none yet (the style sheet still loading): read again next time
+    if (n === name) v = value;
+  }
   return v || '#888';
 }
 
@@ -333,7 +343,7 @@ function limitsPlugin(getLimits: () => Limit[]): uPlot.Plugin {
         ctx.strokeStyle = color;
         ctx.lineWidth = px;
         ctx.setLineDash([6 * px, 4 * px]);
-        ctx.font = `${11 * px}px system-ui, sans-serif`;
+        ctx.font = `${11 * px}px ${CHART_FONT_FAMILY}`;
         ctx.textAlign = 'right';
         ctx.textBaseline = 'bottom';
         const lineHeight = 13 * px;
@@ -541,7 +551,9 @@ export class TimeChart {
         return s;
       }),
     ];
-    const axisFont = { labelSize: 18, labelFont: '12px system-ui, sans-serif', font: '11px system-ui, sans-serif' };
+    // One font for the axes' names and ticks (and the limit lines' names): a canvas's font
+    // changes cost more than its text (four changes a draw were a third of the axes' time).
+    const axisFont = { labelSize: 18, labelFont: CHART_FONT, font: CHART_FONT };
     const opts: uPlot.Options = {
       width: Math.max(200, width || this.el.clientWidth || 600),
       height,

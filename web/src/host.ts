@@ -204,6 +204,9 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
   // batch and the lists travel side by side (one round trip before drawing, not two).
   const firstQ = new QueryBatcher();
   if (tab === 'gpu' && !ctx.state.expand) firstQ.prefetch(firstScreenQueries(ctx, host));
+  // The GPU list next: the page is built from it while the batch is answered (sent after the
+  // markers' requests, it came back after the batch).
+  const gpuList = getJson<{ entities: EntityRecord[] }>('/api/v1/entities', { host, kind: 'gpu', limit: 1000 });
   // Every chart reads the metric list before its query: asked for with the GPU list, not after it
   // (a round trip less before the charts' batch goes out). A failure shows in the charts' own call.
   knownMetrics().catch(() => undefined);
@@ -212,10 +215,7 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
   let early: MarkerFetches | null = fetchMarkers(ctx, host);
   let first: QueryBatcher | null = firstQ;
   // Whether the host serves models (the Inference tab) is asked for next to its GPUs.
-  const [gpuEntities, serving] = await Promise.all([
-    getJson<{ entities: EntityRecord[] }>('/api/v1/entities', { host, kind: 'gpu', limit: 1000 }),
-    findServing({ host }, ctx.start, ctx.end).catch(() => []),
-  ]);
+  const [gpuEntities, serving] = await Promise.all([gpuList, findServing({ host }, ctx.start, ctx.end).catch(() => [])]);
   if (gpuEntities.entities.length === 0 && !(await hostKnown(host))) {
     return unknownCard(root, ctx, 'Unknown host', `The server has no data from a host named ${host}: check the name, or whether its agent sends to this server (warpscope agent --server).`);
   }
@@ -306,7 +306,11 @@ export async function hostView(root: HTMLElement, ctx: ViewContext): Promise<Vie
     });
     // The windows that have profiles: a strip under every chart.
     const withProfiles = fetched.profiles.then(addMarkers);
-    await Promise.all([withMarkers, withFindings, withProfiles, ...loaders.map((l) => l(c, markers, q)), ...lazy.loads(c, markers, q)]);
+    const loads = lazy.loads(c, markers, q);
+    // The first screen's charts draw once the page above them is filled (the findings strip and
+    // the events list decide which of them the screen shows).
+    const drawn = Promise.allSettled([withMarkers, withFindings, ...loads]).then(() => lazy.drawOnScreen());
+    await Promise.all([withMarkers, withFindings, withProfiles, ...loaders.map((l) => l(c, markers, q)), ...loads, drawn]);
   };
   await render(ctx);
   lazy.watch();

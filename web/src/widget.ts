@@ -19,6 +19,10 @@ export class Widget {
   chart: TimeChart | null = null;
   // The chart's width, when read with other cards' in one layout (lazy_loads.ts).
   widthHint = 0;
+  // While holding, show() keeps its spec and draws nothing: the card's data is in, but the card
+  // may lie below the first screen (lazy_loads.ts decides once the page above it is filled).
+  private holding = false;
+  private held: ChartSpec | null = null;
 
   constructor(title: string, subtitle: string | undefined, testid: string, actions: HTMLElement[] = []) {
     this.body = h('div.widget-body');
@@ -33,6 +37,10 @@ export class Widget {
   }
 
   show(spec: ChartSpec): void {
+    if (this.holding) {
+      this.held = spec;
+      return;
+    }
     if (this.chart) {
       this.chart.update(spec);
       return;
@@ -41,7 +49,20 @@ export class Widget {
     this.chart = new TimeChart(this.body, spec, this.widthHint);
   }
 
+  hold(): void {
+    this.holding = true;
+  }
+
+  // Stops holding and draws the spec kept meanwhile, if any.
+  release(): void {
+    this.holding = false;
+    const spec = this.held;
+    this.held = null;
+    if (spec) this.show(spec);
+  }
+
   unavailable(message: string): void {
+    this.held = null;
     this.chart?.destroy();
     this.chart = null;
     this.body.replaceChildren(h('p.unavailable', { 'data-testid': 'unavailable' }, message));
