@@ -47,7 +47,7 @@
 
 namespace warpscope::server {
 
-// One raw window, as the samples table holds it.
+// One raw window, as a samples row holds it.
 struct ChunkWindow {
   int64_t start_ms = 0;
   int64_t duration_ms = 0;
@@ -93,8 +93,7 @@ class ChunkEncoder {
     void WritePredicted(double value, int order, size_t index);
   };
   static constexpr int kModes = 4;
-  void AppendTo(Stream& s, int mode, const ChunkWindow& w, int64_t delta, bool regular,
-                bool flat);
+  void AppendTo(Stream& s, int mode, const ChunkWindow& w, int64_t delta, bool regular, bool flat);
 
   Stream streams_[kModes];
   size_t windows_ = 0;

@@ -24,9 +24,9 @@ base::Result<MetaMarks> ReadMetaMarks(sqlite::Connection& db) {
   WARPSCOPE_ASSIGN_OR_RETURN(sqlite::Statement stmt, db.Prepare("SELECT key, value FROM meta"));
   MetaMarks m;
   const std::pair<std::string_view, int64_t*> fields[] = {
-      {kMetaFirstWindow, &m.first_window},     {kMetaMinuteWatermark, &m.minute_watermark},
-      {kMetaHourWatermark, &m.hour_watermark}, {kMetaRawCutoff, &m.raw_cutoff},
-      {kMetaMinuteCutoff, &m.minute_cutoff},   {kMetaHourCutoff, &m.hour_cutoff},
+      {kMetaFirstWindow, &m.first_window},      {kMetaMinuteWatermark, &m.minute_watermark},
+      {kMetaHourWatermark, &m.hour_watermark},  {kMetaRawCutoff, &m.raw_cutoff},
+      {kMetaMinuteCutoff, &m.minute_cutoff},    {kMetaHourCutoff, &m.hour_cutoff},
       {kMetaChunkWatermark, &m.chunk_watermark}};
   WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const sqlite::Statement& row) {
     std::string_view key = row.ColumnText(0);
@@ -253,6 +253,22 @@ CREATE TABLE IF NOT EXISTS sample_chunks(
 CREATE UNIQUE INDEX IF NOT EXISTS sample_chunks_by_series ON sample_chunks(series_id, start_ms);
 )sql";
 
+// Schema version 5: the head. Staged samples move here as compressed chunks of one series inside
+// one kChunkSpanMs span (columns as in sample_chunks), one per series and move, instead of one
+// samples row per window; a later chunk's window replaces an earlier one with the same start
+// (rowid order is move order). Compact merges a closed span's head chunks into sample_chunks.
+constexpr char kHeadSchema[] = R"sql(
+CREATE TABLE IF NOT EXISTS head_chunks(
+  id INTEGER PRIMARY KEY,
+  series_id INTEGER NOT NULL,
+  start_ms INTEGER NOT NULL,
+  end_ms INTEGER NOT NULL,
+  count INTEGER NOT NULL,
+  data BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS head_chunks_by_series ON head_chunks(series_id, start_ms);
+)sql";
+
 Status CheckDataDir(const std::string& dir) {
   if (dir.empty()) {
     return base::InvalidArgument("--data-dir is empty: give the directory to keep data in");
@@ -365,6 +381,7 @@ Status SqliteStorage::InitSchema() {
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStagedSchema));
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStepsSchema));
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kChunksSchema));
+      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kHeadSchema));
       return SetMeta(kMetaSchemaVersion, kSchemaVersion);
     }
     WARPSCOPE_ASSIGN_OR_RETURN(
@@ -392,6 +409,11 @@ Status SqliteStorage::InitSchema() {
       // The samples table keeps its rows; Compact moves them into chunks span by span.
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kChunksSchema));
     }
+    if (version < 5) {
+      // The samples table keeps its rows as an older head; reads merge it until Compact has
+      // moved its spans into chunks.
+      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kHeadSchema));
+    }
     if (version < kSchemaVersion) {
       WARPSCOPE_RETURN_IF_ERROR(SetMeta(kMetaSchemaVersion, kSchemaVersion));
     }
@@ -413,6 +435,9 @@ Status SqliteStorage::LoadState() {
   staged_.clear();
   staged_count_ = 0;
   staged_last_id_ = 0;
+  WARPSCOPE_ASSIGN_OR_RETURN(int64_t head_rows,
+                             writer_->QueryInt("SELECT EXISTS(SELECT 1 FROM samples)", 0));
+  head_rows_ = head_rows != 0;
 
   {
     WARPSCOPE_ASSIGN_OR_RETURN(MetaMarks marks, ReadMetaMarks(*writer_));

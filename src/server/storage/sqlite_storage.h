@@ -5,11 +5,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -35,9 +35,9 @@ struct SqliteStorageOptions {
   // true: synchronous=FULL, an fsync per commit, so commits also survive power loss.
   bool sync_every_commit = false;
   size_t max_idle_readers = 8;  // read connections kept open for reuse
-  // Samples are staged (appended in arrival order, durable) and moved into the series-clustered
-  // samples table once this many are waiting, or before anything reads them. 0 moves each
-  // batch's samples at once. See "Staged samples" in docs/design/storage.md.
+  // Samples are staged (appended in arrival order, durable) and moved into the head's
+  // compressed per-series chunks once this many are waiting, or before anything reads them. 0
+  // moves each batch's samples at once. See "Staged samples" in docs/design/storage.md.
   size_t staged_samples_max = 400000;  // 25.6 MB
   // Samples per transaction when a full stage is moved; write_mu_ is released between them.
   size_t staged_move_chunk = 20000;
@@ -68,9 +68,9 @@ struct SqliteStorageOptions {
 // and sqlite_storage_retention.cc; what they share is in sqlite_storage_internal.h.
 class SqliteStorage : public Storage {
  public:
-  // 2 added the staged_samples table, 3 the training_steps table, 4 the sample_chunks table;
-  // an older database is upgraded when opened.
-  static constexpr int kSchemaVersion = 4;
+  // 2 added the staged_samples table, 3 the training_steps table, 4 the sample_chunks table, 5
+  // the head_chunks table; an older database is upgraded when opened.
+  static constexpr int kSchemaVersion = 5;
 
   // Opens or creates the store. Errors name the path and the remedy: a data dir that cannot be
   // created or written, a file that is not a warpscope database, or one written by a newer
@@ -189,22 +189,22 @@ class SqliteStorage : public Storage {
   [[nodiscard]] base::Status MarkDirty(int64_t resolution, int64_t host_id, int64_t from_ms);
 
   // Staged samples (sqlite_storage_staged.cc).
-  // Waits for a MoveStaged in progress, then moves every staged sample into the samples table,
+  // Waits for a MoveStaged in progress, then moves every staged sample into head_chunks,
   // sorted by (series, start), in one transaction that also empties staged_samples; on failure
   // nothing moves (retried later). `lock` holds write_mu_.
   [[nodiscard]] base::Status ApplyStagedLocked(std::unique_lock<std::mutex>& lock);
   // ApplyStagedLocked under write_mu_ when anything is staged or moving; what every reader of
-  // the samples table calls first, so reads see every acknowledged batch.
+  // the head calls first, so reads see every acknowledged batch.
   [[nodiscard]] base::Status ApplyStaged();
   // The write path's move, once staged_samples_max samples wait: takes them out of staged_,
   // sorts them without the lock, and inserts them in chunks of staged_move_chunk, releasing
   // write_mu_ between chunks so that batches keep being written; then deletes the staged rows it
   // moved. `lock` holds write_mu_ on entry and on return.
   [[nodiscard]] base::Status MoveStaged(std::unique_lock<std::mutex>& lock);
-  // Orders staged samples for InsertSamples: by (series, start), arrival order kept.
+  // Orders staged samples for InsertHeadChunks: by (series, start), arrival order kept.
   static void SortForInsert(std::vector<StagedSample>& rows);
-  // INSERT OR REPLACE of `rows` into samples, inside the caller's transaction.
-  [[nodiscard]] base::Status InsertSamples(std::span<const StagedSample> rows);
+  // `rows` (sorted by SortForInsert) as head_chunks rows, inside the caller's transaction.
+  [[nodiscard]] base::Status InsertHeadChunks(std::span<const StagedSample> rows);
 
   // Reads (sqlite_storage_read.cc), each inside one read transaction on `db`.
   [[nodiscard]] base::Result<std::vector<MatchedSeries>> MatchSeries(sqlite::Connection& db,
@@ -217,7 +217,7 @@ class SqliteStorage : public Storage {
   // With `only` set, reads just the columns that aggregation needs.
   // Raw segments that start at or after recent_'s horizon are read from memory. With
   // `memory_missed` (a read that did not move the staged samples), a raw segment memory no longer
-  // covers sets it and stops, instead of reading a samples table that may lack staged rows.
+  // covers sets it and stops, instead of reading a head that may lack staged windows.
   [[nodiscard]] base::Status FoldSeries(sqlite::Connection& db, int64_t series_id,
                                         const std::vector<Segment>& segments,
                                         std::optional<Aggregation> only, SeriesFolder& folder,
@@ -287,7 +287,7 @@ class SqliteStorage : public Storage {
   int64_t staged_last_id_ = 0;  // rowid of the newest staged_samples row
   bool moving_ = false;         // a MoveStaged is inserting (with write_mu_ released)
   std::condition_variable move_done_;
-  // Samples acknowledged but not yet in the samples table (staged_ plus a move in progress);
+  // Samples acknowledged but not yet in the head (staged_ plus a move in progress);
   // readable without write_mu_.
   std::atomic<size_t> staged_count_{0};
   // Compaction state (mirrors of the meta table) plus the end of the slice being rolled up, so
@@ -299,8 +299,10 @@ class SqliteStorage : public Storage {
   int64_t raw_cutoff_ = 0;  // 0: nothing deleted yet
   int64_t minute_cutoff_ = 0;
   int64_t hour_cutoff_ = 0;
-  int64_t chunk_watermark_ = 0;  // spans before it are in sample_chunks (late windows aside)
+  int64_t chunk_watermark_ = 0;    // spans before it are in sample_chunks (late windows aside)
   int64_t chunk_building_to_ = 0;  // the end of the span Compact is moving now, else 0
+  // The samples table (the head before schema 5) may hold rows: reads and rollups merge it.
+  bool head_rows_ = true;
   // A window was written below chunk_watermark_ (or the span being moved) since the last sweep;
   // true after opening, so that rows left there by a crash are swept once.
   bool late_chunked_ = true;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// SqliteStorage's sample chunks: Compact moves the raw windows of closed spans from the samples
-// table (the head) into compressed chunks (sample_chunk.h), and readers see both as one
-// sequence (docs/design/storage.md, "Sample chunks").
+// SqliteStorage's sample chunks: Compact merges the raw windows of closed spans from the head
+// (head_chunks, and the samples rows of an older head) into compressed chunks (sample_chunk.h)
+// of up to kChunkTargetBytes, and readers see them all as one sequence (docs/design/storage.md,
+// "Sample chunks" and "The head").
 #include <algorithm>
+#include <climits>
 #include <map>
 #include <utility>
 #include <vector>
@@ -18,57 +20,101 @@ namespace storage_internal {
 
 namespace {
 
-Row ToRow(const ChunkWindow& w) {
-  return Row{w.start_ms, w.avg, w.min, w.max, w.last, w.count};
-}
+Row ToRow(const ChunkWindow& w) { return Row{w.start_ms, w.avg, w.min, w.max, w.last, w.count}; }
 
 }  // namespace
 
+void Overlay(std::vector<ChunkWindow>& base, std::vector<ChunkWindow> top) {
+  if (top.empty()) {
+    return;
+  }
+  // Of equal starts in `top` the last is kept: stable order, then the last of each run.
+  std::stable_sort(top.begin(), top.end(), [](const ChunkWindow& a, const ChunkWindow& b) {
+    return a.start_ms < b.start_ms;
+  });
+  size_t kept = 0;
+  for (size_t i = 0; i < top.size(); ++i) {
+    if (i + 1 < top.size() && top[i + 1].start_ms == top[i].start_ms) {
+      continue;
+    }
+    top[kept++] = top[i];
+  }
+  top.resize(kept);
+  std::vector<ChunkWindow> out;
+  out.reserve(base.size() + top.size());
+  size_t b = 0;
+  for (const ChunkWindow& w : top) {
+    while (b < base.size() && base[b].start_ms < w.start_ms) {
+      out.push_back(base[b++]);
+    }
+    if (b < base.size() && base[b].start_ms == w.start_ms) {
+      ++b;  // replaced by the later write
+    }
+    out.push_back(w);
+  }
+  out.insert(out.end(), base.begin() + static_cast<ptrdiff_t>(b), base.end());
+  base = std::move(out);
+}
+
+base::Status AppendChunkWindows(std::string_view table, const sqlite::Statement& row,
+                                int64_t from_ms, int64_t to_ms, std::vector<ChunkWindow>& out) {
+  auto windows = DecodeChunk(row.ColumnBlob(1));
+  if (!windows) {
+    return windows.error().WithContext(fmt::format(
+        "{} row {} is damaged; restore the database from a backup", table, row.ColumnInt(0)));
+  }
+  for (const ChunkWindow& w : *windows) {
+    if (w.start_ms >= from_ms && w.start_ms < to_ms) {
+      out.push_back(w);
+    }
+  }
+  return base::OkStatus();
+}
+
 base::Status ForEachRawRow(sqlite::Connection& db, int64_t series_id, int64_t from_ms,
                            int64_t to_ms, const std::function<void(const Row&)>& fn) {
+  // Three layers, each later one replacing a window with the same start: the closed spans'
+  // chunks, the samples rows of an older head, the head's chunks in the order they were moved.
   // A chunk lies inside one aligned span, so one that reaches into [from, to) starts after
-  // from - kChunkSpanMs: the index range stays short.
-  std::vector<Row> chunked;
+  // from - kChunkSpanMs: the index ranges stay short.
+  std::vector<ChunkWindow> windows;
+  std::vector<ChunkWindow> layer;
   {
     WARPSCOPE_ASSIGN_OR_RETURN(
         sqlite::Statement stmt,
         db.Prepare("SELECT id, data FROM sample_chunks WHERE series_id = ?1 AND start_ms > ?2 "
                    "AND start_ms < ?3 AND end_ms > ?4 ORDER BY start_ms"));
     stmt.Bind(series_id, from_ms - kChunkSpanMs, to_ms, from_ms);
-    WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const sqlite::Statement& row) -> base::Status {
-      auto windows = DecodeChunk(row.ColumnBlob(1));
-      if (!windows) {
-        return windows.error().WithContext(fmt::format(
-            "sample_chunks row {} (series {}) is damaged; restore the database from a backup",
-            row.ColumnInt(0), series_id));
-      }
-      for (const ChunkWindow& w : *windows) {
-        if (w.start_ms >= from_ms && w.start_ms < to_ms) {
-          chunked.push_back(ToRow(w));
-        }
-      }
-      return base::OkStatus();
+    WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const sqlite::Statement& row) {
+      return AppendChunkWindows("sample_chunks", row, from_ms, to_ms, windows);
     }));
   }
-  WARPSCOPE_ASSIGN_OR_RETURN(
-      sqlite::Statement stmt,
-      db.Prepare("SELECT start_ms, avg, min, max, last, count FROM samples WHERE series_id = ?1 "
-                 "AND start_ms >= ?2 AND start_ms < ?3 ORDER BY start_ms"));
-  stmt.Bind(series_id, from_ms, to_ms);
-  size_t next = 0;  // the next chunked row not yet passed on
-  WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const sqlite::Statement& row) {
-    Row r{row.ColumnInt(0),    row.ColumnDouble(1), row.ColumnDouble(2),
-          row.ColumnDouble(3), row.ColumnDouble(4), row.ColumnInt(5)};
-    while (next < chunked.size() && chunked[next].start < r.start) {
-      fn(chunked[next++]);
-    }
-    if (next < chunked.size() && chunked[next].start == r.start) {
-      ++next;  // replaced by the later write
-    }
-    fn(r);
-  }));
-  while (next < chunked.size()) {
-    fn(chunked[next++]);
+  {
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare("SELECT start_ms, avg, min, max, last, count FROM samples WHERE series_id = "
+                   "?1 AND start_ms >= ?2 AND start_ms < ?3 ORDER BY start_ms"));
+    stmt.Bind(series_id, from_ms, to_ms);
+    WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const sqlite::Statement& row) {
+      layer.push_back(ChunkWindow{row.ColumnInt(0), 0, row.ColumnDouble(1), row.ColumnDouble(2),
+                                  row.ColumnDouble(3), row.ColumnDouble(4), row.ColumnInt(5)});
+    }));
+    Overlay(windows, std::move(layer));
+    layer.clear();
+  }
+  {
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        sqlite::Statement stmt,
+        db.Prepare("SELECT id, data FROM head_chunks WHERE series_id = ?1 AND start_ms > ?2 "
+                   "AND start_ms < ?3 AND end_ms > ?4 ORDER BY id"));
+    stmt.Bind(series_id, from_ms - kChunkSpanMs, to_ms, from_ms);
+    WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const sqlite::Statement& row) {
+      return AppendChunkWindows("head_chunks", row, from_ms, to_ms, layer);
+    }));
+    Overlay(windows, std::move(layer));
+  }
+  for (const ChunkWindow& w : windows) {
+    fn(ToRow(w));
   }
   return base::OkStatus();
 }
@@ -86,8 +132,74 @@ using storage_internal::kChunkSpanMs;
 using storage_internal::kChunkTargetBytes;
 using storage_internal::kMetaChunkWatermark;
 
-// Windows of one series in one span, in start order.
 using SpanKey = std::pair<int64_t, int64_t>;  // series id, span start
+// A closed span's windows of one series that are not in sample_chunks yet: samples rows of an
+// older head (in start order) and head chunks' windows (in the order they were moved).
+struct SpanHead {
+  std::vector<ChunkWindow> rows;
+  std::vector<ChunkWindow> moved;
+};
+
+// The head of series `ids` before `end_ms`, by series and span.
+Status ReadHead(sqlite::Connection& db, const std::vector<int64_t>& ids, int64_t end_ms,
+                std::map<SpanKey, SpanHead>& spans) {
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      Statement rows,
+      db.Prepare("SELECT start_ms, duration_ms, avg, min, max, last, count FROM samples "
+                 "WHERE series_id = ?1 AND start_ms < ?2 ORDER BY start_ms"));
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      Statement chunks,
+      db.Prepare("SELECT id, data FROM head_chunks WHERE series_id = ?1 AND start_ms < ?2 "
+                 "ORDER BY id"));
+  std::vector<ChunkWindow> moved;
+  for (int64_t id : ids) {
+    // Per series, so that each read is one seek on the (series_id, start_ms) key.
+    rows.Bind(id, end_ms);
+    WARPSCOPE_RETURN_IF_ERROR(rows.ForEachRow([&](const Statement& row) {
+      ChunkWindow w{row.ColumnInt(0),    row.ColumnInt(1),    row.ColumnDouble(2),
+                    row.ColumnDouble(3), row.ColumnDouble(4), row.ColumnDouble(5),
+                    row.ColumnInt(6)};
+      spans[{id, FloorTo(w.start_ms, kChunkSpanMs)}].rows.push_back(w);
+    }));
+    rows.Reset();
+    moved.clear();
+    chunks.Bind(id, end_ms);
+    WARPSCOPE_RETURN_IF_ERROR(chunks.ForEachRow([&](const Statement& row) {
+      return storage_internal::AppendChunkWindows("head_chunks", row, INT64_MIN, end_ms, moved);
+    }));
+    chunks.Reset();
+    for (const ChunkWindow& w : moved) {
+      spans[{id, FloorTo(w.start_ms, kChunkSpanMs)}].moved.push_back(w);
+    }
+  }
+  return base::OkStatus();
+}
+
+// Writes `windows` (sorted, unique, inside one span) as sample_chunks rows of `series_id`, each
+// closed once it holds kChunkTargetBytes.
+Status WriteChunks(Statement& insert, int64_t series_id, const std::vector<ChunkWindow>& windows) {
+  ChunkEncoder encoder;
+  int64_t first = 0, last = 0;
+  auto flush = [&]() -> Status {
+    const auto count = static_cast<int64_t>(encoder.windows());
+    std::string data = encoder.Finish();
+    WARPSCOPE_RETURN_IF_ERROR(
+        insert.Bind(series_id, first, last + 1, count, sqlite::Blob{data}).Run());
+    insert.Reset();
+    return base::OkStatus();
+  };
+  for (const ChunkWindow& w : windows) {
+    if (encoder.windows() == 0) {
+      first = w.start_ms;
+    }
+    encoder.Append(w);
+    last = w.start_ms;
+    if (encoder.bytes() >= kChunkTargetBytes) {
+      WARPSCOPE_RETURN_IF_ERROR(flush());
+    }
+  }
+  return encoder.windows() > 0 ? flush() : base::OkStatus();
+}
 
 }  // namespace
 
@@ -95,30 +207,16 @@ Result<uint64_t> SqliteStorage::ChunkSeriesGroup(int64_t id_lo, int64_t id_hi, i
   std::unique_lock lock(write_mu_);
   WARPSCOPE_RETURN_IF_ERROR(ApplyStagedLocked(lock));
   return sqlite::InWriteTransaction(*writer_, [&]() -> Result<uint64_t> {
-    std::map<SpanKey, std::vector<ChunkWindow>> spans;
+    std::vector<int64_t> ids;
     {
-      // Per series, so that each read is one seek on the (series_id, start_ms) key.
-      std::vector<int64_t> ids;
       WARPSCOPE_ASSIGN_OR_RETURN(
           Statement series, writer_->Prepare("SELECT id FROM series WHERE id BETWEEN ?1 AND ?2"));
       series.Bind(id_lo, id_hi);
       WARPSCOPE_RETURN_IF_ERROR(
           series.ForEachRow([&](const Statement& row) { ids.push_back(row.ColumnInt(0)); }));
-      WARPSCOPE_ASSIGN_OR_RETURN(
-          Statement stmt,
-          writer_->Prepare("SELECT start_ms, duration_ms, avg, min, max, last, count FROM samples "
-                           "WHERE series_id = ?1 AND start_ms < ?2 ORDER BY start_ms"));
-      for (int64_t id : ids) {
-        stmt.Bind(id, end_ms);
-        WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
-          ChunkWindow w{row.ColumnInt(0),    row.ColumnInt(1),    row.ColumnDouble(2),
-                        row.ColumnDouble(3), row.ColumnDouble(4), row.ColumnDouble(5),
-                        row.ColumnInt(6)};
-          spans[{id, FloorTo(w.start_ms, kChunkSpanMs)}].push_back(w);
-        }));
-        stmt.Reset();
-      }
     }
+    std::map<SpanKey, SpanHead> spans;
+    WARPSCOPE_RETURN_IF_ERROR(ReadHead(*writer_, ids, end_ms, spans));
     WARPSCOPE_ASSIGN_OR_RETURN(
         Statement existing,
         writer_->Prepare("SELECT id, data FROM sample_chunks WHERE series_id = ?1 AND "
@@ -131,76 +229,40 @@ Result<uint64_t> SqliteStorage::ChunkSeriesGroup(int64_t id_lo, int64_t id_hi, i
         Statement insert,
         writer_->Prepare("INSERT INTO sample_chunks(series_id, start_ms, end_ms, count, data) "
                          "VALUES(?1, ?2, ?3, ?4, ?5)"));
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        Statement clear,
-        writer_->Prepare("DELETE FROM samples WHERE series_id = ?1 AND start_ms < ?2"));
     uint64_t moved = 0;
-    int64_t cleared_series = 0;
     for (auto& [key, head] : spans) {
       const int64_t series_id = key.first;  // captured below: not a binding (clang < 16)
       const int64_t span = key.second;
-      moved += head.size();
-      // Windows of a span that has chunks already (late arrivals, or a span a crash left half
-      // moved) join them: decode, merge (the head row wins on an equal start), write the span's
-      // chunks again. One index seek when there are none.
-      std::vector<ChunkWindow> merged;
-      {
-        existing.Bind(series_id, span, span + kChunkSpanMs);
-        WARPSCOPE_RETURN_IF_ERROR(existing.ForEachRow([&](const Statement& row) -> Status {
-          auto windows = DecodeChunk(row.ColumnBlob(1));
-          if (!windows) {
-            return windows.error().WithContext(fmt::format(
-                "{}: sample_chunks row {} is damaged; restore the database from a backup", path_,
-                row.ColumnInt(0)));
-          }
-          merged.insert(merged.end(), windows->begin(), windows->end());
-          return base::OkStatus();
-        }));
-        existing.Reset();
-      }
-      if (!merged.empty()) {
-        std::vector<ChunkWindow> all;
-        all.reserve(merged.size() + head.size());
-        std::merge(head.begin(), head.end(), merged.begin(), merged.end(),
-                   std::back_inserter(all),
-                   [](const ChunkWindow& a, const ChunkWindow& b) { return a.start_ms < b.start_ms; });
-        // std::merge puts head (first range) before an equal chunked start: keep the first.
-        all.erase(std::unique(all.begin(), all.end(),
-                              [](const ChunkWindow& a, const ChunkWindow& b) {
-                                return a.start_ms == b.start_ms;
-                              }),
-                  all.end());
-        head = std::move(all);
+      moved += head.rows.size() + head.moved.size();
+      // The span's chunks so far (late arrivals, or a span a crash left half moved), then the
+      // head over them: decode, overlay, write the span's chunks again. One index seek when
+      // there are none.
+      std::vector<ChunkWindow> windows;
+      existing.Bind(series_id, span, span + kChunkSpanMs);
+      WARPSCOPE_RETURN_IF_ERROR(existing.ForEachRow([&](const Statement& row) {
+        return storage_internal::AppendChunkWindows("sample_chunks", row, INT64_MIN, INT64_MAX,
+                                                    windows);
+      }));
+      existing.Reset();
+      if (!windows.empty()) {
         WARPSCOPE_RETURN_IF_ERROR(drop.Bind(series_id, span, span + kChunkSpanMs).Run());
         drop.Reset();
       }
-      ChunkEncoder encoder;
-      int64_t first = 0, last = 0;
-      auto flush = [&]() -> Status {
-        const int64_t count = static_cast<int64_t>(encoder.windows());
-        std::string data = encoder.Finish();
-        WARPSCOPE_RETURN_IF_ERROR(insert.Bind(series_id, first, last + 1, count, sqlite::Blob{data}).Run());
-        insert.Reset();
-        return base::OkStatus();
-      };
-      for (const ChunkWindow& w : head) {
-        if (encoder.windows() == 0) {
-          first = w.start_ms;
-        }
-        encoder.Append(w);
-        last = w.start_ms;
-        if (encoder.bytes() >= kChunkTargetBytes) {
-          WARPSCOPE_RETURN_IF_ERROR(flush());
-        }
-      }
-      if (encoder.windows() > 0) {
-        WARPSCOPE_RETURN_IF_ERROR(flush());
-      }
-      if (series_id != cleared_series) {
-        WARPSCOPE_RETURN_IF_ERROR(clear.Bind(series_id, end_ms).Run());
-        clear.Reset();
-        cleared_series = series_id;
-      }
+      storage_internal::Overlay(windows, std::move(head.rows));
+      storage_internal::Overlay(windows, std::move(head.moved));
+      WARPSCOPE_RETURN_IF_ERROR(WriteChunks(insert, series_id, windows));
+    }
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        Statement clear_rows,
+        writer_->Prepare("DELETE FROM samples WHERE series_id = ?1 AND start_ms < ?2"));
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        Statement clear_head,
+        writer_->Prepare("DELETE FROM head_chunks WHERE series_id = ?1 AND start_ms < ?2"));
+    for (int64_t id : ids) {
+      WARPSCOPE_RETURN_IF_ERROR(clear_rows.Bind(id, end_ms).Run());
+      clear_rows.Reset();
+      WARPSCOPE_RETURN_IF_ERROR(clear_head.Bind(id, end_ms).Run());
+      clear_head.Reset();
     }
     return moved;
   });
@@ -219,8 +281,8 @@ Status SqliteStorage::ChunkClosedSpans(int64_t now_ms, CompactResult& result) {
     from = chunk_watermark_ != 0 ? chunk_watermark_ : FloorTo(first_window_ms_, kChunkSpanMs);
     // Not from before raw retention: retention deletes those rows in this Compact, and a
     // window from a clock years off must not cost a pass per span in between.
-    from = std::max(from, FloorTo(now_ms - DurationMs(options_.storage.raw_retention),
-                                  kChunkSpanMs));
+    from =
+        std::max(from, FloorTo(now_ms - DurationMs(options_.storage.raw_retention), kChunkSpanMs));
   }
   // Windows written while a span is moved are flagged by WriteBatch (it compares with
   // chunk_building_to_); clear the mark however this function returns.
@@ -249,6 +311,12 @@ Status SqliteStorage::ChunkClosedSpans(int64_t now_ms, CompactResult& result) {
   int64_t watermark = 0;
   {
     std::lock_guard lock(write_mu_);
+    if (head_rows_) {
+      // An older head's rows leave as their spans close; nothing writes new ones.
+      WARPSCOPE_ASSIGN_OR_RETURN(int64_t rows,
+                                 writer_->QueryInt("SELECT EXISTS(SELECT 1 FROM samples)", 0));
+      head_rows_ = rows != 0;
+    }
     if (!late_chunked_ || chunk_watermark_ == 0) {
       return base::OkStatus();
     }

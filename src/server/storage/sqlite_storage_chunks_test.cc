@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <climits>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -78,7 +79,7 @@ class SqliteChunksTest : public ::testing::Test {
   }
   // Every point of series `s` at 10 s steps in [from, to) windows, for `aggregation`.
   std::vector<P> Read(Storage& store, Aggregation aggregation, int64_t from, int64_t to,
-                          int s = 0) {
+                      int s = 0) {
     RangeQuery q;
     q.metric = "m";
     q.match.labels = {{"s", std::to_string(s)}};
@@ -99,12 +100,21 @@ class SqliteChunksTest : public ::testing::Test {
     return out;
   }
   int64_t Count(const std::string& from_where) {
+    return Scalar("SELECT COUNT(*) FROM " + from_where);
+  }
+  // Raw windows in the head: head chunks' windows (and samples rows, the head before schema 5)
+  // that start before `before_ms` (all without).
+  int64_t Head(int64_t before_ms = INT64_MAX) {
+    const std::string before = std::to_string(before_ms);
+    return Scalar("SELECT (SELECT COALESCE(SUM(count), 0) FROM head_chunks WHERE start_ms < " +
+                  before + ") + (SELECT COUNT(*) FROM samples WHERE start_ms < " + before + ")");
+  }
+  int64_t Scalar(const std::string& sql) {
     sqlite3* db = nullptr;
     EXPECT_EQ(sqlite3_open((tmp_.path() + "/warpscope.db").c_str(), &db), SQLITE_OK);
     sqlite3_stmt* stmt = nullptr;
     int64_t n = -1;
-    if (sqlite3_prepare_v2(db, ("SELECT COUNT(*) FROM " + from_where).c_str(), -1, &stmt,
-                           nullptr) == SQLITE_OK &&
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr) == SQLITE_OK &&
         sqlite3_step(stmt) == SQLITE_ROW) {
       n = sqlite3_column_int64(stmt, 0);
     }
@@ -122,6 +132,32 @@ class SqliteChunksTest : public ::testing::Test {
     sqlite3_close(db);
   }
   static int64_t Ms(int64_t w) { return (kT0s + 10 * w) * 1000; }
+  // The samples rows of windows [0, windows) of every series, as Window() writes them.
+  void InsertSamplesRows(int64_t windows) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((tmp_.path() + "/warpscope.db").c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* stmt = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db,
+                                 "INSERT INTO samples(series_id, start_ms, duration_ms, avg, min, "
+                                 "max, last, count) SELECT id, ?2, 10000, ?3, ?3 - 1, ?3 + 2, "
+                                 "?3 + 0.5, 10 FROM series WHERE labels = ?1",
+                                 -1, &stmt, nullptr),
+              SQLITE_OK);
+    sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr);
+    for (int s = 0; s < kSeries; ++s) {
+      const std::string labels = "s=" + std::to_string(s);
+      for (int64_t w = 0; w < windows; ++w) {
+        sqlite3_bind_text(stmt, 1, labels.c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(stmt, 2, Ms(w));
+        sqlite3_bind_double(stmt, 3, Value(s, w));
+        EXPECT_EQ(sqlite3_step(stmt), SQLITE_DONE);
+        sqlite3_reset(stmt);
+      }
+    }
+    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+  }
 
   base::TempDir tmp_;
 };
@@ -144,8 +180,8 @@ TEST_F(SqliteChunksTest, CompactMovesClosedSpansIntoChunksAndReadsAreUnchanged) 
 
   ASSERT_TRUE(c.has_value()) << c.error().ToString();
   // The first 2 h span is chunked; the third hour is still head rows.
-  EXPECT_EQ(Count("samples WHERE start_ms < " + std::to_string(Ms(720))), 0);
-  EXPECT_EQ(Count("samples"), 360 * kSeries);
+  EXPECT_EQ(Head(Ms(720)), 0);
+  EXPECT_EQ(Head(), 360 * kSeries);
   EXPECT_GT(Count("sample_chunks"), 0);
   EXPECT_EQ(Count("sample_chunks WHERE start_ms < " + std::to_string(Ms(0)) + " OR end_ms > " +
                   std::to_string(Ms(720))),
@@ -174,7 +210,7 @@ TEST_F(SqliteChunksTest, LateWindowsOfAChunkedSpanAreReadAtOnceAndMergedAtTheNex
   ASSERT_NE(store, nullptr);
   Write(*store, 0, 3 * 360);
   ASSERT_TRUE(store->Compact(kT0 + hours(3) + minutes(5)).has_value());
-  ASSERT_EQ(Count("samples WHERE start_ms < " + std::to_string(Ms(720))), 0);
+  ASSERT_EQ(Head(Ms(720)), 0);
 
   // A second sender rewrites window 100 (inside the chunked span) with values 1000 higher.
   IngestBatch late = Window(1, 100, 1000);
@@ -188,7 +224,7 @@ TEST_F(SqliteChunksTest, LateWindowsOfAChunkedSpanAreReadAtOnceAndMergedAtTheNex
   // The next Compact merges the late row into its chunk and rebuilds the minute rollup from
   // the chunk.
   ASSERT_TRUE(store->Compact(kT0 + hours(3) + minutes(10)).has_value());
-  EXPECT_EQ(Count("samples WHERE start_ms < " + std::to_string(Ms(720))), 0);
+  EXPECT_EQ(Head(Ms(720)), 0);
   points = Read(*store, Aggregation::kMax, 99, 102);
   ASSERT_EQ(points.size(), 3u);
   EXPECT_EQ(points[1].value, Value(0, 100) + 1002);
@@ -207,7 +243,7 @@ TEST_F(SqliteChunksTest, LateWindowsOfAChunkedSpanAreReadAtOnceAndMergedAtTheNex
   // Chunking the next span leaves it as it is.
   Write(*store, 3 * 360, 5 * 360);
   ASSERT_TRUE(store->Compact(kT0 + hours(5) + minutes(5)).has_value());
-  EXPECT_EQ(Count("samples WHERE start_ms < " + std::to_string(Ms(1440))), 0);
+  EXPECT_EQ(Head(Ms(1440)), 0);
   points = Read(*store, Aggregation::kMax, 0, 5 * 360);
   ASSERT_EQ(points.size(), 5u * 360);
   EXPECT_EQ(points[100].value, Value(0, 100) + 1002);
@@ -236,7 +272,7 @@ TEST_F(SqliteChunksTest, RetentionDropsWholeChunksAndKeepsOneTheCutoffCrosses) {
   EXPECT_EQ(points.front().value, Value(0, cutoff_w) + 0.5);
 }
 
-TEST_F(SqliteChunksTest, Version3DatabaseIsUpgradedAndItsSamplesChunked) {
+TEST_F(SqliteChunksTest, Version3DatabaseIsUpgradedAndItsSamplesRowsReadAndChunked) {
   constexpr int64_t kWindows = 3 * 360;
   std::vector<P> before;
   {
@@ -248,7 +284,10 @@ TEST_F(SqliteChunksTest, Version3DatabaseIsUpgradedAndItsSamplesChunked) {
     before = Read(*store, Aggregation::kAvg, 0, kWindows);
   }
   ASSERT_EQ(before.size(), static_cast<size_t>(kWindows));
-  Sql("DROP TABLE sample_chunks; UPDATE meta SET value = 3 WHERE key = 'schema_version';");
+  // As a schema 3 database holds them: every window a samples row, no chunk tables.
+  InsertSamplesRows(kWindows);
+  Sql("DROP TABLE sample_chunks; DROP TABLE head_chunks; UPDATE meta SET value = 3 WHERE key = "
+      "'schema_version';");
 
   auto store = Open();
   ASSERT_NE(store, nullptr);
@@ -258,8 +297,54 @@ TEST_F(SqliteChunksTest, Version3DatabaseIsUpgradedAndItsSamplesChunked) {
   EXPECT_EQ(Read(*store, Aggregation::kAvg, 0, kWindows), before);
   ASSERT_TRUE(store->Compact(kT0 + hours(3) + minutes(5)).has_value());
   EXPECT_GT(Count("sample_chunks"), 0);
-  EXPECT_EQ(Count("samples"), 360 * kSeries);
+  EXPECT_EQ(Count("samples"), 360 * kSeries);  // the open span's rows stay until it closes
   EXPECT_EQ(Read(*store, Aggregation::kAvg, 0, kWindows), before);
+
+  // A window written again over a samples row: the head chunk wins, in reads and in chunks.
+  IngestBatch again = Window(1, 1000, 1000);
+  again.agent_id = "backfill";
+  ASSERT_TRUE(store->WriteBatch(again).has_value());
+  EXPECT_EQ(Read(*store, Aggregation::kAvg, 1000, 1001)[0].value, Value(0, 1000) + 1000);
+  ASSERT_TRUE(store->Compact(kT0 + hours(4) + minutes(5)).has_value());
+  EXPECT_EQ(Count("samples"), 0);
+  EXPECT_EQ(Count("head_chunks"), 0);
+  EXPECT_EQ(Read(*store, Aggregation::kAvg, 1000, 1001)[0].value, Value(0, 1000) + 1000);
+  EXPECT_EQ(Read(*store, Aggregation::kAvg, 999, 1000), std::vector<P>{before[999]});
+}
+
+TEST_F(SqliteChunksTest, AWindowWrittenAgainInALaterMoveReplacesTheEarlierOne) {
+  SqliteStorageOptions o;
+  o.data_dir = tmp_.path();
+  o.recent_max_rows = 0;     // every read from the database
+  o.staged_samples_max = 1;  // every batch moved into the head at once: one move each
+  auto opened = SqliteStorage::Open(o);
+  ASSERT_TRUE(opened.has_value()) << opened.error().ToString();
+  SqliteStorage& store = **opened;
+  for (int64_t w = 0; w < 10; ++w) {
+    ASSERT_TRUE(store.WriteBatch(Window(static_cast<uint64_t>(w + 1), w)).has_value());
+  }
+  for (double offset : {100.0, 200.0}) {
+    IngestBatch again = Window(1, 5, offset);
+    again.agent_id = "backfill-" + std::to_string(static_cast<int>(offset));
+    ASSERT_TRUE(store.WriteBatch(again).has_value());
+  }
+  EXPECT_EQ(Count("head_chunks WHERE start_ms = " + std::to_string(Ms(5))), 3 * kSeries);
+  auto expect_values = [&] {
+    std::vector<P> points = Read(store, Aggregation::kAvg, 0, 10);
+    ASSERT_EQ(points.size(), 10u);
+    for (int64_t w = 0; w < 10; ++w) {
+      EXPECT_DOUBLE_EQ(points[w].value, Value(0, w) + (w == 5 ? 200 : 0)) << w;
+    }
+  };
+  expect_values();
+  // The span closed: its head chunks become one chunk per series, the latest write kept.
+  ASSERT_TRUE(store.Compact(kT0 + hours(3)).has_value());
+  EXPECT_EQ(Count("head_chunks"), 0);
+  EXPECT_EQ(Count("sample_chunks"), kSeries);
+  expect_values();
+  auto stats = store.Stats();
+  ASSERT_TRUE(stats.has_value());
+  EXPECT_EQ(stats->raw_windows, 10u * kSeries);
 }
 
 TEST_F(SqliteChunksTest, DamagedChunkIsAnErrorNamingTheRow) {

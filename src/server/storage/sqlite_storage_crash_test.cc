@@ -251,13 +251,17 @@ TEST(SqliteStorageCrashTest, AcknowledgedWindowsSurviveKill9DuringCompaction) {
   auto before = (*storage)->Stats();
   ASSERT_TRUE(before.has_value());
   EXPECT_EQ(before->raw_windows, acknowledged * kCompactSeries);
-  // Windows start at sequence x 10 s: the first span holds sequences 1-719, the second 720-1439.
-  const uint64_t head_after_first_span = (acknowledged - 719) * kCompactSeries;
+  uint64_t head_chunks = 0;
+  uint64_t closed_chunks = 0;
   for (const TableStats& t : before->tables) {
-    if (t.name == "samples") {
-      EXPECT_EQ(t.rows, head_after_first_span - 720 * kCompactSeries / 2);
+    if (t.name == "head_chunks") {
+      head_chunks = t.rows;
+    } else if (t.name == "sample_chunks") {
+      closed_chunks = t.rows;
     }
   }
+  EXPECT_GT(head_chunks, 0u);
+  EXPECT_GT(closed_chunks, 0u);
   // A late copy of window 800 (in the half-moved span) from another sender, for every series:
   // the next Compact merges it into the chunks the killed one wrote for half the series.
   IngestBatch late = MakeWideBatch(800);

@@ -20,6 +20,7 @@
 #include "model/entity.h"
 #include "server/storage/backend_common.h"
 #include "server/storage/query_plan.h"
+#include "server/storage/sample_chunk.h"
 #include "server/storage/sqlite_db.h"
 #include "server/storage/sqlite_storage.h"
 #include "server/storage/storage.h"
@@ -56,7 +57,7 @@ inline constexpr size_t kChunkSeries = 256;
 inline constexpr int64_t kMinuteSliceMs = 10 * kMinuteMs;
 inline constexpr int64_t kHourSliceMs = kHourMs;
 // Sample chunks (sqlite_storage_chunks.cc): raw windows of closed, epoch-aligned spans of this
-// length move from the samples table into sample_chunks, kChunkingSeries series per
+// length move from the head into sample_chunks, kChunkingSeries series per
 // transaction; a chunk is closed once it holds kChunkTargetBytes, so that rows stay well under
 // a page (no overflow pages) and leaves pack densely.
 inline constexpr int64_t kChunkSpanMs = 2 * kHourMs;
@@ -82,9 +83,9 @@ inline constexpr char kMetaChunkWatermark[] = "chunk_watermark_ms";
 
 // Every table, in the order Stats() reports them.
 inline constexpr const char* kTables[] = {
-    "samples",        "sample_chunks",  "staged_samples", "rollup_1m", "rollup_1h", "series",
-    "entities",       "hosts",          "metrics",   "events",       "profiles",
-    "training_steps", "ingested",       "agents",    "rollup_dirty", "meta"};
+    "samples",        "sample_chunks", "head_chunks", "staged_samples", "rollup_1m", "rollup_1h",
+    "series",         "entities",      "hosts",       "metrics",        "events",    "profiles",
+    "training_steps", "ingested",      "agents",      "rollup_dirty",   "meta"};
 
 // The time marks kept in the meta table, in ms; 0 when absent.
 struct MetaMarks {
@@ -99,11 +100,21 @@ struct MetaMarks {
 [[nodiscard]] base::Result<MetaMarks> ReadMetaMarks(sqlite::Connection& db);
 
 // The raw windows of one series with a start in [from_ms, to_ms), in start order: those in
-// sample_chunks and those in the samples table as one sequence (a samples row replaces a chunked
-// window with the same start: it was written later). `fn` takes a const Row&.
-[[nodiscard]] base::Status ForEachRawRow(sqlite::Connection& db, int64_t series_id,
-                                         int64_t from_ms, int64_t to_ms,
-                                         const std::function<void(const Row&)>& fn);
+// sample_chunks, in the samples table (the head before schema 5) and in head_chunks as one
+// sequence, each replacing a window of the ones before with the same start (it was written
+// later; among head chunks, a later move wins). `fn` takes a const Row&.
+[[nodiscard]] base::Status ForEachRawRow(sqlite::Connection& db, int64_t series_id, int64_t from_ms,
+                                         int64_t to_ms, const std::function<void(const Row&)>& fn);
+
+// Puts `top` (windows in the order they were written) over `base` (sorted by start, unique):
+// a window of `top` replaces the one of `base` with the same start, and of equal starts within
+// `top` the last is kept. `base` stays sorted and unique.
+void Overlay(std::vector<ChunkWindow>& base, std::vector<ChunkWindow> top);
+// Appends the windows in [from_ms, to_ms) of the chunk in `row` (columns: id, data) to `out`;
+// a chunk that does not decode is an error naming `table` and the row.
+[[nodiscard]] base::Status AppendChunkWindows(std::string_view table, const sqlite::Statement& row,
+                                              int64_t from_ms, int64_t to_ms,
+                                              std::vector<ChunkWindow>& out);
 
 // Reads one metric row by key: its id and description. NotFound names the key.
 [[nodiscard]] base::Result<std::pair<int64_t, MetricInfo>> ReadMetric(sqlite::Connection& db,

@@ -490,8 +490,12 @@ Result<StorageStats> SqliteStorage::Stats() {
         stats.raw_windows += static_cast<uint64_t>(rows);
       }
     }
-    WARPSCOPE_ASSIGN_OR_RETURN(int64_t chunked,
-                               db.QueryInt("SELECT COALESCE(SUM(count), 0) FROM sample_chunks", 0));
+    // Head chunks may repeat a rewritten window until Compact merges them: a close count.
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        int64_t chunked,
+        db.QueryInt("SELECT (SELECT COALESCE(SUM(count), 0) FROM sample_chunks) + (SELECT "
+                    "COALESCE(SUM(count), 0) FROM head_chunks)",
+                    0));
     stats.raw_windows += static_cast<uint64_t>(chunked);
     WARPSCOPE_ASSIGN_OR_RETURN(int64_t pages, db.QueryInt("PRAGMA page_count", 0));
     WARPSCOPE_ASSIGN_OR_RETURN(int64_t page_size, db.QueryInt("PRAGMA page_size", 0));

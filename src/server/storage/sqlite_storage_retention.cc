@@ -38,7 +38,7 @@ Status SqliteStorage::DeleteSeriesRows(const char* table, const char* time_colum
     const int64_t lo = range.first;
     const int64_t hi = range.second;
     std::unique_lock lock(write_mu_);
-    if (std::string_view(table) == "samples") {
+    if (std::string_view(table) == "head_chunks") {
       WARPSCOPE_RETURN_IF_ERROR(ApplyStagedLocked(lock));
     }
     WARPSCOPE_RETURN_IF_ERROR(sqlite::InWriteTransaction(*writer_, [&]() -> Status {
@@ -96,9 +96,10 @@ Status SqliteStorage::ApplyRetention(int64_t now_ms, CompactResult& result) {
     if (target >= raw_cutoff + kRetentionStepMs) {
       advanced = true;
       WARPSCOPE_RETURN_IF_ERROR(AdvanceCutoff(kMetaRawCutoff, raw_cutoff_, target));
-      WARPSCOPE_RETURN_IF_ERROR(DeleteSeriesRows("samples", "start_ms", target, result));
       // Whole chunks whose last window is before the cutoff; a chunk the cutoff cuts through
       // stays until its end expires (readers start raw segments at the cutoff).
+      WARPSCOPE_RETURN_IF_ERROR(DeleteSeriesRows("head_chunks", "end_ms", target + 1, result));
+      WARPSCOPE_RETURN_IF_ERROR(DeleteSeriesRows("samples", "start_ms", target, result));
       WARPSCOPE_RETURN_IF_ERROR(DeleteSeriesRows("sample_chunks", "end_ms", target + 1, result));
       WARPSCOPE_RETURN_IF_ERROR(DeleteInChunks(
           "DELETE FROM ingested WHERE (agent_id, sequence) IN (SELECT agent_id, sequence FROM "
@@ -175,8 +176,10 @@ Status SqliteStorage::ForgetSeries(int64_t before_ms, CompactResult& result) {
     WARPSCOPE_RETURN_IF_ERROR(sqlite::InWriteTransaction(*writer_, [&]() -> Status {
       WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
                                  writer_->Prepare("DELETE FROM series WHERE id = ?1"));
-      WARPSCOPE_ASSIGN_OR_RETURN(Statement chunks,
-                                 writer_->Prepare("DELETE FROM sample_chunks WHERE series_id = ?1"));
+      WARPSCOPE_ASSIGN_OR_RETURN(
+          Statement chunks, writer_->Prepare("DELETE FROM sample_chunks WHERE series_id = ?1"));
+      WARPSCOPE_ASSIGN_OR_RETURN(Statement head,
+                                 writer_->Prepare("DELETE FROM head_chunks WHERE series_id = ?1"));
       for (const std::string& key : keys) {
         stmt.Bind(series_[key].id);
         WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
@@ -184,6 +187,9 @@ Status SqliteStorage::ForgetSeries(int64_t before_ms, CompactResult& result) {
         chunks.Bind(series_[key].id);
         WARPSCOPE_RETURN_IF_ERROR(chunks.Run());
         chunks.Reset();
+        head.Bind(series_[key].id);
+        WARPSCOPE_RETURN_IF_ERROR(head.Run());
+        head.Reset();
       }
       return base::OkStatus();
     }));

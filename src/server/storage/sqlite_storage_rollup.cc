@@ -31,13 +31,7 @@ struct RollupRow {
   Bucket b;
 };
 
-// The source rows of a chunk, in (series, time) order, for the minute (from samples) or the
-// hour (from rollup_1m) rollup.
-constexpr char kMinuteSourceSql[] =
-    "SELECT x.series_id, x.start_ms, x.avg, x.min, x.max, x.last, x.count "
-    "FROM samples x WHERE x.series_id IN (SELECT id FROM series WHERE id "
-    "BETWEEN ?1 AND ?2 AND (?5 = 0 OR host_id = ?5)) AND x.start_ms >= ?3 AND "
-    "x.start_ms < ?4 ORDER BY x.series_id, x.start_ms";
+// The source rows of a chunk of the hour rollup (from rollup_1m), in (series, time) order.
 constexpr char kHourSourceSql[] =
     "SELECT x.series_id, x.bucket_ms, x.avg, x.min, x.max, x.last, x.count "
     "FROM rollup_1m x WHERE x.series_id IN (SELECT id FROM series WHERE id "
@@ -62,16 +56,49 @@ void AddSourceRow(int64_t series_id, const Row& row, int64_t bucket_ms,
   b.last_start = row.start;
 }
 
-// A row of k*SourceSql (series id first) as a Row.
+// A row of kHourSourceSql (series id first) as a Row.
 Row SourceRow(const Statement& row) {
   return Row{row.ColumnInt(1),    row.ColumnDouble(2), row.ColumnDouble(3),
              row.ColumnDouble(4), row.ColumnDouble(5), row.ColumnInt(6)};
 }
 
+// The minute rollup's source for new minutes: the windows of series [id_lo, id_hi] (of the host,
+// unless 0) in [from_ms, to_ms), all from head chunks, in (series, time) order.
+Status RollUpHead(sqlite::Connection& db, int64_t host_id, int64_t id_lo, int64_t id_hi,
+                  int64_t from_ms, int64_t to_ms, std::vector<RollupRow>& out) {
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      Statement stmt,
+      db.Prepare("SELECT h.id, h.data, h.series_id FROM head_chunks h WHERE h.series_id IN "
+                 "(SELECT id FROM series WHERE id BETWEEN ?1 AND ?2 AND (?5 = 0 OR "
+                 "host_id = ?5)) AND h.start_ms > ?3 - ?6 AND h.start_ms < ?4 AND "
+                 "h.end_ms > ?3 ORDER BY h.series_id, h.id"));
+  stmt.Bind(id_lo, id_hi, from_ms, to_ms, host_id, storage_internal::kChunkSpanMs);
+  int64_t series_id = 0;
+  std::vector<ChunkWindow> moved;
+  auto fold = [&] {
+    std::vector<ChunkWindow> windows;
+    storage_internal::Overlay(windows, std::move(moved));
+    moved.clear();
+    for (const ChunkWindow& w : windows) {
+      AddSourceRow(series_id, Row{w.start_ms, w.avg, w.min, w.max, w.last, w.count}, kMinuteMs,
+                   out);
+    }
+  };
+  WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
+    if (row.ColumnInt(2) != series_id) {
+      fold();
+      series_id = row.ColumnInt(2);
+    }
+    return storage_internal::AppendChunkWindows("head_chunks", row, from_ms, to_ms, moved);
+  }));
+  fold();
+  return base::OkStatus();
+}
+
 }  // namespace
 
 std::vector<std::pair<int64_t, int64_t>> SqliteStorage::SeriesChunks(int64_t host_id,
-                                                                    size_t per_chunk) {
+                                                                     size_t per_chunk) {
   if (per_chunk == 0) {
     per_chunk = kChunkSeries;
   }
@@ -103,8 +130,12 @@ Result<uint64_t> SqliteStorage::RollUpChunk(Resolution target, int64_t host_id, 
   }
   return sqlite::InWriteTransaction(*writer_, [&]() -> Result<uint64_t> {
     std::vector<RollupRow> out;
-    if (minute && from_ms < chunk_watermark_) {
-      // Minutes of chunked spans (rebuilt for late windows): chunks and head rows per series.
+    if (minute && from_ms >= chunk_watermark_ && !head_rows_) {
+      // New minutes: only head chunks hold them, read for the whole group in one query.
+      WARPSCOPE_RETURN_IF_ERROR(RollUpHead(*writer_, host_id, id_lo, id_hi, from_ms, to_ms, out));
+    } else if (minute) {
+      // Minutes of chunked spans (rebuilt for late windows), or of a database whose older head
+      // is samples rows: per series, each layer in turn.
       std::vector<int64_t> ids;
       {
         WARPSCOPE_ASSIGN_OR_RETURN(
@@ -120,8 +151,7 @@ Result<uint64_t> SqliteStorage::RollUpChunk(Resolution target, int64_t host_id, 
             [&](const Row& row) { AddSourceRow(id, row, bucket_ms, out); }));
       }
     } else {
-      WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
-                                 writer_->Prepare(minute ? kMinuteSourceSql : kHourSourceSql));
+      WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, writer_->Prepare(kHourSourceSql));
       stmt.Bind(id_lo, id_hi, from_ms, to_ms, host_id);
       WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
         AddSourceRow(row.ColumnInt(0), SourceRow(row), bucket_ms, out);

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// SqliteStorage's staged samples: moving them from staged_samples into the series-clustered
-// samples table, in bulk before reads and in chunks from the write path (see "Staged samples"
-// in docs/design/storage.md).
+// SqliteStorage's staged samples: moving them from staged_samples into the head's compressed
+// chunks (head_chunks), in bulk before reads and in parts from the write path (see "Staged
+// samples" and "The head" in docs/design/storage.md).
 #include <algorithm>
 #include <span>
 
+#include "server/storage/sample_chunk.h"
 #include "server/storage/sqlite_db.h"
 #include "server/storage/sqlite_storage.h"
 #include "server/storage/sqlite_storage_internal.h"
@@ -14,9 +15,8 @@ namespace warpscope::server {
 using base::Status;
 
 void SqliteStorage::SortForInsert(std::vector<StagedSample>& rows) {
-  // Sorted by (series, start), arrival order kept among equal keys so the latest write wins
-  // (INSERT OR REPLACE), as it would have written directly: consecutive rows land on the same
-  // B-tree page, so each page is written once per move instead of once per batch.
+  // Sorted by (series, start), arrival order kept among equal keys so that the latest write
+  // wins: each series' windows of a move become one chunk.
   std::stable_sort(rows.begin(), rows.end(), [](const StagedSample& x, const StagedSample& y) {
     return x.series_id != y.series_id ? x.series_id < y.series_id : x.start_ms < y.start_ms;
   });
@@ -45,7 +45,7 @@ Status SqliteStorage::MoveStaged(std::unique_lock<std::mutex>& lock) {
   for (size_t at = 0; at < rows.size(); at += chunk_rows) {
     lock.lock();
     Status chunk = sqlite::InWriteTransaction(*writer_, [&] {
-      return InsertSamples(
+      return InsertHeadChunks(
           std::span<const StagedSample>(rows).subspan(at, std::min(chunk_rows, rows.size() - at)));
     });
     if (!chunk.ok()) {
@@ -59,17 +59,46 @@ Status SqliteStorage::MoveStaged(std::unique_lock<std::mutex>& lock) {
   }));
 }
 
-Status SqliteStorage::InsertSamples(std::span<const StagedSample> rows) {
+Status SqliteStorage::InsertHeadChunks(std::span<const StagedSample> rows) {
   WARPSCOPE_ASSIGN_OR_RETURN(
-      sqlite::Statement stmt,
-      writer_->Prepare("INSERT OR REPLACE INTO samples(series_id, start_ms, duration_ms, avg, "
-                       "min, max, last, count) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"));
-  for (const StagedSample& r : rows) {
-    stmt.Reset();
-    stmt.Bind(r.series_id, r.start_ms, r.duration_ms, r.avg, r.min, r.max, r.last, r.count);
-    WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
+      sqlite::Statement insert,
+      writer_->Prepare("INSERT INTO head_chunks(series_id, start_ms, end_ms, count, data) "
+                       "VALUES(?1, ?2, ?3, ?4, ?5)"));
+  ChunkEncoder encoder;
+  int64_t series_id = 0, span = 0, first = 0, last = 0;
+  auto flush = [&]() -> Status {
+    if (encoder.windows() == 0) {
+      return base::OkStatus();
+    }
+    const auto count = static_cast<int64_t>(encoder.windows());
+    std::string data = encoder.Finish();
+    insert.Bind(series_id, first, last + 1, count, sqlite::Blob{data});
+    WARPSCOPE_RETURN_IF_ERROR(insert.Run());
+    insert.Reset();
+    return base::OkStatus();
+  };
+  // One chunk per run of a series' windows inside one span (cut at kChunkTargetBytes). Rows come
+  // sorted by (series, start) in arrival order: of equal keys the last, the latest write, is kept.
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const StagedSample& r = rows[i];
+    if (i + 1 < rows.size() && rows[i + 1].series_id == r.series_id &&
+        rows[i + 1].start_ms == r.start_ms) {
+      continue;
+    }
+    const int64_t row_span = FloorTo(r.start_ms, storage_internal::kChunkSpanMs);
+    if (encoder.windows() > 0 && (r.series_id != series_id || row_span != span ||
+                                  encoder.bytes() >= storage_internal::kChunkTargetBytes)) {
+      WARPSCOPE_RETURN_IF_ERROR(flush());
+    }
+    if (encoder.windows() == 0) {
+      series_id = r.series_id;
+      span = row_span;
+      first = r.start_ms;
+    }
+    encoder.Append(ChunkWindow{r.start_ms, r.duration_ms, r.avg, r.min, r.max, r.last, r.count});
+    last = r.start_ms;
   }
-  return base::OkStatus();
+  return flush();
 }
 
 Status SqliteStorage::ApplyStaged() {
@@ -87,7 +116,7 @@ Status SqliteStorage::ApplyStagedLocked(std::unique_lock<std::mutex>& lock) {
   }
   SortForInsert(staged_);
   WARPSCOPE_RETURN_IF_ERROR(sqlite::InWriteTransaction(*writer_, [&]() -> Status {
-    WARPSCOPE_RETURN_IF_ERROR(InsertSamples(staged_));
+    WARPSCOPE_RETURN_IF_ERROR(InsertHeadChunks(staged_));
     return writer_->Exec("DELETE FROM staged_samples");
   }));
   staged_count_ -= staged_.size();
