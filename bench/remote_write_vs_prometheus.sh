@@ -72,14 +72,16 @@ wait_ready() {  # URL LOG
 dir_bytes() { du -s -B1 --apparent-size "$1" | cut -f1; }
 
 # warpscope, running: "bytes windows" of sample_chunks (table + index) once Compact has moved
-# every closed span and left no row below the chunk watermark; "0 0" if it has not in time.
+# every closed span and left nothing of the head below the chunk watermark; "0 0" if it has not
+# in time.
 warpscope_chunks() {  # DB END_MS
   local db="file:$1?mode=ro" expected=$(( ($2 - 180000) / 7200000 * 7200000 ))
   for _ in $(seq $((compact_wait / 2))); do
     local wm left
     wm=$(sqlite3 "$db" "SELECT value FROM meta WHERE key = 'chunk_watermark_ms'" 2>/dev/null || true)
     if [[ -n "$wm" ]] && ((wm >= expected)); then
-      left=$(sqlite3 "$db" "SELECT COUNT(*) FROM samples WHERE start_ms < $wm" 2>/dev/null || echo 1)
+      left=$(sqlite3 "$db" "SELECT (SELECT COUNT(*) FROM head_chunks WHERE start_ms < $wm) + \
+        (SELECT COUNT(*) FROM samples WHERE start_ms < $wm)" 2>/dev/null || echo 1)
       if [[ "$left" == 0 ]]; then
         sqlite3 -separator ' ' "$db" "SELECT (SELECT SUM(pgsize) FROM dbstat WHERE name IN \
           ('sample_chunks', 'sample_chunks_by_series')), (SELECT SUM(count) FROM sample_chunks)"

@@ -20,6 +20,10 @@
 //        [--node-modules <dir with playwright-core>] [--chromium /usr/bin/chromium]
 //   node bench/ui_load.mjs --serve     loads the day, prints the URL and waits (Ctrl-C) instead of
 //                                      measuring: to look at 24 h of data in the UI
+//   --timeline                         prints each run's GPU Metrics tab load in order, in ms from
+//                                      navigation start: index.html's answer, the route's render,
+//                                      each API request sent (>) and answered (<), DOMContentLoaded,
+//                                      the first screen drawn
 //   --trace FILE                       records a Chromium trace of the last run's GPU Metrics tab load
 //                                      (open it in Perfetto or chrome://tracing; summarize with
 //                                      bench/trace_summary.mjs); the trace's sampling profiler slows
@@ -239,7 +243,22 @@ async function main() {
             const u = new URL(r.name);
             return `${u.pathname.replace('/api/v1/', '')}${u.searchParams.get('metric') ? ' ' + u.searchParams.get('metric') : ''} ${r.duration.toFixed(0)} ms`;
           });
+        const short = (r) => {
+          const u = new URL(r.name);
+          return `${u.pathname.replace('/api/v1/', '')}${u.searchParams.get('kind') ? ' ' + u.searchParams.get('kind') : ''}`;
+        };
+        const render = performance.getEntriesByName('warpscope:render').pop();
+        const timeline = [
+          ['response start (index.html)', nav.responseStart],
+          ['DOMContentLoaded', nav.domContentLoadedEventStart],
+          ['render', render?.startTime ?? view.startTime],
+          ...api.flatMap((r) => [[`> ${short(r)}`, r.startTime], [`< ${short(r)} (${r.duration.toFixed(0)} ms)`, r.responseEnd]]),
+          ['view drawn', viewEnd],
+        ]
+          .sort((a, b) => a[1] - b[1])
+          .map(([what, t]) => `${(t - nav.startTime).toFixed(0).padStart(5)}  ${what}`);
         return {
+          timeline,
           total: viewEnd - nav.startTime,
           view: view.duration,
           api: apiSpan,
@@ -295,6 +314,7 @@ async function main() {
       const gpu = await measure(page, `${base}/host/${HOST}?tab=gpu&range=24h`, 1);
       const all = await measureAll(page);
       if (tracing) await browser.stopTracing();
+      if (args.includes('--timeline')) console.log(`run ${i + 1}, GPU Metrics tab (ms from navigation start):\n${gpu.timeline.join('\n')}`);
       results.gpuAll.push(all.view);
       results.gpuAllLoad.push(all.total);
       firstCharts = gpu.charts;

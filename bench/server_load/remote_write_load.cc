@@ -8,7 +8,8 @@
 // --samples samples per series --step apart, ending now. Every request carries --per-request
 // samples of one timestamp (one sample per series, as Prometheus' queue manager sends them).
 // All requests are built and snappy-compressed before the clock starts. Each series always goes
-// through the same connection, in time order, so an in-order receiver accepts every sample.
+// through the same connection, in time order, so an in-order receiver accepts every sample; no
+// connection runs more than kMaxLeadSteps timestamps ahead of the others.
 // Prints one machine-readable "RESULT key=value ..." line.
 //
 //   remote_write_load --url=http://127.0.0.1:9090/api/v1/write [--hosts=64] [--samples=60]
@@ -19,12 +20,16 @@
 #include <snappy.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,17 +43,19 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr int kGpusPerHost = 8;
+// How many timestamps one connection may run ahead of the slowest (see Lockstep).
+constexpr int kMaxLeadSteps = 30;
 constexpr std::array<const char*, 20> kMetrics = {
-    "DCGM_FI_DEV_GPU_UTIL",          "DCGM_FI_DEV_MEM_COPY_UTIL",
-    "DCGM_FI_DEV_FB_USED",           "DCGM_FI_DEV_FB_FREE",
-    "DCGM_FI_DEV_POWER_USAGE",       "DCGM_FI_DEV_GPU_TEMP",
-    "DCGM_FI_DEV_MEMORY_TEMP",       "DCGM_FI_DEV_SM_CLOCK",
-    "DCGM_FI_DEV_MEM_CLOCK",         "DCGM_FI_PROF_SM_ACTIVE",
-    "DCGM_FI_PROF_SM_OCCUPANCY",     "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
-    "DCGM_FI_PROF_DRAM_ACTIVE",      "DCGM_FI_PROF_PCIE_TX_BYTES",
-    "DCGM_FI_PROF_PCIE_RX_BYTES",    "DCGM_FI_PROF_NVLINK_TX_BYTES",
-    "DCGM_FI_PROF_NVLINK_RX_BYTES",  "DCGM_FI_DEV_ENC_UTIL",
-    "DCGM_FI_DEV_DEC_UTIL",          "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"};
+    "DCGM_FI_DEV_GPU_UTIL",         "DCGM_FI_DEV_MEM_COPY_UTIL",
+    "DCGM_FI_DEV_FB_USED",          "DCGM_FI_DEV_FB_FREE",
+    "DCGM_FI_DEV_POWER_USAGE",      "DCGM_FI_DEV_GPU_TEMP",
+    "DCGM_FI_DEV_MEMORY_TEMP",      "DCGM_FI_DEV_SM_CLOCK",
+    "DCGM_FI_DEV_MEM_CLOCK",        "DCGM_FI_PROF_SM_ACTIVE",
+    "DCGM_FI_PROF_SM_OCCUPANCY",    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "DCGM_FI_PROF_DRAM_ACTIVE",     "DCGM_FI_PROF_PCIE_TX_BYTES",
+    "DCGM_FI_PROF_PCIE_RX_BYTES",   "DCGM_FI_PROF_NVLINK_TX_BYTES",
+    "DCGM_FI_PROF_NVLINK_RX_BYTES", "DCGM_FI_DEV_ENC_UTIL",
+    "DCGM_FI_DEV_DEC_UTIL",         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"};
 
 struct Flags {
   std::string url;
@@ -87,8 +94,42 @@ std::vector<SeriesLabels> MakeSeries(int hosts) {
   return out;
 }
 
+// One request: the index of its timestamp and its snappy body.
+struct Request {
+  int step = 0;
+  std::string body;
+};
 // One connection's requests, in the order it sends them.
-using Requests = std::vector<std::string>;
+using Requests = std::vector<Request>;
+
+// Keeps the connections within `lead` timestamps of each other, as Prometheus's sender shards
+// move through time together: a receiver that only accepts samples near its newest (Prometheus's
+// head takes nothing more than 1.5 h behind its newest sample) would otherwise refuse a slow
+// connection's samples once a fast one ran hours ahead.
+class Lockstep {
+ public:
+  Lockstep(int connections, int lead) : done_(static_cast<size_t>(connections), -1), lead_(lead) {}
+  // Waits until every connection has sent all its requests of timestamps before step - lead.
+  void WaitFor(int step) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock,
+             [&] { return *std::min_element(done_.begin(), done_.end()) >= step - lead_ - 1; });
+  }
+  // Connection `c` has sent every request of timestamps up to `step`.
+  void Done(int c, int step) {
+    {
+      std::lock_guard lock(mu_);
+      done_[static_cast<size_t>(c)] = step;
+    }
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<int> done_;
+  const int lead_;
+};
 
 std::vector<Requests> BuildRequests(const Flags& flags, int64_t step_ms, int64_t end_ms) {
   std::vector<SeriesLabels> series = MakeSeries(flags.hosts);
@@ -109,15 +150,15 @@ std::vector<Requests> BuildRequests(const Flags& flags, int64_t step_ms, int64_t
         }
         prometheus::Sample* sample = ts_proto->add_samples();
         // Values that change from sample to sample, as real gauges do.
-        sample->set_value(50.0 + 40.0 * std::sin(0.05 * static_cast<double>(i) +
-                                                 static_cast<double>(s % 97)));
+        sample->set_value(
+            50.0 + 40.0 * std::sin(0.05 * static_cast<double>(i) + static_cast<double>(s % 97)));
         sample->set_timestamp(ts);
       }
       std::string raw;
       request.SerializeToString(&raw);
       std::string compressed;
       snappy::Compress(raw.data(), raw.size(), &compressed);
-      per_connection[c % flags.connections].push_back(std::move(compressed));
+      per_connection[c % flags.connections].push_back(Request{i, std::move(compressed)});
     }
   }
   return per_connection;
@@ -130,7 +171,8 @@ struct Totals {
 };
 
 void SendAll(const std::string& base, const std::string& path, const std::string& token,
-             const Requests& requests, Totals& totals, std::string& first_error) {
+             int connection, const Requests& requests, Lockstep& lockstep, Totals& totals,
+             std::string& first_error) {
   httplib::Client client(base);
   client.set_keep_alive(true);
   // As Prometheus's sender (Go sets TCP_NODELAY on every connection): without it, the body
@@ -142,10 +184,18 @@ void SendAll(const std::string& base, const std::string& path, const std::string
                               {"X-Prometheus-Remote-Write-Version", "0.1.0"},
                               {"User-Agent", "warpscope-remote-write-load"}};
   if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
-  for (const std::string& body : requests) {
+  if (requests.empty()) {
+    lockstep.Done(connection, INT_MAX - 1);
+  }
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const auto& [step, body] = requests[r];
+    lockstep.WaitFor(step);
     httplib::Result res = client.Post(path, headers, body, "application/x-protobuf");
     totals.requests.fetch_add(1);
     totals.bytes.fetch_add(body.size());
+    if (r + 1 == requests.size() || requests[r + 1].step != step) {
+      lockstep.Done(connection, r + 1 == requests.size() ? INT_MAX - 1 : step);
+    }
     if (!res || res->status / 100 != 2) {
       if (totals.failures.fetch_add(1) == 0) {
         first_error = res ? fmt::format("HTTP {}: {}", res->status, res->body)
@@ -181,13 +231,13 @@ int Run(const Flags& flags) {
   uint64_t samples = series * static_cast<uint64_t>(flags.samples);
 
   Totals totals;
+  Lockstep lockstep(flags.connections, kMaxLeadSteps);
   std::vector<std::string> errors(flags.connections);
   SteadyClock::time_point start = SteadyClock::now();
   std::vector<std::thread> threads;
   for (int c = 0; c < flags.connections; ++c) {
-    threads.emplace_back([&, c] {
-      SendAll(base, path, flags.token, requests[c], totals, errors[c]);
-    });
+    threads.emplace_back(
+        [&, c] { SendAll(base, path, flags.token, c, requests[c], lockstep, totals, errors[c]); });
   }
   for (std::thread& t : threads) t.join();
   double seconds = std::chrono::duration<double>(SteadyClock::now() - start).count();
@@ -195,11 +245,12 @@ int Run(const Flags& flags) {
   for (const std::string& e : errors) {
     if (!e.empty()) fmt::print(stderr, "first failure: {}\n", e);
   }
-  fmt::print("{} series x {} samples = {} samples in {} requests ({:.1f} MB snappy) over {} "
-             "connections: {:.2f} s, {:.0f} samples/s, {} failed requests\n",
-             series, flags.samples, samples, totals.requests.load(),
-             static_cast<double>(totals.bytes.load()) / 1e6, flags.connections, seconds,
-             static_cast<double>(samples) / seconds, totals.failures.load());
+  fmt::print(
+      "{} series x {} samples = {} samples in {} requests ({:.1f} MB snappy) over {} "
+      "connections: {:.2f} s, {:.0f} samples/s, {} failed requests\n",
+      series, flags.samples, samples, totals.requests.load(),
+      static_cast<double>(totals.bytes.load()) / 1e6, flags.connections, seconds,
+      static_cast<double>(samples) / seconds, totals.failures.load());
   fmt::print("RESULT samples={} requests={} failures={} seconds={:.3f} samples_per_s={:.0f}\n",
              samples, totals.requests.load(), totals.failures.load(), seconds,
              static_cast<double>(samples) / seconds);
