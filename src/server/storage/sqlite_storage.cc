@@ -78,7 +78,7 @@ using storage_internal::kMetaSchemaVersion;
 using storage_internal::MetaMarks;
 using storage_internal::ReadMetaMarks;
 using storage_internal::ReadMetric;
-using storage_internal::SeriesKey;
+using storage_internal::AppendSeriesKeyPrefix;
 
 constexpr char kDatabaseFile[] = "warpscope.db";
 
@@ -430,7 +430,9 @@ Status SqliteStorage::LoadState() {
   agents_.clear();
   metrics_.clear();
   entities_.clear();
+  std::unique_lock series_lock(series_mu_);
   series_.clear();
+  ++series_generation_;
   active_series_.clear();
   staged_.clear();
   staged_count_ = 0;
@@ -488,18 +490,24 @@ Status SqliteStorage::LoadState() {
     }));
   }
   {
-    WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt,
-                               writer_->Prepare("SELECT id, host_id, entity_id, metric_id, labels, "
-                                                "last_seen_ms FROM series"));
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        Statement stmt,
+        writer_->Prepare("SELECT s.id, s.host_id, h.name, e.entity, m.key, s.labels, "
+                         "s.last_seen_ms FROM series s JOIN hosts h ON h.id = s.host_id JOIN "
+                         "entities e ON e.id = s.entity_id JOIN metrics m ON m.id = s.metric_id"));
+    std::string key;
     WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
       SeriesEntry s;
       s.id = row.ColumnInt(0);
       s.host_id = row.ColumnInt(1);
-      s.persisted_last_seen = s.last_seen = row.ColumnInt(5);
+      s.persisted_last_seen = s.last_seen = row.ColumnInt(6);
       // Counted as active until the next Compact recounts with a clock.
       s.active = true;
       ++active_series_[s.host_id];
-      series_[SeriesKey(row.ColumnInt(2), row.ColumnInt(3), row.ColumnText(4))] = s;
+      key.clear();
+      AppendSeriesKeyPrefix(key, row.ColumnText(2), row.ColumnText(3), row.ColumnText(4));
+      key.append(row.ColumnText(5));
+      series_[key] = s;
     }));
   }
   // No stored window ends after a series' last_seen, which is persisted whenever it moved

@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <shared_mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -162,10 +163,18 @@ class SqliteStorage : public Storage {
   // A batch's request checks (InvalidArgument), before anything of it is written.
   [[nodiscard]] base::Status CheckBatch(const IngestBatch& batch);
   // The pieces below run inside the transaction. One batch: dedup, then its rows.
-  [[nodiscard]] base::Status StageBatch(const IngestBatch& batch, WriteResult& result,
-                                        StagedBatch& staged);
-  [[nodiscard]] base::Status WriteBatchRows(const IngestBatch& batch, int64_t agent_id,
-                                            WriteResult& result, StagedBatch& staged);
+  // `resolved`: the batch's series entries found by ResolveSeries (nullptr: none).
+  [[nodiscard]] base::Status StageBatch(const IngestBatch& batch,
+                                        const std::vector<SeriesEntry*>* resolved,
+                                        WriteResult& result, StagedBatch& staged);
+  [[nodiscard]] base::Status WriteBatchRows(const IngestBatch& batch,
+                                            const std::vector<SeriesEntry*>* resolved,
+                                            int64_t agent_id, WriteResult& result,
+                                            StagedBatch& staged);
+  // Before the group commit, on the caller's thread (series_mu_ shared, no write_mu_): the
+  // entries of the series that exist already, per batch and series (nullptr for new ones), so
+  // that the writer does not look them up. Used only while series_generation_ is unchanged.
+  void ResolveSeries(PendingWrite& write);
   [[nodiscard]] base::Result<bool> IsDuplicate(int64_t agent_id, const IngestBatch& batch);
   [[nodiscard]] base::Result<int64_t> InternAgent(const std::string& name);
   [[nodiscard]] base::Result<int64_t> InternHost(const std::string& name,
@@ -178,11 +187,15 @@ class SqliteStorage : public Storage {
   [[nodiscard]] base::Status TouchDeclaredEntities(
       const IngestBatch& batch, int64_t host_id, int64_t start_ms, int64_t end_ms,
       std::unordered_map<std::string_view, EntityEntry*>& touched);
-  // The series entry for `s`, created when new; nullptr when the cardinality cap drops it.
-  [[nodiscard]] base::Result<SeriesEntry*> InternSeries(const IngestSeries& s, int64_t host_id,
+  // The series entry for `s` of the batch's `host`, created when new; nullptr when the
+  // cardinality cap drops it.
+  [[nodiscard]] base::Result<SeriesEntry*> InternSeries(const IngestSeries& s,
+                                                        std::string_view host, int64_t host_id,
                                                         int64_t entity_row, int64_t metric_id,
                                                         int64_t start_ms, int64_t end_ms,
                                                         std::string& key);
+  // An existing series written again: active again, last seen moved (and persisted when due).
+  [[nodiscard]] base::Status TouchSeries(SeriesEntry& entry, int64_t end_ms);
   [[nodiscard]] base::Status WriteEvents(const IngestBatch& batch, int64_t host_id);
   [[nodiscard]] base::Status WriteSteps(const IngestBatch& batch, int64_t host_id);
   // rollup_dirty: the bucket of `from_ms` at `resolution` (kDirtyMinute/Hour) for the host.
@@ -280,7 +293,12 @@ class SqliteStorage : public Storage {
   std::unordered_map<std::string, int64_t> agents_;
   std::unordered_map<std::string, MetricEntry> metrics_;
   std::unordered_map<std::string, EntityEntry> entities_;  // key: host_id '\x1f' entity id
-  std::unordered_map<std::string, SeriesEntry> series_;    // key: see SeriesKey in the .cc
+  // Key: AppendSeriesKey (sqlite_storage_internal.h). Changed only with write_mu_ and series_mu_
+  // both held, so the writer reads it freely and ResolveSeries with series_mu_ shared;
+  // series_generation_ moves whenever an entry is erased (pointers to it would dangle).
+  std::unordered_map<std::string, SeriesEntry> series_;
+  std::shared_mutex series_mu_;
+  std::atomic<uint64_t> series_generation_{0};
   std::unordered_map<int64_t, size_t> active_series_;      // host_id -> active series
   // Samples in staged_samples not taken by a move, in arrival order.
   std::vector<StagedSample> staged_;

@@ -41,6 +41,10 @@ struct SqliteStorage::StagedBatch {
 // A caller of WriteBatches waiting for the group commit (queue_mu_ guards `done`).
 struct SqliteStorage::PendingWrite {
   std::span<const IngestBatch> batches;
+  // Per batch, its series' entries found before the commit (ResolveSeries), valid while
+  // series_generation_ is `generation`; empty when not resolved.
+  std::vector<std::vector<SeriesEntry*>> resolved;
+  uint64_t generation = 0;
   BatchesWritten written;
   bool done = false;
 };
@@ -122,12 +126,23 @@ void Overlay(std::vector<ChunkWindow>& base, std::vector<ChunkWindow> top);
 
 using namespace backend_common;  // NOLINT(google-build-using-namespace)
 
-// Keys of the entities_ and series_ caches.
+// Keys of the entities_ and series_ caches. A series is keyed by names (host, entity id, metric
+// key, each after its length, then the encoded labels), so that a caller can build its key
+// without the writer's id caches.
 inline std::string EntityKey(int64_t host_id, std::string_view entity) {
   return fmt::format("{}\x1f{}", host_id, entity);
 }
-inline std::string SeriesKey(int64_t entity_row, int64_t metric_id, std::string_view labels) {
-  return fmt::format("{}\x1f{}\x1f{}", entity_row, metric_id, labels);
+inline void AppendKeyPart(std::string& out, std::string_view part) {
+  const auto size = static_cast<uint32_t>(part.size());
+  out.append(reinterpret_cast<const char*>(&size), sizeof(size));
+  out.append(part);
+}
+// Appends the key's prefix; the encoded labels follow it.
+inline void AppendSeriesKeyPrefix(std::string& out, std::string_view host, std::string_view entity,
+                                  std::string_view metric) {
+  AppendKeyPart(out, host);
+  AppendKeyPart(out, entity);
+  AppendKeyPart(out, metric);
 }
 
 }  // namespace storage_internal

@@ -193,8 +193,12 @@ Status SqliteStorage::ForgetSeries(int64_t before_ms, CompactResult& result) {
       }
       return base::OkStatus();
     }));
-    for (const std::string& key : keys) {
-      series_.erase(key);
+    {
+      std::unique_lock series_lock(series_mu_);
+      for (const std::string& key : keys) {
+        series_.erase(key);
+      }
+      ++series_generation_;
     }
     result.deleted_rows += keys.size();
   }

@@ -47,6 +47,7 @@ BatchesWritten SqliteStorage::WriteBatches(std::span<const IngestBatch> batches)
   if (batches.empty()) {
     return std::move(me.written);
   }
+  ResolveSeries(me);
   std::unique_lock queue(queue_mu_);
   pending_.push_back(&me);
   // Whoever finds no leader leads: its transaction takes every batch queued until it starts.
@@ -121,13 +122,17 @@ Status SqliteStorage::WriteMembers(std::span<PendingWrite* const> members,
   std::vector<BatchesWritten> written(members.size());
   Status st = sqlite::InWriteTransaction(*writer_, [&]() -> Status {
     for (size_t m = 0; m < members.size(); ++m) {
-      for (const IngestBatch& batch : members[m]->batches) {
+      const PendingWrite& member = *members[m];
+      const bool resolved = !member.resolved.empty() && member.generation == series_generation_;
+      for (size_t b = 0; b < member.batches.size(); ++b) {
+        const IngestBatch& batch = member.batches[b];
         // Checked here, after the batches before it: they may declare its metrics.
         if (Status check = CheckBatch(batch); !check.ok()) {
           written[m].status = std::move(check);
           break;
         }
-        WARPSCOPE_RETURN_IF_ERROR(StageBatch(batch, written[m].results.emplace_back(), staged));
+        WARPSCOPE_RETURN_IF_ERROR(StageBatch(batch, resolved ? &member.resolved[b] : nullptr,
+                                             written[m].results.emplace_back(), staged));
       }
     }
     // The samples: appended to staged_samples as one blob (a few sequential pages), moved into
@@ -190,7 +195,30 @@ void SqliteStorage::ReloadAfterFailedWrite() {
   }
 }
 
-Status SqliteStorage::StageBatch(const IngestBatch& batch, WriteResult& result,
+void SqliteStorage::ResolveSeries(PendingWrite& write) {
+  std::shared_lock lock(series_mu_);
+  if (series_.empty()) {
+    return;
+  }
+  write.generation = series_generation_;
+  write.resolved.resize(write.batches.size());
+  std::string key;
+  for (size_t b = 0; b < write.batches.size(); ++b) {
+    const IngestBatch& batch = write.batches[b];
+    std::vector<SeriesEntry*>& entries = write.resolved[b];
+    entries.reserve(batch.series.size());
+    for (const IngestSeries& s : batch.series) {
+      key.clear();
+      storage_internal::AppendSeriesKeyPrefix(key, batch.host, s.entity, s.metric);
+      AppendEncodedLabels(key, s.labels);
+      auto it = series_.find(key);
+      entries.push_back(it == series_.end() ? nullptr : &it->second);
+    }
+  }
+}
+
+Status SqliteStorage::StageBatch(const IngestBatch& batch,
+                                 const std::vector<SeriesEntry*>* resolved, WriteResult& result,
                                  StagedBatch& staged) {
   // Dedup on (agent, sequence, window start). A duplicate writes nothing (the agent exists
   // already: it sent the first copy).
@@ -199,7 +227,7 @@ Status SqliteStorage::StageBatch(const IngestBatch& batch, WriteResult& result,
   if (result.duplicate) {
     return base::OkStatus();
   }
-  return WriteBatchRows(batch, agent_id, result, staged);
+  return WriteBatchRows(batch, resolved, agent_id, result, staged);
 }
 
 Result<bool> SqliteStorage::IsDuplicate(int64_t agent_id, const IngestBatch& batch) {
@@ -211,7 +239,8 @@ Result<bool> SqliteStorage::IsDuplicate(int64_t agent_id, const IngestBatch& bat
   return row && stmt.ColumnInt(0) == ToMs(batch.start);
 }
 
-Status SqliteStorage::WriteBatchRows(const IngestBatch& batch, int64_t agent_id,
+Status SqliteStorage::WriteBatchRows(const IngestBatch& batch,
+                                     const std::vector<SeriesEntry*>* resolved, int64_t agent_id,
                                      WriteResult& result, StagedBatch& staged) {
   const int64_t start_ms = ToMs(batch.start);
   const int64_t end_ms = ToMs(batch.end);
@@ -223,7 +252,8 @@ Status SqliteStorage::WriteBatchRows(const IngestBatch& batch, int64_t agent_id,
   WARPSCOPE_RETURN_IF_ERROR(TouchDeclaredEntities(batch, host_id, start_ms, end_ms, touched));
 
   std::string key;  // reused across series: most exist already, and the lookup allocates nothing
-  for (const IngestSeries& s : batch.series) {
+  for (size_t i = 0; i < batch.series.size(); ++i) {
+    const IngestSeries& s = batch.series[i];
     auto metric = metrics_.find(s.metric);
     if (metric == metrics_.end()) {  // checked in WriteBatch
       return base::Internal("metric \"{}\" vanished from the cache", s.metric);
@@ -239,9 +269,14 @@ Status SqliteStorage::WriteBatchRows(const IngestBatch& batch, int64_t agent_id,
                                  TouchEntity(host_id, implied, false, start_ms, end_ms));
       entity_it = touched.emplace(s.entity, entry).first;
     }
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        SeriesEntry * series,
-        InternSeries(s, host_id, entity_it->second->id, metric->second.id, start_ms, end_ms, key));
+    SeriesEntry* series = resolved != nullptr ? (*resolved)[i] : nullptr;
+    if (series != nullptr) {
+      WARPSCOPE_RETURN_IF_ERROR(TouchSeries(*series, end_ms));
+    } else {
+      WARPSCOPE_ASSIGN_OR_RETURN(series, InternSeries(s, batch.host, host_id,
+                                                      entity_it->second->id, metric->second.id,
+                                                      start_ms, end_ms, key));
+    }
     if (series == nullptr) {
       ++result.dropped_series;
       continue;
@@ -298,37 +333,42 @@ Status SqliteStorage::TouchDeclaredEntities(
   return base::OkStatus();
 }
 
-Result<SqliteStorage::SeriesEntry*> SqliteStorage::InternSeries(const IngestSeries& s,
-                                                                int64_t host_id, int64_t entity_row,
-                                                                int64_t metric_id, int64_t start_ms,
-                                                                int64_t end_ms, std::string& key) {
-  // The series key as SeriesKey builds it, in the caller's buffer.
+Result<SqliteStorage::SeriesEntry*> SqliteStorage::InternSeries(
+    const IngestSeries& s, std::string_view host, int64_t host_id, int64_t entity_row,
+    int64_t metric_id, int64_t start_ms, int64_t end_ms, std::string& key) {
+  // The series key as AppendSeriesKeyPrefix and the encoded labels make it, in the caller's
+  // buffer.
   key.clear();
-  fmt::format_to(std::back_inserter(key), "{}\x1f{}\x1f", entity_row, metric_id);
+  storage_internal::AppendSeriesKeyPrefix(key, host, s.entity, s.metric);
   const size_t labels_at = key.size();
   AppendEncodedLabels(key, s.labels);
   auto it = series_.find(key);
-  if (it == series_.end()) {
-    size_t& active = active_series_[host_id];
-    if (active >= options_.storage.max_series_per_host) {
-      return nullptr;
-    }
-    WARPSCOPE_RETURN_IF_ERROR(writer_->Run(
-        "INSERT INTO series(host_id, entity_id, metric_id, labels, first_seen_ms, "
-        "last_seen_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
-        host_id, entity_row, metric_id, std::string_view(key).substr(labels_at), start_ms, end_ms));
-    SeriesEntry entry;
-    entry.id = writer_->last_insert_rowid();
-    entry.host_id = host_id;
-    entry.persisted_last_seen = entry.last_seen = end_ms;
-    entry.active = true;
-    ++active;
-    return &series_.emplace(key, entry).first->second;
+  if (it != series_.end()) {
+    WARPSCOPE_RETURN_IF_ERROR(TouchSeries(it->second, end_ms));
+    return &it->second;
   }
-  SeriesEntry& entry = it->second;
+  size_t& active = active_series_[host_id];
+  if (active >= options_.storage.max_series_per_host) {
+    return nullptr;
+  }
+  WARPSCOPE_RETURN_IF_ERROR(writer_->Run(
+      "INSERT INTO series(host_id, entity_id, metric_id, labels, first_seen_ms, "
+      "last_seen_ms) VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+      host_id, entity_row, metric_id, std::string_view(key).substr(labels_at), start_ms, end_ms));
+  SeriesEntry entry;
+  entry.id = writer_->last_insert_rowid();
+  entry.host_id = host_id;
+  entry.persisted_last_seen = entry.last_seen = end_ms;
+  entry.active = true;
+  ++active;
+  std::unique_lock series_lock(series_mu_);
+  return &series_.emplace(key, entry).first->second;
+}
+
+Status SqliteStorage::TouchSeries(SeriesEntry& entry, int64_t end_ms) {
   if (!entry.active) {
     entry.active = true;
-    ++active_series_[host_id];
+    ++active_series_[entry.host_id];
   }
   entry.last_seen = std::max(entry.last_seen, end_ms);
   if (entry.last_seen - entry.persisted_last_seen >= kLastSeenPersistMs) {
@@ -336,7 +376,7 @@ Result<SqliteStorage::SeriesEntry*> SqliteStorage::InternSeries(const IngestSeri
                                            entry.id, entry.last_seen));
     entry.persisted_last_seen = entry.last_seen;
   }
-  return &entry;
+  return base::OkStatus();
 }
 
 Status SqliteStorage::WriteEvents(const IngestBatch& batch, int64_t host_id) {
