@@ -273,9 +273,8 @@ Status SqliteStorage::WriteBatchRows(const IngestBatch& batch,
     if (series != nullptr) {
       WARPSCOPE_RETURN_IF_ERROR(TouchSeries(*series, end_ms));
     } else {
-      WARPSCOPE_ASSIGN_OR_RETURN(series, InternSeries(s, batch.host, host_id,
-                                                      entity_it->second->id, metric->second.id,
-                                                      start_ms, end_ms, key));
+      WARPSCOPE_ASSIGN_OR_RETURN(series, InternSeries(s, batch.host, host_id, entity_it->second->id,
+                                                      metric->second.id, start_ms, end_ms, key));
     }
     if (series == nullptr) {
       ++result.dropped_series;
