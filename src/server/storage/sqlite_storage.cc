@@ -237,37 +237,23 @@ CREATE INDEX IF NOT EXISTS training_steps_by_job ON training_steps(job, end_ns);
 CREATE INDEX IF NOT EXISTS training_steps_by_end ON training_steps(end_ns);
 )sql";
 
-// Schema version 4: raw windows of closed spans as compressed chunks (sample_chunk.h), one row
-// per run of windows of one series inside one kChunkSpanMs span. start_ms is the first window's
-// start, end_ms the last window's start + 1, count the windows. A rowid table: compaction
-// appends, so its leaves fill completely; the index finds a series' chunks in time order.
-constexpr char kChunksSchema[] = R"sql(
-CREATE TABLE IF NOT EXISTS sample_chunks(
-  id INTEGER PRIMARY KEY,
-  series_id INTEGER NOT NULL,
-  start_ms INTEGER NOT NULL,
-  end_ms INTEGER NOT NULL,
-  count INTEGER NOT NULL,
-  data BLOB NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS sample_chunks_by_series ON sample_chunks(series_id, start_ms);
-)sql";
-
-// Schema version 5: the head. Staged samples move here as compressed chunks of one series inside
-// one kChunkSpanMs span (columns as in sample_chunks), one per series and move, instead of one
-// samples row per window; a later chunk's window replaces an earlier one with the same start
-// (rowid order is move order). Compact merges a closed span's head chunks into sample_chunks.
-constexpr char kHeadSchema[] = R"sql(
-CREATE TABLE IF NOT EXISTS head_chunks(
-  id INTEGER PRIMARY KEY,
-  series_id INTEGER NOT NULL,
-  start_ms INTEGER NOT NULL,
-  end_ms INTEGER NOT NULL,
-  count INTEGER NOT NULL,
-  data BLOB NOT NULL
-);
-CREATE INDEX IF NOT EXISTS head_chunks_by_series ON head_chunks(series_id, start_ms);
-)sql";
+// A table of compressed chunks (sample_chunk.h): one row per run of windows of one series inside
+// one kChunkSpanMs span. start_ms is the first window's start, end_ms the last window's start + 1,
+// count the windows. A rowid table: chunks are appended, so its leaves fill completely.
+std::string ChunkTableSchema(std::string_view table, std::string_view index) {
+  return fmt::format(
+      "CREATE TABLE IF NOT EXISTS {0}(id INTEGER PRIMARY KEY, series_id INTEGER NOT NULL, "
+      "start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, count INTEGER NOT NULL, data BLOB NOT "
+      "NULL); CREATE {1} IF NOT EXISTS {0}_by_series ON {0}(series_id, start_ms);",
+      table, index);
+}
+// Schema version 4: raw windows of closed spans; the index finds a series' chunks in time order.
+std::string ChunksSchema() { return ChunkTableSchema("sample_chunks", "UNIQUE INDEX"); }
+// Schema version 5: the head. Staged samples move here, one chunk per series and move instead
+// of one samples row per window; a later chunk's window replaces an earlier one with the same
+// start (rowid order is move order). Compact merges a closed span's head chunks into
+// sample_chunks.
+std::string HeadSchema() { return ChunkTableSchema("head_chunks", "INDEX"); }
 
 Status CheckDataDir(const std::string& dir) {
   if (dir.empty()) {
@@ -380,8 +366,8 @@ Status SqliteStorage::InitSchema() {
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kSchema));
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStagedSchema));
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStepsSchema));
-      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kChunksSchema));
-      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kHeadSchema));
+      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(ChunksSchema()));
+      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(HeadSchema()));
       return SetMeta(kMetaSchemaVersion, kSchemaVersion);
     }
     WARPSCOPE_ASSIGN_OR_RETURN(
@@ -407,12 +393,12 @@ Status SqliteStorage::InitSchema() {
     }
     if (version < 4) {
       // The samples table keeps its rows; Compact moves them into chunks span by span.
-      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kChunksSchema));
+      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(ChunksSchema()));
     }
     if (version < 5) {
       // The samples table keeps its rows as an older head; reads merge it until Compact has
       // moved its spans into chunks.
-      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kHeadSchema));
+      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(HeadSchema()));
     }
     if (version < kSchemaVersion) {
       WARPSCOPE_RETURN_IF_ERROR(SetMeta(kMetaSchemaVersion, kSchemaVersion));

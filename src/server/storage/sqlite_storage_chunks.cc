@@ -22,6 +22,25 @@ namespace {
 
 Row ToRow(const ChunkWindow& w) { return Row{w.start_ms, w.avg, w.min, w.max, w.last, w.count}; }
 
+// The windows in [from_ms, to_ms) of the series' chunks in `table` (sample_chunks: in time
+// order; head_chunks: in the order they were moved, rowid order).
+base::Status ReadChunks(sqlite::Connection& db, std::string_view table, int64_t series_id,
+                        int64_t from_ms, int64_t to_ms, std::vector<ChunkWindow>& out) {
+  // A chunk lies inside one aligned span, so one that reaches into [from, to) starts after
+  // from - kChunkSpanMs: the index range stays short.
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      sqlite::Statement stmt,
+      db.Prepare(table == "head_chunks"
+                     ? "SELECT id, data FROM head_chunks WHERE series_id = ?1 AND start_ms > ?2 "
+                       "AND start_ms < ?3 AND end_ms > ?4 ORDER BY id"
+                     : "SELECT id, data FROM sample_chunks WHERE series_id = ?1 AND start_ms > "
+                       "?2 AND start_ms < ?3 AND end_ms > ?4 ORDER BY start_ms"));
+  stmt.Bind(series_id, from_ms - kChunkSpanMs, to_ms, from_ms);
+  return stmt.ForEachRow([&](const sqlite::Statement& row) {
+    return AppendChunkWindows(table, row, from_ms, to_ms, out);
+  });
+}
+
 }  // namespace
 
 void Overlay(std::vector<ChunkWindow>& base, std::vector<ChunkWindow> top) {
@@ -75,20 +94,9 @@ base::Status ForEachRawRow(sqlite::Connection& db, int64_t series_id, int64_t fr
                            int64_t to_ms, const std::function<void(const Row&)>& fn) {
   // Three layers, each later one replacing a window with the same start: the closed spans'
   // chunks, the samples rows of an older head, the head's chunks in the order they were moved.
-  // A chunk lies inside one aligned span, so one that reaches into [from, to) starts after
-  // from - kChunkSpanMs: the index ranges stay short.
   std::vector<ChunkWindow> windows;
   std::vector<ChunkWindow> layer;
-  {
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
-        db.Prepare("SELECT id, data FROM sample_chunks WHERE series_id = ?1 AND start_ms > ?2 "
-                   "AND start_ms < ?3 AND end_ms > ?4 ORDER BY start_ms"));
-    stmt.Bind(series_id, from_ms - kChunkSpanMs, to_ms, from_ms);
-    WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const sqlite::Statement& row) {
-      return AppendChunkWindows("sample_chunks", row, from_ms, to_ms, windows);
-    }));
-  }
+  WARPSCOPE_RETURN_IF_ERROR(ReadChunks(db, "sample_chunks", series_id, from_ms, to_ms, windows));
   {
     WARPSCOPE_ASSIGN_OR_RETURN(
         sqlite::Statement stmt,
@@ -102,17 +110,8 @@ base::Status ForEachRawRow(sqlite::Connection& db, int64_t series_id, int64_t fr
     Overlay(windows, std::move(layer));
     layer.clear();
   }
-  {
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        sqlite::Statement stmt,
-        db.Prepare("SELECT id, data FROM head_chunks WHERE series_id = ?1 AND start_ms > ?2 "
-                   "AND start_ms < ?3 AND end_ms > ?4 ORDER BY id"));
-    stmt.Bind(series_id, from_ms - kChunkSpanMs, to_ms, from_ms);
-    WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const sqlite::Statement& row) {
-      return AppendChunkWindows("head_chunks", row, from_ms, to_ms, layer);
-    }));
-    Overlay(windows, std::move(layer));
-  }
+  WARPSCOPE_RETURN_IF_ERROR(ReadChunks(db, "head_chunks", series_id, from_ms, to_ms, layer));
+  Overlay(windows, std::move(layer));
   for (const ChunkWindow& w : windows) {
     fn(ToRow(w));
   }
