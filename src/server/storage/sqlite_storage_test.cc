@@ -340,6 +340,37 @@ TEST_F(SqliteStorageTest, LaterWriteOfTheSameWindowWinsWhenStaged) {
   EXPECT_EQ(ReadValues(**storage, kStart, kStart + 10), (std::vector<double>{7.0}));
 }
 
+TEST_F(SqliteStorageTest, ADatabaseErrorInAGroupFailsOnlyItsBatch) {
+  constexpr int64_t kStart = 1'700'000'000;
+  auto storage = Open(dir_);
+  ASSERT_TRUE(storage.has_value()) << storage.error().ToString();
+  ASSERT_TRUE((*storage)->WriteBatch(OneSeriesBatch(1, kStart, 1.0)));
+  // Another program makes the database refuse one batch's dedup row: the group's shared
+  // transaction fails, and the batches are written again one transaction each.
+  Sql("CREATE TRIGGER refuse_one BEFORE INSERT ON ingested WHEN NEW.sequence = 3 BEGIN "
+      "SELECT RAISE(ABORT, 'refused by a trigger'); END;");
+  std::vector<IngestBatch> batches = {OneSeriesBatch(2, kStart + 10, 2.0),
+                                      OneSeriesBatch(3, kStart + 20, 3.0),
+                                      OneSeriesBatch(4, kStart + 30, 4.0)};
+
+  BatchesWritten written = (*storage)->WriteBatches(batches);
+
+  // The batch before the refused one is stored; the refused one reports the database's error
+  // and stops its caller's batches, as one WriteBatch after another would.
+  ASSERT_FALSE(written.status.ok());
+  EXPECT_THAT(written.status.ToString(), ::testing::HasSubstr("refused by a trigger"));
+  ASSERT_EQ(written.results.size(), 1u);
+  EXPECT_EQ(written.results[0].stored, 1u);
+  EXPECT_EQ(ReadValues(**storage, kStart, kStart + 40), (std::vector<double>{1.0, 2.0}));
+  // The caches were reloaded from the database: the next writes see what it holds.
+  Sql("DROP TRIGGER refuse_one;");
+  written = (*storage)->WriteBatches(std::span<const IngestBatch>(batches).subspan(1));
+  ASSERT_TRUE(written.status.ok()) << written.status.ToString();
+  EXPECT_EQ(ReadValues(**storage, kStart, kStart + 40),
+            (std::vector<double>{1.0, 2.0, 3.0, 4.0}));
+  EXPECT_EQ(Count("series"), 1);
+}
+
 TEST_F(SqliteStorageTest, ConcurrentWritersAndReadersDuringChunkedMoves) {
   SqliteStorageOptions o;
   o.data_dir = dir_;
