@@ -138,9 +138,11 @@ run_one() {  # warpscope|prometheus ROUND
   local cpu0 cpu1 end_ms
   end_ms=$(($(date +%s%3N)))
   cpu0=$(cpu_ticks "$peer_pid")
+  # run_one runs in a subshell (process substitution), where the EXIT trap does not see peer_pid:
+  # a failed load stops its receiver here.
   timeout 600 "$load_bin" --url="http://127.0.0.1:$port/api/v1/write" --hosts="$hosts" \
     --samples="$samples" --connections="$connections" >"$dir/load.out" 2>&1 ||
-    { cat "$dir/load.out" >&2; return 1; }
+    { cat "$dir/load.out" >&2; kill "$peer_pid"; wait "$peer_pid" 2>/dev/null; return 1; }
   cpu1=$(cpu_ticks "$peer_pid")
   local stored
   if [[ "$kind" == warpscope ]]; then
