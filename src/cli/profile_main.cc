@@ -340,13 +340,10 @@ void FinishParts(Run& run) {
 
 // Stops the profilers (each finishes a last window), builds and writes the report.
 base::Status WriteRunReport(Run& run) {
-  if (run.gpu) {
-    // CMD's processes flush their last records as they exit: let their connections close.
-    run.gpu->listener()->WaitUntil(
-        [&run](const agent::cuda_profiler::ProfileListener::Stats& s) {
-          return run.child_exited.load() && s.open == 0;
-        },
-        2s);
+  if (run.gpu && run.child_exited) {
+    // CMD's processes flush their last records as they exit: let their connections close,
+    // including those of processes that exited before the listener accepted them.
+    run.gpu->listener()->WaitUntilAllClosed(2s);
   }
   run.info.end_ns = RealtimeNs();
   FinishParts(run);

@@ -280,6 +280,30 @@ bool ProfileListener::WaitUntil(const std::function<bool(const Stats&)>& done,
   return changed_.wait_for(lock, timeout, [&] { return done(published_); });
 }
 
+bool ProfileListener::WaitUntilAllClosed(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  uint64_t turn = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    turn = published_.loops;
+  }
+  // The turn running now may have polled before this call; the one after it polls the
+  // listening socket after it, so it accepts every connection made before. Each wake-up
+  // keeps a turn from sleeping in poll().
+  for (const uint64_t target : {turn + 1, turn + 2}) {
+    uint64_t one = 1;
+    (void)!write(wake_fd_, &one, sizeof(one));
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (!WaitUntil([target](const Stats& s) { return s.loops >= target; }, left)) {
+      return false;
+    }
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+  return WaitUntil([](const Stats& s) { return s.open == 0; }, left);
+}
+
 void ProfileListener::Loop() {
   std::vector<pollfd> fds;
   std::vector<Connection*> polled;
@@ -334,6 +358,7 @@ void ProfileListener::Loop() {
     if (std::chrono::steady_clock::now() - last_snapshot_ >= std::chrono::seconds(1)) {
       SnapshotMetrics();
     }
+    ++stats_.loops;
     Publish();
   }
   // FinishWindow refuses new requests once stopping_ is set: this serves the last ones (the

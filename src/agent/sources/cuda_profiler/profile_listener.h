@@ -149,6 +149,7 @@ class ProfileListener {
     uint64_t controls_dropped = 0;  // output buffer full, or no such process
     uint64_t windows = 0;
     uint64_t processes_forgotten = 0;
+    uint64_t loops = 0;  // turns of the listener thread; each publishes these stats at its end
   };
 
   // Binds and listens, then starts the threads. Unavailable when another agent is listening on
@@ -179,6 +180,10 @@ class ProfileListener {
   std::vector<int32_t> connected_pids() const;
   // Waits until `done(stats())` holds (checked after every change) or `timeout` passes.
   bool WaitUntil(const std::function<bool(const Stats&)>& done, std::chrono::milliseconds timeout);
+  // Waits until no connection is open, counting those that connected before this call but are
+  // still waiting to be accepted: a short-lived process can connect, send its records and exit
+  // before the listener thread first runs. False when `timeout` passed first.
+  bool WaitUntilAllClosed(std::chrono::milliseconds timeout);
 
   const std::string& socket_path() const { return options_.socket_path; }
 

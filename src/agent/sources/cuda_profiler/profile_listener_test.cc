@@ -353,6 +353,39 @@ TEST_F(ProfileListenerTest, AProcessIsForgottenAfterTheWindowHoldingItsLastData)
   EXPECT_TRUE(sink.values.empty());
 }
 
+// `warpscope profile` waits for this after its command exits: processes that connected,
+// sent everything and exited before the listener accepted them are read to the end too.
+TEST_F(ProfileListenerTest, WaitUntilAllClosedReadsConnectionsNotYetAccepted) {
+  auto l = StartListener(Options());
+  ASSERT_NE(l, nullptr);
+  constexpr uint32_t kProcesses = 8;
+  for (uint32_t pid = 100; pid < 100 + kProcesses; ++pid) {
+    TestClient c(l->socket_path());
+    ASSERT_TRUE(c.connected());
+    c.Send(Hello(pid));
+    c.Send(w::KernelName{1, "k"});
+    c.Send(Aggregate(1, 1, 500));
+  }  // each closes here, very likely before the listener thread accepted it
+  ASSERT_TRUE(l->WaitUntilAllClosed(10s));
+  const ProfileListener::Stats s = l->stats();
+  EXPECT_EQ(s.hellos, kProcesses);
+  EXPECT_EQ(s.closed, kProcesses);
+  EXPECT_EQ(s.open, 0u);
+  auto window = Window(*l);
+  EXPECT_EQ(window.size(), kProcesses);
+}
+
+TEST_F(ProfileListenerTest, WaitUntilAllClosedWaitsForAnOpenConnection) {
+  auto l = StartListener(Options());
+  ASSERT_NE(l, nullptr);
+  TestClient a(l->socket_path());
+  a.Send(Hello(100));
+  EXPECT_FALSE(l->WaitUntilAllClosed(50ms));
+  a.Close();
+  EXPECT_TRUE(l->WaitUntilAllClosed(10s));
+  EXPECT_EQ(l->stats().hellos, 1u);
+}
+
 TEST_F(ProfileListenerTest, SelfMetricsCarryTheProcessCounters) {
   auto l = StartListener(Options());
   ASSERT_NE(l, nullptr);
