@@ -45,6 +45,7 @@ class Labels {
     return it != pairs_.end() && it->first == key;
   }
 
+  void Reserve(size_t n) { pairs_.reserve(n); }
   bool empty() const { return pairs_.empty(); }
   size_t size() const { return pairs_.size(); }
   auto begin() const { return pairs_.begin(); }

@@ -7,9 +7,13 @@
 // Invariants:
 //   - Decoding never crashes or throws; an error is InvalidArgument (ResourceExhausted for a
 //     body over the size limit) with a message.
+//   - The request is read with protobuf's wire reader, not generated messages: the input is
+//     rejected as "not a valid protobuf" exactly when the generated prometheus.WriteRequest
+//     (the same .proto) refuses to parse it.
 //   - Every decoded batch is what WriteBatch can store: agent_id and host are set, a zero-length
 //     window, every series on the host entity of a metric described in its batch, finite
 //     values, count 1, no series twice in a batch; the sample count matches the series.
+#include <google/protobuf/stubs/logging.h>
 #include <snappy.h>
 
 #include <cmath>
@@ -18,6 +22,7 @@
 #include <string>
 
 #include "fuzz/fuzz_check.h"
+#include "prometheus/remote.pb.h"
 #include "server/ingest/remote_write.h"
 
 namespace {
@@ -66,6 +71,19 @@ void Check(const Result<DecodedRemoteWrite>& r, const char* how) {
                        samples);
 }
 
+// The decoder's protobuf verdict against the generated parser's.
+void CheckAgainstGeneratedParser(std::string_view input,
+                                 const Result<DecodedRemoteWrite>& decoded) {
+  prometheus::WriteRequest req;
+  google::protobuf::LogSilencer silence;
+  const bool parsed = req.ParseFromArray(input.data(), static_cast<int>(input.size()));
+  const bool refused_as_protobuf =
+      !decoded && decoded.error().message().find("is not a valid protobuf") != std::string::npos;
+  WARPSCOPE_FUZZ_CHECK(
+      parsed != refused_as_protobuf, "proto: the generated parser {} the input, the decoder {}",
+      parsed ? "accepts" : "refuses", decoded ? "accepts it" : decoded.error().message());
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -73,7 +91,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   warpscope::server::RemoteWriteOptions options;
   options.max_uncompressed_bytes = 1 << 20;
   Check(warpscope::server::DecodeRemoteWrite(input, options), "snappy");
-  Check(warpscope::server::DecodeRemoteWriteProto(input, options), "proto");
+  const auto proto = warpscope::server::DecodeRemoteWriteProto(input, options);
+  Check(proto, "proto");
+  CheckAgainstGeneratedParser(input, proto);
   std::string compressed;
   snappy::Compress(input.data(), input.size(), &compressed);
   Check(warpscope::server::DecodeRemoteWrite(compressed, options), "compressed");

@@ -188,6 +188,100 @@ TEST(RemoteWriteTest, RetriedRequestHasTheSameSequences) {
   EXPECT_NE(first->batches[0].sequence, changed->batches[0].sequence);
 }
 
+// Two series entries with the same labels (senders merge nothing): a batch holds each series
+// once, so the second sample of a (series, timestamp) is rejected as a repeat, as one repeated
+// inside a series is.
+TEST(RemoteWriteTest, ASampleRepeatedInAnotherEntryOfTheSameSeriesIsRejected) {
+  prometheus::WriteRequest req;
+  const std::vector<std::pair<std::string, std::string>> labels = {
+      {"__name__", "up"}, {"instance", "n:1"}, {"job", "x"}};
+  AddSample(AddSeries(req, labels), 1, kT0Ms);
+  AddSample(AddSeries(req, labels), 2, kT0Ms);
+  AddSample(AddSeries(req, labels), 3, kT0Ms + 15'000);
+  AddSample(AddSeries(req, {{"__name__", "up"}, {"instance", "n:1"}, {"job", "y"}}), 4, kT0Ms);
+  auto decoded = DecodeRemoteWriteProto(req.SerializeAsString(), {});
+  ASSERT_TRUE(decoded) << decoded.error().message();
+  EXPECT_EQ(decoded->samples, 3u);
+  EXPECT_EQ(decoded->rejected_samples, 1u);
+  EXPECT_NE(decoded->first_rejection.find("repeats"), std::string::npos)
+      << decoded->first_rejection;
+  ASSERT_EQ(decoded->batches.size(), 2u);
+  ASSERT_EQ(decoded->batches[0].series.size(), 2u);
+  EXPECT_EQ(decoded->batches[0].series[0].last, 1) << "the first sample is kept";
+  EXPECT_EQ(decoded->batches[0].series[1].labels.Get("job"), "y");
+}
+
+// A length-delimited field of a message, for payloads under 128 bytes.
+std::string Field(int number, std::string_view payload) {
+  std::string out;
+  out += static_cast<char>(number << 3 | 2);
+  out += static_cast<char>(payload.size());
+  out += payload;
+  return out;
+}
+
+// A varint field with a value under 128.
+std::string VarintField(int number, int value) {
+  return std::string{static_cast<char>(number << 3), static_cast<char>(value)};
+}
+
+TEST(RemoteWriteTest, FieldsItDoesNotReadAreSkippedAtEveryLevel) {
+  prometheus::Sample sample;
+  sample.set_value(2.5);
+  sample.set_timestamp(kT0Ms);
+  // Fields 3 and 4 of TimeSeries are exemplars and native histograms, field 3 of WriteRequest
+  // is metadata; 7 and 9 are numbers no version of the format uses.
+  const std::string series = Field(1, Field(1, "__name__") + Field(2, "up") + VarintField(7, 1)) +
+                             Field(3, Field(1, Field(1, "trace_id") + Field(2, "abc"))) +
+                             Field(1, Field(1, "instance") + Field(2, "n:1")) +
+                             Field(2, sample.SerializeAsString() + VarintField(9, 3)) +
+                             Field(4, VarintField(1, 5));
+  const std::string request =
+      Field(3, VarintField(1, 1) + Field(2, "up")) + Field(1, series) + VarintField(9, 4);
+  prometheus::WriteRequest check;
+  ASSERT_TRUE(check.ParseFromString(request)) << "the test's bytes are a WriteRequest";
+
+  auto decoded = DecodeRemoteWriteProto(request, {});
+  ASSERT_TRUE(decoded) << decoded.error().message();
+  ASSERT_EQ(decoded->batches.size(), 1u);
+  EXPECT_EQ(decoded->batches[0].host, "n:1");
+  ASSERT_EQ(decoded->batches[0].series.size(), 1u);
+  EXPECT_EQ(decoded->batches[0].series[0].metric, "up");
+  EXPECT_EQ(decoded->batches[0].series[0].last, 2.5);
+  EXPECT_TRUE(decoded->batches[0].series[0].labels.empty());
+}
+
+TEST(RemoteWriteTest, TruncatedBytesAndLabelsThatAreNotUtf8AreNotAWriteRequest) {
+  prometheus::WriteRequest req;
+  AddSample(AddSeries(req, {{"__name__", "up"}, {"instance", "n:1"}}), 1, kT0Ms);
+  const std::string bytes = req.SerializeAsString();
+  for (size_t cut : {size_t{1}, size_t{5}, bytes.size() - 3}) {
+    auto truncated =
+        DecodeRemoteWriteProto(std::string_view(bytes).substr(0, bytes.size() - cut), {});
+    ASSERT_FALSE(truncated) << "cut " << cut;
+    EXPECT_NE(truncated.error().message().find("is not a valid protobuf prometheus.WriteRequest"),
+              std::string::npos)
+        << truncated.error().message();
+  }
+  const std::string not_utf8 =
+      Field(1, Field(1, Field(1, "__name__") + Field(2, "up\xff")) + Field(2, ""));
+  auto refused = DecodeRemoteWriteProto(not_utf8, {});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message().find("not valid UTF-8"), std::string::npos);
+}
+
+// Malformed bytes after a series without a name: the request is reported as not a WriteRequest,
+// as it was when the whole request was parsed before any series was looked at.
+TEST(RemoteWriteTest, MalformedBytesAnywhereWinOverASeriesError) {
+  prometheus::WriteRequest req;
+  AddSample(AddSeries(req, {{"job", "x"}}), 1, kT0Ms);
+  const std::string bytes = req.SerializeAsString() + "\x0a\x7f";  // a series past the end
+  auto decoded = DecodeRemoteWriteProto(bytes, {});
+  ASSERT_FALSE(decoded);
+  EXPECT_NE(decoded.error().message().find("is not a valid protobuf"), std::string::npos)
+      << decoded.error().message();
+}
+
 TEST(RemoteWriteTest, VersionHeader) {
   EXPECT_TRUE(CheckRemoteWriteVersion("").ok());
   EXPECT_TRUE(CheckRemoteWriteVersion("0.1.0").ok());
