@@ -3,6 +3,7 @@
 // loading the write connection's caches from it.
 #include "server/storage/sqlite_storage.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -334,6 +335,18 @@ Result<std::unique_ptr<SqliteStorage>> SqliteStorage::Open(const SqliteStorageOp
   std::lock_guard lock(storage->write_mu_);
   WARPSCOPE_RETURN_IF_ERROR(storage->InitSchema());
   WARPSCOPE_RETURN_IF_ERROR(storage->LoadState());
+  if (options.write_thread) {
+    storage->write_thread_ = std::thread([s = storage.get()] {
+      pthread_setname_np(pthread_self(), "store-write");
+      s->WriteLoop();
+    });
+  }
+  if (options.move_in_background && options.staged_samples_max > 0) {
+    storage->mover_ = std::thread([s = storage.get()] {
+      pthread_setname_np(pthread_self(), "store-move");
+      s->MoveLoop();
+    });
+  }
   return storage;
 }
 
@@ -345,7 +358,24 @@ SqliteStorage::SqliteStorage(SqliteStorageOptions options, std::string path,
       readers_(std::make_unique<sqlite::ReaderPool>(path_, options_.max_idle_readers)),
       recent_(RecentSamples::Options{options_.recent_keep_ms, options_.recent_max_rows}) {}
 
-SqliteStorage::~SqliteStorage() = default;
+SqliteStorage::~SqliteStorage() {
+  {
+    std::lock_guard queue(queue_mu_);
+    stopping_writes_ = true;
+  }
+  write_wanted_.notify_all();
+  if (write_thread_.joinable()) {
+    write_thread_.join();
+  }
+  {
+    std::lock_guard lock(write_mu_);
+    stopping_ = true;
+  }
+  move_wanted_.notify_all();
+  if (mover_.joinable()) {
+    mover_.join();
+  }
+}
 
 Status SqliteStorage::InitSchema() {
   return sqlite::InWriteTransaction(*writer_, [&]() -> Status {

@@ -3,6 +3,7 @@
 #define WARPSCOPE_SERVER_STORAGE_SQLITE_STORAGE_H_
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -13,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -42,6 +44,13 @@ struct SqliteStorageOptions {
   size_t staged_samples_max = 400000;  // 25.6 MB
   // Samples per transaction when a full stage is moved; write_mu_ is released between them.
   size_t staged_move_chunk = 20000;
+  // A full stage is moved by the storage's own thread, so that no write waits for it. false:
+  // by the write that filled it, before it returns (tests that count head chunks after a
+  // write). With staged_samples_max 0 every write moves its own samples.
+  bool move_in_background = true;
+  // Groups are written by the storage's own writer thread, at normal priority, rather than by
+  // the first caller (a request thread).
+  bool write_thread = true;
   // The newest raw windows of every series are also kept in memory (RecentSamples), so that
   // range reads of the last few minutes fold them without touching the database: at most
   // `recent_keep_ms` behind the newest window and `recent_max_rows` windows (48 bytes each).
@@ -79,6 +88,10 @@ class SqliteStorage : public Storage {
   [[nodiscard]] static base::Result<std::unique_ptr<SqliteStorage>> Open(
       const SqliteStorageOptions& options);
   ~SqliteStorage() override;
+
+  // Waits until the mover thread has nothing to do (no move running, the stage below its
+  // threshold) or `timeout` passed; false on timeout. For tests: nothing else needs to know.
+  bool WaitForMoves(std::chrono::milliseconds timeout);
 
   base::Result<WriteResult> WriteBatch(const IngestBatch& batch) override;
   // Group commit: the batches of every caller waiting while a write runs go into the next
@@ -216,8 +229,24 @@ class SqliteStorage : public Storage {
   [[nodiscard]] base::Status MoveStaged(std::unique_lock<std::mutex>& lock);
   // Orders staged samples for InsertHeadChunks: by (series, start), arrival order kept.
   static void SortForInsert(std::vector<StagedSample>& rows);
-  // `rows` (sorted by SortForInsert) as head_chunks rows, inside the caller's transaction.
-  [[nodiscard]] base::Status InsertHeadChunks(std::span<const StagedSample> rows);
+  // A head_chunks row, encoded.
+  struct HeadChunk {
+    int64_t series_id = 0;
+    int64_t start_ms = 0;
+    int64_t end_ms = 0;
+    int64_t count = 0;
+    std::string data;
+  };
+  // `rows` (sorted by SortForInsert) as head chunks: one per run of a series' windows inside
+  // one span, cut at about kChunkTargetBytes; of equal (series, start) the last row is kept.
+  // Pure: moves encode without write_mu_.
+  static std::vector<HeadChunk> EncodeHeadChunks(std::span<const StagedSample> rows);
+  // Inserts `chunks` into head_chunks, inside the caller's transaction.
+  [[nodiscard]] base::Status InsertHeadChunks(const std::vector<HeadChunk>& chunks);
+  // The mover thread (options_.move_in_background): moves the stage whenever it is full.
+  void MoveLoop();
+  // The writer thread (options_.write_thread): writes each group queued.
+  void WriteLoop();
 
   // Reads (sqlite_storage_read.cc), each inside one read transaction on `db`.
   [[nodiscard]] base::Result<std::vector<MatchedSeries>> MatchSeries(sqlite::Connection& db,
@@ -286,6 +315,9 @@ class SqliteStorage : public Storage {
   std::condition_variable queue_cv_;
   std::vector<PendingWrite*> pending_;
   bool leading_ = false;
+  std::condition_variable write_wanted_;  // pending_ is not empty, or stopping_writes_
+  bool stopping_writes_ = false;
+  std::thread write_thread_;  // writes every group (options_.write_thread); else callers lead
 
   std::mutex write_mu_;  // guards everything below up to readers_
   std::unique_ptr<sqlite::Connection> writer_;
@@ -305,6 +337,9 @@ class SqliteStorage : public Storage {
   int64_t staged_last_id_ = 0;  // rowid of the newest staged_samples row
   bool moving_ = false;         // a MoveStaged is inserting (with write_mu_ released)
   std::condition_variable move_done_;
+  std::condition_variable move_wanted_;  // the stage is full, or stopping_
+  bool stopping_ = false;
+  std::thread mover_;  // joined by the destructor; empty without move_in_background
   // Samples acknowledged but not yet in the head (staged_ plus a move in progress);
   // readable without write_mu_.
   std::atomic<size_t> staged_count_{0};

@@ -312,11 +312,36 @@ TEST_F(SqliteChunksTest, Version3DatabaseIsUpgradedAndItsSamplesRowsReadAndChunk
   EXPECT_EQ(Read(*store, Aggregation::kAvg, 999, 1000), std::vector<P>{before[999]});
 }
 
+// A full stage is moved by the storage's thread: the writes that fill it return without
+// moving, and the head then holds every window, read back unchanged.
+TEST_F(SqliteChunksTest, AFullStageIsMovedByTheStoragesOwnThread) {
+  SqliteStorageOptions o;
+  o.data_dir = tmp_.path();
+  o.recent_max_rows = 0;      // every read from the database
+  o.staged_samples_max = 12;  // four windows of kSeries series
+  o.staged_move_chunk = 5;    // the lock taken and released several times per move
+  auto opened = SqliteStorage::Open(o);
+  ASSERT_TRUE(opened.has_value()) << opened.error().ToString();
+  SqliteStorage& store = **opened;
+  for (int64_t w = 0; w < 40; ++w) {
+    ASSERT_TRUE(store.WriteBatch(Window(static_cast<uint64_t>(w + 1), w)).has_value());
+  }
+  ASSERT_TRUE(store.WaitForMoves(std::chrono::seconds(30)));
+  EXPECT_GE(Head(), 40 * kSeries - 11) << "at most a stage's worth left staged";
+  EXPECT_LT(Count("staged_samples"), 40);
+  std::vector<P> want;
+  for (int64_t w = 0; w < 40; ++w) {
+    want.push_back(P{base::ToUnixNanos(kT0 + seconds(10) * w), Value(1, w), 10});
+  }
+  EXPECT_EQ(Read(store, Aggregation::kAvg, 0, 40, 1), want);
+}
+
 TEST_F(SqliteChunksTest, AWindowWrittenAgainInALaterMoveReplacesTheEarlierOne) {
   SqliteStorageOptions o;
   o.data_dir = tmp_.path();
   o.recent_max_rows = 0;     // every read from the database
   o.staged_samples_max = 1;  // every batch moved into the head at once: one move each
+  o.move_in_background = false;
   auto opened = SqliteStorage::Open(o);
   ASSERT_TRUE(opened.has_value()) << opened.error().ToString();
   SqliteStorage& store = **opened;

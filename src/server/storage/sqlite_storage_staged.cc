@@ -3,8 +3,10 @@
 // chunks (head_chunks), in bulk before reads and in parts from the write path (see "Staged
 // samples" and "The head" in docs/design/storage.md).
 #include <algorithm>
+#include <chrono>
 #include <span>
 
+#include "base/logging.h"
 #include "server/storage/sample_chunk.h"
 #include "server/storage/sqlite_db.h"
 #include "server/storage/sqlite_storage.h"
@@ -32,7 +34,7 @@ Status SqliteStorage::MoveStaged(std::unique_lock<std::mutex>& lock) {
   auto finish = [&](Status status) {
     if (!status.ok()) {
       // Nothing was deleted from staged_samples: keep every row, ahead of newer ones, for the
-      // next move (rows already in samples are rewritten with the same values).
+      // next move (rows already in the head are written again with the same values).
       staged_.insert(staged_.begin(), rows.begin(), rows.end());
     } else {
       staged_count_ -= rows.size();
@@ -43,11 +45,12 @@ Status SqliteStorage::MoveStaged(std::unique_lock<std::mutex>& lock) {
   };
   const size_t chunk_rows = std::max<size_t>(options_.staged_move_chunk, 1);
   for (size_t at = 0; at < rows.size(); at += chunk_rows) {
+    // Encoded without the lock; only the inserts hold it. A part ends inside a series' run
+    // only where it splits the rows, which the head's reads merge like any two moves.
+    const std::vector<HeadChunk> chunks = EncodeHeadChunks(
+        std::span<const StagedSample>(rows).subspan(at, std::min(chunk_rows, rows.size() - at)));
     lock.lock();
-    Status chunk = sqlite::InWriteTransaction(*writer_, [&] {
-      return InsertHeadChunks(
-          std::span<const StagedSample>(rows).subspan(at, std::min(chunk_rows, rows.size() - at)));
-    });
+    Status chunk = sqlite::InWriteTransaction(*writer_, [&] { return InsertHeadChunks(chunks); });
     if (!chunk.ok()) {
       return finish(chunk);
     }
@@ -59,26 +62,46 @@ Status SqliteStorage::MoveStaged(std::unique_lock<std::mutex>& lock) {
   }));
 }
 
-Status SqliteStorage::InsertHeadChunks(std::span<const StagedSample> rows) {
-  WARPSCOPE_ASSIGN_OR_RETURN(
-      sqlite::Statement insert,
-      writer_->Prepare("INSERT INTO head_chunks(series_id, start_ms, end_ms, count, data) "
-                       "VALUES(?1, ?2, ?3, ?4, ?5)"));
-  ChunkEncoder encoder;
-  int64_t series_id = 0, span = 0, first = 0, last = 0;
-  auto flush = [&]() -> Status {
-    if (encoder.windows() == 0) {
-      return base::OkStatus();
+void SqliteStorage::MoveLoop() {
+  const size_t stage_max = std::max<size_t>(options_.staged_samples_max, 1);
+  std::unique_lock lock(write_mu_);
+  while (true) {
+    move_wanted_.wait(lock, [&] { return stopping_ || (!moving_ && staged_.size() >= stage_max); });
+    if (stopping_) {
+      return;
     }
-    const auto count = static_cast<int64_t>(encoder.windows());
-    std::string data = encoder.Finish();
-    insert.Bind(series_id, first, last + 1, count, sqlite::Blob{data});
-    WARPSCOPE_RETURN_IF_ERROR(insert.Run());
-    insert.Reset();
-    return base::OkStatus();
+    // The batches are committed; a failure leaves the samples staged for the next try, a
+    // second later (or at the next read, which moves them itself).
+    if (Status moved = MoveStaged(lock); !moved.ok()) {
+      WARPSCOPE_LOG_EVERY_N(ERROR, 100, "{}: moving staged samples: {}", path_, moved.ToString());
+      move_wanted_.wait_for(lock, std::chrono::seconds(1), [&] { return stopping_; });
+    }
+  }
+}
+
+bool SqliteStorage::WaitForMoves(std::chrono::milliseconds timeout) {
+  const size_t stage_max = std::max<size_t>(options_.staged_samples_max, 1);
+  std::unique_lock lock(write_mu_);
+  return move_done_.wait_for(lock, timeout, [&] { return !moving_ && staged_.size() < stage_max; });
+}
+
+std::vector<SqliteStorage::HeadChunk> SqliteStorage::EncodeHeadChunks(
+    std::span<const StagedSample> rows) {
+  std::vector<HeadChunk> out;
+  ChunkEncoder encoder;
+  HeadChunk next;
+  int64_t span = 0;
+  auto flush = [&] {
+    if (encoder.windows() == 0) {
+      return;
+    }
+    next.count = static_cast<int64_t>(encoder.windows());
+    next.data = encoder.Finish();
+    out.push_back(std::move(next));
+    next = HeadChunk{};
   };
-  // One chunk per run of a series' windows inside one span (cut at kChunkTargetBytes). Rows come
-  // sorted by (series, start) in arrival order: of equal keys the last, the latest write, is kept.
+  // Rows come sorted by (series, start) in arrival order: of equal keys the last, the latest
+  // write, is kept.
   for (size_t i = 0; i < rows.size(); ++i) {
     const StagedSample& r = rows[i];
     if (i + 1 < rows.size() && rows[i + 1].series_id == r.series_id &&
@@ -86,19 +109,33 @@ Status SqliteStorage::InsertHeadChunks(std::span<const StagedSample> rows) {
       continue;
     }
     const int64_t row_span = FloorTo(r.start_ms, storage_internal::kChunkSpanMs);
-    if (encoder.windows() > 0 && (r.series_id != series_id || row_span != span ||
+    if (encoder.windows() > 0 && (r.series_id != next.series_id || row_span != span ||
                                   encoder.bytes() >= storage_internal::kChunkTargetBytes)) {
-      WARPSCOPE_RETURN_IF_ERROR(flush());
+      flush();
     }
     if (encoder.windows() == 0) {
-      series_id = r.series_id;
+      next.series_id = r.series_id;
+      next.start_ms = r.start_ms;
       span = row_span;
-      first = r.start_ms;
     }
     encoder.Append(ChunkWindow{r.start_ms, r.duration_ms, r.avg, r.min, r.max, r.last, r.count});
-    last = r.start_ms;
+    next.end_ms = r.start_ms + 1;
   }
-  return flush();
+  flush();
+  return out;
+}
+
+Status SqliteStorage::InsertHeadChunks(const std::vector<HeadChunk>& chunks) {
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      sqlite::Statement insert,
+      writer_->Prepare("INSERT INTO head_chunks(series_id, start_ms, end_ms, count, data) "
+                       "VALUES(?1, ?2, ?3, ?4, ?5)"));
+  for (const HeadChunk& c : chunks) {
+    insert.Bind(c.series_id, c.start_ms, c.end_ms, c.count, sqlite::Blob{c.data});
+    WARPSCOPE_RETURN_IF_ERROR(insert.Run());
+    insert.Reset();
+  }
+  return base::OkStatus();
 }
 
 Status SqliteStorage::ApplyStaged() {
@@ -116,7 +153,7 @@ Status SqliteStorage::ApplyStagedLocked(std::unique_lock<std::mutex>& lock) {
   }
   SortForInsert(staged_);
   WARPSCOPE_RETURN_IF_ERROR(sqlite::InWriteTransaction(*writer_, [&]() -> Status {
-    WARPSCOPE_RETURN_IF_ERROR(InsertHeadChunks(staged_));
+    WARPSCOPE_RETURN_IF_ERROR(InsertHeadChunks(EncodeHeadChunks(staged_)));
     return writer_->Exec("DELETE FROM staged_samples");
   }));
   staged_count_ -= staged_.size();

@@ -371,9 +371,13 @@ TEST_F(SqliteStorageTest, ADatabaseErrorInAGroupFailsOnlyItsBatch) {
   EXPECT_EQ(Count("series"), 1);
 }
 
-TEST_F(SqliteStorageTest, ConcurrentWritersAndReadersDuringChunkedMoves) {
+// Writers, a reader and moves at once; `storage_threads`: the storage's writer and mover
+// threads (the default), else the callers lead the group commits and move the stage.
+void ConcurrentWritersAndReaders(const std::string& dir, bool storage_threads) {
   SqliteStorageOptions o;
-  o.data_dir = dir_;
+  o.data_dir = dir;
+  o.write_thread = storage_threads;
+  o.move_in_background = storage_threads;
   o.staged_samples_max = 40;  // a move every few batches
   o.staged_move_chunk = 7;    // many chunks, the lock released between them
   o.recent_max_rows = 0;      // every read moves the staged samples and reads the table
@@ -439,8 +443,19 @@ TEST_F(SqliteStorageTest, ConcurrentWritersAndReadersDuringChunkedMoves) {
       EXPECT_EQ(series.points[i].value, w * 1000 + i * 10 + k);
     }
   }
+}
+
+// The last read moved every staged sample: kWriters * kWindows * kSeries windows in the head.
+TEST_F(SqliteStorageTest, ConcurrentWritersAndReadersDuringChunkedMoves) {
+  ConcurrentWritersAndReaders(dir_, /*storage_threads=*/true);
   EXPECT_EQ(Count("staged_samples"), 0);
-  EXPECT_EQ(HeadWindows(), kWriters * kWindows * kSeries);
+  EXPECT_EQ(HeadWindows(), 4 * 30 * 5);
+}
+
+TEST_F(SqliteStorageTest, ConcurrentWritersAndReadersWhenCallersLeadAndMove) {
+  ConcurrentWritersAndReaders(dir_, /*storage_threads=*/false);
+  EXPECT_EQ(Count("staged_samples"), 0);
+  EXPECT_EQ(HeadWindows(), 4 * 30 * 5);
 }
 
 TEST_F(SqliteStorageTest, Version1DatabaseIsUpgradedAndKeepsItsData) {

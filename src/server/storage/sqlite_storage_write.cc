@@ -50,6 +50,11 @@ BatchesWritten SqliteStorage::WriteBatches(std::span<const IngestBatch> batches)
   ResolveSeries(me);
   std::unique_lock queue(queue_mu_);
   pending_.push_back(&me);
+  if (write_thread_.joinable()) {
+    write_wanted_.notify_one();
+    queue_cv_.wait(queue, [&] { return me.done; });
+    return std::move(me.written);
+  }
   // Whoever finds no leader leads: its transaction takes every batch queued until it starts.
   queue_cv_.wait(queue, [&] { return me.done || !leading_; });
   if (!me.done) {
@@ -58,6 +63,20 @@ BatchesWritten SqliteStorage::WriteBatches(std::span<const IngestBatch> batches)
     LeadGroup();
   }
   return std::move(me.written);
+}
+
+void SqliteStorage::WriteLoop() {
+  std::unique_lock queue(queue_mu_);
+  while (true) {
+    write_wanted_.wait(queue, [&] { return stopping_writes_ || !pending_.empty(); });
+    if (pending_.empty()) {
+      return;  // stopping, nothing left
+    }
+    leading_ = true;
+    queue.unlock();
+    LeadGroup();
+    queue.lock();
+  }
 }
 
 void SqliteStorage::LeadGroup() {
@@ -80,6 +99,10 @@ void SqliteStorage::LeadGroup() {
   }
   queue_cv_.notify_all();
   if (staged_.size() >= stage_max && !moving_) {
+    if (mover_.joinable()) {
+      move_wanted_.notify_one();
+      return;
+    }
     // The batches are committed; a failure here leaves the samples staged for the next try.
     if (Status moved = MoveStaged(lock); !moved.ok()) {
       WARPSCOPE_LOG_EVERY_N(ERROR, 100, "{}: moving staged samples: {}", path_, moved.ToString());
