@@ -543,7 +543,7 @@ base::Result<int> HttpServer::Impl::Start() {
   {
     std::lock_guard<std::mutex> lock(queues_mu_);
     for (const QueueOptions& q : options_.queues) {
-      queues_.push_back(std::make_unique<WorkQueue>(q.name, q.threads, q.capacity));
+      queues_.push_back(std::make_unique<WorkQueue>(q.name, q.threads, q.capacity, q.nice));
     }
   }
   Accept();

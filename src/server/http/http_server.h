@@ -30,6 +30,10 @@ struct QueueOptions {
   // Requests waiting beyond the running ones; a request over it is answered 503 (JSON, with
   // Retry-After) at once.
   size_t capacity = 1024;
+  // Added to the threads' nice value (0..19; raising it needs no privilege): a queue whose
+  // jobs mostly wait for another thread (ingest, for the storage's writer) yields the CPU to
+  // it on a busy machine.
+  int nice = 0;
 };
 
 struct HttpServerOptions {

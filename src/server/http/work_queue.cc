@@ -2,18 +2,32 @@
 #include "server/http/work_queue.h"
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <exception>
 
 #include "base/logging.h"
 
 namespace warpscope::server::http {
 
-WorkQueue::WorkQueue(std::string name, int threads, size_t capacity)
+WorkQueue::WorkQueue(std::string name, int threads, size_t capacity, int nice)
     : name_(std::move(name)), capacity_(capacity) {
   for (int i = 0; i < std::max(1, threads); ++i) {
-    threads_.emplace_back([this] { Run(); });
+    threads_.emplace_back([this, nice] {
+      if (nice > 0) {
+        // On Linux the "process" of PRIO_PROCESS with a thread id is that thread alone.
+        const id_t tid = static_cast<id_t>(gettid());
+        errno = 0;
+        const int now = getpriority(PRIO_PROCESS, tid);
+        if (errno == 0 && setpriority(PRIO_PROCESS, tid, std::min(now + nice, 19)) != 0) {
+          WARPSCOPE_PLOG(WARNING, "http-{}: setpriority", name_);
+        }
+      }
+      Run();
+    });
   }
 }
 

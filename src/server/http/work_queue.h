@@ -19,7 +19,8 @@ namespace warpscope::server::http {
 // Thread-safe. Jobs run in FIFO order on `threads` threads named "http-<name>".
 class WorkQueue {
  public:
-  WorkQueue(std::string name, int threads, size_t capacity);
+  // `nice` (0..19) is added to each thread's nice value (setpriority on the thread).
+  WorkQueue(std::string name, int threads, size_t capacity, int nice = 0);
   ~WorkQueue();  // Stop()
   WorkQueue(const WorkQueue&) = delete;
   WorkQueue& operator=(const WorkQueue&) = delete;
