@@ -537,23 +537,17 @@ Status SqliteStorage::LoadState() {
 }
 
 Status SqliteStorage::LoadStaged() {
-  static_assert(sizeof(StagedSample) == 64 && std::endian::native == std::endian::little,
-                "staged_samples blobs are 64-byte little-endian images of StagedSample");
   WARPSCOPE_ASSIGN_OR_RETURN(
       Statement stmt, writer_->Prepare("SELECT id, samples FROM staged_samples ORDER BY id"));
   WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) -> Status {
-    std::string_view blob = row.ColumnBlob(1);
-    if (blob.size() % sizeof(StagedSample) != 0) {
+    if (Status decoded = storage_internal::DecodeStaged(row.ColumnBlob(1), staged_);
+        !decoded.ok()) {
       return base::Internal(
-          "{}: staged_samples row {} holds {} bytes, not a whole number of samples; the "
-          "database is damaged: restore it from a backup or move it away",
-          path_, row.ColumnInt(0), blob.size());
+          "{}: staged_samples row {}: {}; the database is damaged: restore it from a backup or "
+          "move it away",
+          path_, row.ColumnInt(0), decoded.message());
     }
     staged_last_id_ = std::max(staged_last_id_, row.ColumnInt(0));
-    size_t n = blob.size() / sizeof(StagedSample);
-    size_t at = staged_.size();
-    staged_.resize(at + n);
-    std::memcpy(staged_.data() + at, blob.data(), blob.size());
     return base::OkStatus();
   }));
   staged_count_ = staged_.size();

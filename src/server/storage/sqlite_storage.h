@@ -21,6 +21,7 @@
 #include "base/status.h"
 #include "server/storage/query_plan.h"
 #include "server/storage/recent_samples.h"
+#include "server/storage/staged_codec.h"
 #include "server/storage/storage.h"
 
 namespace warpscope::server {
@@ -138,13 +139,7 @@ class SqliteStorage : public Storage {
   };
   // One sample waiting in staged_samples (see ApplyStagedLocked). Its byte image, 64 bytes in
   // this order, little-endian, is what the staged_samples blobs hold.
-  struct StagedSample {
-    int64_t series_id = 0;
-    int64_t start_ms = 0;
-    int64_t duration_ms = 0;
-    double avg = 0, min = 0, max = 0, last = 0;
-    int64_t count = 0;
-  };
+  using StagedSample = storage_internal::StagedSample;  // staged_codec.h
   struct MatchedSeries;
   struct StagedBatch;
   struct PendingWrite;

@@ -158,15 +158,15 @@ Status SqliteStorage::WriteMembers(std::span<PendingWrite* const> members,
                                              written[m].results.emplace_back(), staged));
       }
     }
-    // The samples: appended to staged_samples as one blob (a few sequential pages), moved into
-    // the series-clustered samples table later in bulk.
+    // The samples: appended to staged_samples as one blob (a few sequential pages; about 12
+    // bytes a sample, staged_codec.h), moved into the head later in bulk.
     if (staged.rows.empty()) {
       return base::OkStatus();
     }
-    WARPSCOPE_RETURN_IF_ERROR(writer_->Run(
-        "INSERT INTO staged_samples(samples) VALUES(?1)",
-        sqlite::Blob{std::string_view(reinterpret_cast<const char*>(staged.rows.data()),
-                                      staged.rows.size() * sizeof(StagedSample))}));
+    std::string blob;
+    storage_internal::EncodeStaged(staged.rows, blob);
+    WARPSCOPE_RETURN_IF_ERROR(
+        writer_->Run("INSERT INTO staged_samples(samples) VALUES(?1)", sqlite::Blob{blob}));
     staged.last_id = writer_->last_insert_rowid();
     return base::OkStatus();
   });
