@@ -22,6 +22,10 @@ std::vector<Row>::const_iterator RecentSamples::LowerBound(const std::vector<Row
 
 void RecentSamples::Add(int64_t series_id, const Row& row) {
   std::unique_lock lock(mu_);
+  AddLocked(series_id, row);
+}
+
+void RecentSamples::AddLocked(int64_t series_id, const Row& row) {
   if (row.start < horizon_) {
     return;
   }

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
 #include <vector>
@@ -38,6 +39,15 @@ class RecentSamples {
 
   // Records a committed window of `series_id` (row.start is the window start).
   void Add(int64_t series_id, const Row& row);
+  // Add() for `n` windows under one lock: row(i) returns the i-th (series_id, row) pair.
+  template <typename RowAt>
+  void AddAll(size_t n, const RowAt& row) {
+    std::unique_lock lock(mu_);
+    for (size_t i = 0; i < n; ++i) {
+      const auto [series_id, r] = row(i);
+      AddLocked(series_id, r);
+    }
+  }
 
   // Calls fold(row) for the series' windows starting in [from, to), in start order, and returns
   // true; returns false (calling nothing) when `from` is below the horizon, so that the caller
@@ -66,6 +76,7 @@ class RecentSamples {
   static std::vector<Row>::const_iterator LowerBound(const std::vector<Row>& rows, int64_t start);
   // Moves the horizon to `horizon_ms` (if later) and drops the rows before it; mu_ held.
   void AdvanceLocked(int64_t horizon_ms);
+  void AddLocked(int64_t series_id, const Row& row);
 
   const Options options_;
   mutable std::shared_mutex mu_;

@@ -178,8 +178,13 @@ Status SqliteStorage::WriteMembers(std::span<PendingWrite* const> members,
     return st;
   }
   staged_last_id_ = staged.last_id;
-  for (const StagedSample& r : staged.rows) {
-    recent_.Add(r.series_id, Row{r.start_ms, r.avg, r.min, r.max, r.last, r.count});
+  recent_.AddAll(staged.rows.size(), [&](size_t i) {
+    const StagedSample& r = staged.rows[i];
+    return std::pair(r.series_id, Row{r.start_ms, r.avg, r.min, r.max, r.last, r.count});
+  });
+  if (staged_.capacity() == 0) {
+    // Grown once to the threshold, not by doubling copies on the writer's thread.
+    staged_.reserve(std::max<size_t>(options_.staged_samples_max, 1) + staged.rows.size());
   }
   staged_.insert(staged_.end(), staged.rows.begin(), staged.rows.end());
   staged_count_ += staged.rows.size();
