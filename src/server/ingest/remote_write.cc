@@ -14,6 +14,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -129,59 +130,59 @@ class WriteRequestReader {
     return read;
   }
 
-  bool TimeSeries() {
+  // Reads fields until ReadTag() returns 0: `known(tag)` reads a field it knows and says
+  // whether that worked, or returns nullopt for a field to skip.
+  template <typename Known>
+  bool Fields(const Known& known) {
     while (const uint32_t tag = ReadTag()) {
-      bool read = false;
-      if (tag == Tag(1, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
-        read = Message([this] { return Label(labels_.emplace_back()); });
-      } else if (tag == Tag(2, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
-        read = Message([this] { return Sample(samples_.emplace_back()); });
-      } else {
-        read = WireFormatLite::SkipField(&in_, tag);
-      }
-      if (!read) {
+      const std::optional<bool> read = known(tag);
+      if (!(read.has_value() ? *read : WireFormatLite::SkipField(&in_, tag))) {
         return false;
       }
     }
     return true;
+  }
+
+  bool TimeSeries() {
+    return Fields([this](uint32_t tag) -> std::optional<bool> {
+      if (tag == Tag(1, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
+        return Message([this] { return Label(labels_.emplace_back()); });
+      }
+      if (tag == Tag(2, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
+        return Message([this] { return Sample(samples_.emplace_back()); });
+      }
+      return std::nullopt;
+    });
   }
 
   bool Label(LabelView& label) {
-    while (const uint32_t tag = ReadTag()) {
-      bool read = false;
+    return Fields([&](uint32_t tag) -> std::optional<bool> {
       if (tag == Tag(1, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
-        read = Utf8String(label.name);
-      } else if (tag == Tag(2, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
-        read = Utf8String(label.value);
-      } else {
-        read = WireFormatLite::SkipField(&in_, tag);
+        return Utf8String(label.name);
       }
-      if (!read) {
-        return false;
+      if (tag == Tag(2, WireFormatLite::WIRETYPE_LENGTH_DELIMITED)) {
+        return Utf8String(label.value);
       }
-    }
-    return true;
+      return std::nullopt;
+    });
   }
 
   bool Sample(SampleView& sample) {
-    while (const uint32_t tag = ReadTag()) {
-      bool read = false;
+    return Fields([&](uint32_t tag) -> std::optional<bool> {
       if (tag == Tag(1, WireFormatLite::WIRETYPE_FIXED64)) {
         uint64_t bits = 0;
-        read = in_.ReadLittleEndian64(&bits);
+        const bool read = in_.ReadLittleEndian64(&bits);
         std::memcpy(&sample.value, &bits, sizeof(bits));
-      } else if (tag == Tag(2, WireFormatLite::WIRETYPE_VARINT)) {
+        return read;
+      }
+      if (tag == Tag(2, WireFormatLite::WIRETYPE_VARINT)) {
         uint64_t v = 0;
-        read = in_.ReadVarint64(&v);
+        const bool read = in_.ReadVarint64(&v);
         sample.timestamp = static_cast<int64_t>(v);
-      } else {
-        read = WireFormatLite::SkipField(&in_, tag);
+        return read;
       }
-      if (!read) {
-        return false;
-      }
-    }
-    return true;
+      return std::nullopt;
+    });
   }
 
   // A string field's bytes, in place (the stream reads from one flat array).
