@@ -90,6 +90,15 @@ void SqliteStorage::LeadGroup() {
     group.swap(pending_);
   }
   WriteGroup(group, lock);
+  const bool full = staged_.size() >= stage_max && !moving_;
+  if (full && !mover_.joinable()) {
+    // Without a mover thread the group's writes move the stage they filled before they return
+    // (tests count head chunks right after a write). The batches are committed; a failure here
+    // leaves the samples staged for the next try.
+    if (Status moved = MoveStaged(lock); !moved.ok()) {
+      WARPSCOPE_LOG_EVERY_N(ERROR, 100, "{}: moving staged samples: {}", path_, moved.ToString());
+    }
+  }
   {
     std::lock_guard queue(queue_mu_);
     for (PendingWrite* p : group) {
@@ -98,15 +107,8 @@ void SqliteStorage::LeadGroup() {
     leading_ = false;
   }
   queue_cv_.notify_all();
-  if (staged_.size() >= stage_max && !moving_) {
-    if (mover_.joinable()) {
-      move_wanted_.notify_one();
-      return;
-    }
-    // The batches are committed; a failure here leaves the samples staged for the next try.
-    if (Status moved = MoveStaged(lock); !moved.ok()) {
-      WARPSCOPE_LOG_EVERY_N(ERROR, 100, "{}: moving staged samples: {}", path_, moved.ToString());
-    }
+  if (full && mover_.joinable()) {
+    move_wanted_.notify_one();
   }
 }
 
