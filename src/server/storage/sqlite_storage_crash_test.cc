@@ -5,15 +5,18 @@
 // a compaction that moves samples into chunks.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 
 #include "server/storage/sqlite_storage.h"
+#include "server/storage/sqlite_storage_internal.h"
 
 namespace warpscope::server {
 namespace {
@@ -213,6 +216,57 @@ void ExpectAllWindows(SqliteStorage& storage, uint64_t acknowledged) {
   }
 }
 
+// Windows per series in `table` that start in [from_ms, to_ms).
+std::map<int64_t, int64_t> WindowsPerSeries(sqlite3* db, const std::string& table, int64_t from_ms,
+                                            int64_t to_ms) {
+  std::map<int64_t, int64_t> out;
+  sqlite3_stmt* stmt = nullptr;
+  const std::string sql = "SELECT series_id, SUM(count) FROM " + table +
+                          " WHERE start_ms >= ?1 AND start_ms < ?2 GROUP BY series_id";
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK);
+  sqlite3_bind_int64(stmt, 1, from_ms);
+  sqlite3_bind_int64(stmt, 2, to_ms);
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    out[sqlite3_column_int64(stmt, 0)] = sqlite3_column_int64(stmt, 1);
+  }
+  sqlite3_finalize(stmt);
+  return out;
+}
+
+// The span the killed Compact was moving starts at the chunk watermark: each series' 720
+// windows of it are all in closed chunks (the group it moved) or all still in the head, and
+// both places hold some series.
+void ExpectEachSeriesOfTheHalfMovedSpanInOnePlace(const std::string& dir) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2((dir + "/warpscope.db").c_str(), &db, SQLITE_OPEN_READONLY, nullptr),
+            SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  int64_t watermark = 0;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'chunk_watermark_ms'", -1,
+                               &stmt, nullptr),
+            SQLITE_OK);
+  if (sqlite3_step(stmt) == SQLITE_ROW) {
+    watermark = sqlite3_column_int64(stmt, 0);
+  }
+  sqlite3_finalize(stmt);
+  ASSERT_GT(watermark, 0) << "the first span was chunked before the kill";
+  const int64_t span_end = watermark + storage_internal::kChunkSpanMs;
+  const auto closed = WindowsPerSeries(db, "sample_chunks", watermark, span_end);
+  const auto head = WindowsPerSeries(db, "head_chunks", watermark, span_end);
+  sqlite3_close(db);
+  constexpr int64_t kSpanWindows = storage_internal::kChunkSpanMs / 10'000;
+  EXPECT_FALSE(closed.empty());
+  EXPECT_FALSE(head.empty());
+  EXPECT_EQ(closed.size() + head.size(), static_cast<size_t>(kCompactSeries));
+  for (const auto& [series, windows] : closed) {
+    EXPECT_EQ(windows, kSpanWindows) << "series " << series << " in sample_chunks";
+    EXPECT_EQ(head.count(series), 0u) << "series " << series << " in both";
+  }
+  for (const auto& [series, windows] : head) {
+    EXPECT_EQ(windows, kSpanWindows) << "series " << series << " in head_chunks";
+  }
+}
+
 TEST(SqliteStorageCrashTest, AcknowledgedWindowsSurviveKill9DuringCompaction) {
   std::string dir = (std::filesystem::path(::testing::TempDir()) / "warpscope-crash-XXXXXX");
   ASSERT_NE(mkdtemp(dir.data()), nullptr);
@@ -262,6 +316,7 @@ TEST(SqliteStorageCrashTest, AcknowledgedWindowsSurviveKill9DuringCompaction) {
   }
   EXPECT_GT(head_chunks, 0u);
   EXPECT_GT(closed_chunks, 0u);
+  ExpectEachSeriesOfTheHalfMovedSpanInOnePlace(dir);
   // A late copy of window 800 (in the half-moved span) from another sender, for every series:
   // the next Compact merges it into the chunks the killed one wrote for half the series.
   IngestBatch late = MakeWideBatch(800);
