@@ -2,6 +2,7 @@
 #ifndef WARPSCOPE_SERVER_STORAGE_SQLITE_STORAGE_H_
 #define WARPSCOPE_SERVER_STORAGE_SQLITE_STORAGE_H_
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -238,6 +239,8 @@ class SqliteStorage : public Storage {
   static std::vector<HeadChunk> EncodeHeadChunks(std::span<const StagedSample> rows);
   // Inserts `chunks` into head_chunks, inside the caller's transaction.
   [[nodiscard]] base::Status InsertHeadChunks(const std::vector<HeadChunk>& chunks);
+  // Staged samples that make the stage full (staged_samples_max, at least 1).
+  size_t StageMax() const { return std::max<size_t>(options_.staged_samples_max, 1); }
   // The mover thread (options_.move_in_background): moves the stage whenever it is full.
   void MoveLoop();
   // The writer thread (options_.write_thread): writes each group queued.

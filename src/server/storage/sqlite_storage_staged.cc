@@ -63,7 +63,7 @@ Status SqliteStorage::MoveStaged(std::unique_lock<std::mutex>& lock) {
 }
 
 void SqliteStorage::MoveLoop() {
-  const size_t stage_max = std::max<size_t>(options_.staged_samples_max, 1);
+  const size_t stage_max = StageMax();
   std::unique_lock lock(write_mu_);
   while (true) {
     move_wanted_.wait(lock, [&] { return stopping_ || (!moving_ && staged_.size() >= stage_max); });
@@ -80,7 +80,7 @@ void SqliteStorage::MoveLoop() {
 }
 
 bool SqliteStorage::WaitForMoves(std::chrono::milliseconds timeout) {
-  const size_t stage_max = std::max<size_t>(options_.staged_samples_max, 1);
+  const size_t stage_max = StageMax();
   std::unique_lock lock(write_mu_);
   return move_done_.wait_for(lock, timeout, [&] { return !moving_ && staged_.size() < stage_max; });
 }

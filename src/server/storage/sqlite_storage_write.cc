@@ -72,7 +72,6 @@ void SqliteStorage::WriteLoop() {
     if (pending_.empty()) {
       return;  // stopping, nothing left
     }
-    leading_ = true;
     queue.unlock();
     LeadGroup();
     queue.lock();
@@ -82,7 +81,7 @@ void SqliteStorage::WriteLoop() {
 void SqliteStorage::LeadGroup() {
   std::unique_lock lock(write_mu_);
   // Bounded memory: while a move runs, at most four times the threshold waits behind it.
-  const size_t stage_max = std::max<size_t>(options_.staged_samples_max, 1);
+  const size_t stage_max = StageMax();
   move_done_.wait(lock, [&] { return !moving_ || staged_.size() < 4 * stage_max; });
   std::vector<PendingWrite*> group;
   {
@@ -186,7 +185,7 @@ Status SqliteStorage::WriteMembers(std::span<PendingWrite* const> members,
   });
   if (staged_.capacity() == 0) {
     // Grown once to the threshold, not by doubling copies on the writer's thread.
-    staged_.reserve(std::max<size_t>(options_.staged_samples_max, 1) + staged.rows.size());
+    staged_.reserve(StageMax() + staged.rows.size());
   }
   staged_.insert(staged_.end(), staged.rows.begin(), staged.rows.end());
   staged_count_ += staged.rows.size();
