@@ -13,7 +13,8 @@
 # included). When the samples span at least 4 h (SAMPLES >= 1440 at the 10 s step), the
 # receivers are then left running (up to COMPACT_WAIT seconds, default 240) until each has
 # compacted what it can: warpscope's Compact has moved every closed 2 h span into sample_chunks
-# (and no row is left below its chunk watermark), Prometheus has cut its head into a block. Then
+# and its minute rollups into rollup_1m_chunks (and no row is left below its chunk watermark),
+# Prometheus has cut its head into a block. Then
 # reported: the compressed store per sample it holds (warpscope: sample_chunks with its index,
 # from SQLite's dbstat; Prometheus: its blocks' files over their meta.json numSamples), and the
 # whole data dir per sample sent after a clean shutdown.
@@ -72,8 +73,8 @@ wait_ready() {  # URL LOG
 dir_bytes() { du -s -B1 --apparent-size "$1" | cut -f1; }
 
 # warpscope, running: "bytes windows" of sample_chunks (table + index) once Compact has moved
-# every closed span and left nothing of the head below the chunk watermark; "0 0" if it has not
-# in time.
+# every closed span and left nothing of the head (and no minute rollup row) below the chunk
+# watermark; "0 0" if it has not in time.
 warpscope_chunks() {  # DB END_MS
   local db="file:$1?mode=ro" expected=$(( ($2 - 180000) / 7200000 * 7200000 ))
   for _ in $(seq $((compact_wait / 2))); do
@@ -81,7 +82,8 @@ warpscope_chunks() {  # DB END_MS
     wm=$(sqlite3 "$db" "SELECT value FROM meta WHERE key = 'chunk_watermark_ms'" 2>/dev/null || true)
     if [[ -n "$wm" ]] && ((wm >= expected)); then
       left=$(sqlite3 "$db" "SELECT (SELECT COUNT(*) FROM head_chunks WHERE start_ms < $wm) + \
-        (SELECT COUNT(*) FROM samples WHERE start_ms < $wm)" 2>/dev/null || echo 1)
+        (SELECT COUNT(*) FROM samples WHERE start_ms < $wm) + \
+        (SELECT COUNT(*) FROM rollup_1m WHERE bucket_ms < $wm)" 2>/dev/null || echo 1)
       if [[ "$left" == 0 ]]; then
         sqlite3 -separator ' ' "$db" "SELECT (SELECT SUM(pgsize) FROM dbstat WHERE name IN \
           ('sample_chunks', 'sample_chunks_by_series')), (SELECT SUM(count) FROM sample_chunks)"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 
 namespace warpscope::server {
 namespace {
@@ -76,11 +77,37 @@ class BitReader {
     if (n > 0 && static_cast<size_t>(n) > data_.size() * 8 - pos_) {
       return false;
     }
+    if (n == 0) {
+      out = 0;
+      return true;
+    }
+    const size_t byte = pos_ / 8;
+    if (byte + 9 <= data_.size()) {
+      // Away from the end: the 64 bits from pos_ out of nine bytes, read big-endian.
+      const int offset = static_cast<int>(pos_ % 8);
+      uint64_t word = 0;
+      std::memcpy(&word, data_.data() + byte, sizeof(word));
+      if constexpr (std::endian::native == std::endian::little) {
+        word = __builtin_bswap64(word);
+      }
+      uint64_t bits = word << offset;
+      if (offset != 0) {
+        bits |= static_cast<uint8_t>(data_[byte + 8]) >> (8 - offset);
+      }
+      out = n == 64 ? bits : bits >> (64 - n);
+      pos_ += static_cast<size_t>(n);
+      return true;
+    }
+    // Near the end: a byte's worth of bits at a time (the rest of the current byte, whole
+    // bytes, the start of the last one); n <= 64, so `v` never shifts out a bit it keeps.
     uint64_t v = 0;
-    for (int i = 0; i < n; ++i) {
+    while (n > 0) {
+      const int free = 8 - static_cast<int>(pos_ % 8);
+      const int take = std::min(free, n);
       const auto byte = static_cast<uint8_t>(data_[pos_ / 8]);
-      v = (v << 1) | ((byte >> (7 - pos_ % 8)) & 1u);
-      ++pos_;
+      v = (v << take) | ((byte >> (free - take)) & ((1u << take) - 1));
+      pos_ += static_cast<size_t>(take);
+      n -= take;
     }
     out = v;
     return true;

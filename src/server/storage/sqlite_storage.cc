@@ -254,6 +254,10 @@ std::string ChunksSchema() { return ChunkTableSchema("sample_chunks", "UNIQUE IN
 // start (rowid order is move order). Compact merges a closed span's head chunks into
 // sample_chunks.
 std::string HeadSchema() { return ChunkTableSchema("head_chunks", "INDEX"); }
+// Schema version 6: the minute rollups as chunks, a bucket as a window (start = bucket, its five
+// values): one per series per slice rolled up, merged into one run per span when the span
+// closes; a later chunk's bucket replaces an earlier one's (rowid order).
+std::string MinuteChunksSchema() { return ChunkTableSchema("rollup_1m_chunks", "INDEX"); }
 
 Status CheckDataDir(const std::string& dir) {
   if (dir.empty()) {
@@ -397,6 +401,7 @@ Status SqliteStorage::InitSchema() {
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(kStepsSchema));
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(ChunksSchema()));
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(HeadSchema()));
+      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(MinuteChunksSchema()));
       return SetMeta(kMetaSchemaVersion, kSchemaVersion);
     }
     WARPSCOPE_ASSIGN_OR_RETURN(
@@ -428,6 +433,11 @@ Status SqliteStorage::InitSchema() {
       // The samples table keeps its rows as an older head; reads merge it until Compact has
       // moved its spans into chunks.
       WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(HeadSchema()));
+    }
+    if (version < 6) {
+      // The minute rollups below the chunk watermark stay rows, read under the chunks, until
+      // the first Compact's sweep below the watermark moves them.
+      WARPSCOPE_RETURN_IF_ERROR(writer_->Exec(MinuteChunksSchema()));
     }
     if (version < kSchemaVersion) {
       WARPSCOPE_RETURN_IF_ERROR(SetMeta(kMetaSchemaVersion, kSchemaVersion));

@@ -81,8 +81,9 @@ struct SqliteStorageOptions {
 class SqliteStorage : public Storage {
  public:
   // 2 added the staged_samples table, 3 the training_steps table, 4 the sample_chunks table, 5
-  // the head_chunks table; an older database is upgraded when opened.
-  static constexpr int kSchemaVersion = 5;
+  // the head_chunks table, 6 the rollup_1m_chunks table; an older database is upgraded when
+  // opened.
+  static constexpr int kSchemaVersion = 6;
 
   // Opens or creates the store. Errors name the path and the remedy: a data dir that cannot be
   // created or written, a file that is not a warpscope database, or one written by a newer
@@ -268,24 +269,32 @@ class SqliteStorage : public Storage {
   [[nodiscard]] base::Status RollUpDirty(Resolution target, CompactResult& result);
   [[nodiscard]] base::Status RollUpRange(Resolution target, int64_t host_id, int64_t from_ms,
                                          int64_t to_ms, CompactResult& result);
+  // Rolls up [from_ms, to_ms) of series [id_lo, id_hi] (of the host, unless 0): new minutes
+  // as rollup_1m_chunks rows, minutes rebuilt (`rebuild`) and hours as rollup rows.
   [[nodiscard]] base::Result<uint64_t> RollUpChunk(Resolution target, int64_t host_id,
                                                    int64_t id_lo, int64_t id_hi, int64_t from_ms,
-                                                   int64_t to_ms);
+                                                   int64_t to_ms, bool rebuild);
   // Series ids (of one host, or all with host_id 0) cut into chunks of at most `per_chunk`
   // (kChunkSeries by default), as inclusive [lo, hi] id ranges. Takes write_mu_.
   std::vector<std::pair<int64_t, int64_t>> SeriesChunks(int64_t host_id, size_t per_chunk = 0);
 
   // Sample chunks (sqlite_storage_chunks.cc); compact_mu_ held, write_mu_ taken per group.
   // Moves the raw windows of every closed span (up to the minute watermark, in whole
-  // kChunkSpanMs) from samples into sample_chunks, advancing chunk_watermark_ span by span;
-  // then, if windows arrived below it since the last time, merges them into their chunks.
+  // kChunkSpanMs) from the head into sample_chunks and its minute rollups from rollup_1m into
+  // rollup_1m_chunks, advancing chunk_watermark_ span by span; then, if windows arrived (or
+  // minutes were rebuilt) below it since the last time, merges them into their chunks.
   [[nodiscard]] base::Status ChunkClosedSpans(int64_t now_ms, CompactResult& result);
-  // One transaction: the samples rows of series [lo, hi] that start before `end_ms` (late
-  // windows of spans chunked before included) merged into the chunks of their spans.
   // ChunkSeriesGroup over every series, group by group.
-  [[nodiscard]] base::Status ChunkAllSeries(int64_t end_ms, CompactResult& result);
-  [[nodiscard]] base::Result<uint64_t> ChunkSeriesGroup(int64_t id_lo, int64_t id_hi,
-                                                        int64_t end_ms);
+  [[nodiscard]] base::Status ChunkAllSeries(int64_t end_ms, bool closing, CompactResult& result);
+  // One transaction: the head's windows and the rollup_1m rows of series [lo, hi] before
+  // `end_ms` (late windows and rebuilt minutes of spans chunked before included) merged into
+  // the chunks of their spans; when `closing`, also the minute chunks of the span ending at
+  // `end_ms` (one per slice rolled up) merged into that span's. Returns the raw windows moved
+  // and the minute buckets written.
+  [[nodiscard]] base::Result<std::pair<uint64_t, uint64_t>> ChunkSeriesGroup(int64_t id_lo,
+                                                                             int64_t id_hi,
+                                                                             int64_t end_ms,
+                                                                             bool closing);
 
   // Retention (sqlite_storage_retention.cc); compact_mu_ held, write_mu_ taken per chunk.
   [[nodiscard]] base::Status ApplyRetention(int64_t now_ms, CompactResult& result);
@@ -350,12 +359,15 @@ class SqliteStorage : public Storage {
   int64_t raw_cutoff_ = 0;  // 0: nothing deleted yet
   int64_t minute_cutoff_ = 0;
   int64_t hour_cutoff_ = 0;
-  int64_t chunk_watermark_ = 0;    // spans before it are in sample_chunks (late windows aside)
+  // Spans before it are in sample_chunks and their minute rollups in rollup_1m_chunks (late
+  // windows and rebuilt minutes aside).
+  int64_t chunk_watermark_ = 0;
   int64_t chunk_building_to_ = 0;  // the end of the span Compact is moving now, else 0
   // The samples table (the head before schema 5) may hold rows: reads and rollups merge it.
   bool head_rows_ = true;
-  // A window was written below chunk_watermark_ (or the span being moved) since the last sweep;
-  // true after opening, so that rows left there by a crash are swept once.
+  // A window was written below chunk_watermark_ (or the span being moved), or a minute rebuilt
+  // there, since the last sweep; true after opening, so that rows left there by a crash (or by
+  // a database before schema 6) are swept once.
   bool late_chunked_ = true;
   int64_t other_retention_ms_ = 0;  // last time events/profiles/steps were trimmed
 

@@ -23,18 +23,16 @@ namespace {
 Row ToRow(const ChunkWindow& w) { return Row{w.start_ms, w.avg, w.min, w.max, w.last, w.count}; }
 
 // The windows in [from_ms, to_ms) of the series' chunks in `table` (sample_chunks: in time
-// order; head_chunks: in the order they were moved, rowid order).
+// order; head_chunks and rollup_1m_chunks: in the order they were written, rowid order).
 base::Status ReadChunks(sqlite::Connection& db, std::string_view table, int64_t series_id,
                         int64_t from_ms, int64_t to_ms, std::vector<ChunkWindow>& out) {
   // A chunk lies inside one aligned span, so one that reaches into [from, to) starts after
   // from - kChunkSpanMs: the index range stays short.
   WARPSCOPE_ASSIGN_OR_RETURN(
       sqlite::Statement stmt,
-      db.Prepare(table == "head_chunks"
-                     ? "SELECT id, data FROM head_chunks WHERE series_id = ?1 AND start_ms > ?2 "
-                       "AND start_ms < ?3 AND end_ms > ?4 ORDER BY id"
-                     : "SELECT id, data FROM sample_chunks WHERE series_id = ?1 AND start_ms > "
-                       "?2 AND start_ms < ?3 AND end_ms > ?4 ORDER BY start_ms"));
+      db.Prepare(fmt::format("SELECT id, data FROM {} WHERE series_id = ?1 AND start_ms > ?2 "
+                             "AND start_ms < ?3 AND end_ms > ?4 ORDER BY {}",
+                             table, table == "sample_chunks" ? "start_ms" : "id")));
   stmt.Bind(series_id, from_ms - kChunkSpanMs, to_ms, from_ms);
   return stmt.ForEachRow([&](const sqlite::Statement& row) {
     return AppendChunkWindows(table, row, from_ms, to_ms, out);
@@ -45,6 +43,13 @@ base::Status ReadChunks(sqlite::Connection& db, std::string_view table, int64_t 
 
 void Overlay(std::vector<ChunkWindow>& base, std::vector<ChunkWindow> top) {
   if (top.empty()) {
+    return;
+  }
+  if (base.empty() &&
+      std::adjacent_find(top.begin(), top.end(), [](const ChunkWindow& a, const ChunkWindow& b) {
+        return a.start_ms >= b.start_ms;
+      }) == top.end()) {
+    base = std::move(top);  // already sorted and unique: closed chunks read in order
     return;
   }
   // Of equal starts in `top` the last is kept: stable order, then the last of each run.
@@ -118,6 +123,55 @@ base::Status ForEachRawRow(sqlite::Connection& db, int64_t series_id, int64_t fr
   return base::OkStatus();
 }
 
+base::Status ForEachMinuteRow(sqlite::Connection& db, int64_t series_id, int64_t from_ms,
+                              int64_t to_ms, std::optional<Aggregation> only,
+                              const std::function<void(const Row&)>& fn) {
+  // The chunks in the order they were written (a later one wins: a slice rolled up again after
+  // a crash), then the rebuilt minutes' rows over them.
+  std::vector<ChunkWindow> windows;
+  std::vector<ChunkWindow> layer;
+  WARPSCOPE_RETURN_IF_ERROR(ReadChunks(db, "rollup_1m_chunks", series_id, from_ms, to_ms, layer));
+  Overlay(windows, std::move(layer));
+  layer.clear();
+  WARPSCOPE_ASSIGN_OR_RETURN(sqlite::Statement stmt,
+                             db.Prepare(RowsSql(Resolution::kMinute, only)));
+  stmt.Bind(series_id, from_ms, to_ms);
+  WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const sqlite::Statement& row) {
+    Row r = ReadRow(row, only);
+    layer.push_back(ChunkWindow{r.start, kMinuteMs, r.avg, r.min, r.max, r.last, r.count});
+  }));
+  Overlay(windows, std::move(layer));
+  for (const ChunkWindow& w : windows) {
+    fn(ToRow(w));
+  }
+  return base::OkStatus();
+}
+
+base::Status WriteChunks(sqlite::Statement& insert, int64_t series_id,
+                         const std::vector<ChunkWindow>& windows) {
+  ChunkEncoder encoder;
+  int64_t first = 0, last = 0;
+  auto flush = [&]() -> base::Status {
+    const auto count = static_cast<int64_t>(encoder.windows());
+    std::string data = encoder.Finish();
+    WARPSCOPE_RETURN_IF_ERROR(
+        insert.Bind(series_id, first, last + 1, count, sqlite::Blob{data}).Run());
+    insert.Reset();
+    return base::OkStatus();
+  };
+  for (const ChunkWindow& w : windows) {
+    if (encoder.windows() == 0) {
+      first = w.start_ms;
+    }
+    encoder.Append(w);
+    last = w.start_ms;
+    if (encoder.bytes() >= kChunkTargetBytes) {
+      WARPSCOPE_RETURN_IF_ERROR(flush());
+    }
+  }
+  return encoder.windows() > 0 ? flush() : base::OkStatus();
+}
+
 }  // namespace storage_internal
 
 namespace {
@@ -130,6 +184,7 @@ using storage_internal::kChunkingSeries;
 using storage_internal::kChunkSpanMs;
 using storage_internal::kChunkTargetBytes;
 using storage_internal::kMetaChunkWatermark;
+using storage_internal::WriteChunks;
 
 using SpanKey = std::pair<int64_t, int64_t>;  // series id, span start
 // A closed span's windows of one series that are not in sample_chunks yet: samples rows of an
@@ -174,38 +229,88 @@ Status ReadHead(sqlite::Connection& db, const std::vector<int64_t>& ids, int64_t
   return base::OkStatus();
 }
 
-// Writes `windows` (sorted, unique, inside one span) as sample_chunks rows of `series_id`, each
-// closed once it holds kChunkTargetBytes.
-Status WriteChunks(Statement& insert, int64_t series_id, const std::vector<ChunkWindow>& windows) {
-  ChunkEncoder encoder;
-  int64_t first = 0, last = 0;
-  auto flush = [&]() -> Status {
-    const auto count = static_cast<int64_t>(encoder.windows());
-    std::string data = encoder.Finish();
-    WARPSCOPE_RETURN_IF_ERROR(
-        insert.Bind(series_id, first, last + 1, count, sqlite::Blob{data}).Run());
-    insert.Reset();
-    return base::OkStatus();
-  };
-  for (const ChunkWindow& w : windows) {
-    if (encoder.windows() == 0) {
-      first = w.start_ms;
-    }
-    encoder.Append(w);
-    last = w.start_ms;
-    if (encoder.bytes() >= kChunkTargetBytes) {
-      WARPSCOPE_RETURN_IF_ERROR(flush());
+// The minute rollup rows (rebuilt minutes) of series `ids` before `end_ms`, by series and span
+// (as `rows`: one layer, in bucket order); with `span` set, that span of every series too (its
+// minutes are chunks of the slices rolled up, merged when it closes).
+Status ReadMinuteRows(sqlite::Connection& db, const std::vector<int64_t>& ids, int64_t end_ms,
+                      std::optional<int64_t> span, std::map<SpanKey, SpanHead>& spans) {
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      Statement rows,
+      db.Prepare("SELECT bucket_ms, avg, min, max, last, count FROM rollup_1m WHERE series_id = "
+                 "?1 AND bucket_ms < ?2 ORDER BY bucket_ms"));
+  for (int64_t id : ids) {
+    rows.Bind(id, end_ms);
+    WARPSCOPE_RETURN_IF_ERROR(rows.ForEachRow([&](const Statement& row) {
+      ChunkWindow w{row.ColumnInt(0),    kMinuteMs,           row.ColumnDouble(1),
+                    row.ColumnDouble(2), row.ColumnDouble(3), row.ColumnDouble(4),
+                    row.ColumnInt(5)};
+      spans[{id, FloorTo(w.start_ms, kChunkSpanMs)}].rows.push_back(w);
+    }));
+    rows.Reset();
+    if (span.has_value()) {
+      spans.try_emplace({id, *span});
     }
   }
-  return encoder.windows() > 0 ? flush() : base::OkStatus();
+  return base::OkStatus();
+}
+
+// Writes each span of `spans` into `table` (sample_chunks, rollup_1m_chunks) again: the span's
+// chunks so far (late arrivals, or a span a crash left half moved), the head's rows and then its
+// moved windows over them, encoded as the span's chunks. One index seek for a span with no
+// chunks yet. Returns the windows taken from the head and the windows written.
+struct Rewritten {
+  uint64_t taken = 0;
+  uint64_t written = 0;
+};
+Result<Rewritten> RewriteSpans(sqlite::Connection& db, std::string_view table,
+                               std::map<SpanKey, SpanHead>& spans) {
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      Statement existing,
+      db.Prepare(fmt::format("SELECT id, data FROM {} WHERE series_id = ?1 AND start_ms >= ?2 "
+                             "AND start_ms < ?3 ORDER BY id",
+                             table)));
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      Statement drop,
+      db.Prepare(fmt::format(
+          "DELETE FROM {} WHERE series_id = ?1 AND start_ms >= ?2 AND start_ms < ?3", table)));
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      Statement insert,
+      db.Prepare(fmt::format(
+          "INSERT INTO {}(series_id, start_ms, end_ms, count, data) VALUES(?1, ?2, ?3, ?4, ?5)",
+          table)));
+  Rewritten done;
+  for (auto& [key, head] : spans) {
+    const int64_t series_id = key.first;  // captured below: not a binding (clang < 16)
+    const int64_t span = key.second;
+    done.taken += head.rows.size() + head.moved.size();
+    std::vector<ChunkWindow> windows;
+    std::vector<ChunkWindow> chunks;  // in the order written: a later chunk wins
+    existing.Bind(series_id, span, span + kChunkSpanMs);
+    WARPSCOPE_RETURN_IF_ERROR(existing.ForEachRow([&](const Statement& row) {
+      return storage_internal::AppendChunkWindows(table, row, INT64_MIN, INT64_MAX, chunks);
+    }));
+    existing.Reset();
+    storage_internal::Overlay(windows, std::move(chunks));
+    if (!windows.empty()) {
+      WARPSCOPE_RETURN_IF_ERROR(drop.Bind(series_id, span, span + kChunkSpanMs).Run());
+      drop.Reset();
+    }
+    storage_internal::Overlay(windows, std::move(head.rows));
+    storage_internal::Overlay(windows, std::move(head.moved));
+    WARPSCOPE_RETURN_IF_ERROR(WriteChunks(insert, series_id, windows));
+    done.written += windows.size();
+  }
+  return done;
 }
 
 }  // namespace
 
-Result<uint64_t> SqliteStorage::ChunkSeriesGroup(int64_t id_lo, int64_t id_hi, int64_t end_ms) {
+Result<std::pair<uint64_t, uint64_t>> SqliteStorage::ChunkSeriesGroup(int64_t id_lo, int64_t id_hi,
+                                                                      int64_t end_ms,
+                                                                      bool closing) {
   std::unique_lock lock(write_mu_);
   WARPSCOPE_RETURN_IF_ERROR(ApplyStagedLocked(lock));
-  return sqlite::InWriteTransaction(*writer_, [&]() -> Result<uint64_t> {
+  return sqlite::InWriteTransaction(*writer_, [&]() -> Result<std::pair<uint64_t, uint64_t>> {
     std::vector<int64_t> ids;
     {
       WARPSCOPE_ASSIGN_OR_RETURN(
@@ -216,54 +321,29 @@ Result<uint64_t> SqliteStorage::ChunkSeriesGroup(int64_t id_lo, int64_t id_hi, i
     }
     std::map<SpanKey, SpanHead> spans;
     WARPSCOPE_RETURN_IF_ERROR(ReadHead(*writer_, ids, end_ms, spans));
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        Statement existing,
-        writer_->Prepare("SELECT id, data FROM sample_chunks WHERE series_id = ?1 AND "
-                         "start_ms >= ?2 AND start_ms < ?3 ORDER BY start_ms"));
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        Statement drop,
-        writer_->Prepare("DELETE FROM sample_chunks WHERE series_id = ?1 AND start_ms >= ?2 AND "
-                         "start_ms < ?3"));
-    WARPSCOPE_ASSIGN_OR_RETURN(
-        Statement insert,
-        writer_->Prepare("INSERT INTO sample_chunks(series_id, start_ms, end_ms, count, data) "
-                         "VALUES(?1, ?2, ?3, ?4, ?5)"));
-    uint64_t moved = 0;
-    for (auto& [key, head] : spans) {
-      const int64_t series_id = key.first;  // captured below: not a binding (clang < 16)
-      const int64_t span = key.second;
-      moved += head.rows.size() + head.moved.size();
-      // The span's chunks so far (late arrivals, or a span a crash left half moved), then the
-      // head over them: decode, overlay, write the span's chunks again. One index seek when
-      // there are none.
-      std::vector<ChunkWindow> windows;
-      existing.Bind(series_id, span, span + kChunkSpanMs);
-      WARPSCOPE_RETURN_IF_ERROR(existing.ForEachRow([&](const Statement& row) {
-        return storage_internal::AppendChunkWindows("sample_chunks", row, INT64_MIN, INT64_MAX,
-                                                    windows);
-      }));
-      existing.Reset();
-      if (!windows.empty()) {
-        WARPSCOPE_RETURN_IF_ERROR(drop.Bind(series_id, span, span + kChunkSpanMs).Run());
-        drop.Reset();
-      }
-      storage_internal::Overlay(windows, std::move(head.rows));
-      storage_internal::Overlay(windows, std::move(head.moved));
-      WARPSCOPE_RETURN_IF_ERROR(WriteChunks(insert, series_id, windows));
-    }
+    WARPSCOPE_ASSIGN_OR_RETURN(Rewritten raw, RewriteSpans(*writer_, "sample_chunks", spans));
+    std::map<SpanKey, SpanHead> minutes;
+    WARPSCOPE_RETURN_IF_ERROR(ReadMinuteRows(
+        *writer_, ids, end_ms,
+        closing ? std::optional<int64_t>(end_ms - kChunkSpanMs) : std::nullopt, minutes));
+    WARPSCOPE_ASSIGN_OR_RETURN(Rewritten buckets,
+                               RewriteSpans(*writer_, "rollup_1m_chunks", minutes));
     WARPSCOPE_ASSIGN_OR_RETURN(
         Statement clear_rows,
         writer_->Prepare("DELETE FROM samples WHERE series_id = ?1 AND start_ms < ?2"));
     WARPSCOPE_ASSIGN_OR_RETURN(
         Statement clear_head,
         writer_->Prepare("DELETE FROM head_chunks WHERE series_id = ?1 AND start_ms < ?2"));
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        Statement clear_minutes,
+        writer_->Prepare("DELETE FROM rollup_1m WHERE series_id = ?1 AND bucket_ms < ?2"));
     for (int64_t id : ids) {
-      WARPSCOPE_RETURN_IF_ERROR(clear_rows.Bind(id, end_ms).Run());
-      clear_rows.Reset();
-      WARPSCOPE_RETURN_IF_ERROR(clear_head.Bind(id, end_ms).Run());
-      clear_head.Reset();
+      for (Statement* clear : {&clear_rows, &clear_head, &clear_minutes}) {
+        WARPSCOPE_RETURN_IF_ERROR(clear->Bind(id, end_ms).Run());
+        clear->Reset();
+      }
     }
-    return moved;
+    return std::pair{raw.taken, buckets.written};
   });
 }
 
@@ -300,7 +380,7 @@ Status SqliteStorage::ChunkClosedSpans(int64_t now_ms, CompactResult& result) {
       std::lock_guard lock(write_mu_);
       chunk_building_to_ = end;
     }
-    WARPSCOPE_RETURN_IF_ERROR(ChunkAllSeries(end, result));
+    WARPSCOPE_RETURN_IF_ERROR(ChunkAllSeries(end, /*closing=*/true, result));
     std::lock_guard lock(write_mu_);
     WARPSCOPE_RETURN_IF_ERROR(
         sqlite::InWriteTransaction(*writer_, [&] { return SetMeta(kMetaChunkWatermark, end); }));
@@ -323,7 +403,7 @@ Status SqliteStorage::ChunkClosedSpans(int64_t now_ms, CompactResult& result) {
     watermark = chunk_watermark_;
     chunk_building_to_ = watermark;
   }
-  if (Status st = ChunkAllSeries(watermark, result); !st.ok()) {
+  if (Status st = ChunkAllSeries(watermark, /*closing=*/false, result); !st.ok()) {
     std::lock_guard lock(write_mu_);
     late_chunked_ = true;
     return st;
@@ -331,10 +411,11 @@ Status SqliteStorage::ChunkClosedSpans(int64_t now_ms, CompactResult& result) {
   return base::OkStatus();
 }
 
-Status SqliteStorage::ChunkAllSeries(int64_t end_ms, CompactResult& result) {
+Status SqliteStorage::ChunkAllSeries(int64_t end_ms, bool closing, CompactResult& result) {
   for (const auto& [lo, hi] : SeriesChunks(0, kChunkingSeries)) {
-    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t moved, ChunkSeriesGroup(lo, hi, end_ms));
-    result.chunked_windows += moved;
+    WARPSCOPE_ASSIGN_OR_RETURN(auto moved, ChunkSeriesGroup(lo, hi, end_ms, closing));
+    result.chunked_windows += moved.first;
+    result.chunked_minutes += moved.second;
     if (options_.after_chunk_group_for_testing) {
       options_.after_chunk_group_for_testing();
     }

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Sample chunks in SqliteStorage: Compact moves closed spans into sample_chunks, reads see
-// chunks and head rows as one sequence, late windows, retention and the upgrade from schema 3.
+// Sample chunks in SqliteStorage: Compact moves closed spans into sample_chunks and their minute
+// rollups into rollup_1m_chunks, reads see chunks and head rows as one sequence, late windows,
+// retention and the upgrades from schemas 3 and 5.
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <string>
@@ -99,6 +101,29 @@ class SqliteChunksTest : public ::testing::Test {
     }
     return out;
   }
+  // Every point of series `s` at `step` in [from, to) windows and the resolutions that answered.
+  std::pair<std::vector<P>, std::vector<Resolution>> ReadStep(Storage& store, Aggregation a,
+                                                              int64_t from, int64_t to,
+                                                              base::Duration step, int s = 0) {
+    RangeQuery q;
+    q.metric = "m";
+    q.match.labels = {{"s", std::to_string(s)}};
+    q.start = kT0 + seconds(10) * from;
+    q.end = kT0 + seconds(10) * to;
+    q.step = step;
+    q.aggregation = a;
+    auto r = store.QueryRange(q);
+    EXPECT_TRUE(r.has_value()) << r.error().ToString();
+    if (!r || r->series.size() != 1) {
+      ADD_FAILURE() << "series: " << (r ? r->series.size() : 0);
+      return {};
+    }
+    std::vector<P> out;
+    for (const Point& p : r->series[0].points) {
+      out.push_back(P{base::ToUnixNanos(p.time), p.value, p.samples});
+    }
+    return {out, r->resolutions};
+  }
   int64_t Count(const std::string& from_where) {
     return Scalar("SELECT COUNT(*) FROM " + from_where);
   }
@@ -150,6 +175,45 @@ class SqliteChunksTest : public ::testing::Test {
         sqlite3_bind_text(stmt, 1, labels.c_str(), -1, SQLITE_TRANSIENT);
         sqlite3_bind_int64(stmt, 2, Ms(w));
         sqlite3_bind_double(stmt, 3, Value(s, w));
+        EXPECT_EQ(sqlite3_step(stmt), SQLITE_DONE);
+        sqlite3_reset(stmt);
+      }
+    }
+    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
+    sqlite3_finalize(stmt);
+    sqlite3_close(db);
+  }
+
+  // The rollup_1m rows of minutes [0, minutes) of every series, as the minute rollup computes
+  // them from Window()'s windows (six per minute, count 10 each).
+  void InsertMinuteRows(int64_t minutes) {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open((tmp_.path() + "/warpscope.db").c_str(), &db), SQLITE_OK);
+    sqlite3_stmt* stmt = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(db,
+                                 "INSERT INTO rollup_1m(series_id, bucket_ms, avg, min, max, last, "
+                                 "count) SELECT id, ?2, ?3, ?4, ?5, ?6, 60 FROM series WHERE "
+                                 "labels = ?1",
+                                 -1, &stmt, nullptr),
+              SQLITE_OK);
+    sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr);
+    for (int s = 0; s < kSeries; ++s) {
+      const std::string labels = "s=" + std::to_string(s);
+      for (int64_t m = 0; m < minutes; ++m) {
+        double sum = 0, min = INFINITY, max = -INFINITY, last = 0;
+        for (int64_t w = 6 * m; w < 6 * m + 6; ++w) {
+          const double v = Value(s, w);
+          sum += v * 10.0;
+          min = std::min(min, v - 1);
+          max = std::max(max, v + 2);
+          last = v + 0.5;
+        }
+        sqlite3_bind_text(stmt, 1, labels.c_str(), -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(stmt, 2, Ms(6 * m));
+        sqlite3_bind_double(stmt, 3, sum / 60.0);
+        sqlite3_bind_double(stmt, 4, min);
+        sqlite3_bind_double(stmt, 5, max);
+        sqlite3_bind_double(stmt, 6, last);
         EXPECT_EQ(sqlite3_step(stmt), SQLITE_DONE);
         sqlite3_reset(stmt);
       }
@@ -239,6 +303,14 @@ TEST_F(SqliteChunksTest, LateWindowsOfAChunkedSpanAreReadAtOnceAndMergedAtTheNex
   ASSERT_TRUE(minute.has_value());
   ASSERT_EQ(minute->series.size(), 1u);
   EXPECT_EQ(minute->series[0].points[0].value, Value(0, 100) + 1002);
+  // The rebuilt minute was written as a rollup_1m row under the span's minute chunks and merged
+  // into them by the same Compact; the hour rebuilt from them has the late value too.
+  EXPECT_EQ(Count("rollup_1m WHERE bucket_ms < " + std::to_string(Ms(720))), 0);
+  EXPECT_EQ(minute->resolutions, std::vector<Resolution>{Resolution::kMinute});
+  auto [hour, used] = ReadStep(*store, Aggregation::kMax, 0, 360, hours(1));
+  ASSERT_EQ(hour.size(), 1u);
+  EXPECT_EQ(hour[0].value, Value(0, 100) + 1002);
+  EXPECT_EQ(used, std::vector<Resolution>{Resolution::kHour});
 
   // Chunking the next span leaves it as it is.
   Write(*store, 3 * 360, 5 * 360);
@@ -272,6 +344,134 @@ TEST_F(SqliteChunksTest, RetentionDropsWholeChunksAndKeepsOneTheCutoffCrosses) {
   EXPECT_EQ(points.front().value, Value(0, cutoff_w) + 0.5);
 }
 
+TEST_F(SqliteChunksTest, MinuteRollupsOfAClosedSpanMoveIntoChunksAndReadTheSame) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  Write(*store, 0, 720);  // the last Compact at 2:00 rolls minutes up to 1:58
+  std::vector<std::vector<P>> before;
+  for (Aggregation a : kAll) {
+    auto [points, used] = ReadStep(*store, a, 0, 660, seconds(60));
+    EXPECT_EQ(used, std::vector<Resolution>{Resolution::kMinute});
+    before.push_back(points);
+  }
+  ASSERT_EQ(before[0].size(), 110u);
+  const auto hour_before = ReadStep(*store, Aggregation::kAvg, 0, 360, hours(1));
+  // New minutes are written as a chunk per series and 10-minute slice, no rows.
+  EXPECT_EQ(Count("rollup_1m"), 0);
+  EXPECT_EQ(Count("rollup_1m_chunks"), 12 * kSeries);
+  EXPECT_EQ(Scalar("SELECT SUM(count) FROM rollup_1m_chunks"), 118 * kSeries);
+
+  Write(*store, 720, 800);  // at 2:10 the minutes pass 2:00: the first span closes
+
+  // Its slices' chunks are merged into chunks of about kChunkTargetBytes.
+  const std::string in_span = " WHERE start_ms < " + std::to_string(Ms(720));
+  EXPECT_LE(Count("rollup_1m_chunks" + in_span), 4 * kSeries);
+  EXPECT_EQ(Scalar("SELECT SUM(count) FROM rollup_1m_chunks" + in_span), 120 * kSeries);
+  EXPECT_EQ(Count("rollup_1m_chunks" + in_span + " AND end_ms > " + std::to_string(Ms(720))), 0);
+  EXPECT_EQ(Scalar("SELECT SUM(count) FROM rollup_1m_chunks"), 128 * kSeries);  // to 2:08
+  EXPECT_EQ(Count("rollup_1m"), 0);
+  auto check = [&] {
+    for (size_t i = 0; i < std::size(kAll); ++i) {
+      auto [points, used] = ReadStep(*store, kAll[i], 0, 660, seconds(60));
+      EXPECT_EQ(points, before[i]) << "aggregation " << i;
+      EXPECT_EQ(used, std::vector<Resolution>{Resolution::kMinute});
+    }
+    EXPECT_EQ(ReadStep(*store, Aggregation::kAvg, 0, 360, hours(1)), hour_before);
+    // Across the chunks and the rows after them, and a rate whose first point needs the
+    // bucket before the range.
+    auto [across, used] = ReadStep(*store, Aggregation::kLast, 600, 768, seconds(60));
+    ASSERT_EQ(across.size(), 28u);
+    EXPECT_EQ(across.front().value, Value(0, 605) + 0.5);
+    EXPECT_EQ(across.back().value, Value(0, 767) + 0.5);
+    EXPECT_EQ(used, std::vector<Resolution>{Resolution::kMinute});
+    EXPECT_EQ(ReadStep(*store, Aggregation::kRate, 720, 768, seconds(60)).first.size(), 8u);
+  };
+  check();
+  // Reopened, the chunks are still read.
+  store.reset();
+  store = Open();
+  ASSERT_NE(store, nullptr);
+  check();
+}
+
+TEST_F(SqliteChunksTest, MinuteRetentionDropsWholeRollupChunks) {
+  StorageOptions o;
+  o.raw_retention = hours(1);
+  o.minute_retention = hours(3);
+  auto store = Open(o);
+  ASSERT_NE(store, nullptr);
+  Write(*store, 0, 5 * 360);
+  ASSERT_TRUE(store->Compact(kT0 + hours(5) + minutes(15)).has_value());
+
+  // The 1m cutoff is at 2:00: the first span's minute chunks are gone, the second's are kept.
+  EXPECT_EQ(Count("rollup_1m_chunks WHERE start_ms < " + std::to_string(Ms(720))), 0);
+  EXPECT_GE(Count("rollup_1m_chunks WHERE start_ms >= " + std::to_string(Ms(720))), kSeries);
+  auto [points, used] = ReadStep(*store, Aggregation::kMax, 0, 1440, seconds(60));
+  // Before 2:00 only the hour rollups are left (a point per hour); from 2:00 the minutes.
+  ASSERT_EQ(points.size(), 2u + 120u);
+  EXPECT_EQ(points[1].time_ns, base::ToUnixNanos(kT0 + hours(1)));
+  EXPECT_EQ(points[2].time_ns, base::ToUnixNanos(kT0 + hours(2)));
+  double want = Value(0, 720) + 2;
+  for (int64_t w = 721; w < 726; ++w) {
+    want = std::max(want, Value(0, w) + 2);
+  }
+  EXPECT_EQ(points[2].value, want);
+  EXPECT_EQ(used, (std::vector<Resolution>{Resolution::kMinute, Resolution::kHour}));
+}
+
+TEST_F(SqliteChunksTest, DamagedMinuteChunkIsAnErrorNamingTheRow) {
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  Write(*store, 0, 800);
+  ASSERT_GT(Count("rollup_1m_chunks"), 0);
+  Sql("UPDATE rollup_1m_chunks SET data = x'0105ff';");
+
+  RangeQuery q;
+  q.metric = "m";
+  q.start = kT0;
+  q.end = kT0 + hours(1);
+  q.step = seconds(60);
+  auto r = store->QueryRange(q);
+
+  ASSERT_FALSE(r.has_value());
+  EXPECT_NE(r.error().message().find("rollup_1m_chunks row"), std::string::npos)
+      << r.error().ToString();
+}
+
+TEST_F(SqliteChunksTest, Version5DatabaseIsUpgradedAndItsMinuteRowsMoveWithTheirSpan) {
+  std::vector<std::vector<P>> before;
+  {
+    auto store = Open();
+    ASSERT_NE(store, nullptr);
+    Write(*store, 0, 720);  // minutes rolled up to 1:58
+    for (Aggregation a : kAll) {
+      before.push_back(ReadStep(*store, a, 0, 660, seconds(60)).first);
+    }
+  }
+  ASSERT_EQ(before[0].size(), 110u);
+  // As a schema 5 database holds them: every minute a rollup_1m row, no minute chunks.
+  Sql("DROP TABLE rollup_1m_chunks; UPDATE meta SET value = 5 WHERE key = 'schema_version';");
+  InsertMinuteRows(118);
+
+  auto store = Open();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(Count("meta WHERE key = 'schema_version' AND value = " +
+                  std::to_string(SqliteStorage::kSchemaVersion)),
+            1);
+  auto check = [&] {
+    for (size_t i = 0; i < std::size(kAll); ++i) {
+      EXPECT_EQ(ReadStep(*store, kAll[i], 0, 660, seconds(60)).first, before[i]) << i;
+    }
+  };
+  check();
+  Write(*store, 720, 800);  // the span closes: its rows become its chunks
+  EXPECT_EQ(Count("rollup_1m"), 0);
+  EXPECT_EQ(
+      Scalar("SELECT SUM(count) FROM rollup_1m_chunks WHERE start_ms < " + std::to_string(Ms(720))),
+      120 * kSeries);
+  check();
+}
+
 TEST_F(SqliteChunksTest, Version3DatabaseIsUpgradedAndItsSamplesRowsReadAndChunked) {
   constexpr int64_t kWindows = 3 * 360;
   std::vector<P> before;
@@ -286,8 +486,8 @@ TEST_F(SqliteChunksTest, Version3DatabaseIsUpgradedAndItsSamplesRowsReadAndChunk
   ASSERT_EQ(before.size(), static_cast<size_t>(kWindows));
   // As a schema 3 database holds them: every window a samples row, no chunk tables.
   InsertSamplesRows(kWindows);
-  Sql("DROP TABLE sample_chunks; DROP TABLE head_chunks; UPDATE meta SET value = 3 WHERE key = "
-      "'schema_version';");
+  Sql("DROP TABLE sample_chunks; DROP TABLE head_chunks; DROP TABLE rollup_1m_chunks; UPDATE "
+      "meta SET value = 3 WHERE key = 'schema_version';");
 
   auto store = Open();
   ASSERT_NE(store, nullptr);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -87,9 +88,10 @@ inline constexpr char kMetaChunkWatermark[] = "chunk_watermark_ms";
 
 // Every table, in the order Stats() reports them.
 inline constexpr const char* kTables[] = {
-    "samples",        "sample_chunks", "head_chunks", "staged_samples", "rollup_1m", "rollup_1h",
-    "series",         "entities",      "hosts",       "metrics",        "events",    "profiles",
-    "training_steps", "ingested",      "agents",      "rollup_dirty",   "meta"};
+    "samples",          "sample_chunks", "head_chunks", "staged_samples", "rollup_1m",
+    "rollup_1m_chunks", "rollup_1h",     "series",      "entities",       "hosts",
+    "metrics",          "events",        "profiles",    "training_steps", "ingested",
+    "agents",           "rollup_dirty",  "meta"};
 
 // The time marks kept in the meta table, in ms; 0 when absent.
 struct MetaMarks {
@@ -109,11 +111,31 @@ struct MetaMarks {
 // later; among head chunks, a later move wins). `fn` takes a const Row&.
 [[nodiscard]] base::Status ForEachRawRow(sqlite::Connection& db, int64_t series_id, int64_t from_ms,
                                          int64_t to_ms, const std::function<void(const Row&)>& fn);
+// The minute rollup buckets of one series in [from_ms, to_ms), in time order: those in
+// rollup_1m_chunks (a later chunk replacing an earlier one's bucket) with the rollup_1m rows
+// over them (minutes rebuilt for late windows). With `only` set, rows read just that
+// aggregation's columns (Row's defaults elsewhere).
+[[nodiscard]] base::Status ForEachMinuteRow(sqlite::Connection& db, int64_t series_id,
+                                            int64_t from_ms, int64_t to_ms,
+                                            std::optional<Aggregation> only,
+                                            const std::function<void(const Row&)>& fn);
+
+// The rows of one series in [?2, ?3) of the samples, rollup_1m or rollup_1h table (by `r`). With
+// `only` set, just the columns that aggregation needs are read (a chart over a day reads ~10^5
+// rows; fewer columns per row is the cheapest saving); otherwise all of them.
+std::string RowsSql(Resolution r, std::optional<Aggregation> only);
+// A row of RowsSql(_, only) as a Row; fields not read stay at Row's defaults.
+Row ReadRow(const sqlite::Statement& stmt, std::optional<Aggregation> only);
 
 // Puts `top` (windows in the order they were written) over `base` (sorted by start, unique):
 // a window of `top` replaces the one of `base` with the same start, and of equal starts within
 // `top` the last is kept. `base` stays sorted and unique.
 void Overlay(std::vector<ChunkWindow>& base, std::vector<ChunkWindow> top);
+// Writes `windows` (sorted, unique, inside one span) as chunk rows of `series_id` through
+// `insert` (columns series_id, start_ms, end_ms, count, data), each closed once it holds
+// kChunkTargetBytes.
+[[nodiscard]] base::Status WriteChunks(sqlite::Statement& insert, int64_t series_id,
+                                       const std::vector<ChunkWindow>& windows);
 // Appends the windows in [from_ms, to_ms) of the chunk in `row` (columns: id, data) to `out`;
 // a chunk that does not decode is an error naming `table` and the row.
 [[nodiscard]] base::Status AppendChunkWindows(std::string_view table, const sqlite::Statement& row,

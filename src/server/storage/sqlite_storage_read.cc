@@ -14,27 +14,9 @@
 #include "server/storage/sqlite_storage_internal.h"
 
 namespace warpscope::server {
-namespace {
 
-using base::Error;
-using base::Result;
-using base::Status;
-using sqlite::Connection;
-using sqlite::Statement;
-using storage_internal::DurationMs;
-using storage_internal::EntityKindOrHost;
-using storage_internal::FromMs;
-using storage_internal::kDirtyMinute;
-using storage_internal::kLastSeenSlackMs;
-using storage_internal::kTables;
-using storage_internal::MetaMarks;
-using storage_internal::ReadMetaMarks;
-using storage_internal::ReadMetric;
-using storage_internal::ToMs;
+namespace storage_internal {
 
-// The rows of one series in [?2, ?3) at resolution `r`. With `only` set, just the columns that
-// aggregation needs are read (a chart over a day reads ~10^5 rows; fewer columns per row is the
-// cheapest saving); otherwise all of them.
 std::string RowsSql(Resolution r, std::optional<Aggregation> only) {
   const char* table = r == Resolution::kRaw      ? "samples"
                       : r == Resolution::kMinute ? "rollup_1m"
@@ -64,8 +46,7 @@ std::string RowsSql(Resolution r, std::optional<Aggregation> only) {
       table, time, columns);
 }
 
-// A row of RowsSql(_, only) as a Row; fields not read stay at Row's defaults.
-Row ReadRow(const Statement& stmt, std::optional<Aggregation> only) {
+Row ReadRow(const sqlite::Statement& stmt, std::optional<Aggregation> only) {
   Row r;
   r.start = stmt.ColumnInt(0);
   if (!only.has_value()) {
@@ -86,6 +67,28 @@ Row ReadRow(const Statement& stmt, std::optional<Aggregation> only) {
   }
   return r;
 }
+
+}  // namespace storage_internal
+
+namespace {
+
+using base::Error;
+using base::Result;
+using base::Status;
+using sqlite::Connection;
+using sqlite::Statement;
+using storage_internal::DurationMs;
+using storage_internal::EntityKindOrHost;
+using storage_internal::FromMs;
+using storage_internal::kDirtyMinute;
+using storage_internal::kLastSeenSlackMs;
+using storage_internal::kTables;
+using storage_internal::MetaMarks;
+using storage_internal::ReadMetaMarks;
+using storage_internal::ReadMetric;
+using storage_internal::ReadRow;
+using storage_internal::RowsSql;
+using storage_internal::ToMs;
 
 constexpr char kProfileColumns[] =
     "SELECT p.id, h.name, p.entity, p.pid, p.executable, p.kind, p.start_ms, p.end_ms, "
@@ -237,6 +240,14 @@ Status SqliteStorage::FoldSeries(Connection& db, int64_t series_id,
           db, series_id, segment.from, segment.to, [&](const Row& row) {
             folder.Add(row);
             used[static_cast<int>(Resolution::kRaw)] = true;
+          }));
+      continue;
+    }
+    if (segment.resolution == Resolution::kMinute) {
+      WARPSCOPE_RETURN_IF_ERROR(storage_internal::ForEachMinuteRow(
+          db, series_id, segment.from, segment.to, only, [&](const Row& row) {
+            folder.Add(row);
+            used[static_cast<int>(Resolution::kMinute)] = true;
           }));
       continue;
     }

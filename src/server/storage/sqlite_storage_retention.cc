@@ -114,6 +114,8 @@ Status SqliteStorage::ApplyRetention(int64_t now_ms, CompactResult& result) {
       advanced = true;
       WARPSCOPE_RETURN_IF_ERROR(AdvanceCutoff(kMetaMinuteCutoff, minute_cutoff_, target));
       WARPSCOPE_RETURN_IF_ERROR(DeleteSeriesRows("rollup_1m", "bucket_ms", target, result));
+      // As for raw chunks: whole chunks, reads start minute segments at the cutoff.
+      WARPSCOPE_RETURN_IF_ERROR(DeleteSeriesRows("rollup_1m_chunks", "end_ms", target + 1, result));
     }
   }
   {
@@ -180,16 +182,13 @@ Status SqliteStorage::ForgetSeries(int64_t before_ms, CompactResult& result) {
           Statement chunks, writer_->Prepare("DELETE FROM sample_chunks WHERE series_id = ?1"));
       WARPSCOPE_ASSIGN_OR_RETURN(Statement head,
                                  writer_->Prepare("DELETE FROM head_chunks WHERE series_id = ?1"));
+      WARPSCOPE_ASSIGN_OR_RETURN(
+          Statement minutes, writer_->Prepare("DELETE FROM rollup_1m_chunks WHERE series_id = ?1"));
       for (const std::string& key : keys) {
-        stmt.Bind(series_[key].id);
-        WARPSCOPE_RETURN_IF_ERROR(stmt.Run());
-        stmt.Reset();
-        chunks.Bind(series_[key].id);
-        WARPSCOPE_RETURN_IF_ERROR(chunks.Run());
-        chunks.Reset();
-        head.Bind(series_[key].id);
-        WARPSCOPE_RETURN_IF_ERROR(head.Run());
-        head.Reset();
+        for (Statement* s : {&stmt, &chunks, &head, &minutes}) {
+          WARPSCOPE_RETURN_IF_ERROR(s->Bind(series_[key].id).Run());
+          s->Reset();
+        }
       }
       return base::OkStatus();
     }));

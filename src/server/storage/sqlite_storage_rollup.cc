@@ -31,13 +31,6 @@ struct RollupRow {
   Bucket b;
 };
 
-// The source rows of a chunk of the hour rollup (from rollup_1m), in (series, time) order.
-constexpr char kHourSourceSql[] =
-    "SELECT x.series_id, x.bucket_ms, x.avg, x.min, x.max, x.last, x.count "
-    "FROM rollup_1m x WHERE x.series_id IN (SELECT id FROM series WHERE id "
-    "BETWEEN ?1 AND ?2 AND (?5 = 0 OR host_id = ?5)) AND x.bucket_ms >= ?3 AND "
-    "x.bucket_ms < ?4 ORDER BY x.series_id, x.bucket_ms";
-
 // Adds one source row of `series_id` to `out`, opening a new bucket when the series or the
 // bucket changes.
 void AddSourceRow(int64_t series_id, const Row& row, int64_t bucket_ms,
@@ -54,12 +47,6 @@ void AddSourceRow(int64_t series_id, const Row& row, int64_t bucket_ms,
   b.max = std::max(b.max, row.max);
   b.last = row.last;  // rows come in time order
   b.last_start = row.start;
-}
-
-// A row of kHourSourceSql (series id first) as a Row.
-Row SourceRow(const Statement& row) {
-  return Row{row.ColumnInt(1),    row.ColumnDouble(2), row.ColumnDouble(3),
-             row.ColumnDouble(4), row.ColumnDouble(5), row.ColumnInt(6)};
 }
 
 // The minute rollup's source for new minutes: the windows of series [id_lo, id_hi] (of the host,
@@ -95,6 +82,30 @@ Status RollUpHead(sqlite::Connection& db, int64_t host_id, int64_t id_lo, int64_
   return base::OkStatus();
 }
 
+// Writes new minute buckets (`out`, in (series, bucket) order) as rollup_1m_chunks rows: one
+// chunk per series and span (a slice may cross a span's start; a chunk never does).
+Status WriteMinuteChunks(sqlite::Connection& db, const std::vector<RollupRow>& out) {
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      Statement insert,
+      db.Prepare("INSERT INTO rollup_1m_chunks(series_id, start_ms, end_ms, count, data) "
+                 "VALUES(?1, ?2, ?3, ?4, ?5)"));
+  std::vector<ChunkWindow> run;
+  for (size_t i = 0; i < out.size(); ++i) {
+    const RollupRow& o = out[i];
+    run.push_back(ChunkWindow{o.bucket, kMinuteMs,
+                              o.b.weighted_sum / static_cast<double>(o.b.count), o.b.min, o.b.max,
+                              o.b.last, o.b.count});
+    const bool last_of_run = i + 1 == out.size() || out[i + 1].series_id != o.series_id ||
+                             FloorTo(out[i + 1].bucket, storage_internal::kChunkSpanMs) !=
+                                 FloorTo(o.bucket, storage_internal::kChunkSpanMs);
+    if (last_of_run) {
+      WARPSCOPE_RETURN_IF_ERROR(storage_internal::WriteChunks(insert, o.series_id, run));
+      run.clear();
+    }
+  }
+  return base::OkStatus();
+}
+
 }  // namespace
 
 std::vector<std::pair<int64_t, int64_t>> SqliteStorage::SeriesChunks(int64_t host_id,
@@ -121,7 +132,8 @@ std::vector<std::pair<int64_t, int64_t>> SqliteStorage::SeriesChunks(int64_t hos
 }
 
 Result<uint64_t> SqliteStorage::RollUpChunk(Resolution target, int64_t host_id, int64_t id_lo,
-                                            int64_t id_hi, int64_t from_ms, int64_t to_ms) {
+                                            int64_t id_hi, int64_t from_ms, int64_t to_ms,
+                                            bool rebuild) {
   const bool minute = target == Resolution::kMinute;
   const int64_t bucket_ms = minute ? kMinuteMs : kHourMs;
   std::unique_lock lock(write_mu_);
@@ -133,9 +145,10 @@ Result<uint64_t> SqliteStorage::RollUpChunk(Resolution target, int64_t host_id, 
     if (minute && from_ms >= chunk_watermark_ && !head_rows_) {
       // New minutes: only head chunks hold them, read for the whole group in one query.
       WARPSCOPE_RETURN_IF_ERROR(RollUpHead(*writer_, host_id, id_lo, id_hi, from_ms, to_ms, out));
-    } else if (minute) {
-      // Minutes of chunked spans (rebuilt for late windows), or of a database whose older head
-      // is samples rows: per series, each layer in turn.
+    } else {
+      // Hours (their minutes are chunks, with rows for rebuilt minutes), minutes of chunked
+      // spans (rebuilt for late windows), or minutes of a database whose older head is samples
+      // rows: per series, each layer in turn.
       std::vector<int64_t> ids;
       {
         WARPSCOPE_ASSIGN_OR_RETURN(
@@ -146,16 +159,20 @@ Result<uint64_t> SqliteStorage::RollUpChunk(Resolution target, int64_t host_id, 
             stmt.ForEachRow([&](const Statement& row) { ids.push_back(row.ColumnInt(0)); }));
       }
       for (int64_t id : ids) {
-        WARPSCOPE_RETURN_IF_ERROR(storage_internal::ForEachRawRow(
-            *writer_, id, from_ms, to_ms,
-            [&](const Row& row) { AddSourceRow(id, row, bucket_ms, out); }));
+        auto add = [&](const Row& row) { AddSourceRow(id, row, bucket_ms, out); };
+        WARPSCOPE_RETURN_IF_ERROR(
+            minute ? storage_internal::ForEachRawRow(*writer_, id, from_ms, to_ms, add)
+                   : storage_internal::ForEachMinuteRow(*writer_, id, from_ms, to_ms, std::nullopt,
+                                                        add));
       }
-    } else {
-      WARPSCOPE_ASSIGN_OR_RETURN(Statement stmt, writer_->Prepare(kHourSourceSql));
-      stmt.Bind(id_lo, id_hi, from_ms, to_ms, host_id);
-      WARPSCOPE_RETURN_IF_ERROR(stmt.ForEachRow([&](const Statement& row) {
-        AddSourceRow(row.ColumnInt(0), SourceRow(row), bucket_ms, out);
-      }));
+      if (minute && rebuild && from_ms < chunk_watermark_) {
+        // These rows lie over closed spans' chunks: the next Compact's sweep merges them in.
+        late_chunked_ = true;
+      }
+    }
+    if (minute && !rebuild) {
+      WARPSCOPE_RETURN_IF_ERROR(WriteMinuteChunks(*writer_, out));
+      return static_cast<uint64_t>(out.size());
     }
     WARPSCOPE_ASSIGN_OR_RETURN(
         Statement insert,
@@ -180,7 +197,8 @@ Status SqliteStorage::RollUpRange(Resolution target, int64_t host_id, int64_t fr
   for (int64_t from = from_ms; from < to_ms; from += slice_ms) {
     int64_t to = std::min(to_ms, from + slice_ms);
     for (const auto& [lo, hi] : chunks) {
-      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t rows, RollUpChunk(target, host_id, lo, hi, from, to));
+      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t rows,
+                                 RollUpChunk(target, host_id, lo, hi, from, to, /*rebuild=*/true));
       (target == Resolution::kMinute ? result.minute_rows : result.hour_rows) += rows;
     }
   }
@@ -224,7 +242,8 @@ Status SqliteStorage::RollUpNew(Resolution target, int64_t until_ms, CompactResu
     }
     std::vector<std::pair<int64_t, int64_t>> chunks = SeriesChunks(0);
     for (const auto& [lo, hi] : chunks) {
-      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t rows, RollUpChunk(target, 0, lo, hi, from, to));
+      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t rows,
+                                 RollUpChunk(target, 0, lo, hi, from, to, /*rebuild=*/false));
       (minute ? result.minute_rows : result.hour_rows) += rows;
     }
     {
