@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <utility>
 
 namespace warpscope::server {
 namespace {
@@ -407,6 +408,36 @@ std::string EncodeChunk(std::span<const ChunkWindow> windows) {
     encoder.Append(w);
   }
   return encoder.Finish();
+}
+
+void ChunkCutter::Add(int64_t series_id, const ChunkWindow& w) {
+  const int64_t span = w.start_ms - ((w.start_ms % span_ms_) + span_ms_) % span_ms_;  // floor
+  if (encoder_.windows() > 0 &&
+      (series_id != open_.series_id || span != span_ || encoder_.bytes() >= target_)) {
+    Close();
+  }
+  if (encoder_.windows() == 0) {
+    open_.series_id = series_id;
+    open_.start_ms = w.start_ms;
+    span_ = span;
+  }
+  encoder_.Append(w);
+  open_.end_ms = w.start_ms + 1;
+}
+
+void ChunkCutter::Close() {
+  if (encoder_.windows() == 0) {
+    return;
+  }
+  open_.count = static_cast<int64_t>(encoder_.windows());
+  open_.data = encoder_.Finish();
+  done_.push_back(std::move(open_));
+  open_ = EncodedChunk{};
+}
+
+std::vector<EncodedChunk> ChunkCutter::Finish() {
+  Close();
+  return std::exchange(done_, {});
 }
 
 base::Result<std::vector<ChunkWindow>> DecodeChunk(std::string_view data) {

@@ -104,6 +104,36 @@ class ChunkEncoder {
 // Encodes `windows` as one chunk.
 [[nodiscard]] std::string EncodeChunk(std::span<const ChunkWindow> windows);
 
+// A run of one series' windows encoded as one chunk, with what a chunk table indexes it by.
+struct EncodedChunk {
+  int64_t series_id = 0;
+  int64_t start_ms = 0;  // the first window's start
+  int64_t end_ms = 0;    // the last window's start + 1
+  int64_t count = 0;     // windows
+  std::string data;      // the chunk
+};
+
+// Cuts windows, added in (series, start) order, into chunks: a new chunk for each series, at
+// each multiple of `span_ms` (a chunk never crosses one) and once a chunk holds `target_bytes`.
+// Not thread-safe.
+class ChunkCutter {
+ public:
+  ChunkCutter(int64_t span_ms, size_t target_bytes) : span_ms_(span_ms), target_(target_bytes) {}
+  void Add(int64_t series_id, const ChunkWindow& w);
+  // The chunks cut so far, the open one closed; the cutter is empty again afterwards.
+  std::vector<EncodedChunk> Finish();
+
+ private:
+  void Close();
+
+  int64_t span_ms_;
+  size_t target_;
+  ChunkEncoder encoder_;
+  EncodedChunk open_;
+  int64_t span_ = 0;
+  std::vector<EncodedChunk> done_;
+};
+
 // Decodes a chunk. A blob EncodeChunk did not produce (truncated, an unknown version, a count
 // above kMaxChunkWindows or more than its bits can hold, trailing bytes) is InvalidArgument
 // naming what is wrong; it never reads outside `data`.

@@ -220,5 +220,46 @@ TEST(SampleChunkTest, RefusesDamagedChunksWithClearErrors) {
   EXPECT_NE(DecodeChunk(huge).error().message().find("does not fit"), std::string::npos);
 }
 
+// Windows of two series cut at the span's start, at the target size and between the series;
+// every chunk decodes to its windows, with the start, end and count it is indexed by.
+TEST(ChunkCutterTest, CutsAtSeriesSpansAndTheTargetSize) {
+  constexpr int64_t kSpan = 1000;
+  ChunkCutter cutter(kSpan, 40);
+  std::vector<std::pair<int64_t, ChunkWindow>> added;
+  for (int64_t series : {7, 9}) {
+    for (int64_t t = -300; t < 1700; t += 10) {  // the spans [-1000, 0), [0, 1000), [1000, 2000)
+      const double v = 0.1 * static_cast<double>(t) + static_cast<double>(series);
+      added.push_back({series, ChunkWindow{t, 10, v, v - 1, v + 1, v + 0.5, 3}});
+      cutter.Add(series, added.back().second);
+    }
+  }
+  const std::vector<EncodedChunk> chunks = cutter.Finish();
+
+  std::vector<std::pair<int64_t, ChunkWindow>> decoded;
+  for (const EncodedChunk& c : chunks) {
+    auto windows = DecodeChunk(c.data);
+    ASSERT_TRUE(windows.has_value()) << windows.error().ToString();
+    ASSERT_FALSE(windows->empty());
+    EXPECT_EQ(c.start_ms, windows->front().start_ms);
+    EXPECT_EQ(c.end_ms, windows->back().start_ms + 1);
+    EXPECT_EQ(c.count, static_cast<int64_t>(windows->size()));
+    // Inside one span.
+    const int64_t span = (c.start_ms % kSpan + kSpan) % kSpan;
+    EXPECT_LT(c.end_ms - 1 - (c.start_ms - span), kSpan) << c.start_ms;
+    for (const ChunkWindow& w : *windows) {
+      decoded.push_back({c.series_id, w});
+    }
+  }
+  EXPECT_EQ(decoded, added);
+  // At 40 bytes the cutter closes chunks well before the spans do.
+  EXPECT_GT(chunks.size(), 6u);
+  EXPECT_TRUE(cutter.Finish().empty());
+}
+
+TEST(ChunkCutterTest, NothingAddedIsNoChunk) {
+  ChunkCutter cutter(1000, 1000);
+  EXPECT_TRUE(cutter.Finish().empty());
+}
+
 }  // namespace
 }  // namespace warpscope::server

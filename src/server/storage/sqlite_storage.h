@@ -22,6 +22,7 @@
 #include "base/status.h"
 #include "server/storage/query_plan.h"
 #include "server/storage/recent_samples.h"
+#include "server/storage/sample_chunk.h"
 #include "server/storage/staged_codec.h"
 #include "server/storage/storage.h"
 
@@ -227,13 +228,7 @@ class SqliteStorage : public Storage {
   // Orders staged samples for InsertHeadChunks: by (series, start), arrival order kept.
   static void SortForInsert(std::vector<StagedSample>& rows);
   // A head_chunks row, encoded.
-  struct HeadChunk {
-    int64_t series_id = 0;
-    int64_t start_ms = 0;
-    int64_t end_ms = 0;
-    int64_t count = 0;
-    std::string data;
-  };
+  using HeadChunk = EncodedChunk;
   // `rows` (sorted by SortForInsert) as head chunks: one per run of a series' windows inside
   // one span, cut at about kChunkTargetBytes; of equal (series, start) the last row is kept.
   // Pure: moves encode without write_mu_.

@@ -147,29 +147,19 @@ base::Status ForEachMinuteRow(sqlite::Connection& db, int64_t series_id, int64_t
   return base::OkStatus();
 }
 
-base::Status WriteChunks(sqlite::Statement& insert, int64_t series_id,
-                         const std::vector<ChunkWindow>& windows) {
-  ChunkEncoder encoder;
-  int64_t first = 0, last = 0;
-  auto flush = [&]() -> base::Status {
-    const auto count = static_cast<int64_t>(encoder.windows());
-    std::string data = encoder.Finish();
+base::Status InsertChunks(sqlite::Connection& db, std::string_view table,
+                          const std::vector<EncodedChunk>& chunks) {
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      sqlite::Statement insert,
+      db.Prepare(fmt::format(
+          "INSERT INTO {}(series_id, start_ms, end_ms, count, data) VALUES(?1, ?2, ?3, ?4, ?5)",
+          table)));
+  for (const EncodedChunk& c : chunks) {
     WARPSCOPE_RETURN_IF_ERROR(
-        insert.Bind(series_id, first, last + 1, count, sqlite::Blob{data}).Run());
+        insert.Bind(c.series_id, c.start_ms, c.end_ms, c.count, sqlite::Blob{c.data}).Run());
     insert.Reset();
-    return base::OkStatus();
-  };
-  for (const ChunkWindow& w : windows) {
-    if (encoder.windows() == 0) {
-      first = w.start_ms;
-    }
-    encoder.Append(w);
-    last = w.start_ms;
-    if (encoder.bytes() >= kChunkTargetBytes) {
-      WARPSCOPE_RETURN_IF_ERROR(flush());
-    }
   }
-  return encoder.windows() > 0 ? flush() : base::OkStatus();
+  return base::OkStatus();
 }
 
 }  // namespace storage_internal
@@ -184,7 +174,6 @@ using storage_internal::kChunkingSeries;
 using storage_internal::kChunkSpanMs;
 using storage_internal::kChunkTargetBytes;
 using storage_internal::kMetaChunkWatermark;
-using storage_internal::WriteChunks;
 
 using SpanKey = std::pair<int64_t, int64_t>;  // series id, span start
 // A closed span's windows of one series that are not in sample_chunks yet: samples rows of an
@@ -273,11 +262,7 @@ Result<Rewritten> RewriteSpans(sqlite::Connection& db, std::string_view table,
       Statement drop,
       db.Prepare(fmt::format(
           "DELETE FROM {} WHERE series_id = ?1 AND start_ms >= ?2 AND start_ms < ?3", table)));
-  WARPSCOPE_ASSIGN_OR_RETURN(
-      Statement insert,
-      db.Prepare(fmt::format(
-          "INSERT INTO {}(series_id, start_ms, end_ms, count, data) VALUES(?1, ?2, ?3, ?4, ?5)",
-          table)));
+  ChunkCutter cutter(kChunkSpanMs, kChunkTargetBytes);
   Rewritten done;
   for (auto& [key, head] : spans) {
     const int64_t series_id = key.first;  // captured below: not a binding (clang < 16)
@@ -297,9 +282,12 @@ Result<Rewritten> RewriteSpans(sqlite::Connection& db, std::string_view table,
     }
     storage_internal::Overlay(windows, std::move(head.rows));
     storage_internal::Overlay(windows, std::move(head.moved));
-    WARPSCOPE_RETURN_IF_ERROR(WriteChunks(insert, series_id, windows));
+    for (const ChunkWindow& w : windows) {
+      cutter.Add(series_id, w);
+    }
     done.written += windows.size();
   }
+  WARPSCOPE_RETURN_IF_ERROR(storage_internal::InsertChunks(db, table, cutter.Finish()));
   return done;
 }
 

@@ -131,11 +131,9 @@ Row ReadRow(const sqlite::Statement& stmt, std::optional<Aggregation> only);
 // a window of `top` replaces the one of `base` with the same start, and of equal starts within
 // `top` the last is kept. `base` stays sorted and unique.
 void Overlay(std::vector<ChunkWindow>& base, std::vector<ChunkWindow> top);
-// Writes `windows` (sorted, unique, inside one span) as chunk rows of `series_id` through
-// `insert` (columns series_id, start_ms, end_ms, count, data), each closed once it holds
-// kChunkTargetBytes.
-[[nodiscard]] base::Status WriteChunks(sqlite::Statement& insert, int64_t series_id,
-                                       const std::vector<ChunkWindow>& windows);
+// Inserts `chunks` as rows of a chunk table (sample_chunks, head_chunks, rollup_1m_chunks).
+[[nodiscard]] base::Status InsertChunks(sqlite::Connection& db, std::string_view table,
+                                        const std::vector<EncodedChunk>& chunks);
 // Appends the windows in [from_ms, to_ms) of the chunk in `row` (columns: id, data) to `out`;
 // a chunk that does not decode is an error naming `table` and the row.
 [[nodiscard]] base::Status AppendChunkWindows(std::string_view table, const sqlite::Statement& row,

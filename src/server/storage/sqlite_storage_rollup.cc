@@ -85,25 +85,13 @@ Status RollUpHead(sqlite::Connection& db, int64_t host_id, int64_t id_lo, int64_
 // Writes new minute buckets (`out`, in (series, bucket) order) as rollup_1m_chunks rows: one
 // chunk per series and span (a slice may cross a span's start; a chunk never does).
 Status WriteMinuteChunks(sqlite::Connection& db, const std::vector<RollupRow>& out) {
-  WARPSCOPE_ASSIGN_OR_RETURN(
-      Statement insert,
-      db.Prepare("INSERT INTO rollup_1m_chunks(series_id, start_ms, end_ms, count, data) "
-                 "VALUES(?1, ?2, ?3, ?4, ?5)"));
-  std::vector<ChunkWindow> run;
-  for (size_t i = 0; i < out.size(); ++i) {
-    const RollupRow& o = out[i];
-    run.push_back(ChunkWindow{o.bucket, kMinuteMs,
-                              o.b.weighted_sum / static_cast<double>(o.b.count), o.b.min, o.b.max,
-                              o.b.last, o.b.count});
-    const bool last_of_run = i + 1 == out.size() || out[i + 1].series_id != o.series_id ||
-                             FloorTo(out[i + 1].bucket, storage_internal::kChunkSpanMs) !=
-                                 FloorTo(o.bucket, storage_internal::kChunkSpanMs);
-    if (last_of_run) {
-      WARPSCOPE_RETURN_IF_ERROR(storage_internal::WriteChunks(insert, o.series_id, run));
-      run.clear();
-    }
+  ChunkCutter cutter(storage_internal::kChunkSpanMs, storage_internal::kChunkTargetBytes);
+  for (const RollupRow& o : out) {
+    cutter.Add(o.series_id,
+               ChunkWindow{o.bucket, kMinuteMs, o.b.weighted_sum / static_cast<double>(o.b.count),
+                           o.b.min, o.b.max, o.b.last, o.b.count});
   }
-  return base::OkStatus();
+  return storage_internal::InsertChunks(db, "rollup_1m_chunks", cutter.Finish());
 }
 
 }  // namespace

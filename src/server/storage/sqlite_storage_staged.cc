@@ -87,19 +87,7 @@ bool SqliteStorage::WaitForMoves(std::chrono::milliseconds timeout) {
 
 std::vector<SqliteStorage::HeadChunk> SqliteStorage::EncodeHeadChunks(
     std::span<const StagedSample> rows) {
-  std::vector<HeadChunk> out;
-  ChunkEncoder encoder;
-  HeadChunk next;
-  int64_t span = 0;
-  auto flush = [&] {
-    if (encoder.windows() == 0) {
-      return;
-    }
-    next.count = static_cast<int64_t>(encoder.windows());
-    next.data = encoder.Finish();
-    out.push_back(std::move(next));
-    next = HeadChunk{};
-  };
+  ChunkCutter cutter(storage_internal::kChunkSpanMs, storage_internal::kChunkTargetBytes);
   // Rows come sorted by (series, start) in arrival order: of equal keys the last, the latest
   // write, is kept.
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -108,34 +96,14 @@ std::vector<SqliteStorage::HeadChunk> SqliteStorage::EncodeHeadChunks(
         rows[i + 1].start_ms == r.start_ms) {
       continue;
     }
-    const int64_t row_span = FloorTo(r.start_ms, storage_internal::kChunkSpanMs);
-    if (encoder.windows() > 0 && (r.series_id != next.series_id || row_span != span ||
-                                  encoder.bytes() >= storage_internal::kChunkTargetBytes)) {
-      flush();
-    }
-    if (encoder.windows() == 0) {
-      next.series_id = r.series_id;
-      next.start_ms = r.start_ms;
-      span = row_span;
-    }
-    encoder.Append(ChunkWindow{r.start_ms, r.duration_ms, r.avg, r.min, r.max, r.last, r.count});
-    next.end_ms = r.start_ms + 1;
+    cutter.Add(r.series_id,
+               ChunkWindow{r.start_ms, r.duration_ms, r.avg, r.min, r.max, r.last, r.count});
   }
-  flush();
-  return out;
+  return cutter.Finish();
 }
 
 Status SqliteStorage::InsertHeadChunks(const std::vector<HeadChunk>& chunks) {
-  WARPSCOPE_ASSIGN_OR_RETURN(
-      sqlite::Statement insert,
-      writer_->Prepare("INSERT INTO head_chunks(series_id, start_ms, end_ms, count, data) "
-                       "VALUES(?1, ?2, ?3, ?4, ?5)"));
-  for (const HeadChunk& c : chunks) {
-    insert.Bind(c.series_id, c.start_ms, c.end_ms, c.count, sqlite::Blob{c.data});
-    WARPSCOPE_RETURN_IF_ERROR(insert.Run());
-    insert.Reset();
-  }
-  return base::OkStatus();
+  return storage_internal::InsertChunks(*writer_, "head_chunks", chunks);
 }
 
 Status SqliteStorage::ApplyStaged() {
