@@ -291,6 +291,14 @@ class SqliteStorage : public Storage {
                                                                              int64_t end_ms,
                                                                              bool closing);
 
+  // Merges, per series, the newest run of small head chunks (each under half of
+  // kChunkTargetBytes and holding no more windows than the newer ones of the run, two or more)
+  // into chunks of up to kChunkTargetBytes, group by group: a
+  // fleet of many series moves about one window per series per stage, so its head would
+  // otherwise hold a chunk per window until the span closes.
+  [[nodiscard]] base::Status MergeSmallHeadChunks(CompactResult& result);
+  [[nodiscard]] base::Result<uint64_t> MergeHeadGroup(int64_t id_lo, int64_t id_hi);
+
   // Retention (sqlite_storage_retention.cc); compact_mu_ held, write_mu_ taken per chunk.
   [[nodiscard]] base::Status ApplyRetention(int64_t now_ms, CompactResult& result);
   // Moves a cutoff: first the meta row (readers stop planning on the data), then its mirror.

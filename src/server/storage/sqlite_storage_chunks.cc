@@ -411,4 +411,77 @@ Status SqliteStorage::ChunkAllSeries(int64_t end_ms, bool closing, CompactResult
   return base::OkStatus();
 }
 
+Result<uint64_t> SqliteStorage::MergeHeadGroup(int64_t id_lo, int64_t id_hi) {
+  std::lock_guard lock(write_mu_);
+  return sqlite::InWriteTransaction(*writer_, [&]() -> Result<uint64_t> {
+    // Newest first per series: a run taken from the newest end keeps the rowid order of what
+    // stays (every chunk left is older than the merged ones, which replace theirs).
+    // Size-tiered, as in a log-structured merge: an older chunk joins the run only while it
+    // holds no more windows than the newer ones taken, so a window is rewritten about log2 of
+    // its final chunk's windows times, not once per Compact until the chunk is large.
+    WARPSCOPE_ASSIGN_OR_RETURN(
+        Statement sizes,
+        writer_->Prepare("SELECT series_id, id, length(data), count FROM head_chunks WHERE "
+                         "series_id BETWEEN ?1 AND ?2 ORDER BY series_id, id DESC"));
+    sizes.Bind(id_lo, id_hi);
+    std::vector<std::pair<int64_t, std::vector<int64_t>>> runs;  // series, ids newest first
+    int64_t series = 0;
+    int64_t taken = 0;  // windows in the run so far
+    bool open = false;
+    WARPSCOPE_RETURN_IF_ERROR(sizes.ForEachRow([&](const Statement& row) {
+      if (runs.empty() || row.ColumnInt(0) != series) {
+        series = row.ColumnInt(0);
+        runs.emplace_back(series, std::vector<int64_t>{});
+        taken = 0;
+        open = true;
+      }
+      open = open && static_cast<size_t>(row.ColumnInt(2)) < kChunkTargetBytes / 2 &&
+             (taken == 0 || row.ColumnInt(3) <= taken);
+      if (open) {
+        runs.back().second.push_back(row.ColumnInt(1));
+        taken += row.ColumnInt(3);
+      }
+    }));
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement read,
+                               writer_->Prepare("SELECT id, data FROM head_chunks WHERE id = ?1"));
+    WARPSCOPE_ASSIGN_OR_RETURN(Statement drop,
+                               writer_->Prepare("DELETE FROM head_chunks WHERE id = ?1"));
+    ChunkCutter cutter(kChunkSpanMs, kChunkTargetBytes);
+    uint64_t merged = 0;
+    for (auto& [series_id, ids] : runs) {
+      if (ids.size() < 2) {
+        continue;
+      }
+      std::vector<ChunkWindow> layer;  // oldest first: a later chunk's window wins
+      for (auto id = ids.rbegin(); id != ids.rend(); ++id) {
+        read.Bind(*id);
+        WARPSCOPE_RETURN_IF_ERROR(read.ForEachRow([&](const Statement& row) {
+          return storage_internal::AppendChunkWindows("head_chunks", row, INT64_MIN, INT64_MAX,
+                                                      layer);
+        }));
+        read.Reset();
+        WARPSCOPE_RETURN_IF_ERROR(drop.Bind(*id).Run());
+        drop.Reset();
+      }
+      std::vector<ChunkWindow> windows;
+      storage_internal::Overlay(windows, std::move(layer));
+      for (const ChunkWindow& w : windows) {
+        cutter.Add(series_id, w);
+      }
+      merged += ids.size();
+    }
+    WARPSCOPE_RETURN_IF_ERROR(
+        storage_internal::InsertChunks(*writer_, "head_chunks", cutter.Finish()));
+    return merged;
+  });
+}
+
+Status SqliteStorage::MergeSmallHeadChunks(CompactResult& result) {
+  for (const auto& [lo, hi] : SeriesChunks(0, kChunkingSeries)) {
+    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t merged, MergeHeadGroup(lo, hi));
+    result.merged_head_chunks += merged;
+  }
+  return base::OkStatus();
+}
+
 }  // namespace warpscope::server

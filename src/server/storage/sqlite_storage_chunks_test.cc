@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -79,28 +81,6 @@ class SqliteChunksTest : public ::testing::Test {
       }
     }
   }
-  // Every point of series `s` at 10 s steps in [from, to) windows, for `aggregation`.
-  std::vector<P> Read(Storage& store, Aggregation aggregation, int64_t from, int64_t to,
-                      int s = 0) {
-    RangeQuery q;
-    q.metric = "m";
-    q.match.labels = {{"s", std::to_string(s)}};
-    q.start = kT0 + seconds(10) * from;
-    q.end = kT0 + seconds(10) * to;
-    q.step = seconds(10);
-    q.aggregation = aggregation;
-    auto r = store.QueryRange(q);
-    EXPECT_TRUE(r.has_value()) << r.error().ToString();
-    if (!r || r->series.size() != 1) {
-      ADD_FAILURE() << "series: " << (r ? r->series.size() : 0);
-      return {};
-    }
-    std::vector<P> out;
-    for (const Point& p : r->series[0].points) {
-      out.push_back(P{base::ToUnixNanos(p.time), p.value, p.samples});
-    }
-    return out;
-  }
   // Every point of series `s` at `step` in [from, to) windows and the resolutions that answered.
   std::pair<std::vector<P>, std::vector<Resolution>> ReadStep(Storage& store, Aggregation a,
                                                               int64_t from, int64_t to,
@@ -123,6 +103,11 @@ class SqliteChunksTest : public ::testing::Test {
       out.push_back(P{base::ToUnixNanos(p.time), p.value, p.samples});
     }
     return {out, r->resolutions};
+  }
+  // Every point of series `s` at 10 s steps in [from, to) windows, for `aggregation`.
+  std::vector<P> Read(Storage& store, Aggregation aggregation, int64_t from, int64_t to,
+                      int s = 0) {
+    return ReadStep(store, aggregation, from, to, seconds(10), s).first;
   }
   int64_t Count(const std::string& from_where) {
     return Scalar("SELECT COUNT(*) FROM " + from_where);
@@ -157,24 +142,20 @@ class SqliteChunksTest : public ::testing::Test {
     sqlite3_close(db);
   }
   static int64_t Ms(int64_t w) { return (kT0s + 10 * w) * 1000; }
-  // The samples rows of windows [0, windows) of every series, as Window() writes them.
-  void InsertSamplesRows(int64_t windows) {
+  // Runs `sql` (its ?1 the series' labels) in one transaction for rows [0, rows) of every
+  // series, `bind(stmt, s, i)` binding the rest for row i of series s.
+  void InsertPerSeries(const char* sql, int64_t rows,
+                       const std::function<void(sqlite3_stmt*, int, int64_t)>& bind) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open((tmp_.path() + "/warpscope.db").c_str(), &db), SQLITE_OK);
     sqlite3_stmt* stmt = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db,
-                                 "INSERT INTO samples(series_id, start_ms, duration_ms, avg, min, "
-                                 "max, last, count) SELECT id, ?2, 10000, ?3, ?3 - 1, ?3 + 2, "
-                                 "?3 + 0.5, 10 FROM series WHERE labels = ?1",
-                                 -1, &stmt, nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr), SQLITE_OK);
     sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr);
     for (int s = 0; s < kSeries; ++s) {
       const std::string labels = "s=" + std::to_string(s);
-      for (int64_t w = 0; w < windows; ++w) {
+      for (int64_t i = 0; i < rows; ++i) {
         sqlite3_bind_text(stmt, 1, labels.c_str(), -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(stmt, 2, Ms(w));
-        sqlite3_bind_double(stmt, 3, Value(s, w));
+        bind(stmt, s, i);
         EXPECT_EQ(sqlite3_step(stmt), SQLITE_DONE);
         sqlite3_reset(stmt);
       }
@@ -183,44 +164,37 @@ class SqliteChunksTest : public ::testing::Test {
     sqlite3_finalize(stmt);
     sqlite3_close(db);
   }
-
+  // The samples rows of windows [0, windows) of every series, as Window() writes them.
+  void InsertSamplesRows(int64_t windows) {
+    InsertPerSeries(
+        "INSERT INTO samples(series_id, start_ms, duration_ms, avg, min, max, last, count) "
+        "SELECT id, ?2, 10000, ?3, ?3 - 1, ?3 + 2, ?3 + 0.5, 10 FROM series WHERE labels = ?1",
+        windows, [](sqlite3_stmt* stmt, int s, int64_t w) {
+          sqlite3_bind_int64(stmt, 2, Ms(w));
+          sqlite3_bind_double(stmt, 3, Value(s, w));
+        });
+  }
   // The rollup_1m rows of minutes [0, minutes) of every series, as the minute rollup computes
   // them from Window()'s windows (six per minute, count 10 each).
   void InsertMinuteRows(int64_t minutes) {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open((tmp_.path() + "/warpscope.db").c_str(), &db), SQLITE_OK);
-    sqlite3_stmt* stmt = nullptr;
-    ASSERT_EQ(sqlite3_prepare_v2(db,
-                                 "INSERT INTO rollup_1m(series_id, bucket_ms, avg, min, max, last, "
-                                 "count) SELECT id, ?2, ?3, ?4, ?5, ?6, 60 FROM series WHERE "
-                                 "labels = ?1",
-                                 -1, &stmt, nullptr),
-              SQLITE_OK);
-    sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr);
-    for (int s = 0; s < kSeries; ++s) {
-      const std::string labels = "s=" + std::to_string(s);
-      for (int64_t m = 0; m < minutes; ++m) {
-        double sum = 0, min = INFINITY, max = -INFINITY, last = 0;
-        for (int64_t w = 6 * m; w < 6 * m + 6; ++w) {
-          const double v = Value(s, w);
-          sum += v * 10.0;
-          min = std::min(min, v - 1);
-          max = std::max(max, v + 2);
-          last = v + 0.5;
-        }
-        sqlite3_bind_text(stmt, 1, labels.c_str(), -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int64(stmt, 2, Ms(6 * m));
-        sqlite3_bind_double(stmt, 3, sum / 60.0);
-        sqlite3_bind_double(stmt, 4, min);
-        sqlite3_bind_double(stmt, 5, max);
-        sqlite3_bind_double(stmt, 6, last);
-        EXPECT_EQ(sqlite3_step(stmt), SQLITE_DONE);
-        sqlite3_reset(stmt);
-      }
-    }
-    sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr);
-    sqlite3_finalize(stmt);
-    sqlite3_close(db);
+    InsertPerSeries(
+        "INSERT INTO rollup_1m(series_id, bucket_ms, avg, min, max, last, count) SELECT id, ?2, "
+        "?3, ?4, ?5, ?6, 60 FROM series WHERE labels = ?1",
+        minutes, [](sqlite3_stmt* stmt, int s, int64_t m) {
+          double sum = 0, min = INFINITY, max = -INFINITY, last = 0;
+          for (int64_t w = 6 * m; w < 6 * m + 6; ++w) {
+            const double v = Value(s, w);
+            sum += v * 10.0;
+            min = std::min(min, v - 1);
+            max = std::max(max, v + 2);
+            last = v + 0.5;
+          }
+          sqlite3_bind_int64(stmt, 2, Ms(6 * m));
+          sqlite3_bind_double(stmt, 3, sum / 60.0);
+          sqlite3_bind_double(stmt, 4, min);
+          sqlite3_bind_double(stmt, 5, max);
+          sqlite3_bind_double(stmt, 6, last);
+        });
   }
 
   base::TempDir tmp_;
@@ -419,25 +393,6 @@ TEST_F(SqliteChunksTest, MinuteRetentionDropsWholeRollupChunks) {
   EXPECT_EQ(used, (std::vector<Resolution>{Resolution::kMinute, Resolution::kHour}));
 }
 
-TEST_F(SqliteChunksTest, DamagedMinuteChunkIsAnErrorNamingTheRow) {
-  auto store = Open();
-  ASSERT_NE(store, nullptr);
-  Write(*store, 0, 800);
-  ASSERT_GT(Count("rollup_1m_chunks"), 0);
-  Sql("UPDATE rollup_1m_chunks SET data = x'0105ff';");
-
-  RangeQuery q;
-  q.metric = "m";
-  q.start = kT0;
-  q.end = kT0 + hours(1);
-  q.step = seconds(60);
-  auto r = store->QueryRange(q);
-
-  ASSERT_FALSE(r.has_value());
-  EXPECT_NE(r.error().message().find("rollup_1m_chunks row"), std::string::npos)
-      << r.error().ToString();
-}
-
 TEST_F(SqliteChunksTest, Version5DatabaseIsUpgradedAndItsMinuteRowsMoveWithTheirSpan) {
   std::vector<std::vector<P>> before;
   {
@@ -572,23 +527,91 @@ TEST_F(SqliteChunksTest, AWindowWrittenAgainInALaterMoveReplacesTheEarlierOne) {
   EXPECT_EQ(stats->raw_windows, 10u * kSeries);
 }
 
+// A fleet of many series moves about one window per series per stage: Compact merges each
+// series' newest run of small head chunks, and a window written again still reads as its latest
+// write, before and after each merge.
+TEST_F(SqliteChunksTest, SmallHeadChunksAreMergedAndTheLatestWriteStillWins) {
+  SqliteStorageOptions o;
+  o.data_dir = tmp_.path();
+  o.recent_max_rows = 0;     // every read from the database
+  o.staged_samples_max = 1;  // every batch moved into the head at once: a chunk per window
+  o.move_in_background = false;
+  auto opened = SqliteStorage::Open(o);
+  ASSERT_TRUE(opened.has_value()) << opened.error().ToString();
+  SqliteStorage& store = **opened;
+  for (int64_t w = 0; w < 60; ++w) {
+    ASSERT_TRUE(store.WriteBatch(Window(static_cast<uint64_t>(w + 1), w)).has_value());
+  }
+  auto write_again = [&](int64_t w, double offset) {
+    IngestBatch again = Window(1, w, offset);
+    again.agent_id = "backfill-" + std::to_string(w);
+    ASSERT_TRUE(store.WriteBatch(again).has_value());
+  };
+  write_again(5, 100);
+  EXPECT_EQ(Count("head_chunks"), 61 * kSeries);
+  std::map<int64_t, double> offsets = {{5, 100}};
+  auto expect_values = [&] {
+    for (int s = 0; s < kSeries; ++s) {
+      std::vector<P> points = Read(store, Aggregation::kAvg, 0, 60, s);
+      ASSERT_EQ(points.size(), 60u);
+      for (int64_t w = 0; w < 60; ++w) {
+        EXPECT_DOUBLE_EQ(points[w].value, Value(s, w) + (offsets.count(w) ? offsets[w] : 0)) << w;
+      }
+    }
+  };
+  expect_values();
+
+  auto c = store.Compact(kT0 + minutes(12));
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  EXPECT_EQ(c->merged_head_chunks, 61u * kSeries);
+  EXPECT_LE(Count("head_chunks"), 2 * kSeries);  // ≈ 25 bytes a window, cut at 1,000
+  EXPECT_EQ(Head(), 60 * kSeries);               // the repeated window is one now
+  expect_values();
+
+  // Later writes over merged windows win, and still do once merged in turn (over the large
+  // chunks, which are not merged again: their windows 7 and 8 stay in the head until the span
+  // closes, read under the newer ones).
+  write_again(7, 200);
+  write_again(8, 300);
+  offsets[7] = 200;
+  offsets[8] = 300;
+  expect_values();
+  c = store.Compact(kT0 + minutes(13));
+  ASSERT_TRUE(c.has_value()) << c.error().ToString();
+  EXPECT_GE(c->merged_head_chunks, 2u * kSeries);
+  expect_values();
+  EXPECT_EQ(Head(), 62 * kSeries);
+  // The span closes: one run of chunks per series, each window once.
+  ASSERT_TRUE(store.Compact(kT0 + hours(3)).has_value());
+  EXPECT_EQ(Count("head_chunks"), 0);
+  EXPECT_EQ(Scalar("SELECT SUM(count) FROM sample_chunks"), 60 * kSeries);
+  expect_values();
+}
+
+// A damaged chunk fails the read that needs it, naming its table and row: raw windows at a
+// 10 s step, minute rollups at 60 s (which then read no raw chunk).
 TEST_F(SqliteChunksTest, DamagedChunkIsAnErrorNamingTheRow) {
   auto store = Open();
   ASSERT_NE(store, nullptr);
   Write(*store, 0, 3 * 360);
   ASSERT_TRUE(store->Compact(kT0 + hours(3) + minutes(5)).has_value());
-  Sql("UPDATE sample_chunks SET data = x'0105ff';");
-
-  RangeQuery q;
-  q.metric = "m";
-  q.start = kT0;
-  q.end = kT0 + hours(1);
-  q.step = seconds(10);
-  auto r = store->QueryRange(q);
-
-  ASSERT_FALSE(r.has_value());
-  EXPECT_NE(r.error().message().find("sample_chunks row"), std::string::npos)
-      << r.error().ToString();
+  auto read = [&](base::Duration step) {
+    RangeQuery q;
+    q.metric = "m";
+    q.start = kT0;
+    q.end = kT0 + hours(1);
+    q.step = step;
+    return store->QueryRange(q);
+  };
+  for (const auto& [table, step] :
+       {std::pair{"sample_chunks", seconds(10)}, std::pair{"rollup_1m_chunks", seconds(60)}}) {
+    ASSERT_TRUE(read(seconds(60)).has_value()) << table;
+    Sql(std::string("UPDATE ") + table + " SET data = x'0105ff';");
+    auto r = read(step);
+    ASSERT_FALSE(r.has_value()) << table;
+    EXPECT_NE(r.error().message().find(std::string(table) + " row"), std::string::npos)
+        << r.error().ToString();
+  }
 }
 
 }  // namespace

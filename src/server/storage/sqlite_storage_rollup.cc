@@ -305,6 +305,7 @@ Result<CompactResult> SqliteStorage::Compact(base::TimePoint now) {
     WARPSCOPE_RETURN_IF_ERROR(RollUpNew(Resolution::kHour, hour_until, result));
   }
   WARPSCOPE_RETURN_IF_ERROR(ChunkClosedSpans(now_ms, result));
+  WARPSCOPE_RETURN_IF_ERROR(MergeSmallHeadChunks(result));
   WARPSCOPE_RETURN_IF_ERROR(ApplyRetention(now_ms, result));
   {
     std::lock_guard lock(write_mu_);

@@ -325,6 +325,7 @@ struct CompactResult {
   uint64_t deleted_rows = 0;  // rows removed by retention (all tables)
   uint64_t chunked_windows = 0;  // raw windows moved into compressed chunks
   uint64_t chunked_minutes = 0;  // 1-minute rollup buckets written into closed spans' chunks
+  uint64_t merged_head_chunks = 0;  // small head chunks merged into larger ones
 };
 
 struct TableStats {
