@@ -7,6 +7,8 @@
 #include <cstring>
 #include <utility>
 
+#include "server/storage/query_plan.h"
+
 namespace warpscope::server {
 namespace {
 
@@ -411,7 +413,7 @@ std::string EncodeChunk(std::span<const ChunkWindow> windows) {
 }
 
 void ChunkCutter::Add(int64_t series_id, const ChunkWindow& w) {
-  const int64_t span = w.start_ms - ((w.start_ms % span_ms_) + span_ms_) % span_ms_;  // floor
+  const int64_t span = FloorTo(w.start_ms, span_ms_);
   if (encoder_.windows() > 0 &&
       (series_id != open_.series_id || span != span_ || encoder_.bytes() >= target_)) {
     Close();
