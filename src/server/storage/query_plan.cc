@@ -138,6 +138,25 @@ void SeriesFolder::Add(const Row& row) {
   }
 }
 
+void SeriesFolder::AddBucket(const Bucket& partial) {
+  if (partial.empty() || partial.last_start < origin_) {
+    return;
+  }
+  size_t index = static_cast<size_t>((partial.last_start - origin_) / step_);
+  if (index >= buckets_.size()) {
+    return;
+  }
+  Bucket& b = buckets_[index];
+  if (b.empty() || partial.last_start >= b.last_start) {
+    b.last = partial.last;
+    b.last_start = partial.last_start;
+  }
+  b.count += partial.count;
+  b.weighted_sum += partial.weighted_sum;
+  b.min = std::min(b.min, partial.min);
+  b.max = std::max(b.max, partial.max);
+}
+
 namespace {
 base::TimePoint PlanFromMs(int64_t ms) { return base::FromUnixNanos(ms * 1'000'000); }
 }  // namespace

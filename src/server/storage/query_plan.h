@@ -97,6 +97,9 @@ class SeriesFolder {
  public:
   SeriesFolder(int64_t origin, int64_t step, size_t buckets);
   void Add(const Row& row);
+  // Merges rows already combined elsewhere (a database's GROUP BY) into the bucket holding
+  // `partial.last_start`; its increase is ignored, so a kRate query folds rows with Add.
+  void AddBucket(const Bucket& partial);
   const std::vector<Bucket>& buckets() const { return buckets_; }
 
  private:

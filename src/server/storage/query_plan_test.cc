@@ -4,6 +4,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace warpscope::server {
 namespace {
 
@@ -89,6 +91,39 @@ TEST(SeriesFolderTest, CombinesWindowsPerStepBucket) {
   EXPECT_DOUBLE_EQ(*b.Value(Aggregation::kMax), 5);
   EXPECT_DOUBLE_EQ(*b.Value(Aggregation::kLast), 7);
   EXPECT_DOUBLE_EQ(*folder.buckets()[1].Value(Aggregation::kAvg), 9);
+}
+
+TEST(SeriesFolderTest, PartialBucketsMergeAsTheirRowsWould) {
+  // Rows of one bucket split over two resolutions (an hour row, then minute rows), folded
+  // row by row and as two partial buckets, give the same bucket.
+  const std::vector<Row> rows = {Row{kT0, 2, 1, 3, 2.5, 60}, Row{kT0 + kHourMs, 4, 0, 9, 8, 1},
+                                 Row{kT0 + kHourMs + kMinuteMs, 6, 5, 7, 6.5, 2}};
+  SeriesFolder by_row(kT0, 2 * kHourMs, 2);
+  for (const Row& r : rows) by_row.Add(r);
+  SeriesFolder by_part(kT0, 2 * kHourMs, 2);
+  SeriesFolder hour(kT0, 2 * kHourMs, 2);
+  SeriesFolder minutes(kT0, 2 * kHourMs, 2);
+  hour.Add(rows[0]);
+  minutes.Add(rows[1]);
+  minutes.Add(rows[2]);
+  by_part.AddBucket(minutes.buckets()[0]);  // the later part first: last still goes by time
+  by_part.AddBucket(hour.buckets()[0]);
+  by_part.AddBucket(Bucket{});  // an empty part changes nothing
+  const Bucket& want = by_row.buckets()[0];
+  const Bucket& got = by_part.buckets()[0];
+  for (Aggregation a :
+       {Aggregation::kAvg, Aggregation::kMin, Aggregation::kMax, Aggregation::kLast}) {
+    EXPECT_DOUBLE_EQ(*got.Value(a), *want.Value(a));
+  }
+  EXPECT_EQ(got.count, 63);
+  EXPECT_EQ(got.last_start, kT0 + kHourMs + kMinuteMs);
+  EXPECT_TRUE(by_part.buckets()[1].empty());
+  // A part outside the frame is dropped.
+  Bucket late = want;
+  late.last_start = kT0 + 4 * kHourMs;
+  by_part.AddBucket(late);
+  EXPECT_EQ(by_part.buckets()[0].count, 63);
+  EXPECT_TRUE(by_part.buckets()[1].empty());
 }
 
 TEST(SeriesFolderTest, EmptyBucketHasNoValue) {

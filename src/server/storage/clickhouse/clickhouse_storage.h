@@ -131,10 +131,12 @@ class ClickHouseStorage : public Storage {
                                                        const SeriesMatcher& match,
                                                        int64_t seen_since);
   base::Result<Availability> ReadAvailability(const Marks& marks);
-  // Folds the rows of `series` in `segments` into one folder per series (same order).
+  // Folds the rows of `series` in `segments` into one folder per series (same order), whose
+  // buckets are `step` ms from `origin`. Unless `by_row` (kRate, which needs each row), ClickHouse
+  // combines each bucket's rows and sends one row per series and bucket.
   base::Status FoldSegments(const std::string& metric, const std::vector<MatchedSeries>& series,
-                            const std::vector<Segment>& segments,
-                            std::vector<SeriesFolder>& folders, bool used[3]);
+                            const std::vector<Segment>& segments, int64_t origin, int64_t step,
+                            bool by_row, std::vector<SeriesFolder>& folders, bool used[3]);
   base::Result<uint64_t> RollUp(Resolution target, int64_t from, int64_t to,
                                 const std::vector<int64_t>* buckets);
   base::Status RebuildDirty(Marks& marks, CompactResult& result);

@@ -42,6 +42,16 @@ std::string EntitiesSql(const std::string& where) {
       where);
 }
 
+// The kind and attributes (as EntitiesSql computes them) of the entities the series matching
+// `series_where` belong to: host, id, kind, attributes.
+std::string EntityKindsSql(const std::string& series_where) {
+  return fmt::format(
+      "SELECT host, id, if(countIf(declared = 1) > 0, argMaxIf(kind, ver, declared = 1), "
+      "argMax(kind, ver)), argMaxIf(attributes, ver, declared = 1) FROM entities WHERE (host, id) "
+      "IN (SELECT host, entity FROM series WHERE {}) GROUP BY host, id FORMAT TSV",
+      series_where);
+}
+
 EntityRecord EntityFromRow(const TsvRow& row) {
   EntityRecord r;
   r.host = row[0];
@@ -85,16 +95,15 @@ Result<std::vector<ClickHouseStorage::MatchedSeries>> ClickHouseStorage::MatchSe
                                             where)));
   std::vector<MatchedSeries> out;
   if (rows.empty()) return out;
-  // The entities of the matched series, for their kind and attributes.
-  std::string entity_where =
-      match.host.empty() ? std::string() : "WHERE host = " + Quote(match.host);
-  WARPSCOPE_ASSIGN_OR_RETURN(auto entity_rows,
-                             client_.Select(EntitiesSql(entity_where) + " FORMAT TSV"));
-  std::map<std::pair<std::string, std::string>, EntityRecord> entities;
+  // The kind and attributes of the matched series' entities, and of no others: a fleet holds
+  // tens of thousands of entities, a metric's series name a fraction of them.
+  WARPSCOPE_ASSIGN_OR_RETURN(auto entity_rows, client_.Select(EntityKindsSql(where)));
+  std::map<std::pair<std::string, std::string>, std::pair<model::EntityKind, model::Labels>>
+      entities;
   for (const auto& row : entity_rows) {
-    if (row.size() < 7) continue;
-    EntityRecord r = EntityFromRow(row);
-    entities.emplace(std::make_pair(r.host, r.entity.id), std::move(r));
+    if (row.size() < 4) continue;
+    entities.emplace(std::make_pair(row[0], row[1]),
+                     std::make_pair(EntityKindOrHost(row[2]), DecodeLabels(row[3])));
   }
   for (const auto& row : rows) {
     if (row.size() < 4) continue;
@@ -105,8 +114,8 @@ Result<std::vector<ClickHouseStorage::MatchedSeries>> ClickHouseStorage::MatchSe
     m.identity.labels = DecodeLabels(row[3]);
     auto it = entities.find({m.identity.host, m.identity.entity});
     if (it != entities.end()) {
-      m.identity.entity_kind = it->second.entity.kind;
-      m.identity.entity_attributes = it->second.entity.attributes;
+      m.identity.entity_kind = it->second.first;
+      m.identity.entity_attributes = it->second.second;
     }
     if (match.entity_kind.has_value() && m.identity.entity_kind != *match.entity_kind) continue;
     if (MatchesAll(m.identity.labels, match.labels) &&
@@ -146,12 +155,26 @@ Result<Availability> ClickHouseStorage::ReadAvailability(const Marks& marks) {
 
 Status ClickHouseStorage::FoldSegments(const std::string& metric,
                                        const std::vector<MatchedSeries>& series,
-                                       const std::vector<Segment>& segments,
+                                       const std::vector<Segment>& segments, int64_t origin,
+                                       int64_t step, bool by_row,
                                        std::vector<SeriesFolder>& folders, bool used[3]) {
   if (series.empty()) return base::OkStatus();
   std::unordered_map<uint64_t, size_t> index;
   for (size_t i = 0; i < series.size(); ++i) index.emplace(series[i].id, i);
+  // By row: each window or rollup row. Otherwise each bucket's rows combined as SeriesFolder
+  // would (counts of at least 1, averages weighted by them, the last value by time), a row per
+  // series and bucket instead of one per window: a fleet's top-N over an hour reads thousands
+  // of rows instead of hundreds of thousands.
+  const std::string columns =
+      by_row ? "series, start, v_avg, v_min, v_max, v_last, v_count"
+             : "series, max(start), sum(greatest(v_count, 1)), sum(v_avg * greatest(v_count, 1)), "
+               "min(v_min), max(v_max), argMax(v_last, start)";
+  const std::string tail =
+      by_row ? " ORDER BY series, start FORMAT TSV"
+             : fmt::format(" GROUP BY series, intDiv(start - {}, {}) FORMAT TSV", origin, step);
   for (const Segment& segment : segments) {
+    const int64_t from = by_row ? segment.from : std::max(segment.from, origin);
+    if (from >= segment.to) continue;
     // At most kSeriesPerQuery ids per query, to stay well inside ClickHouse's max_query_size.
     for (size_t first = 0; first < series.size(); first += kSeriesPerQuery) {
       std::string ids;
@@ -162,23 +185,33 @@ Status ClickHouseStorage::FoldSegments(const std::string& metric,
       WARPSCOPE_ASSIGN_OR_RETURN(
           auto rows,
           client_.Select(fmt::format(
-              "SELECT series, start, v_avg, v_min, v_max, v_last, v_count FROM {} FINAL WHERE "
-              "metric = {} AND series IN ({}) AND start >= {} AND start < {} ORDER BY series, "
-              "start FORMAT TSV",
-              TableOf(segment.resolution), Quote(metric), ids, segment.from, segment.to)));
+              "SELECT {} FROM {} FINAL WHERE metric = {} AND series IN ({}) AND start "
+              ">= {} AND start < {}{}",
+              columns, TableOf(segment.resolution), Quote(metric), ids, from, segment.to, tail)));
       for (const auto& row : rows) {
         if (row.size() < 7) continue;
         auto it = index.find(ParseUint(row[0]));
         if (it == index.end()) continue;
-        Row r;
-        r.start = ParseInt(row[1]);
-        r.avg = ParseDouble(row[2]);
-        r.min = ParseDouble(row[3]);
-        r.max = ParseDouble(row[4]);
-        r.last = ParseDouble(row[5]);
-        r.count = ParseInt(row[6]);
-        folders[it->second].Add(r);
         used[static_cast<int>(segment.resolution)] = true;
+        if (by_row) {
+          Row r;
+          r.start = ParseInt(row[1]);
+          r.avg = ParseDouble(row[2]);
+          r.min = ParseDouble(row[3]);
+          r.max = ParseDouble(row[4]);
+          r.last = ParseDouble(row[5]);
+          r.count = ParseInt(row[6]);
+          folders[it->second].Add(r);
+          continue;
+        }
+        Bucket b;
+        b.last_start = ParseInt(row[1]);
+        b.count = ParseInt(row[2]);
+        b.weighted_sum = ParseDouble(row[3]);
+        b.min = ParseDouble(row[4]);
+        b.max = ParseDouble(row[5]);
+        b.last = ParseDouble(row[6]);
+        folders[it->second].AddBucket(b);
       }
     }
   }
@@ -215,7 +248,8 @@ Result<RangeResult> ClickHouseStorage::QueryRange(const RangeQuery& query) {
   std::vector<SeriesFolder> folders(matched.size(),
                                     SeriesFolder(origin, step_ms, static_cast<size_t>(buckets)));
   bool used[3] = {false, false, false};
-  WARPSCOPE_RETURN_IF_ERROR(FoldSegments(query.metric, matched, segments, folders, used));
+  WARPSCOPE_RETURN_IF_ERROR(FoldSegments(query.metric, matched, segments, origin, step_ms,
+                                         query.aggregation == Aggregation::kRate, folders, used));
   RangeResult result;
   result.metric = metric->second;
   for (size_t i = 0; i < matched.size(); ++i) {
@@ -254,7 +288,8 @@ Result<std::vector<TopEntry>> ClickHouseStorage::TopEntities(const TopQuery& que
   std::vector<Segment> segments = PlanSegments(fetch_from, end_ms, range_ms, availability);
   std::vector<SeriesFolder> folders(matched.size(), SeriesFolder(start_ms, range_ms, 1));
   bool used[3] = {false, false, false};
-  WARPSCOPE_RETURN_IF_ERROR(FoldSegments(query.metric, matched, segments, folders, used));
+  WARPSCOPE_RETURN_IF_ERROR(FoldSegments(query.metric, matched, segments, start_ms, range_ms,
+                                         query.aggregation == Aggregation::kRate, folders, used));
   std::map<std::pair<std::string, std::string>, PerEntity> entities;
   for (size_t i = 0; i < matched.size(); ++i) {
     const Bucket& b = folders[i].buckets()[0];
