@@ -9,8 +9,11 @@
 # ClickHouse, rows and bytes on disk per table (system.parts), bytes per series-window and per
 # value, and the latency of the API requests behind the UI's pages (fleet, a host's summary, the
 # GPU tab's batch of range queries, top-N, entities), each the median of 5, against every
-# server.
-#   bench/clickhouse_fleet.sh [AGENTS] [SECONDS] [INTERVAL] [SERVERS]   e.g. 1000 120 10s 2
+# server. With HISTORY (e.g. 1h), every agent first sends its GPU series of that long before the
+# run, a window a minute (server_load_agents --history), so that the pages read a full hour; the
+# run's figures then count only the run.
+#   bench/clickhouse_fleet.sh [AGENTS] [SECONDS] [INTERVAL] [SERVERS] [HISTORY]
+#   e.g. 1000 120 10s 2, or 1000 120 10s 2 1h
 # Set BUILD_DIR to use another build than build/release; WARPSCOPE_CLICKHOUSE_SERVER to use
 # another clickhouse-server binary.
 set -euo pipefail
@@ -19,6 +22,7 @@ agents="${1:-1000}"
 seconds="${2:-120}"
 interval="${3:-10s}"
 servers="${4:-2}"
+history="${5:-0s}"
 build="${BUILD_DIR:-$root/build/release}"
 server_bin="$build/bin/warpscope"
 load_bin="$build/bin/server_load_agents"
@@ -113,16 +117,26 @@ for p in "${all_pids[@]}"; do
   cpu0[$p]=$(cpu_ticks "$p")
   rss_max[$p]=0
 done
-t_start=$(date +%s.%N)
 load_pids=()
 for ((i = 0; i < servers; i++)); do
   n=$((agents / servers + (i < agents % servers ? 1 : 0)))
-  timeout $((seconds + 90)) "$load_bin" --server="http://127.0.0.1:${ports[$i]}" --agents="$n" \
+  timeout $((seconds + 90 + 1800)) "$load_bin" --server="http://127.0.0.1:${ports[$i]}" --agents="$n" \
     --interval="$interval" --duration="${seconds}s" --drain-timeout=60s \
-    >"$work/load$i.out" 2>&1 &
+    --history="$history" --history-interval=60s >"$work/load$i.out" 2>&1 &
   load_pids+=($!)
   pids+=($!)
 done
+if [[ "$history" != 0s ]]; then  # the run starts once each generator's history is acknowledged
+  for ((i = 0; i < servers; i++)); do
+    until grep -q '^history: ' "$work/load$i.out" 2>/dev/null; do
+      kill -0 "${load_pids[$i]}" 2>/dev/null || { cat "$work/load$i.out" >&2; exit 1; }
+      sleep 1
+    done
+    grep '^history: ' "$work/load$i.out" | sed "s/^/  generator $i /"
+  done
+  for p in "${all_pids[@]}"; do cpu0[$p]=$(cpu_ticks "$p"); done
+fi
+t_start=$(date +%s.%N)
 running=1
 while ((running)); do
   running=0
@@ -164,7 +178,7 @@ awk -v c="$(((cpu1[$ch_pid] - cpu0[$ch_pid])))" -v t="$ticks" -v w="$wall" -v r=
   'BEGIN {printf "  clickhouse: CPU %.1f s = %.1f%% of one core, peak RSS %.1f MiB\n", c / t, 100 * c / t / w, r / 1024}'
 if ((failures > 0)); then
   echo "  why pushes failed (the agents' own log lines, most frequent first):"
-  cat "$work"/load*.out | grep -iE 'fail|error|503|refus|timed out' | sed -E 's/[0-9]+/N/g' |
+  cat "$work"/load*.out | grep -v '^history: ' | grep -iE 'fail|error|503|refus|timed out' | sed -E 's/[0-9]+/N/g' |
     sort | uniq -c | sort -rn | head -5 | sed 's/^/    /'
 fi
 

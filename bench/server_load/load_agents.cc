@@ -7,9 +7,13 @@
 // Agents are spread evenly over the interval, as independent agents would be. At the end every
 // exporter drains its queue (up to --drain-timeout) and the totals are printed, followed by one
 // machine-readable "RESULT key=value ..." line that bench/server_load.sh parses.
+// With --history, every agent first sends the GPU series of the hour (or whatever) before the
+// run, one window per --history-interval, as an agent replaying its spool after an outage would,
+// and the run starts once the server has acknowledged all of it: the UI's pages then read a
+// range full of data.
 //
 //   server_load_agents --server=http://127.0.0.1:9410 [--agents=64] [--interval=10s]
-//                      [--duration=60s]
+//                      [--duration=60s] [--history=1h --history-interval=60s]
 
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -46,6 +50,8 @@ struct Flags {
   int gpus = 8;
   int processes = 64;
   int cpus = 64;
+  std::string history = "0s";
+  std::string history_interval = "60s";
 };
 
 // The agent's per-core CPU time (host.cpu.core.time in the procfs source), restated here so that
@@ -84,6 +90,7 @@ struct SimulatedAgent {
   Clock::time_point next;  // when the next window is due
   uint64_t exported = 0;   // Export() calls answered kSuccess
   uint64_t refused = 0;    // Export() calls answered otherwise
+  exporters::ServerExporter::Stats before;  // the exporter's counts once --history was sent
 };
 
 double CpuSecondsOfThisProcess() {
@@ -118,14 +125,62 @@ void AdvanceWindow(model::Frame& frame, base::TimePoint end, base::Duration inte
   }
 }
 
+// Sends each agent's GPU windows of [now - history, now), `step` apart, and waits (up to
+// `timeout`) until every one is acknowledged. Returns false, having said why, if some were not.
+bool SendHistory(std::vector<SimulatedAgent>& agents, const Flags& flags, base::Duration history,
+                 base::Duration step, base::Duration timeout) {
+  const Clock::time_point began = Clock::now();
+  const base::TimePoint now = base::RealClock::Get().Now();
+  const int64_t windows = history / step;
+  size_t series = 0;
+  uint64_t refused = 0;
+  for (SimulatedAgent& agent : agents) {
+    exporters::sample::SampleFrameOptions options;
+    options.gpus = flags.gpus;
+    options.processes = 0;
+    options.host = agent.id;
+    options.window = step;
+    model::Frame frame = exporters::sample::MakeSampleFrame(options);
+    series = frame.series.size();
+    for (int64_t k = windows; k >= 1; --k) {
+      AdvanceWindow(frame, now - step * (k - 1), step, static_cast<uint64_t>(k));
+      if (agent.exporter->Export(frame) != exporters::ExportResult::kSuccess) ++refused;
+    }
+  }
+  const Clock::time_point deadline = began + timeout;
+  auto queued = [&] {
+    uint64_t n = 0;
+    for (SimulatedAgent& agent : agents) n += agent.exporter->stats().queued;
+    return n;
+  };
+  // A benchmark's wait for other processes' work, polled: nothing here signals completion.
+  while (queued() > 0 && Clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - began).count();
+  const uint64_t left = queued();
+  fmt::print(
+      "history: {} windows of {} series per agent, {} apart, acknowledged in {:.1f} s "
+      "({:.0f} series-windows/s); {} refused, {} still queued\n",
+      windows, series, base::FormatDuration(step), seconds,
+      seconds > 0 ? static_cast<double>(windows * agents.size() * series) / seconds : 0, refused,
+      left);
+  std::fflush(stdout);
+  for (SimulatedAgent& agent : agents) agent.before = agent.exporter->stats();
+  return refused == 0 && left == 0;
+}
+
 int Run(const Flags& flags) {
   auto interval = base::ParseDuration(flags.interval);
   auto duration = base::ParseDuration(flags.duration);
   auto drain = base::ParseDuration(flags.drain_timeout);
-  if (!interval || !duration || !drain || *interval <= base::Duration::zero()) {
+  auto history = base::ParseDuration(flags.history);
+  auto history_interval = base::ParseDuration(flags.history_interval);
+  if (!interval || !duration || !drain || !history || !history_interval ||
+      *interval <= base::Duration::zero() || *history_interval <= base::Duration::zero()) {
     fmt::print(stderr,
-               "--interval, --duration and --drain-timeout take durations like 10s, 1m or "
-               "500ms, and --interval must be positive\n");
+               "--interval, --duration, --drain-timeout, --history and --history-interval take "
+               "durations like 10s, 1m or 500ms, and the intervals must be positive\n");
     return 2;
   }
 
@@ -162,6 +217,11 @@ int Run(const Flags& flags) {
              base::FormatDuration(*duration));
   std::fflush(stdout);
 
+  if (*history > base::Duration::zero() &&
+      !SendHistory(agents, flags, *history, *history_interval, *history + *drain)) {
+    fmt::print(stderr, "the history was not all acknowledged; not starting the run\n");
+    return 1;
+  }
   const double cpu_at_start = CpuSecondsOfThisProcess();
   const Clock::time_point start = Clock::now();
   const Clock::time_point stop = start + *duration;
@@ -204,10 +264,11 @@ int Run(const Flags& flags) {
     const exporters::ServerExporter::Stats stats = agent.exporter->stats();
     exported += agent.exported;
     refused += agent.refused;
-    sent += stats.sent;
-    duplicates += stats.duplicates;
-    dropped += stats.dropped_full + stats.dropped_rejected;
-    retries += stats.retries;
+    sent += stats.sent - agent.before.sent;
+    duplicates += stats.duplicates - agent.before.duplicates;
+    dropped += stats.dropped_full + stats.dropped_rejected - agent.before.dropped_full -
+               agent.before.dropped_rejected;
+    retries += stats.retries - agent.before.retries;
     unsent += stats.dropped_shutdown;
     if (!stats.last_error.empty()) {
       last_error = stats.last_error;
@@ -261,6 +322,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 4096));
   app.add_option("--cpus", flags.cpus, "Logical CPUs per simulated node (per-core CPU series)")
       ->check(CLI::Range(0, 4096));
+  app.add_option("--history", flags.history,
+                 "Before the run, send each agent's GPU windows of this long before now");
+  app.add_option("--history-interval", flags.history_interval, "The windows' length in --history");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
