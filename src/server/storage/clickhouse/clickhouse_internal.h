@@ -52,6 +52,17 @@ inline void AppendRowBinary(std::string& out, std::string_view s) {
   out.append(s);
 }
 
+// The time blocks that lead the sort keys of `samples` (10 minutes) and `rollup_1m` (an hour),
+// so that a time range reads its blocks only: ClickHouse 18.16 prunes parts and granules under
+// FINAL by the key's own expression only, not through `start` (clickhouse_storage.cc, kSchema).
+inline constexpr int64_t kSampleBlockMs = 10 * 60'000;
+inline constexpr int64_t kMinuteBlockMs = 60 * 60'000;
+// The block of `table`'s rows (0 for a table without one).
+int64_t BlockOf(std::string_view table);
+// `start >= from AND start < to`, with the same range on the table's block expression for
+// ClickHouse to prune by (from < to).
+std::string StartRange(std::string_view table, int64_t from, int64_t to);
+
 // Windows written within this long of a series' last_seen still find the series in a query
 // range, rate seeds included (as SqliteStorage's kLastSeenSlackMs).
 inline constexpr int64_t kLastSeenSlackMs = 20 * 60'000;

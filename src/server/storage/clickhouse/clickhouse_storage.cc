@@ -32,6 +32,20 @@ double ParseDouble(std::string_view s) {
   return v;
 }
 
+int64_t BlockOf(std::string_view table) {
+  return table == "samples" ? kSampleBlockMs : table == "rollup_1m" ? kMinuteBlockMs : 0;
+}
+
+std::string StartRange(std::string_view table, int64_t from, int64_t to) {
+  const int64_t block = BlockOf(table);
+  std::string out = fmt::format("start >= {} AND start < {}", from, to);
+  if (block > 0) {
+    out += fmt::format(" AND intDiv(start, {0}) >= {1} AND intDiv(start, {0}) <= {2}", block,
+                       FloorTo(from, block) / block, FloorTo(to - 1, block) / block);
+  }
+  return out;
+}
+
 uint64_t NextVersion() {
   static std::atomic<uint64_t> last{0};
   const auto now = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -79,6 +93,9 @@ constexpr char kDuplicateRow[] = "__batch_stored";
 
 // The tables. Every statement works on ClickHouse 18.16 and current releases: plain String and
 // numeric columns (no Map, LowCardinality, codecs or TTL), (Replacing)MergeTree engines.
+// `samples` and `rollup_1m` lead their sort keys with a time block (kSampleBlockMs,
+// kMinuteBlockMs), which reads name through StartRange: a rollup of the last minutes reads those
+// blocks, not the day, and a range query reads its range's blocks.
 constexpr const char* kSchema[] = {
     "CREATE TABLE IF NOT EXISTS batches (agent String, sequence UInt64, start Int64, ver UInt64) "
     "ENGINE = ReplacingMergeTree(ver) PARTITION BY " WS_DAY(
@@ -86,11 +103,11 @@ constexpr const char* kSchema[] = {
     "CREATE TABLE IF NOT EXISTS samples (metric String, series UInt64, host String, entity String, "
     "labels String, start Int64, duration Int64, v_avg Float64, v_min Float64, v_max Float64, "
     "v_last Float64, v_count UInt64, ver UInt64) ENGINE = ReplacingMergeTree(ver) PARTITION "
-    "BY " WS_DAY("start") " ORDER BY (metric, series, start)",
+    "BY " WS_DAY("start") " ORDER BY (intDiv(start, 600000), metric, series, start)",
     "CREATE TABLE IF NOT EXISTS rollup_1m (metric String, series UInt64, host String, "
     "entity String, labels String, start Int64, v_avg Float64, v_min Float64, v_max Float64, "
     "v_last Float64, v_count UInt64, ver UInt64) ENGINE = ReplacingMergeTree(ver) PARTITION "
-    "BY " WS_DAY("start") " ORDER BY (metric, series, start)",
+    "BY " WS_DAY("start") " ORDER BY (intDiv(start, 3600000), metric, series, start)",
     "CREATE TABLE IF NOT EXISTS rollup_1h (metric String, series UInt64, host String, "
     "entity String, labels String, start Int64, v_avg Float64, v_min Float64, v_max Float64, "
     "v_last Float64, v_count UInt64, ver UInt64) ENGINE = ReplacingMergeTree(ver) PARTITION BY "

@@ -26,30 +26,32 @@ std::string JoinInts(const std::vector<int64_t>& v) { return fmt::format("{}", f
 
 // Rolls [from, to) of the next finer table up into `target`'s buckets (only those listed in
 // `buckets`, when given). Rebuilt buckets replace the old ones: a higher `ver` wins at merges
-// and under FINAL.
+// and under FINAL. Returns the buckets written.
 Result<uint64_t> ClickHouseStorage::RollUp(Resolution target, int64_t from, int64_t to,
                                            const std::vector<int64_t>* buckets) {
   const bool minute = target == Resolution::kMinute;
   const int64_t bucket_ms = minute ? kMinuteMs : kHourMs;
-  std::string where = fmt::format("start >= {} AND start < {}", from, to);
+  const char* source = minute ? "samples" : "rollup_1m";
+  const char* into = minute ? "rollup_1m" : "rollup_1h";
+  std::string where = StartRange(source, from, to);
   if (buckets != nullptr) {
     if (buckets->empty()) return 0;
     where += fmt::format(" AND intDiv(start, {0}) * {0} IN ({1})", bucket_ms, JoinInts(*buckets));
   }
-  const std::string select = fmt::format(
-      "SELECT metric, series, any(host), any(entity), any(labels), intDiv(start, {0}) * {0} AS "
-      "bucket, sum(v_avg * v_count) / sum(v_count), min(v_min), max(v_max), argMax(v_last, "
-      "start), sum(v_count), {1} FROM {2} FINAL WHERE {3} GROUP BY metric, series, bucket",
-      bucket_ms, NextVersion(), minute ? "samples" : "rollup_1m", where);
-  WARPSCOPE_ASSIGN_OR_RETURN(auto count,
-                             client_.Select("SELECT count() FROM (" + select + ") FORMAT TSV"));
-  const uint64_t rows = count.empty() || count[0].empty() ? 0 : ParseUint(count[0][0]);
-  if (rows == 0) return 0;
-  WARPSCOPE_RETURN_IF_ERROR(client_.Exec(
-      fmt::format("INSERT INTO {} (metric, series, host, entity, labels, start, v_avg, "
-                  "v_min, v_max, v_last, v_count, ver) {}",
-                  minute ? "rollup_1m" : "rollup_1h", select)));
-  return rows;
+  const uint64_t ver = NextVersion();
+  WARPSCOPE_RETURN_IF_ERROR(client_.Exec(fmt::format(
+      "INSERT INTO {0} (metric, series, host, entity, labels, start, v_avg, v_min, v_max, v_last, "
+      "v_count, ver) SELECT metric, series, any(host), any(entity), any(labels), intDiv(start, "
+      "{1}) * {1} AS bucket, sum(v_avg * v_count) / sum(v_count), min(v_min), max(v_max), "
+      "argMax(v_last, start), sum(v_count), {2} FROM {3} FINAL WHERE {4} GROUP BY metric, "
+      "series, bucket",
+      into, bucket_ms, ver, source, where)));
+  // The rows this INSERT wrote carry its version: counted there, not by running its SELECT twice.
+  WARPSCOPE_ASSIGN_OR_RETURN(
+      auto count, client_.Select(fmt::format("SELECT count() FROM {} WHERE {} AND ver = {} FORMAT "
+                                             "TSV",
+                                             into, StartRange(into, from, to), ver)));
+  return count.empty() || count[0].empty() ? 0 : ParseUint(count[0][0]);
 }
 
 Status ClickHouseStorage::RebuildDirty(Marks& marks, CompactResult& result) {
@@ -71,17 +73,25 @@ Status ClickHouseStorage::RebuildDirty(Marks& marks, CompactResult& result) {
     minutes.push_back(bucket);
     if (FloorTo(bucket, kHourMs) < marks.hour_watermark) hours.insert(FloorTo(bucket, kHourMs));
   }
-  if (!minutes.empty()) {
-    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t n, RollUp(Resolution::kMinute, minutes.front(),
-                                                  minutes.back() + kMinuteMs, &minutes));
-    result.minute_rows += n;
-  }
-  if (!hours.empty()) {
-    std::vector<int64_t> h(hours.begin(), hours.end());
-    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t n,
-                               RollUp(Resolution::kHour, h.front(), h.back() + kHourMs, &h));
-    result.hour_rows += n;
-  }
+  // One statement per block of the source table, as for new minutes (Compact).
+  auto rebuild = [&](Resolution target, const std::vector<int64_t>& buckets, int64_t bucket_ms,
+                     int64_t block_ms, uint64_t& rows_out) -> Status {
+    for (size_t first = 0; first < buckets.size();) {
+      const int64_t block = FloorTo(buckets[first], block_ms);
+      size_t end = first;
+      while (end < buckets.size() && FloorTo(buckets[end], block_ms) == block) ++end;
+      const std::vector<int64_t> these(buckets.begin() + first, buckets.begin() + end);
+      WARPSCOPE_ASSIGN_OR_RETURN(uint64_t n,
+                                 RollUp(target, these.front(), these.back() + bucket_ms, &these));
+      rows_out += n;
+      first = end;
+    }
+    return base::OkStatus();
+  };
+  WARPSCOPE_RETURN_IF_ERROR(
+      rebuild(Resolution::kMinute, minutes, kMinuteMs, kSampleBlockMs, result.minute_rows));
+  WARPSCOPE_RETURN_IF_ERROR(rebuild(Resolution::kHour, {hours.begin(), hours.end()}, kHourMs,
+                                    kMinuteBlockMs, result.hour_rows));
   marks.dirty_done = static_cast<int64_t>(done);
   return SetMark("dirty_done", marks.dirty_done);
 }
@@ -137,14 +147,18 @@ Result<CompactResult> ClickHouseStorage::Compact(base::TimePoint now) {
                ? FloorTo(ParseInt(first[0][1]), kMinuteMs)
                : minute_until;
   }
-  if (minute_until > from) {
-    // Windows written from here on into [from, minute_until) mark their minute dirty.
-    WARPSCOPE_RETURN_IF_ERROR(SetMark("minute_building_to", minute_until));
-    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t n,
-                               RollUp(Resolution::kMinute, from, minute_until, nullptr));
+  // A block of samples at a time: each INSERT reads one block's rows, so that catching up after
+  // an outage (or a replayed backlog) is many bounded statements, each well inside the request
+  // timeout, and each moves the watermark.
+  while (minute_until > from) {
+    const int64_t to = std::min(minute_until, FloorTo(from, kSampleBlockMs) + kSampleBlockMs);
+    // Windows written from here on into [from, to) mark their minute dirty.
+    WARPSCOPE_RETURN_IF_ERROR(SetMark("minute_building_to", to));
+    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t n, RollUp(Resolution::kMinute, from, to, nullptr));
     result.minute_rows += n;
-    WARPSCOPE_RETURN_IF_ERROR(SetMark("minute_watermark", minute_until));
-    marks.minute_watermark = minute_until;
+    WARPSCOPE_RETURN_IF_ERROR(SetMark("minute_watermark", to));
+    marks.minute_watermark = to;
+    from = to;
   }
   const int64_t hour_until = FloorTo(marks.minute_watermark, kHourMs);
   int64_t hour_from = marks.hour_watermark;
@@ -155,12 +169,14 @@ Result<CompactResult> ClickHouseStorage::Compact(base::TimePoint now) {
                     ? FloorTo(ParseInt(first[0][1]), kHourMs)
                     : hour_until;
   }
-  if (marks.minute_watermark != 0 && hour_until > hour_from) {
-    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t n,
-                               RollUp(Resolution::kHour, hour_from, hour_until, nullptr));
+  // An hour (a block of rollup_1m) at a time, as the minutes above.
+  while (marks.minute_watermark != 0 && hour_until > hour_from) {
+    const int64_t to = hour_from + kHourMs;
+    WARPSCOPE_ASSIGN_OR_RETURN(uint64_t n, RollUp(Resolution::kHour, hour_from, to, nullptr));
     result.hour_rows += n;
-    WARPSCOPE_RETURN_IF_ERROR(SetMark("hour_watermark", hour_until));
-    marks.hour_watermark = hour_until;
+    WARPSCOPE_RETURN_IF_ERROR(SetMark("hour_watermark", to));
+    marks.hour_watermark = to;
+    hour_from = to;
   }
 
   // Retention, per resolution (never past what the next coarser one holds), as in SqliteStorage.

@@ -183,11 +183,10 @@ Status ClickHouseStorage::FoldSegments(const std::string& metric,
         ids += std::to_string(series[i].id);
       }
       WARPSCOPE_ASSIGN_OR_RETURN(
-          auto rows,
-          client_.Select(fmt::format(
-              "SELECT {} FROM {} FINAL WHERE metric = {} AND series IN ({}) AND start "
-              ">= {} AND start < {}{}",
-              columns, TableOf(segment.resolution), Quote(metric), ids, from, segment.to, tail)));
+          auto rows, client_.Select(fmt::format(
+                         "SELECT {} FROM {} FINAL WHERE metric = {} AND series IN ({}) AND {}{}",
+                         columns, TableOf(segment.resolution), Quote(metric), ids,
+                         StartRange(TableOf(segment.resolution), from, segment.to), tail)));
       for (const auto& row : rows) {
         if (row.size() < 7) continue;
         auto it = index.find(ParseUint(row[0]));
