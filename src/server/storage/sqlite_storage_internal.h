@@ -120,9 +120,10 @@ struct MetaMarks {
                                             std::optional<Aggregation> only,
                                             const std::function<void(const Row&)>& fn);
 
-// The rows of one series in [?2, ?3) of the samples, rollup_1m or rollup_1h table (by `r`). With
-// `only` set, just the columns that aggregation needs are read (a chart over a day reads ~10^5
-// rows; fewer columns per row is the cheapest saving); otherwise all of them.
+// The rows of one series in [?2, ?3) of the rollup_1m or rollup_1h table (by `r`; raw windows
+// are read by ForEachRawRow, from chunks). With `only` set, just the columns that aggregation
+// needs are read (a chart over a day reads ~10^5 rows; fewer columns per row is the cheapest
+// saving); otherwise all of them.
 std::string RowsSql(Resolution r, std::optional<Aggregation> only);
 // A row of RowsSql(_, only) as a Row; fields not read stay at Row's defaults.
 Row ReadRow(const sqlite::Statement& stmt, std::optional<Aggregation> only);

@@ -18,10 +18,7 @@ namespace warpscope::server {
 namespace storage_internal {
 
 std::string RowsSql(Resolution r, std::optional<Aggregation> only) {
-  const char* table = r == Resolution::kRaw      ? "samples"
-                      : r == Resolution::kMinute ? "rollup_1m"
-                                                 : "rollup_1h";
-  const char* time = r == Resolution::kRaw ? "start_ms" : "bucket_ms";
+  const char* table = r == Resolution::kMinute ? "rollup_1m" : "rollup_1h";
   const char* columns = "avg, min, max, last, count";
   if (only.has_value()) {
     switch (*only) {
@@ -41,9 +38,9 @@ std::string RowsSql(Resolution r, std::optional<Aggregation> only) {
     }
   }
   return fmt::format(
-      "SELECT {1}, {2} FROM {0} WHERE series_id = ?1 AND {1} >= ?2 AND {1} < ?3 "
-      "ORDER BY {1}",
-      table, time, columns);
+      "SELECT bucket_ms, {1} FROM {0} WHERE series_id = ?1 AND bucket_ms >= ?2 AND bucket_ms < "
+      "?3 ORDER BY bucket_ms",
+      table, columns);
 }
 
 Row ReadRow(const sqlite::Statement& stmt, std::optional<Aggregation> only) {
