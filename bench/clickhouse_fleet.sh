@@ -10,8 +10,10 @@
 # value, and the latency of the API requests behind the UI's pages (fleet, a host's summary, the
 # GPU tab's batch of range queries, top-N, entities), each the median of 5, against every
 # server. With HISTORY (e.g. 1h), every agent first sends its GPU series of that long before the
-# run, a window a minute (server_load_agents --history), so that the pages read a full hour; the
-# run's figures then count only the run.
+# run, a window every 2 minutes (server_load_agents --history), so that the pages read a full
+# hour; the run's figures then count only the run. The history arrives behind the rollups, so
+# after the requests the script waits for the servers' Compact to catch up (the minute watermark
+# within 4 minutes of now) and measures the requests again, on the rollups.
 #   bench/clickhouse_fleet.sh [AGENTS] [SECONDS] [INTERVAL] [SERVERS] [HISTORY]
 #   e.g. 1000 120 10s 2, or 1000 120 10s 2 1h
 # Set BUILD_DIR to use another build than build/release; WARPSCOPE_CLICKHOUSE_SERVER to use
@@ -122,7 +124,7 @@ for ((i = 0; i < servers; i++)); do
   n=$((agents / servers + (i < agents % servers ? 1 : 0)))
   timeout $((seconds + 90 + 1800)) "$load_bin" --server="http://127.0.0.1:${ports[$i]}" --agents="$n" \
     --interval="$interval" --duration="${seconds}s" --drain-timeout=60s \
-    --history="$history" --history-interval=60s >"$work/load$i.out" 2>&1 &
+    --history="$history" --history-interval=120s >"$work/load$i.out" 2>&1 &
   load_pids+=($!)
   pids+=($!)
 done
@@ -228,4 +230,23 @@ for ((i = 0; i < servers; i++)); do
     "$(time_ms "$base/top?metric=gpu.utilization&limit=10&sparkline=60")" \
     "$(time_ms "$base/entities?kind=host&limit=1000")"
 done
+if [[ "$history" != 0s ]]; then
+  t0=$(date +%s)
+  mark() { ch_query "SELECT argMax(value, ver) FROM warpscope.marks WHERE name = '$1' FORMAT TSV"; }
+  for _ in $(seq 120); do
+    m=$(mark minute_watermark)
+    [[ -n "$m" ]] && (($(date +%s) - m / 1000 < 240)) && break
+    sleep 10
+  done
+  echo "  rollups: minute watermark $(($(date +%s) - ${m:-0} / 1000)) s behind now," \
+    "$(($(date +%s) - t0)) s after the requests above"
+  base="http://127.0.0.1:${ports[0]}/api/v1"
+  for round in 1 2 3; do
+    printf '    server 0 on the rollups, round %d: fleet %s, host summary %s, GPU tab batch %s, top-10 %s, hosts list %s\n' \
+      "$round" "$(time_ms "$base/fleet")" "$(time_ms "$base/summary?host=$host")" \
+      "$(time_ms "$base/query_batch" "$batch")" \
+      "$(time_ms "$base/top?metric=gpu.utilization&limit=10&sparkline=60")" \
+      "$(time_ms "$base/entities?kind=host&limit=1000")"
+  done
+fi
 exit "$load_rc"
