@@ -102,6 +102,20 @@ std::optional<double> Bucket::Value(Aggregation aggregation) const {
   return std::nullopt;
 }
 
+void Bucket::Merge(const Bucket& other) {
+  if (other.empty()) {
+    return;
+  }
+  if (empty() || other.last_start >= last_start) {
+    last = other.last;
+    last_start = other.last_start;
+  }
+  count += other.count;
+  weighted_sum += other.weighted_sum;
+  min = std::min(min, other.min);
+  max = std::max(max, other.max);
+}
+
 SeriesFolder::SeriesFolder(int64_t origin, int64_t step, size_t buckets)
     : origin_(origin), step_(step), buckets_(buckets) {}
 
@@ -146,15 +160,7 @@ void SeriesFolder::AddBucket(const Bucket& partial) {
   if (index >= buckets_.size()) {
     return;
   }
-  Bucket& b = buckets_[index];
-  if (b.empty() || partial.last_start >= b.last_start) {
-    b.last = partial.last;
-    b.last_start = partial.last_start;
-  }
-  b.count += partial.count;
-  b.weighted_sum += partial.weighted_sum;
-  b.min = std::min(b.min, partial.min);
-  b.max = std::max(b.max, partial.max);
+  buckets_[index].Merge(partial);
 }
 
 namespace {

@@ -88,6 +88,9 @@ struct Bucket {
   bool empty() const { return count == 0; }
   // The bucket's value; nullopt when undefined (empty, or kRate without two rows).
   std::optional<double> Value(Aggregation aggregation) const;
+  // Adds `other`'s rows: counts, sums and extremes, and its last value if it is later. The
+  // increase is not merged (a rate over several buckets is their rates' sum, see PerEntity).
+  void Merge(const Bucket& other);
 };
 
 // Folds the rows of one series, in ascending start order, into `buckets` step buckets of
@@ -158,15 +161,7 @@ struct PerEntity {
       entry.entity_kind = identity.entity_kind;
       entry.entity_attributes = identity.entity_attributes;
     }
-    Bucket& c = combined;
-    if (c.empty() || b.last_start >= c.last_start) {
-      c.last = b.last;
-      c.last_start = b.last_start;
-    }
-    c.count += b.count;
-    c.weighted_sum += b.weighted_sum;
-    c.min = std::min(c.min, b.min);
-    c.max = std::max(c.max, b.max);
+    combined.Merge(b);
     if (std::optional<double> r = b.Value(Aggregation::kRate); r.has_value()) {
       rate_sum += *r;
       has_rate = true;
