@@ -28,28 +28,30 @@ const char* TableOf(Resolution r) {
   return r == Resolution::kRaw ? "samples" : r == Resolution::kMinute ? "rollup_1m" : "rollup_1h";
 }
 
-// The entities' current state, one row per (host, id): the latest declared kind, parent and
-// attributes (an entity only series referred to keeps its implied kind), first and last seen.
-// `where` filters both tables (by host).
+// An entity's kind and attributes from its `entities` rows grouped by (host, id): the latest
+// declared ones (an entity only series referred to keeps its implied kind).
+constexpr char kEntityKind[] =
+    "if(countIf(declared = 1) > 0, argMaxIf(kind, ver, declared = 1), argMax(kind, ver))";
+constexpr char kEntityAttributes[] = "argMaxIf(attributes, ver, declared = 1)";
+
+// The entities' current state, one row per (host, id): kind, parent and attributes as declared
+// last (kEntityKind), first and last seen. `where` filters both tables (by host).
 std::string EntitiesSql(const std::string& where) {
   return fmt::format(
-      "SELECT host, id, kind_, parent_, attributes_, first_, last_ FROM (SELECT host, id, "
-      "if(countIf(declared = 1) > 0, argMaxIf(kind, ver, declared = 1), argMax(kind, ver)) AS "
-      "kind_, argMaxIf(parent, ver, declared = 1) AS parent_, argMaxIf(attributes, ver, "
-      "declared = 1) AS attributes_ FROM entities {0} GROUP BY host, id) ANY INNER JOIN (SELECT "
-      "host, id, minIf(t, edge = 0) AS first_, maxIf(t, edge = 1) AS last_ FROM entity_span {0} "
-      "GROUP BY host, id) USING (host, id)",
-      where);
+      "SELECT host, id, kind_, parent_, attributes_, first_, last_ FROM (SELECT host, id, {1} AS "
+      "kind_, argMaxIf(parent, ver, declared = 1) AS parent_, {2} AS attributes_ FROM entities "
+      "{0} GROUP BY host, id) ANY INNER JOIN (SELECT host, id, minIf(t, edge = 0) AS first_, "
+      "maxIf(t, edge = 1) AS last_ FROM entity_span {0} GROUP BY host, id) USING (host, id)",
+      where, kEntityKind, kEntityAttributes);
 }
 
-// The kind and attributes (as EntitiesSql computes them) of the entities the series matching
-// `series_where` belong to: host, id, kind, attributes.
+// The kind and attributes of the entities the series matching `series_where` belong to: host,
+// id, kind, attributes.
 std::string EntityKindsSql(const std::string& series_where) {
   return fmt::format(
-      "SELECT host, id, if(countIf(declared = 1) > 0, argMaxIf(kind, ver, declared = 1), "
-      "argMax(kind, ver)), argMaxIf(attributes, ver, declared = 1) FROM entities WHERE (host, id) "
-      "IN (SELECT host, entity FROM series WHERE {}) GROUP BY host, id FORMAT TSV",
-      series_where);
+      "SELECT host, id, {1}, {2} FROM entities WHERE (host, id) IN (SELECT host, entity FROM "
+      "series WHERE {0}) GROUP BY host, id FORMAT TSV",
+      series_where, kEntityKind, kEntityAttributes);
 }
 
 EntityRecord EntityFromRow(const TsvRow& row) {
